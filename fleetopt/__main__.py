@@ -1,0 +1,5 @@
+"""``python -m fleetopt``."""
+
+from fleetopt.cli import main
+
+main()

@@ -1,0 +1,26 @@
+"""Options and helpers shared by the commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from fleetopt.render.output import OutputFormat
+
+FORMAT_OPTION = typer.Option(
+    OutputFormat.table, "--format", "-f", help="table for people; json or yaml for machines (same data)."
+)
+PROFILES_DIR_OPTION = typer.Option(
+    None,
+    "--profiles-dir",
+    help="A folder of your own profiles (models/, gpus/, serving/), searched before the bundled ones.",
+    file_okay=False,
+)
+
+
+def profiles_dirs(extra: Path | None) -> tuple[Path, ...]:
+    """The profile search path: the user's folder first (if given), then the bundled one."""
+    from fleetopt.io.data import bundled_dir
+
+    return ((extra,) if extra is not None else ()) + (bundled_dir("profiles"),)

@@ -1,0 +1,110 @@
+"""One place that turns a command's result dictionary into text.
+
+Every command builds one plain dictionary (JSON-compatible) and hands it here with a
+function that draws it for people; ``--format json|yaml`` prints the same dictionary.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import math
+import os
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from rich.console import Console
+
+
+class OutputFormat(str, enum.Enum):
+    """The ``--format`` choices common to every command."""
+
+    table = "table"
+    json = "json"
+    yaml = "yaml"
+
+
+def to_jsonable(value: Any) -> Any:
+    """Convert numpy scalars/arrays, dataclasses, enums and tuples to plain JSON types.
+
+    Non-finite floats become ``None`` so that the JSON is strict (RFC 8259).
+    """
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return to_jsonable(dataclasses.asdict(value))
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, enum.Enum):
+        return to_jsonable(value.value)
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if hasattr(value, "tolist"):  # numpy scalar or array
+        return to_jsonable(value.tolist())
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    return value
+
+
+def dumps(data: Mapping[str, Any], fmt: OutputFormat | str) -> str:
+    """Serialize ``data`` as JSON or YAML text (ending in a newline)."""
+    fmt = OutputFormat(fmt)
+    plain = to_jsonable(data)
+    if fmt is OutputFormat.json:
+        return json.dumps(plain, indent=2, allow_nan=False) + "\n"
+    if fmt is OutputFormat.yaml:
+        import yaml
+
+        return yaml.safe_dump(plain, sort_keys=False, allow_unicode=True)
+    raise ValueError(f"not a machine format: {fmt}")
+
+
+def make_console() -> Console:
+    """A console on the current stdout (so test runners capture it), 120 columns when not a TTY."""
+    width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "120"))
+    return Console(file=sys.stdout, width=width, highlight=False, soft_wrap=False)
+
+
+def emit(
+    data: Mapping[str, Any],
+    fmt: OutputFormat | str,
+    draw: Callable[[Console, Mapping[str, Any]], None],
+) -> None:
+    """Print ``data``: drawn for people with ``draw`` for ``table``, serialized otherwise."""
+    fmt = OutputFormat(fmt)
+    if fmt is OutputFormat.table:
+        draw(make_console(), data)
+    else:
+        sys.stdout.write(dumps(data, fmt))
+
+
+def fmt_num(value: float | int | None, digits: int = 4) -> str:
+    """A compact human form of a number: ``None`` as ``–``, thousands separators for big ints."""
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if not math.isfinite(value):
+        return "∞" if value > 0 else "-∞"
+    if value != 0 and (abs(value) >= 1e7 or abs(value) < 1e-4):
+        return f"{value:.{digits}g}"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.{digits}g}"
+
+
+def fmt_seconds(value_s: float | None) -> str:
+    """Seconds shown in ms below 1 s (e.g. ``412.3 ms``), in s above."""
+    if value_s is None:
+        return "–"
+    if not math.isfinite(value_s):
+        return "∞"
+    if abs(value_s) < 1.0:
+        return f"{value_s * 1e3:.1f} ms"
+    return f"{value_s:.3f} s"
