@@ -1,0 +1,313 @@
+"""Exact statistics of the requests that reach one pool, cheap enough for a sweep.
+
+After one O(N log N) preparation per prefill chunk size, every pool the planner asks about —
+a range (lo, hi] of total tokens, the Compress-and-Route band of a short pool, the long pool
+left behind — costs a handful of binary searches: O(log N) for the moments and O(K log N)
+for a prefill quantile, K being the number of distinct prefill-iteration counts (≤ 1 + max
+input / chunk). Nothing is sampled: every figure is a finite weighted sum over the
+workload's atoms (see :mod:`fleetopt.core.workload`).
+
+Per request (FleetOpt Eq. 4): prefill iterations P = ⌈L_in / chunk⌉, iterations
+I = P + L_out, routing length L = L_total. A request compressed by Compress-and-Route at
+boundary B keeps L_out and gets L_in' = B − L_out, so its total becomes B (FleetOpt Eq. 15);
+a request with L_out ≥ B cannot be compressed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from fleetopt.core.workload import Workload
+
+# Columns of the per-atom moment table, each multiplied by the atom's weight w.
+_COLUMNS = ("w", "I", "I2", "IL", "I2L", "I2L2", "P", "PL", "L")
+_W, _I, _I2, _IL, _I2L, _I2L2, _P, _PL, _L = range(len(_COLUMNS))
+
+# Relative slack when comparing a cumulative weight with q·total (float sums of exact masses).
+_QUANTILE_SLACK = 1e-12
+
+
+@dataclass(frozen=True)
+class PoolMoments:
+    """The first two moments of a pool's per-request work, normalized over the pool's requests.
+
+    Attributes:
+        traffic_fraction: share of all requests that reach the pool (0 for an empty pool).
+        mean_iterations: E[I], iterations a request holds its slot.
+        mean_sq_iterations: E[I²].
+        mean_prefill_iterations: E[P].
+        prefill_iterations_quantile: the q-quantile of P (smallest k with P(P ≤ k) ≥ q).
+        quantile: the q used above.
+        mean_iter_x_len, mean_sq_iter_x_len, mean_sq_iter_x_sq_len: E[I·L], E[I²·L], E[I²·L²]
+            (tokens; the length-scaled service model of the reference implementation needs them).
+        mean_prefill_x_len: E[P·L], tokens.
+        mean_total_tokens: E[L], tokens.
+        max_total_tokens: the longest routed total length in the pool, tokens (0 if empty).
+    """
+
+    traffic_fraction: float
+    mean_iterations: float
+    mean_sq_iterations: float
+    mean_prefill_iterations: float
+    prefill_iterations_quantile: int
+    quantile: float
+    mean_iter_x_len: float
+    mean_sq_iter_x_len: float
+    mean_sq_iter_x_sq_len: float
+    mean_prefill_x_len: float
+    mean_total_tokens: float
+    max_total_tokens: int
+
+    @property
+    def is_empty(self) -> bool:
+        """True when no traffic reaches the pool."""
+        return self.traffic_fraction <= 0.0
+
+    @property
+    def iterations_scv(self) -> float:
+        """Squared coefficient of variation of I: Var[I] / E[I]²."""
+        return max(0.0, self.mean_sq_iterations / self.mean_iterations**2 - 1.0)
+
+
+def _moment_rows(
+    prefill_iterations: np.ndarray, output_tokens: np.ndarray, total_tokens: np.ndarray, weights: np.ndarray
+) -> np.ndarray:
+    """Per-atom table w·(1, I, I², I·L, I²·L, I²·L², P, P·L, L) as float64, shape (N, 9)."""
+    p = prefill_iterations.astype(np.float64)
+    i = p + output_tokens
+    length = total_tokens.astype(np.float64)
+    i2 = i * i
+    ones = np.ones_like(p)
+    rows = np.column_stack((ones, i, i2, i * length, i2 * length, i2 * length * length, p, p * length, length))
+    return rows * weights[:, None]
+
+
+def _prefix(table: np.ndarray) -> np.ndarray:
+    """Cumulative sums with a leading zero row: prefix[k] = Σ_{j<k} table[j]."""
+    out = np.zeros((table.shape[0] + 1, table.shape[1]))
+    np.cumsum(table, axis=0, out=out[1:])
+    return out
+
+
+class _PrefillHistogram:
+    """Weight of atoms with total in (lo, hi], split by prefill-iteration count, by binary search.
+
+    Atoms are sorted by the composite key P·M + L (M > every L), so the atoms with a given P
+    and L in (lo, hi] form one contiguous run; all K runs are found with two vectorized
+    searches.
+    """
+
+    def __init__(self, prefill_iterations: np.ndarray, total_tokens: np.ndarray, weights: np.ndarray):
+        self.modulus = int(total_tokens.max(initial=0)) + 1
+        self.levels = int(prefill_iterations.max(initial=0)) + 1
+        keys = prefill_iterations.astype(np.int64) * self.modulus + total_tokens
+        order = np.argsort(keys, kind="stable")
+        self.keys = keys[order]
+        self.cumulative_weight = np.concatenate(([0.0], np.cumsum(weights[order])))
+        self.level_offsets = np.arange(self.levels, dtype=np.int64) * self.modulus
+
+    def weights_by_level(self, lo_tokens: int, hi_tokens: int) -> np.ndarray:
+        """Array h[k] = weight of atoms with P = k and lo < L ≤ hi (integers, clamped)."""
+        lo = min(max(lo_tokens, -1), self.modulus - 1)
+        hi = min(max(hi_tokens, -1), self.modulus - 1)
+        if hi <= lo:
+            return np.zeros(self.levels)
+        left = np.searchsorted(self.keys, self.level_offsets + lo, side="right")
+        right = np.searchsorted(self.keys, self.level_offsets + hi, side="right")
+        return self.cumulative_weight[right] - self.cumulative_weight[left]
+
+
+def _quantile_level(histogram: np.ndarray, quantile: float) -> int:
+    """Smallest k with Σ_{j≤k} h[j] ≥ q · Σ h (the inverted-CDF quantile of a discrete law)."""
+    cumulative = np.cumsum(histogram)
+    total = cumulative[-1] if cumulative.size else 0.0
+    if total <= 0:
+        return 0
+    return int(np.searchsorted(cumulative, quantile * total * (1.0 - _QUANTILE_SLACK), side="left"))
+
+
+def _floor_tokens(value: float) -> int:
+    """Integer bound equivalent to a real one for integer lengths: L ≤ x ⇔ L ≤ ⌊x⌋."""
+    if math.isinf(value):
+        return 2**62 if value > 0 else -1
+    return math.floor(value)
+
+
+class PoolStatistics:
+    """Exact per-pool moments of a workload for one prefill chunk size.
+
+    ``lo`` / ``hi`` bounds are in tokens and select total lengths lo < L ≤ hi.
+    """
+
+    def __init__(self, workload: Workload, prefill_chunk_tokens: int):
+        if prefill_chunk_tokens < 1:
+            raise ValueError("prefill chunk must be ≥ 1 token")
+        self.workload = workload
+        self.prefill_chunk_tokens = int(prefill_chunk_tokens)
+        self._total_weight = workload.total_weight
+        self._weights = workload.weights / self._total_weight
+        self._totals = workload.total_tokens
+        self._prefill = -(-workload.input_tokens // self.prefill_chunk_tokens)  # ⌈L_in / chunk⌉
+        self._prefix = _prefix(_moment_rows(self._prefill, workload.output_tokens, self._totals, self._weights))
+        self._histogram = _PrefillHistogram(self._prefill, self._totals, self._weights)
+        # _last_positive[k]: index of the last atom below k with positive weight (−1 if none).
+        positive_index = np.where(self._weights > 0, np.arange(self._weights.size), -1)
+        self._last_positive = np.concatenate(([-1], np.maximum.accumulate(positive_index)))
+        self._bands: dict[int, _CompressionBand] = {}
+
+    # -- plain ranges ---------------------------------------------------------------------
+    def _index(self, bound_tokens: int) -> int:
+        return int(np.searchsorted(self._totals, bound_tokens, side="right"))
+
+    def _range_sums(self, lo: int, hi: int) -> np.ndarray:
+        i0, i1 = self._index(lo), self._index(hi)
+        if i1 <= i0:
+            return np.zeros(len(_COLUMNS))
+        return self._prefix[i1] - self._prefix[i0]
+
+    def cdf(self, tokens: float) -> float:
+        """F(tokens): fraction of requests with total length ≤ tokens."""
+        return float(self._prefix[self._index(_floor_tokens(tokens)), _W])
+
+    def range_moments(self, lo_tokens: float, hi_tokens: float, quantile: float = 0.99) -> PoolMoments:
+        """Moments of the requests with lo < L ≤ hi, at their original lengths."""
+        lo, hi = _floor_tokens(lo_tokens), _floor_tokens(hi_tokens)
+        return self._moments(
+            self._range_sums(lo, hi), self._histogram.weights_by_level(lo, hi), quantile, self._max_total(lo, hi)
+        )
+
+    # -- Compress-and-Route pools ------------------------------------------------------------
+    def short_pool(self, b_short_tokens: int, gamma: float, compressibility: float, quantile: float = 0.99):
+        """The short pool: L ≤ B, plus a share p_c of the compressible band B < L ≤ γB, compressed.
+
+        FleetOpt Eq. 1 and 14–15: α' = F(B) + p_c · (compressible part of F(γB) − F(B)).
+        """
+        b = int(b_short_tokens)
+        hi = _floor_tokens(gamma * b)
+        sums = self._range_sums(-1, b)
+        histogram = self._histogram.weights_by_level(-1, b)
+        max_total = self._max_total(-1, b)
+        if compressibility > 0 and hi > b:
+            band = self._band(b)
+            band_sums = band.compressed_sums(hi)
+            if band_sums[_W] > 0:
+                sums = sums + compressibility * band_sums
+                histogram = _add_padded(histogram, compressibility * band.compressed_histogram.weights_by_level(b, hi))
+                max_total = b
+        return self._moments(sums, histogram, quantile, max_total)
+
+    def long_pool(self, b_short_tokens: int, gamma: float, compressibility: float, quantile: float = 0.99):
+        """The long pool: L > γB, plus the band requests that were not compressed (original lengths).
+
+        A band request stays long when it is not compressed (probability 1 − p_c) or cannot be
+        (L_out ≥ B). With p_c = 1 this is exactly "the requests above γB" (FleetOpt §6, the
+        recalibrated μ_l).
+        """
+        b = int(b_short_tokens)
+        hi = _floor_tokens(gamma * b)
+        sums = self._range_sums(hi, 2**62)
+        histogram = self._histogram.weights_by_level(hi, 2**62)
+        max_total = self._max_total(hi, 2**62)
+        if hi > b:
+            band = self._band(b)
+            stay = 1.0 - compressibility
+            stay_sums = band.incompressible_sums(hi) + stay * band.original_sums(hi)
+            if stay_sums[_W] > 0:
+                sums = sums + stay_sums
+                histogram = _add_padded(histogram, band.incompressible_histogram.weights_by_level(b, hi))
+                histogram = _add_padded(histogram, stay * band.original_histogram.weights_by_level(b, hi))
+                max_total = max(max_total, self._max_total(b, hi))
+        return self._moments(sums, histogram, quantile, max_total)
+
+    def compressible_fraction(self, b_short_tokens: int, gamma: float) -> float:
+        """Share of all requests in B < L ≤ γB with L_out < B (those C&R can compress)."""
+        b = int(b_short_tokens)
+        hi = _floor_tokens(gamma * b)
+        return float(self._band(b).original_sums(hi)[_W]) if hi > b else 0.0
+
+    # -- helpers ----------------------------------------------------------------------------
+    def _band(self, b_short_tokens: int) -> _CompressionBand:
+        band = self._bands.get(b_short_tokens)
+        if band is None:
+            band = _CompressionBand(self, b_short_tokens)
+            self._bands[b_short_tokens] = band
+        return band
+
+    def _max_total(self, lo: int, hi: int) -> int:
+        i0, i1 = self._index(lo), self._index(hi)
+        last = int(self._last_positive[i1])
+        return int(self._totals[last]) if last >= i0 else 0
+
+    @staticmethod
+    def _moments(sums: np.ndarray, histogram: np.ndarray, quantile: float, max_total: int) -> PoolMoments:
+        weight = float(sums[_W])
+        if weight <= 1e-15:
+            nan = math.nan
+            return PoolMoments(0.0, nan, nan, nan, 0, quantile, nan, nan, nan, nan, nan, 0)
+        mean = sums / weight
+        return PoolMoments(
+            traffic_fraction=weight,
+            mean_iterations=float(mean[_I]),
+            mean_sq_iterations=float(mean[_I2]),
+            mean_prefill_iterations=float(mean[_P]),
+            prefill_iterations_quantile=_quantile_level(histogram, quantile),
+            quantile=quantile,
+            mean_iter_x_len=float(mean[_IL]),
+            mean_sq_iter_x_len=float(mean[_I2L]),
+            mean_sq_iter_x_sq_len=float(mean[_I2L2]),
+            mean_prefill_x_len=float(mean[_PL]),
+            mean_total_tokens=float(mean[_L]),
+            max_total_tokens=max_total,
+        )
+
+
+class _CompressionBand:
+    """Prefix sums over the atoms above B, split into those C&R can compress (L_out < B) and not.
+
+    Compressible atoms are kept twice, as compressed (L_in' = B − L_out) and as they are; all
+    histograms are keyed by the ORIGINAL total, so that (B, γB] selects the band.
+    """
+
+    def __init__(self, stats: PoolStatistics, b_short_tokens: int):
+        start = stats._index(b_short_tokens)
+        totals = stats._totals[start:]
+        outputs = stats.workload.output_tokens[start:]
+        prefill = stats._prefill[start:]
+        compressible = outputs < b_short_tokens
+        weights = np.where(compressible, stats._weights[start:], 0.0)
+        fixed_weights = np.where(compressible, 0.0, stats._weights[start:])
+        self.totals = totals
+        compressed_prefill = -(-(b_short_tokens - np.minimum(outputs, b_short_tokens)) // stats.prefill_chunk_tokens)
+        compressed_totals = np.full_like(totals, b_short_tokens)
+        self._compressed = _prefix(_moment_rows(compressed_prefill, outputs, compressed_totals, weights))
+        self._original = _prefix(_moment_rows(prefill, outputs, totals, weights))
+        self._incompressible = _prefix(_moment_rows(prefill, outputs, totals, fixed_weights))
+        self.compressed_histogram = _PrefillHistogram(compressed_prefill, totals, weights)
+        self.original_histogram = _PrefillHistogram(prefill, totals, weights)
+        self.incompressible_histogram = _PrefillHistogram(prefill, totals, fixed_weights)
+
+    def _end(self, hi_tokens: int) -> int:
+        return int(np.searchsorted(self.totals, hi_tokens, side="right"))
+
+    def compressed_sums(self, hi_tokens: int) -> np.ndarray:
+        return self._compressed[self._end(hi_tokens)]
+
+    def original_sums(self, hi_tokens: int) -> np.ndarray:
+        return self._original[self._end(hi_tokens)]
+
+    def incompressible_sums(self, hi_tokens: int) -> np.ndarray:
+        return self._incompressible[self._end(hi_tokens)]
+
+
+def _pad(histogram: np.ndarray, levels: int) -> np.ndarray:
+    if histogram.size >= levels:
+        return histogram[:levels]
+    return np.concatenate((histogram, np.zeros(levels - histogram.size)))
+
+
+def _add_padded(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    size = max(a.size, b.size)
+    return _pad(a, size) + _pad(b, size)
