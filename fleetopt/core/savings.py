@@ -1,0 +1,762 @@
+"""Savings estimates of pool routing and Compress-and-Route, from numbers alone (``fleetopt audit``).
+
+Every function here is pure arithmetic on a few profiled numbers (no workload, no queueing):
+
+- the closed form (pool-routing Eq. 7): savings = α·(1 − 1/ρ);
+- fleet sizes (pool-routing Eq. 6 and its corrected form Eq. 8): G = αλ/μ_s + (1 − α)λ/μ_l
+  instances, and the homogeneous G = λ/μ_homo, with optional headroom factors and ceilings
+  (pool-routing Appendix A);
+- the Compress-and-Route increment (FleetOpt Eq. 14): β·p_c·(1 − 1/ρ);
+- dollars (GPUs × $/GPU-hour × 8,760 h) and the over-prediction factor of one estimate
+  relative to another;
+- the throughput ratio of a short pool over a long pool under the lock-step service model,
+  which the papers conflate with the slot "cliff ratio" n_s/n_l (FACTS §2 item 1).
+
+Units: arrival rates and throughputs in requests per second (per instance for μ), times in
+seconds, money in US dollars; "instances" are serving instances (one tensor-parallel group),
+GPUs = instances × GPUs per instance. Symbols follow the papers: α = F(B_short) (short-traffic
+fraction), ρ = μ_short/μ_homo (throughput gain ratio), β = F(γB) − F(B) (borderline fraction),
+p_c (compressible share of the borderline traffic).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from fleetopt.errors import ValidationError
+
+#: Hours in a (non-leap) year, the papers' annualisation (FleetOpt Table 3: "× 8,760 hr/yr").
+HOURS_PER_YEAR = 8760.0
+
+#: The papers' default GPU price: A100-80GB at $2.21/GPU-hour (AWS p4d.24xlarge per GPU;
+#: pool-routing §4.2, FleetOpt Table 3).
+PAPER_GPU_HOUR_USD = 2.21
+
+#: Queueing-headroom factors of the pool-routing paper (Appendix A, §4.3): each pool is sized
+#: ⌈λ_pool/μ_pool × β⌉.
+PAPER_HEADROOM_SHORT = 1.05
+PAPER_HEADROOM_LONG = 1.02
+PAPER_HEADROOM_HOMOGENEOUS = 1.08
+
+#: The papers' lock-step timing calibration (Llama-3-70B on A100-80GB, pool-routing Appendix A,
+#: FACTS §1): t_iter = W + H·n with W = 8 ms and H = 0.65 ms per active sequence.
+PAPER_ITERATION_BASE_S = 0.008
+PAPER_ITERATION_PER_SLOT_S = 0.00065
+
+# Relative slack of the ceilings, so that 1000/3.0·1.08 = 360.00000000000006 rounds to 360.
+_CEIL_RELATIVE_SLACK = 1e-9
+
+
+def _require_fraction(value: float, name: str) -> None:
+    if not (0.0 <= value <= 1.0) or not math.isfinite(value):
+        raise ValidationError(f"{name} = {value!r} must be a fraction in [0, 1]")
+
+
+def _require_positive(value: float, name: str) -> None:
+    if not (value > 0.0) or not math.isfinite(value):
+        raise ValidationError(f"{name} = {value!r} must be a positive, finite number")
+
+
+def _require_headroom(value: float, name: str) -> None:
+    if not (value >= 1.0) or not math.isfinite(value):
+        raise ValidationError(
+            f"{name} = {value!r} must be ≥ 1 (a headroom factor below 1 sizes a pool beyond 100% load)"
+        )
+
+
+def ceil_instances(instances: float) -> int:
+    """Round a fractional instance count up to whole instances, ignoring float noise (1e-9 relative)."""
+    return max(0, math.ceil(instances * (1.0 - _CEIL_RELATIVE_SLACK)))
+
+
+# --- the closed form and its Compress-and-Route increment -------------------------------------
+
+
+def closed_form_savings_fraction(short_fraction: float, throughput_ratio: float) -> float:
+    """Fractional GPU savings of pool routing, ΔG/G_homo = α·(1 − 1/ρ) (pool-routing Eq. 7).
+
+    ``short_fraction`` is α = F(B_short); ``throughput_ratio`` is ρ = μ_short/μ_homo, the
+    per-instance *throughput* gain (not the slot ratio n_s/n_l, see
+    :func:`lockstep_throughput_ratio`). Derived from Eq. 6 by assuming the long pool runs at
+    μ_homo, i.e. serves the same mix as the homogeneous pool; with routed traffic the long pool
+    is slower and Eq. 7 over-predicts (pool-routing §4.2: 69% predicted vs 16.6% realised).
+    ρ < 1 gives negative savings (the short pool is slower).
+    """
+    _require_fraction(short_fraction, "short fraction α")
+    _require_positive(throughput_ratio, "throughput ratio ρ")
+    return short_fraction * (1.0 - 1.0 / throughput_ratio)
+
+
+def compressed_short_fraction(
+    short_fraction: float, borderline_fraction: float, compressible_fraction: float
+) -> float:
+    """Short-pool fraction after Compress-and-Route, α' = α + β·p_c (FleetOpt Eq. 14).
+
+    β = F(γB) − F(B) is the borderline fraction (requests in (B, γB]); p_c the share of it that
+    can be compressed below B. Requires α + β ≤ 1 (the band lies above B, so α + β = F(γB)).
+    """
+    _require_fraction(short_fraction, "short fraction α")
+    _require_fraction(borderline_fraction, "borderline fraction β")
+    _require_fraction(compressible_fraction, "compressible fraction p_c")
+    if short_fraction + borderline_fraction > 1.0 + 1e-12:
+        raise ValidationError(
+            f"short fraction α = {short_fraction:g} plus borderline fraction β = {borderline_fraction:g} "
+            f"is {short_fraction + borderline_fraction:g}; α + β = F(γB) must be ≤ 1"
+        )
+    return min(1.0, short_fraction + borderline_fraction * compressible_fraction)
+
+
+def compress_and_route_increment(
+    borderline_fraction: float, compressible_fraction: float, throughput_ratio: float
+) -> float:
+    """Extra savings of C&R over pool routing, Δα·(1 − 1/ρ) = β·p_c·(1 − 1/ρ) (FleetOpt Eq. 14, §5.1).
+
+    Assumes ρ is unchanged by compression: in truth the long pool loses its lightest requests
+    (those in (B, γB]), so its per-request cost rises; the planner re-derives μ_long instead.
+    """
+    _require_fraction(borderline_fraction, "borderline fraction β")
+    _require_fraction(compressible_fraction, "compressible fraction p_c")
+    _require_positive(throughput_ratio, "throughput ratio ρ")
+    return borderline_fraction * compressible_fraction * (1.0 - 1.0 / throughput_ratio)
+
+
+# --- fleet sizes ----------------------------------------------------------------------------------
+
+
+def homogeneous_instances(
+    arrival_rate_per_s: float,
+    homogeneous_throughput_per_s: float,
+    *,
+    headroom: float = 1.0,
+    round_up: bool = False,
+) -> float:
+    """Instances of a homogeneous fleet, G_homo = λ/μ_homo × β_homo (pool-routing §3; Appendix A).
+
+    ``homogeneous_throughput_per_s`` is μ_homo, requests per second per instance on the full
+    mix; ``headroom`` the queueing-headroom factor (paper: 1.08); ``round_up`` rounds up to
+    whole instances (the paper's ⌈·⌉).
+    """
+    _require_positive(arrival_rate_per_s, "arrival rate λ")
+    _require_positive(homogeneous_throughput_per_s, "homogeneous throughput μ_homo")
+    _require_headroom(headroom, "homogeneous headroom β_homo")
+    instances = arrival_rate_per_s / homogeneous_throughput_per_s * headroom
+    return float(ceil_instances(instances)) if round_up else instances
+
+
+@dataclass(frozen=True)
+class TwoPoolInstances:
+    """Instances of a two-pool fleet, per pool and in total (fractional unless rounded up)."""
+
+    short_instances: float
+    long_instances: float
+
+    @property
+    def total_instances(self) -> float:
+        """short + long instances."""
+        return self.short_instances + self.long_instances
+
+
+def two_pool_instances(
+    arrival_rate_per_s: float,
+    short_fraction: float,
+    short_throughput_per_s: float,
+    long_throughput_per_s: float | None,
+    *,
+    headroom_short: float = 1.0,
+    headroom_long: float = 1.0,
+    round_up: bool = False,
+) -> TwoPoolInstances:
+    """Instances of a two-pool fleet, G = αλ/μ_s·β_s + (1 − α)λ/μ_l·β_l (pool-routing Eq. 6 / Eq. 8).
+
+    With μ_l = μ(C_H), the full-mix throughput, this is Eq. 6 (from which Eq. 7 follows); with μ_l
+    measured on the *routed* long traffic (only requests above B_short) it is the corrected fleet
+    formula, Eq. 8 (pool-routing §4.2: 917/13.5 + 83/0.37 = 67.9 + 224.3 ≈ 292 at λ = 1000).
+    ``headroom_*`` are the queueing-headroom factors (paper, Appendix A: β_short = 1.05,
+    β_long = 1.02); ``round_up`` rounds each pool up to whole instances (Eq. 6's ⌈·⌉; with the
+    paper's headroom, 72 + 229 = 301). ``long_throughput_per_s`` may be ``None`` only when α = 1.
+    """
+    _require_positive(arrival_rate_per_s, "arrival rate λ")
+    _require_fraction(short_fraction, "short fraction α")
+    _require_positive(short_throughput_per_s, "short-pool throughput μ_short")
+    _require_headroom(headroom_short, "short-pool headroom β_short")
+    _require_headroom(headroom_long, "long-pool headroom β_long")
+    short = short_fraction * arrival_rate_per_s / short_throughput_per_s * headroom_short
+    long_rate_per_s = (1.0 - short_fraction) * arrival_rate_per_s
+    if long_rate_per_s > 0.0:
+        if long_throughput_per_s is None:
+            raise ValidationError("long-pool throughput μ_long is needed when α < 1 (some traffic is long)")
+        _require_positive(long_throughput_per_s, "long-pool throughput μ_long")
+        long = long_rate_per_s / long_throughput_per_s * headroom_long
+    else:
+        long = 0.0
+    if round_up:
+        return TwoPoolInstances(float(ceil_instances(short)), float(ceil_instances(long)))
+    return TwoPoolInstances(short, long)
+
+
+# --- the throughput ratio the papers conflate with the cliff ratio ------------------------------
+
+
+def iteration_time_s(slots: int, *, iteration_base_s: float, iteration_per_slot_s: float) -> float:
+    """Lock-step iteration time t(n) = W + H·n, seconds (FleetOpt Eq. 3; pool-routing Eq. 9)."""
+    if slots < 1:
+        raise ValidationError(f"slots = {slots!r} must be a whole number ≥ 1")
+    _require_positive(iteration_base_s, "iteration base time W")
+    if not (iteration_per_slot_s >= 0.0) or not math.isfinite(iteration_per_slot_s):
+        raise ValidationError(f"per-slot iteration time H = {iteration_per_slot_s!r} must be ≥ 0")
+    return iteration_base_s + iteration_per_slot_s * slots
+
+
+def cliff_ratio(short_slots: int, long_slots: int) -> float:
+    """The papers' "cliff ratio" n_max(s)/n_max(l): a ratio of *slots*, not of throughput (FleetOpt §2.2)."""
+    if short_slots < 1 or long_slots < 1:
+        raise ValidationError(f"slots must be ≥ 1 (short {short_slots!r}, long {long_slots!r})")
+    return short_slots / long_slots
+
+
+def lockstep_throughput_ratio(
+    short_slots: int, long_slots: int, *, iteration_base_s: float, iteration_per_slot_s: float
+) -> float:
+    """Throughput ratio ρ of a short pool over a long pool on the *same* traffic mix, lock-step model.
+
+    One instance with n busy slots finishes n requests every E[iterations]·t(n) seconds, so
+    μ ∝ n/t(n) with t(n) = W + H·n, and ρ = (n_s/t(n_s)) / (n_l/t(n_l)). With the papers'
+    W = 8 ms, H = 0.65 ms: 128 vs 16 slots gives 8 · 18.4/91.2 = 1.61×, not the cliff ratio 8×
+    (FACTS §2 item 1; the pool-routing simulator reports 6.8/4.1 = 1.66 on LMSYS). Upper bound:
+    the ratio of full-load throughputs; at partial occupancy t(n) is smaller in both pools.
+    """
+    t_short_s = iteration_time_s(
+        short_slots, iteration_base_s=iteration_base_s, iteration_per_slot_s=iteration_per_slot_s
+    )
+    t_long_s = iteration_time_s(
+        long_slots, iteration_base_s=iteration_base_s, iteration_per_slot_s=iteration_per_slot_s
+    )
+    return (short_slots / t_short_s) / (long_slots / t_long_s)
+
+
+# --- dollars --------------------------------------------------------------------------------------
+
+
+def gpus_from_instances(instances: float, gpus_per_instance: int) -> float:
+    """GPUs = instances × GPUs per instance (tensor-parallel size)."""
+    if gpus_per_instance < 1:
+        raise ValidationError(f"GPUs per instance = {gpus_per_instance!r} must be a whole number ≥ 1")
+    return instances * gpus_per_instance
+
+
+def annual_cost_usd(gpus: float, gpu_hour_usd: float, *, hours_per_year: float = HOURS_PER_YEAR) -> float:
+    """Cost per year, USD = GPUs × $/GPU-hour × 8,760 h (FleetOpt Table 3; pool-routing Table 5).
+
+    Pool-routing Table 5: 1,576 GPUs × $3.67 × 8,760 = $50.67M (printed as $50.6M).
+    """
+    if not (gpus >= 0.0) or not math.isfinite(gpus):
+        raise ValidationError(f"GPUs = {gpus!r} must be ≥ 0")
+    if not (gpu_hour_usd >= 0.0) or not math.isfinite(gpu_hour_usd):
+        raise ValidationError(f"GPU price = {gpu_hour_usd!r} $/GPU-hour must be ≥ 0")
+    return gpus * gpu_hour_usd * hours_per_year
+
+
+def savings_fraction(fleet_gpus: float, baseline_gpus: float) -> float:
+    """Savings of a fleet relative to a baseline fleet, 1 − fleet/baseline (negative if it is larger)."""
+    _require_positive(baseline_gpus, "baseline fleet (GPUs)")
+    return 1.0 - fleet_gpus / baseline_gpus
+
+
+def over_prediction_factor(
+    estimated_savings_fraction: float, reference_savings_fraction: float
+) -> float | None:
+    """How many times an estimate over-states the savings of a reference: estimate / reference.
+
+    ``None`` when the reference saves nothing or loses (the ratio has no meaning there).
+    Pool-routing §4.2: Eq. 7 predicts 69% where the routed fleet saves 16.6%, a factor of 4.2.
+    """
+    if reference_savings_fraction <= 0.0:
+        return None
+    return estimated_savings_fraction / reference_savings_fraction
+
+
+# --- the audit of a set of numbers ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SavingsEstimate:
+    """One line of an audit: a fleet and its savings as one formula sees them.
+
+    Attributes:
+        name: short label, e.g. ``"closed form"``.
+        source: the equation it implements, e.g. ``"pool-routing Eq. 7"``.
+        instances: serving instances (fractional unless rounded up), ``None`` if not sizable.
+        short_instances, long_instances: the two pools of a two-pool estimate, else ``None``.
+        gpus: instances × GPUs per instance.
+        cost_per_year_usd: gpus × $/GPU-hour × 8,760.
+        savings_fraction: 1 − gpus/baseline GPUs (or α(1 − 1/ρ) when there is no baseline fleet).
+        savings_usd_per_year: baseline cost − this cost.
+        over_prediction_factor: this estimate's savings / the Eq. 8 estimate's savings.
+        is_baseline: this is the fleet the savings are measured against.
+        assumptions: what the formula takes for granted, in one or two sentences.
+    """
+
+    name: str
+    source: str
+    instances: float | None
+    short_instances: float | None
+    long_instances: float | None
+    gpus: float | None
+    cost_per_year_usd: float | None
+    savings_fraction: float | None
+    savings_usd_per_year: float | None
+    over_prediction_factor: float | None
+    is_baseline: bool
+    assumptions: str
+
+
+@dataclass(frozen=True)
+class AuditInputs:
+    """The numbers of a back-of-envelope audit; ``None`` means "not given".
+
+    Attributes:
+        short_fraction: α = F(B_short).
+        throughput_ratio: ρ given directly.
+        arrival_rate_per_s: λ, requests per second.
+        short_throughput_per_s, long_throughput_per_s, homogeneous_throughput_per_s: μ_s, μ_l
+            (on routed long traffic), μ_homo; requests per second per instance.
+        short_slots, long_slots: n_s, n_l for the lock-step throughput ratio.
+        iteration_base_s, iteration_per_slot_s: W and H of t(n) = W + H·n, seconds.
+        headroom_short, headroom_long, headroom_homogeneous: sizing headroom factors (≥ 1).
+        round_up: round each pool up to whole instances.
+        borderline_fraction, compressible_fraction: β and p_c of Compress-and-Route.
+        gpus_per_instance: GPUs in one serving instance.
+        gpu_hour_usd: price of one GPU for one hour, USD.
+        current_gpus: the fleet running today (the savings baseline when given).
+        proposed_gpus: a fleet size obtained elsewhere, to price against the baseline.
+    """
+
+    short_fraction: float | None = None
+    throughput_ratio: float | None = None
+    arrival_rate_per_s: float | None = None
+    short_throughput_per_s: float | None = None
+    long_throughput_per_s: float | None = None
+    homogeneous_throughput_per_s: float | None = None
+    short_slots: int | None = None
+    long_slots: int | None = None
+    iteration_base_s: float = PAPER_ITERATION_BASE_S
+    iteration_per_slot_s: float = PAPER_ITERATION_PER_SLOT_S
+    headroom_short: float = 1.0
+    headroom_long: float = 1.0
+    headroom_homogeneous: float = 1.0
+    round_up: bool = False
+    borderline_fraction: float | None = None
+    compressible_fraction: float = 1.0
+    gpus_per_instance: int = 1
+    gpu_hour_usd: float = PAPER_GPU_HOUR_USD
+    current_gpus: float | None = None
+    proposed_gpus: float | None = None
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """The estimates of an audit, the baseline they are measured against, and why they differ.
+
+    Attributes:
+        estimates: one :class:`SavingsEstimate` per formula that the inputs allow.
+        throughput_ratio: the ρ used by the closed forms (``None`` if none could be formed).
+        throughput_ratio_source: how ρ was obtained.
+        baseline_name: the estimate the savings are relative to (``None``: the closed form's own).
+        explanations: short sentences on why the estimates differ.
+    """
+
+    estimates: tuple[SavingsEstimate, ...]
+    throughput_ratio: float | None
+    throughput_ratio_source: str | None
+    baseline_name: str | None
+    explanations: tuple[str, ...] = field(default_factory=tuple)
+
+
+LOCKSTEP_SOURCE = "lock-step n_s/t(n_s) ÷ n_l/t(n_l)"
+
+
+def _resolve_throughput_ratio(inputs: AuditInputs) -> tuple[float | None, str | None]:
+    if inputs.throughput_ratio is not None:
+        _require_positive(inputs.throughput_ratio, "throughput ratio ρ")
+        return inputs.throughput_ratio, "given"
+    if inputs.short_throughput_per_s is not None and inputs.homogeneous_throughput_per_s is not None:
+        _require_positive(inputs.short_throughput_per_s, "short-pool throughput μ_short")
+        _require_positive(inputs.homogeneous_throughput_per_s, "homogeneous throughput μ_homo")
+        return inputs.short_throughput_per_s / inputs.homogeneous_throughput_per_s, "μ_short/μ_homo"
+    if inputs.short_slots is not None and inputs.long_slots is not None:
+        ratio = lockstep_throughput_ratio(
+            inputs.short_slots,
+            inputs.long_slots,
+            iteration_base_s=inputs.iteration_base_s,
+            iteration_per_slot_s=inputs.iteration_per_slot_s,
+        )
+        return ratio, LOCKSTEP_SOURCE
+    return None, None
+
+
+def _pct(fraction: float) -> str:
+    return f"{100.0 * fraction:.1f}%"
+
+
+def audit_savings(inputs: AuditInputs) -> AuditResult:
+    """Every savings estimate the given numbers allow, priced and compared on one baseline.
+
+    Estimates (each only when its inputs are present): the current fleet; the homogeneous
+    fleet λ/μ_homo·β_homo; the two-pool fleet of Eq. 8; a proposed fleet given as a number; the
+    closed form α(1 − 1/ρ) (Eq. 7), also with the cliff ratio n_s/n_l when slots are given; the
+    closed form plus the C&R increment (FleetOpt Eq. 14). The baseline is the current fleet when
+    given, else the homogeneous estimate; a closed form is applied to the baseline,
+    G = G_baseline·(1 − α(1 − 1/ρ)). The over-prediction factors are relative to Eq. 8.
+    """
+    gpus_per_instance = inputs.gpus_per_instance
+    gpus_from_instances(0.0, gpus_per_instance)  # validates it
+    annual_cost_usd(0.0, inputs.gpu_hour_usd)  # validates the price
+    alpha = inputs.short_fraction
+    if alpha is not None:
+        _require_fraction(alpha, "short fraction α")
+    rho, rho_source = _resolve_throughput_ratio(inputs)
+    rate = inputs.arrival_rate_per_s
+    explanations: list[str] = []
+
+    # Fleets that are sized in instances: (name, source, short, long, total, assumptions).
+    sized: list[tuple[str, str, float | None, float | None, float, str]] = []
+    if inputs.current_gpus is not None:
+        _require_positive(inputs.current_gpus, "current fleet (GPUs)")
+        sized.append(
+            (
+                "current fleet",
+                "given",
+                None,
+                None,
+                inputs.current_gpus / gpus_per_instance,
+                "The fleet you run today.",
+            )
+        )
+    homogeneous: float | None = None
+    if rate is not None and inputs.homogeneous_throughput_per_s is not None:
+        homogeneous = homogeneous_instances(
+            rate,
+            inputs.homogeneous_throughput_per_s,
+            headroom=inputs.headroom_homogeneous,
+            round_up=inputs.round_up,
+        )
+        sized.append(
+            (
+                "homogeneous fleet",
+                "pool-routing §3: G = λ/μ_homo",
+                None,
+                None,
+                homogeneous,
+                f"One pool at the longest context, μ_homo = {inputs.homogeneous_throughput_per_s:g} req/s "
+                f"per instance on the full mix; headroom β_homo = {inputs.headroom_homogeneous:g}.",
+            )
+        )
+    routed: TwoPoolInstances | None = None
+    if rate is not None and alpha is not None and inputs.short_throughput_per_s is not None:
+        if alpha < 1.0 and inputs.long_throughput_per_s is None:
+            raise ValidationError(
+                "the two-pool fleet (Eq. 8) needs the long-pool throughput μ_long when α < 1"
+            )
+        routed = two_pool_instances(
+            rate,
+            alpha,
+            inputs.short_throughput_per_s,
+            inputs.long_throughput_per_s,
+            headroom_short=inputs.headroom_short,
+            headroom_long=inputs.headroom_long,
+            round_up=inputs.round_up,
+        )
+        mu_long_text = "–" if inputs.long_throughput_per_s is None else f"{inputs.long_throughput_per_s:g}"
+        sized.append(
+            (
+                "two pools, routed μ_long",
+                "pool-routing Eq. 8",
+                routed.short_instances,
+                routed.long_instances,
+                routed.total_instances,
+                f"μ_short = {inputs.short_throughput_per_s:g} and μ_long = {mu_long_text} req/s per "
+                "instance, each measured on the traffic its pool receives after routing; "
+                f"headroom β_short = {inputs.headroom_short:g}, β_long = {inputs.headroom_long:g}.",
+            )
+        )
+    if inputs.proposed_gpus is not None:
+        _require_positive(inputs.proposed_gpus, "proposed fleet (GPUs)")
+        sized.append(
+            (
+                "proposed fleet",
+                "given",
+                None,
+                None,
+                inputs.proposed_gpus / gpus_per_instance,
+                "A fleet size from elsewhere (a planner, a paper, a quote), priced on the same terms.",
+            )
+        )
+
+    baseline_name: str | None = None
+    baseline_instances: float | None = None
+    if inputs.current_gpus is not None:
+        baseline_name, baseline_instances = "current fleet", inputs.current_gpus / gpus_per_instance
+    elif homogeneous is not None:
+        baseline_name, baseline_instances = "homogeneous fleet", homogeneous
+
+    # Closed forms: (name, source, savings fraction, assumptions).
+    closed: list[tuple[str, str, float, str]] = []
+    if alpha is not None and rho is not None:
+        closed.append(
+            (
+                "closed form",
+                "pool-routing Eq. 7",
+                closed_form_savings_fraction(alpha, rho),
+                f"α = {alpha:g}, ρ = {rho:.4g} ({rho_source}); the long pool is assumed to run at μ_homo, "
+                "i.e. to serve the same mix as a homogeneous pool.",
+            )
+        )
+    if alpha is not None and inputs.short_slots is not None and inputs.long_slots is not None:
+        if rho_source != LOCKSTEP_SOURCE:
+            lockstep = lockstep_throughput_ratio(
+                inputs.short_slots,
+                inputs.long_slots,
+                iteration_base_s=inputs.iteration_base_s,
+                iteration_per_slot_s=inputs.iteration_per_slot_s,
+            )
+            closed.append(
+                (
+                    "closed form, lock-step ρ",
+                    "pool-routing Eq. 7",
+                    closed_form_savings_fraction(alpha, lockstep),
+                    f"ρ = {lockstep:.4g} from {inputs.short_slots} vs {inputs.long_slots} slots under "
+                    "t(n) = W + H·n on the same mix; the long pool is assumed to run at μ_homo.",
+                )
+            )
+        cliff = cliff_ratio(inputs.short_slots, inputs.long_slots)
+        closed.append(
+            (
+                "closed form, cliff ratio as ρ",
+                "FleetOpt §2.2 reading of Eq. 7",
+                closed_form_savings_fraction(alpha, cliff),
+                f"ρ = n_s/n_l = {inputs.short_slots}/{inputs.long_slots} = {cliff:.4g}: a slot ratio taken "
+                "for a throughput ratio (as the papers do).",
+            )
+        )
+    if inputs.borderline_fraction is not None:
+        if alpha is None or rho is None:
+            raise ValidationError("the C&R increment needs the short fraction α and a throughput ratio ρ")
+        alpha_compressed = compressed_short_fraction(
+            alpha, inputs.borderline_fraction, inputs.compressible_fraction
+        )
+        increment = compress_and_route_increment(
+            inputs.borderline_fraction, inputs.compressible_fraction, rho
+        )
+        closed.append(
+            (
+                "closed form + C&R",
+                "pool-routing Eq. 7 + FleetOpt Eq. 14",
+                closed_form_savings_fraction(alpha_compressed, rho),
+                f"α' = α + β·p_c = {alpha:g} + {inputs.borderline_fraction:g}"
+                f"·{inputs.compressible_fraction:g} = {alpha_compressed:.4g}; "
+                f"adds β·p_c·(1 − 1/ρ) = {_pct(increment)} at an unchanged ρ.",
+            )
+        )
+
+    def price(instances: float | None) -> tuple[float | None, float | None]:
+        if instances is None:
+            return None, None
+        gpus = gpus_from_instances(instances, gpus_per_instance)
+        return gpus, annual_cost_usd(gpus, inputs.gpu_hour_usd)
+
+    _, baseline_cost = price(baseline_instances)
+    estimates: list[SavingsEstimate] = []
+    for name, source, short, long, total, assumptions in sized:
+        gpus, cost = price(total)
+        fraction = saved = None
+        if (
+            baseline_instances is not None
+            and gpus is not None
+            and cost is not None
+            and baseline_cost is not None
+        ):
+            fraction = savings_fraction(total, baseline_instances)
+            saved = baseline_cost - cost
+        estimates.append(
+            SavingsEstimate(
+                name,
+                source,
+                total,
+                short,
+                long,
+                gpus,
+                cost,
+                fraction,
+                saved,
+                None,
+                name == baseline_name,
+                assumptions,
+            )
+        )
+    reference = next((e for e in estimates if e.source == "pool-routing Eq. 8"), None)
+    for name, source, fraction, assumptions in closed:
+        instances = None if baseline_instances is None else baseline_instances * (1.0 - fraction)
+        gpus, cost = price(instances)
+        saved = None if (cost is None or baseline_cost is None) else baseline_cost - cost
+        factor = None
+        if reference is not None and reference.savings_fraction is not None and not source.endswith("Eq. 14"):
+            factor = over_prediction_factor(fraction, reference.savings_fraction)
+        if baseline_name is not None:
+            assumptions += (
+                " Applied to the homogeneous fleet."
+                if baseline_name == "homogeneous fleet"
+                else f" Applied to the {baseline_name} as if it were a homogeneous fleet."
+            )
+        estimates.append(
+            SavingsEstimate(
+                name, source, instances, None, None, gpus, cost, fraction, saved, factor, False, assumptions
+            )
+        )
+
+    by_name = {e.name: e for e in estimates}
+    if baseline_name is not None:
+        explanations.append(f"Savings are measured against the {baseline_name}.")
+    else:
+        explanations.append(
+            "No baseline fleet (give --current-gpus, or --rate with --mu-homo): the closed form's savings "
+            "are a fraction of an unspecified homogeneous fleet."
+        )
+    eq7, eq8 = by_name.get("closed form"), reference
+    if (
+        eq7 is not None
+        and eq8 is not None
+        and eq8.savings_fraction is not None
+        and eq7.savings_fraction is not None
+    ):
+        text = (
+            f"Eq. 7 predicts {_pct(eq7.savings_fraction)} but the routed fleet of Eq. 8 saves "
+            f"{_pct(eq8.savings_fraction)}"
+        )
+        if eq7.over_prediction_factor is not None:
+            text += f" ({eq7.over_prediction_factor:.2f}× over-prediction)"
+        mu_homo, mu_long = inputs.homogeneous_throughput_per_s, inputs.long_throughput_per_s
+        if mu_homo is not None and mu_long is not None:
+            text += (
+                f": Eq. 7 assumes the long pool runs at μ_homo = {mu_homo:g} req/s per instance, but on the "
+                f"routed long requests it runs at μ_long = {mu_long:g}, {mu_homo / mu_long:.3g}× slower."
+            )
+        else:
+            text += ": Eq. 7 assumes the long pool runs at μ_homo; routed long requests are slower."
+        explanations.append(text)
+    if inputs.short_slots is not None and inputs.long_slots is not None and rho_source is not None:
+        t_short_s = iteration_time_s(
+            inputs.short_slots,
+            iteration_base_s=inputs.iteration_base_s,
+            iteration_per_slot_s=inputs.iteration_per_slot_s,
+        )
+        t_long_s = iteration_time_s(
+            inputs.long_slots,
+            iteration_base_s=inputs.iteration_base_s,
+            iteration_per_slot_s=inputs.iteration_per_slot_s,
+        )
+        lockstep = lockstep_throughput_ratio(
+            inputs.short_slots,
+            inputs.long_slots,
+            iteration_base_s=inputs.iteration_base_s,
+            iteration_per_slot_s=inputs.iteration_per_slot_s,
+        )
+        explanations.append(
+            f"The cliff ratio n_s/n_l = {cliff_ratio(inputs.short_slots, inputs.long_slots):.4g} counts "
+            f"slots, not throughput: an iteration over {inputs.short_slots} slots takes "
+            f"{t_short_s * 1e3:.4g} ms vs {t_long_s * 1e3:.4g} ms over {inputs.long_slots}, "
+            "so the throughput ratio on the same mix is "
+            f"{lockstep:.3g}× (lock-step t(n) = W + H·n; FACTS §2 item 1)."
+        )
+    if inputs.borderline_fraction is not None:
+        explanations.append(
+            "C&R's increment β·p_c·(1 − 1/ρ) keeps ρ fixed; the long pool then keeps only its heaviest "
+            "requests, so its throughput falls and the real increment is smaller (the planner re-derives "
+            "μ_long)."
+        )
+    if inputs.round_up:
+        explanations.append("Each pool is rounded up to whole instances (Eq. 6's ceilings).")
+    return AuditResult(tuple(estimates), rho, rho_source, baseline_name, tuple(explanations))
+
+
+# --- sensitivity rows (for the workload mode; tables and plots are drawn by fleetopt.render) -----
+
+
+def threshold_sensitivity_rows(
+    b_short_tokens: Sequence[int],
+    short_fractions: Sequence[float],
+    routed_gpus: Sequence[float],
+    homogeneous_gpus: float | Sequence[float],
+) -> list[dict[str, float]]:
+    """Savings versus the boundary B_short (the shape of pool-routing Figure 6), one row per B_short.
+
+    Each row: ``b_short_tokens``, ``short_fraction`` (α = F(B)), ``routed_gpus``,
+    ``homogeneous_gpus`` and ``savings_fraction`` = 1 − routed/homogeneous. Rows come back sorted
+    by B_short. The homogeneous fleet may be one number (it does not depend on B) or one per row.
+    """
+    count = len(b_short_tokens)
+    homo = (
+        [float(homogeneous_gpus)] * count
+        if isinstance(homogeneous_gpus, (int, float))
+        else list(homogeneous_gpus)
+    )
+    if not (len(short_fractions) == len(routed_gpus) == len(homo) == count):
+        raise ValidationError(
+            f"threshold sensitivity: {count} thresholds but {len(short_fractions)} short fractions, "
+            f"{len(routed_gpus)} routed fleets and {len(homo)} homogeneous fleets"
+        )
+    rows = []
+    for b, alpha, routed, baseline in sorted(
+        zip(b_short_tokens, short_fractions, routed_gpus, homo, strict=True)
+    ):
+        _require_fraction(alpha, f"short fraction α at B_short = {b}")
+        rows.append(
+            {
+                "b_short_tokens": int(b),
+                "short_fraction": float(alpha),
+                "routed_gpus": float(routed),
+                "homogeneous_gpus": float(baseline),
+                "savings_fraction": savings_fraction(routed, baseline),
+            }
+        )
+    return rows
+
+
+def rate_sensitivity_rows(
+    arrival_rates_per_s: Sequence[float],
+    homogeneous_gpus: Sequence[float],
+    routed_gpus: Sequence[float],
+    compressed_gpus: Sequence[float] | None = None,
+) -> list[dict[str, float]]:
+    """Fleet size versus arrival rate (the shape of FleetOpt Table 6), one row per λ.
+
+    Each row: ``arrival_rate_per_s``, ``homogeneous_gpus``, ``routed_gpus`` (pool routing),
+    ``routed_savings_fraction``, and when given ``compressed_gpus`` (pool routing + C&R) with
+    ``compressed_savings_fraction``; savings are 1 − fleet/homogeneous. Sorted by λ.
+    """
+    count = len(arrival_rates_per_s)
+    extra = list(compressed_gpus) if compressed_gpus is not None else None
+    if (
+        len(homogeneous_gpus) != count
+        or len(routed_gpus) != count
+        or (extra is not None and len(extra) != count)
+    ):
+        raise ValidationError(
+            f"rate sensitivity: {count} arrival rates but {len(homogeneous_gpus)} homogeneous and "
+            f"{len(routed_gpus)} routed fleets" + ("" if extra is None else f" and {len(extra)} C&R fleets")
+        )
+    rows = []
+    for index in sorted(range(count), key=lambda i: arrival_rates_per_s[i]):
+        _require_positive(arrival_rates_per_s[index], "arrival rate λ")
+        row = {
+            "arrival_rate_per_s": float(arrival_rates_per_s[index]),
+            "homogeneous_gpus": float(homogeneous_gpus[index]),
+            "routed_gpus": float(routed_gpus[index]),
+            "routed_savings_fraction": savings_fraction(routed_gpus[index], homogeneous_gpus[index]),
+        }
+        if extra is not None:
+            row["compressed_gpus"] = float(extra[index])
+            row["compressed_savings_fraction"] = savings_fraction(extra[index], homogeneous_gpus[index])
+        rows.append(row)
+    return rows
