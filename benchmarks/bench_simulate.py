@@ -1,0 +1,147 @@
+"""Speed of the fleet simulator on the Azure 2023 trace (FleetOpt §7.4 setting, λ = 1,000 req/s).
+
+Fleet: the papers' A100 calibration (W = 8 ms, H = 0.65 ms, chunk 512, L_cal = 8,192; FACTS §1),
+short pool B = 4,096 with 70 slots/instance, long pool 65,536 with 16 slots/instance, γ = 1
+(pool routing, the Table 5 setting; ``--gamma 1.5`` exercises Compress-and-Route with p_c = 1).
+Each pool gets the fewest instances keeping λ_p·E[S]/(n·s) ≤ 0.85 under the service model
+being run (physical runs on the lockstep sizing, its conservative upper bound).
+
+Reports simulated requests per second of wall time for every (service model, dispatch) pair,
+and ratios against two baselines measured in the same run: drawing the requests alone (arrivals,
+lengths, routing: the floor any simulator pays) and pooled lockstep.
+
+Run: ``python benchmarks/bench_simulate.py [--requests 100000] [--trace-dir PATH]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+from fleetopt.core.simulate import DISPATCH_POLICIES, SERVICE_MODELS, Routing, SimulatedPool, simulate_fleet
+from fleetopt.core.workload import Workload, workload_from_requests
+
+TRACE_DIR = Path(__file__).resolve().parents[2] / "shared" / "traces" / "azure-2023"
+ARRIVAL_RATE_PER_S = 1000.0
+B_SHORT, LONG_CONTEXT = 4096, 65536
+SHORT_SLOTS, LONG_SLOTS, RHO_MAX = 70, 16, 0.85
+W_S, H_S, CHUNK, CAL = 0.008, 0.00065, 512, 8192
+
+
+def load_azure(trace_dir: Path) -> Workload:
+    """The two Azure 2023 CSVs as one Workload (project reader if present, else numpy)."""
+    try:
+        from fleetopt.io.workloads import load_workload  # written concurrently by another engineer
+
+        return load_workload("azure-2023")
+    except Exception:
+        pass
+    inputs, outputs = [], []
+    for path in sorted(trace_dir.glob("*.csv")):
+        table = np.loadtxt(path, delimiter=",", skiprows=1, usecols=(1, 2), dtype=np.int64)
+        inputs.append(table[:, 0])
+        outputs.append(table[:, 1])
+    return workload_from_requests(np.concatenate(inputs), np.concatenate(outputs), name="azure-2023")
+
+
+def mean_service_s(
+    workload: Workload, gamma: float, slots: int, model: str, short: bool
+) -> tuple[float, float]:
+    """(routed fraction, E[S]) of one pool, exact over the workload's atoms (p_c = 1)."""
+    total, out = workload.total_tokens, np.maximum(1, workload.output_tokens)
+    inp = total - out
+    band = (total > B_SHORT) & (total <= gamma * B_SHORT) & (out < B_SHORT)
+    to_short = (total <= B_SHORT) | band
+    mask = to_short if short else ~to_short
+    inp = np.where(band, B_SHORT - out, inp)
+    total = np.where(band, B_SHORT, total)
+    weights = workload.weights * mask
+    iterations = -(-inp // CHUNK) + out
+    if model == "fleet-sim":
+        service = iterations * (W_S + H_S * (total / CAL) * slots)
+    else:
+        service = iterations * (W_S + H_S * slots)
+    return float(weights.sum() / workload.weights.sum()), float((weights * service).sum() / weights.sum())
+
+
+def fleet(workload: Workload, model: str, gamma: float) -> list[SimulatedPool]:
+    sizing_model = "lockstep" if model == "physical" else model
+    pools = []
+    for name, context, slots, short in (
+        ("short", B_SHORT, SHORT_SLOTS, True),
+        ("long", LONG_CONTEXT, LONG_SLOTS, False),
+    ):
+        fraction, service = mean_service_s(workload, gamma, slots, sizing_model, short)
+        instances = max(1, math.ceil(fraction * ARRIVAL_RATE_PER_S * service / (RHO_MAX * slots)))
+        pools.append(SimulatedPool(name, instances, slots, context, W_S, H_S, CHUNK, CAL))
+    return pools
+
+
+def sampling_baseline(workload: Workload, requests: int) -> float:
+    """Wall time to draw arrivals, lengths and routing coins for ``requests`` (what every run pays)."""
+    begin = time.perf_counter()
+    rng = np.random.default_rng(1)
+    np.cumsum(rng.exponential(1.0 / ARRIVAL_RATE_PER_S, requests))
+    cumulative = np.cumsum(workload.weights)
+    np.searchsorted(cumulative, rng.random(requests) * cumulative[-1], side="right")
+    rng.random(requests)
+    return time.perf_counter() - begin
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--requests", type=int, default=100_000)
+    parser.add_argument("--trace-dir", type=Path, default=TRACE_DIR)
+    parser.add_argument("--gamma", type=float, default=1.0)
+    parser.add_argument("--models", default=",".join(SERVICE_MODELS))
+    parser.add_argument("--dispatch", default=",".join(DISPATCH_POLICIES))
+    args = parser.parse_args()
+    workload = load_azure(args.trace_dir)
+    baseline_s = sampling_baseline(workload, args.requests)
+    print(
+        f"workload {workload.name}: {workload.total_weight:.0f} requests, {workload.total_tokens.size} atoms"
+    )
+    print(f"baseline (draw {args.requests} requests): {baseline_s:.3f} s")
+    reference_s = None
+    print(
+        f"{'model':10} {'dispatch':12} {'pools (n×s)':22} {'wall s':>7} {'req/s':>9} {'×base':>7} "
+        f"{'×pooled-lockstep':>17}"
+    )
+    for model in args.models.split(","):
+        pools = fleet(workload, model, args.gamma)
+        for dispatch in args.dispatch.split(","):
+            begin = time.perf_counter()
+            result = simulate_fleet(
+                workload,
+                pools,
+                Routing(B_SHORT, args.gamma, 1.0),
+                arrival_rate_per_s=ARRIVAL_RATE_PER_S,
+                service_model=model,
+                dispatch=dispatch,
+                requests=args.requests,
+                seeds=(1,),
+            )
+            wall = time.perf_counter() - begin
+            if reference_s is None and model == "lockstep" and dispatch == "pooled":
+                reference_s = wall
+            shape = " ".join(f"{p.name}={p.instances}×{p.slots_per_instance}" for p in pools)
+            ratio = f"{wall / reference_s:17.1f}" if reference_s else f"{'-':>17}"
+            print(
+                f"{model:10} {dispatch:12} {shape:22} {wall:7.2f} {args.requests / wall:9.0f} "
+                f"{wall / baseline_s:7.0f} {ratio}"
+            )
+            for summary in result.pools:
+                print(
+                    f"    {summary.pool.name:5} util {summary.utilization.mean:.3f}  "
+                    f"P(wait>0) {summary.wait_probability.mean:.4f}  TTFT p50/p99 "
+                    f"{summary.ttft_p50_s.mean * 1e3:.0f}/{summary.ttft_p99_s.mean * 1e3:.0f} ms  "
+                    f"TPOT {summary.tpot_mean_s.mean * 1e3:.1f} ms"
+                )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,800 @@
+"""Discrete-event simulation of a routed fleet of KV-slot pools (validates the planner's model).
+
+The planner sizes each pool as an M/G/c queue whose c = instances × slots servers are KV-cache
+slots (FleetOpt §3.1, Eq. 3–6). This module replays that model request by request and, in the
+``physical`` service model, at the level of engine iterations, so a plan can be checked against
+simulated utilization, waits and TTFT (FleetOpt §7.4 does the same with inference-fleet-sim).
+
+Routing (FleetOpt §2.1, §5.1, Eq. 1–2): a request of total length L goes to the short pool when
+L ≤ B; when B < L ≤ γB and L_out < B it is compressed with probability p_c to
+L_in' = B − L_out (total B) and goes to the short pool; otherwise it goes to the long pool with
+its own lengths. With ``b_short_tokens=None`` one pool takes everything.
+
+Service models, with I = ⌈L_in / chunk⌉ + L_out iterations and P = ⌈L_in / chunk⌉:
+
+* ``lockstep`` (FleetOpt Eq. 3–4, 7): every iteration costs t = W + H·s (all s slots busy);
+  S = I·t; TTFT = wait + P·t + t; TPOT = t.
+* ``fleet-sim`` (the reference implementation, FACTS §1): t_L = W + H·(L / L_cal)·s;
+  S = I·t_L; TTFT = wait + P·(W + H·L / L_cal) (prefill at one active sequence); TPOT = t_L.
+* ``physical``: per instance, an iteration lasts W + H·n_active with n_active the sequences in
+  flight; a request is admitted at the instance's next iteration boundary, prefills one chunk
+  per iteration, decodes one token per iteration, and frees its slot at the end of its I-th
+  iteration. Its first token is out at the end of its (P+1)-th iteration. TPOT is the mean
+  iteration time over the request's residence, (departure − admission) / I.
+
+Dispatch: ``pooled`` (one FCFS queue per pool, any free slot: the M/G/c assumption),
+``round-robin`` (request k of a pool goes to instance k mod n) or ``least-loaded`` (the
+instance with the fewest requests in service or queued; ties to the lowest index); the last two
+give every instance its own FCFS queue of s slots.
+
+Measurement: the first ``warmup_fraction`` of the fleet's arrivals are discarded; statistics
+are over the remaining requests of each pool, and utilization is the busy slot-time clipped to
+the window [first measured arrival, last arrival] divided by c × window length. Confidence
+intervals over seeds are Student-t 95% (mean ± t_{0.975,k−1}·sd/√k).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from fleetopt.core.workload import Workload
+from fleetopt.errors import ValidationError
+
+SERVICE_MODELS = ("lockstep", "fleet-sim", "physical")
+DISPATCH_POLICIES = ("pooled", "round-robin", "least-loaded")
+DEFAULT_SEEDS = (1, 2, 3)
+
+#: Progress callback: ``progress(requests_done, requests_total)`` over all seeds and pools.
+ProgressCallback = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class SimulatedPool:
+    """One pool of identical serving instances.
+
+    Attributes:
+        name: label (e.g. ``"short"``, ``"long"``).
+        instances: number of serving instances n.
+        slots_per_instance: concurrent sequences (KV slots) per instance s; c = n·s.
+        context_tokens: the pool's context window; a routed request longer than this is an error.
+        iteration_base_s: W of t_iter = W + H·n, seconds.
+        iteration_per_slot_s: H of t_iter = W + H·n, seconds per active sequence.
+        prefill_chunk_tokens: chunked-prefill size, tokens per iteration.
+        calibration_context_tokens: L_cal of the fleet-sim model's H·(L / L_cal), tokens.
+    """
+
+    name: str
+    instances: int
+    slots_per_instance: int
+    context_tokens: int
+    iteration_base_s: float
+    iteration_per_slot_s: float
+    prefill_chunk_tokens: int
+    calibration_context_tokens: int = 8192
+
+    @property
+    def servers(self) -> int:
+        """c = instances × slots_per_instance."""
+        return self.instances * self.slots_per_instance
+
+
+@dataclass(frozen=True)
+class Routing:
+    """Two-pool routing with a Compress-and-Route band (FleetOpt Eq. 1–2, §5.1).
+
+    Attributes:
+        b_short_tokens: B, the short pool's boundary on total tokens; ``None`` = one pool.
+        gamma: γ ≥ 1, the band (B, γB] whose requests may be compressed to total B.
+        compressibility: p_c ∈ [0, 1], the probability a band request is compressed.
+    """
+
+    b_short_tokens: int | None = None
+    gamma: float = 1.0
+    compressibility: float = 0.0
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A statistic over seeds: the mean, the Student-t 95% half-width and the per-seed values."""
+
+    mean: float
+    ci95_half_width: float
+    values: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class PoolSeedStats:
+    """One pool in one seed's run (measured requests and window only)."""
+
+    pool_name: str
+    seed: int
+    requests_served: int
+    routed_fraction: float
+    arrival_rate_per_s: float
+    utilization: float
+    ttft_p50_s: float
+    ttft_p99_s: float
+    wait_mean_s: float
+    wait_p99_s: float
+    wait_probability: float
+    tpot_mean_s: float
+    tpot_p99_s: float
+    service_mean_s: float
+
+
+@dataclass(frozen=True)
+class PoolSummary:
+    """One pool across seeds: every :class:`PoolSeedStats` field as an :class:`Estimate`."""
+
+    pool: SimulatedPool
+    requests_served: int
+    routed_fraction: Estimate
+    arrival_rate_per_s: Estimate
+    utilization: Estimate
+    ttft_p50_s: Estimate
+    ttft_p99_s: Estimate
+    wait_mean_s: Estimate
+    wait_p99_s: Estimate
+    wait_probability: Estimate
+    tpot_mean_s: Estimate
+    tpot_p99_s: Estimate
+    service_mean_s: Estimate
+
+
+@dataclass(frozen=True, eq=False)
+class RequestTrace:
+    """Per-request times of one pool in one seed (kept only with ``keep_requests=True``).
+
+    ``slot_start_s`` is when the request got a slot (lockstep/fleet-sim: service start;
+    physical: when a slot was reserved, admission following at the next iteration boundary).
+    ``measured`` flags the requests past the warm-up.
+    """
+
+    pool_name: str
+    seed: int
+    arrival_s: np.ndarray
+    slot_start_s: np.ndarray
+    admission_s: np.ndarray
+    first_token_s: np.ndarray
+    departure_s: np.ndarray
+    iterations: np.ndarray
+    measured: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class SimulationResult:
+    """Output of :func:`simulate_fleet`.
+
+    Attributes:
+        service_model, dispatch: as requested.
+        arrival_rate_per_s: the fleet's arrival rate (target for replay), req/s.
+        requests: fleet requests simulated per seed (warm-up included).
+        warmup_fraction: share of each seed's first arrivals discarded.
+        seeds: the seeds run.
+        window_s: per seed, the length of the measured window, seconds.
+        pools: per-pool summaries across seeds, in the order of the input pools.
+        per_seed: every (pool, seed) statistic.
+        traces: per-request arrays when ``keep_requests=True``, else empty.
+    """
+
+    service_model: str
+    dispatch: str
+    arrival_rate_per_s: float
+    requests: int
+    warmup_fraction: float
+    seeds: tuple[int, ...]
+    window_s: tuple[float, ...]
+    pools: tuple[PoolSummary, ...]
+    per_seed: tuple[PoolSeedStats, ...]
+    traces: tuple[RequestTrace, ...] = ()
+
+
+# --------------------------------------------------------------------------------------------
+# Inputs: validation, sampling, routing
+# --------------------------------------------------------------------------------------------
+
+
+def _validate(
+    workload: Workload,
+    pools: Sequence[SimulatedPool],
+    routing: Routing,
+    arrival_rate_per_s: float | None,
+    service_model: str,
+    dispatch: str,
+    requests: int,
+    warmup_fraction: float,
+    seeds: Sequence[int],
+    arrival_times_s: np.ndarray | None,
+) -> None:
+    if service_model not in SERVICE_MODELS:
+        raise ValidationError(f"service model: {service_model!r} is not one of {', '.join(SERVICE_MODELS)}")
+    if dispatch not in DISPATCH_POLICIES:
+        raise ValidationError(f"dispatch: {dispatch!r} is not one of {', '.join(DISPATCH_POLICIES)}")
+    if arrival_times_s is None and (arrival_rate_per_s is None or not arrival_rate_per_s > 0):
+        raise ValidationError(f"arrival rate: {arrival_rate_per_s!r} req/s must be > 0")
+    if arrival_rate_per_s is not None and not (arrival_rate_per_s > 0 and math.isfinite(arrival_rate_per_s)):
+        raise ValidationError(f"arrival rate: {arrival_rate_per_s!r} req/s must be a finite number > 0")
+    if requests < 2:
+        raise ValidationError(f"requests: {requests} must be ≥ 2")
+    if not 0.0 <= warmup_fraction < 1.0:
+        raise ValidationError(f"warm-up fraction: {warmup_fraction!r} must be in [0, 1)")
+    if len(seeds) == 0:
+        raise ValidationError("seeds: at least one seed is needed")
+    if routing.b_short_tokens is None:
+        if len(pools) != 1:
+            raise ValidationError(f"pools: a homogeneous fleet (no B_short) takes 1 pool, got {len(pools)}")
+    else:
+        if len(pools) != 2:
+            raise ValidationError(f"pools: two-pool routing takes 2 pools (short, long), got {len(pools)}")
+        if routing.b_short_tokens < 1:
+            raise ValidationError(f"B_short: {routing.b_short_tokens} tokens must be ≥ 1")
+        if pools[0].context_tokens < routing.b_short_tokens:
+            raise ValidationError(
+                f"pool {pools[0].name!r}: context {pools[0].context_tokens} tokens is below "
+                f"B_short = {routing.b_short_tokens}"
+            )
+    if not routing.gamma >= 1.0:
+        raise ValidationError(f"gamma: {routing.gamma!r} must be ≥ 1")
+    if not 0.0 <= routing.compressibility <= 1.0:
+        raise ValidationError(f"compressibility: {routing.compressibility!r} must be in [0, 1]")
+    if len({pool.name for pool in pools}) != len(pools):
+        raise ValidationError(f"pools: names must be distinct, got {[pool.name for pool in pools]}")
+    for pool in pools:
+        if pool.instances < 0 or pool.slots_per_instance < 1:
+            raise ValidationError(
+                f"pool {pool.name!r}: instances {pool.instances} must be ≥ 0 and slots "
+                f"{pool.slots_per_instance} ≥ 1"
+            )
+        if pool.iteration_base_s < 0 or pool.iteration_per_slot_s < 0:
+            raise ValidationError(f"pool {pool.name!r}: W and H must be ≥ 0 seconds")
+        if pool.iteration_base_s + pool.iteration_per_slot_s <= 0:
+            raise ValidationError(f"pool {pool.name!r}: W + H must be > 0 (service times would be 0)")
+        if pool.prefill_chunk_tokens < 1 or pool.calibration_context_tokens < 1:
+            raise ValidationError(f"pool {pool.name!r}: chunk and calibration context must be ≥ 1 token")
+    if workload.max_total_tokens > pools[-1].context_tokens:
+        raise ValidationError(
+            f"workload {workload.name!r}: its longest request ({workload.max_total_tokens} tokens) "
+            f"exceeds pool {pools[-1].name!r}'s context of {pools[-1].context_tokens} tokens"
+        )
+
+
+def _sample_atoms(workload: Workload, rng: np.random.Generator, count: int) -> np.ndarray:
+    """Atom indices drawn independently with probability ∝ weight (inverse-CDF on the weights)."""
+    cumulative = np.cumsum(workload.weights, dtype=np.float64)
+    draws = rng.random(count) * cumulative[-1]
+    index = np.searchsorted(cumulative, draws, side="right")
+    return np.minimum(index, cumulative.size - 1)
+
+
+def _arrival_times(
+    rng: np.random.Generator,
+    count: int,
+    arrival_rate_per_s: float | None,
+    replay_times_s: np.ndarray | None,
+) -> np.ndarray:
+    """Poisson arrivals at ``arrival_rate_per_s``, or a replayed log of times.
+
+    Replay: the times are sorted and shifted to start at 0; with a target rate the inter-arrival
+    times are multiplied by (log rate / target rate), log rate = (m − 1)/span. A log shorter than
+    ``count`` is repeated, each copy starting one mean gap after the previous one ends.
+    """
+    if replay_times_s is None:
+        assert arrival_rate_per_s is not None
+        return np.cumsum(rng.exponential(1.0 / arrival_rate_per_s, count))
+    times = np.sort(np.asarray(replay_times_s, dtype=np.float64))
+    times = times - times[0]
+    span = float(times[-1])
+    mean_gap = span / (times.size - 1) if times.size > 1 and span > 0 else 1.0
+    if arrival_rate_per_s is not None:
+        scale = 1.0 / (mean_gap * arrival_rate_per_s)
+        times, span, mean_gap = times * scale, span * scale, mean_gap * scale
+    copies = -(-count // times.size)
+    offsets = np.arange(copies, dtype=np.float64) * (span + mean_gap)
+    return (times[None, :] + offsets[:, None]).ravel()[:count]
+
+
+def _route(
+    total: np.ndarray,
+    inputs: np.ndarray,
+    outputs: np.ndarray,
+    routing: Routing,
+    coin: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pool index (0 short, 1 long) and the possibly compressed (input, total) of each request."""
+    if routing.b_short_tokens is None:
+        return np.zeros(total.size, dtype=np.int64), inputs, total
+    b = routing.b_short_tokens
+    in_band = (total > b) & (total <= routing.gamma * b) & (outputs < b)
+    compressed = in_band & (coin < routing.compressibility)
+    short = (total <= b) | compressed
+    new_inputs = np.where(compressed, b - outputs, inputs)
+    new_total = np.where(compressed, b, total)
+    return np.where(short, 0, 1).astype(np.int64), new_inputs, new_total
+
+
+# --------------------------------------------------------------------------------------------
+# Engines
+# --------------------------------------------------------------------------------------------
+
+
+def fcfs_start_times(arrival_s: np.ndarray, service_s: np.ndarray, servers: int) -> np.ndarray:
+    """Service start times of a FCFS queue with ``servers`` identical servers (exact, O(N log N)).
+
+    Requests (arrival times non-decreasing, service times > 0) start at max(arrival, earliest
+    server free time). Fast path: assuming nobody waits, request i finds
+    i − #{j : a_j + S_j ≤ a_i} requests in service; up to the first i where that reaches c the
+    assumption holds exactly. From there a heap of the c server free times takes over.
+    """
+    count = arrival_s.size
+    start = arrival_s.copy()
+    if count == 0:
+        return start
+    departure = arrival_s + service_s
+    finished = np.searchsorted(np.sort(departure), arrival_s, side="right")
+    busy_seen = np.arange(count) - finished
+    conflicts = np.flatnonzero(busy_seen >= servers)
+    if conflicts.size == 0:
+        return start
+    first = int(conflicts[0])
+    earlier = np.sort(departure[:first])[-servers:]
+    heap = [0.0] * (servers - earlier.size) + earlier.tolist()
+    heapq.heapify(heap)
+    arrivals = arrival_s[first:].tolist()
+    services = service_s[first:].tolist()
+    starts = [0.0] * len(arrivals)
+    replace = heapq.heapreplace
+    for k, (arrival, service) in enumerate(zip(arrivals, services, strict=True)):
+        free = heap[0]
+        begin = arrival if arrival >= free else free
+        starts[k] = begin
+        replace(heap, begin + service)
+    start[first:] = starts
+    return start
+
+
+def _dispatch_known_service(
+    arrival_s: np.ndarray, service_s: np.ndarray, instances: int, slots: int, dispatch: str
+) -> np.ndarray:
+    """Start times under pooled, round-robin or least-loaded dispatch (service times known)."""
+    if dispatch == "pooled":
+        return fcfs_start_times(arrival_s, service_s, instances * slots)
+    if dispatch == "round-robin":
+        start = np.empty_like(arrival_s)
+        owner = np.arange(arrival_s.size) % instances
+        for instance in range(min(instances, arrival_s.size)):
+            mine = owner == instance
+            start[mine] = fcfs_start_times(arrival_s[mine], service_s[mine], slots)
+        return start
+    # least-loaded: the instance with the fewest requests in system (in service or queued).
+    load = [0] * instances
+    server_heaps: list[list[float]] = [[0.0] * slots for _ in range(instances)]
+    leaving: list[tuple[float, int]] = []
+    starts = [0.0] * arrival_s.size
+    for k, (arrival, service) in enumerate(zip(arrival_s.tolist(), service_s.tolist(), strict=True)):
+        while leaving and leaving[0][0] <= arrival:
+            load[heapq.heappop(leaving)[1]] -= 1
+        target = min(range(instances), key=load.__getitem__)
+        heap = server_heaps[target]
+        free = heap[0]
+        begin = arrival if arrival >= free else free
+        starts[k] = begin
+        heapq.heapreplace(heap, begin + service)
+        load[target] += 1
+        heapq.heappush(leaving, (begin + service, target))
+    return np.asarray(starts)
+
+
+class _PhysicalPool:
+    """Iteration-level simulation of one pool's instances (the ``physical`` service model).
+
+    Per instance the state is a segment (time T at boundary index K, n_active sequences, so
+    boundary b falls at T + (b − K)·(W + H·n_active) while nothing changes). Events happen only
+    at boundaries where a request completes or is admitted, so the cost is O(N log N) in the
+    number of requests, not in the number of iterations.
+    """
+
+    def __init__(
+        self,
+        pool: SimulatedPool,
+        arrival_s: np.ndarray,
+        prefill_iterations: np.ndarray,
+        iterations: np.ndarray,
+        dispatch: str,
+        progress: Callable[[int], None] | None,
+    ) -> None:
+        self.w = pool.iteration_base_s
+        self.h = pool.iteration_per_slot_s
+        self.slots = pool.slots_per_instance
+        self.n = pool.instances
+        self.dispatch = dispatch
+        self.progress = progress
+        self.arrival = arrival_s.tolist()
+        self.first_token_offset = (prefill_iterations + 1).tolist()
+        self.iterations = iterations.tolist()
+        count = arrival_s.size
+        self.slot_start = [0.0] * count
+        self.admission = [0.0] * count
+        self.first_token = [0.0] * count
+        self.departure = [0.0] * count
+        n = self.n
+        # numpy mirrors for the vectorized choice of an instance on arrival
+        self.seg_time = np.zeros(n)
+        self.seg_boundary = np.zeros(n)
+        self.iter_s = np.full(n, self.w)
+        self.active = np.zeros(n, dtype=np.int64)
+        self.committed = np.zeros(n, dtype=np.int64)  # active + reserved
+        self.load = np.zeros(n, dtype=np.int64)  # committed + queued at the instance
+        self.completions: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+        self.first_tokens: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+        self.reserved: list[list[int]] = [[] for _ in range(n)]
+        self.scheduled = [-1] * n  # boundary of the instance's live event, −1 = none
+        self.version = [0] * n
+        self.events: list[tuple[float, int, int, int]] = []
+        self.queues = [deque() for _ in range(1 if dispatch == "pooled" else n)]
+
+    def _schedule(self, i: int, boundary: int) -> None:
+        self.version[i] += 1
+        self.scheduled[i] = boundary
+        when = float(self.seg_time[i]) + (boundary - float(self.seg_boundary[i])) * float(self.iter_s[i])
+        heapq.heappush(self.events, (when, i, self.version[i], boundary))
+
+    def _boundary(self, i: int, now: float, boundary: int) -> None:
+        """Instance ``i`` reaches iteration boundary ``boundary`` at time ``now``."""
+        seg_time, seg_boundary, iter_s = (
+            float(self.seg_time[i]),
+            int(self.seg_boundary[i]),
+            float(self.iter_s[i]),
+        )
+        pending = self.first_tokens[i]
+        while pending and pending[0][0] <= boundary:
+            token_boundary, r = heapq.heappop(pending)
+            self.first_token[r] = seg_time + (token_boundary - seg_boundary) * iter_s
+        leaving = self.completions[i]
+        freed = 0
+        while leaving and leaving[0][0] <= boundary:
+            r = heapq.heappop(leaving)[1]
+            self.departure[r] = now
+            freed += 1
+        active = int(self.active[i]) - freed
+        committed = int(self.committed[i]) - freed
+        self.load[i] -= freed
+        admitted = self.reserved[i]
+        queue = self.queues[0 if self.dispatch == "pooled" else i]
+        while committed < self.slots and queue:
+            r = queue.popleft()
+            self.slot_start[r] = now
+            admitted.append(r)
+            committed += 1
+            if self.dispatch == "pooled":
+                self.load[i] += 1
+        for r in admitted:
+            self.admission[r] = now
+            heapq.heappush(leaving, (boundary + self.iterations[r], r))
+            heapq.heappush(pending, (boundary + self.first_token_offset[r], r))
+        active += len(admitted)
+        admitted.clear()
+        self.active[i] = active
+        self.committed[i] = committed
+        self.seg_time[i] = now
+        self.seg_boundary[i] = boundary
+        self.iter_s[i] = self.w + self.h * active
+        if active:
+            self._schedule(i, leaving[0][0])
+        else:
+            self.version[i] += 1
+            self.scheduled[i] = -1
+
+    def _next_boundary(self, i: int, now: float) -> tuple[int, float]:
+        """The first boundary of busy instance ``i`` at or after ``now`` and its time."""
+        seg_time, seg_boundary, iter_s = (
+            float(self.seg_time[i]),
+            int(self.seg_boundary[i]),
+            float(self.iter_s[i]),
+        )
+        steps = max(0, math.ceil((now - seg_time) / iter_s))
+        when = seg_time + steps * iter_s
+        if when < now:
+            steps += 1
+            when += iter_s
+        return seg_boundary + steps, when
+
+    def _arrive(self, r: int, now: float) -> None:
+        if self.dispatch == "pooled":
+            free = np.flatnonzero(self.committed < self.slots)
+            if free.size == 0:
+                self.queues[0].append(r)
+                return
+            busy_time = self.seg_time[free]
+            step = self.iter_s[free]
+            ahead = np.maximum(0.0, np.ceil((now - busy_time) / step))
+            start_at = np.where(self.active[free] > 0, busy_time + ahead * step, now)
+            i = int(free[int(np.argmin(start_at))])
+            self.load[i] += 1
+        else:
+            i = r % self.n if self.dispatch == "round-robin" else int(np.argmin(self.load))
+            self.load[i] += 1
+            if self.committed[i] >= self.slots:
+                self.queues[i].append(r)
+                return
+        self.slot_start[r] = now
+        self.committed[i] += 1
+        self.reserved[i].append(r)
+        if self.active[i] == 0:
+            self.seg_time[i] = now
+            self._boundary(i, now, int(self.seg_boundary[i]))
+            return
+        boundary, when = self._next_boundary(i, now)
+        if boundary == int(self.seg_boundary[i]):
+            self._boundary(i, now, boundary)
+        elif boundary < self.scheduled[i]:
+            self._schedule(i, boundary)
+
+    def run(self) -> None:
+        arrivals = self.arrival
+        count = len(arrivals)
+        events = self.events
+        next_arrival = 0
+        while next_arrival < count or events:
+            if events and (next_arrival >= count or events[0][0] <= arrivals[next_arrival]):
+                when, i, version, boundary = heapq.heappop(events)
+                if version == self.version[i]:
+                    self._boundary(i, when, boundary)
+            else:
+                self._arrive(next_arrival, arrivals[next_arrival])
+                next_arrival += 1
+                if self.progress is not None and next_arrival % 4096 == 0:
+                    self.progress(4096)
+        if self.progress is not None:
+            self.progress(count % 4096)
+
+
+# --------------------------------------------------------------------------------------------
+# Statistics
+# --------------------------------------------------------------------------------------------
+
+
+def _estimate(values: Sequence[float]) -> Estimate:
+    """Mean and Student-t 95% half-width over seeds (NaN half-width with one seed)."""
+    array = np.asarray(values, dtype=np.float64)
+    finite = array[np.isfinite(array)]
+    if finite.size == 0:
+        return Estimate(math.nan, math.nan, tuple(array.tolist()))
+    mean = float(finite.mean())
+    if finite.size < 2:
+        return Estimate(mean, math.nan, tuple(array.tolist()))
+    from scipy.stats import t as student_t
+
+    half = float(student_t.ppf(0.975, finite.size - 1) * finite.std(ddof=1) / math.sqrt(finite.size))
+    return Estimate(mean, half, tuple(array.tolist()))
+
+
+def _busy_time(start: np.ndarray, end: np.ndarray, window_start: float, window_end: float) -> float:
+    """Σ |[start, end] ∩ [window_start, window_end]|."""
+    return float(np.clip(np.minimum(end, window_end) - np.maximum(start, window_start), 0.0, None).sum())
+
+
+def _pool_stats(
+    pool: SimulatedPool,
+    seed: int,
+    trace: RequestTrace,
+    tpot_s: np.ndarray,
+    measured_total: int,
+    window: tuple[float, float],
+) -> PoolSeedStats:
+    measured = trace.measured
+    served = int(measured.sum())
+    window_s = window[1] - window[0]
+    busy = _busy_time(trace.admission_s, trace.departure_s, *window)
+    utilization = busy / (pool.servers * window_s) if pool.servers and window_s > 0 else math.nan
+    nan = math.nan
+    if served == 0:
+        return PoolSeedStats(
+            pool.name, seed, 0, 0.0, 0.0, utilization, nan, nan, nan, nan, nan, nan, nan, nan
+        )
+    wait = (trace.slot_start_s - trace.arrival_s)[measured]
+    ttft = (trace.first_token_s - trace.arrival_s)[measured]
+    tpot = tpot_s[measured]
+    return PoolSeedStats(
+        pool_name=pool.name,
+        seed=seed,
+        requests_served=served,
+        routed_fraction=served / measured_total,
+        arrival_rate_per_s=served / window_s if window_s > 0 else nan,
+        utilization=utilization,
+        ttft_p50_s=float(np.percentile(ttft, 50)),
+        ttft_p99_s=float(np.percentile(ttft, 99)),
+        wait_mean_s=float(wait.mean()),
+        wait_p99_s=float(np.percentile(wait, 99)),
+        wait_probability=float((wait > 0).mean()),
+        tpot_mean_s=float(tpot.mean()),
+        tpot_p99_s=float(np.percentile(tpot, 99)),
+        service_mean_s=float((trace.departure_s - trace.admission_s)[measured].mean()),
+    )
+
+
+def _simulate_pool(
+    pool: SimulatedPool,
+    seed: int,
+    arrival_s: np.ndarray,
+    inputs: np.ndarray,
+    outputs: np.ndarray,
+    totals: np.ndarray,
+    measured: np.ndarray,
+    service_model: str,
+    dispatch: str,
+    progress: Callable[[int], None] | None,
+) -> tuple[RequestTrace, np.ndarray]:
+    """Simulate one pool's request stream; returns the trace and each request's TPOT."""
+    w, h, s = pool.iteration_base_s, pool.iteration_per_slot_s, pool.slots_per_instance
+    prefill = -(-inputs // pool.prefill_chunk_tokens)
+    iterations = prefill + outputs
+    if service_model == "physical":
+        engine = _PhysicalPool(pool, arrival_s, prefill, iterations, dispatch, progress)
+        engine.run()
+        admission = np.asarray(engine.admission)
+        departure = np.asarray(engine.departure)
+        trace = RequestTrace(
+            pool.name,
+            seed,
+            arrival_s,
+            np.asarray(engine.slot_start),
+            admission,
+            np.asarray(engine.first_token),
+            departure,
+            iterations,
+            measured,
+        )
+        tpot = (departure - admission) / iterations if arrival_s.size else np.empty(0)
+        return trace, tpot
+    if service_model == "lockstep":
+        tpot = np.full(arrival_s.size, w + h * s)
+        first_token_delay = (prefill + 1) * tpot
+    else:  # fleet-sim
+        length_share = totals / pool.calibration_context_tokens
+        tpot = w + h * length_share * s
+        first_token_delay = prefill * (w + h * length_share)
+    service = iterations * tpot
+    start = _dispatch_known_service(arrival_s, service, pool.instances, s, dispatch)
+    if progress is not None:
+        progress(arrival_s.size)
+    trace = RequestTrace(
+        pool.name,
+        seed,
+        arrival_s,
+        start,
+        start,
+        start + first_token_delay,
+        start + service,
+        iterations,
+        measured,
+    )
+    return trace, tpot
+
+
+# --------------------------------------------------------------------------------------------
+# Public entry point
+# --------------------------------------------------------------------------------------------
+
+
+def simulate_fleet(
+    workload: Workload,
+    pools: Sequence[SimulatedPool],
+    routing: Routing,
+    *,
+    arrival_rate_per_s: float | None,
+    service_model: str = "lockstep",
+    dispatch: str = "pooled",
+    requests: int = 100_000,
+    warmup_fraction: float = 0.2,
+    seeds: Sequence[int] = DEFAULT_SEEDS,
+    arrival_times_s: np.ndarray | None = None,
+    keep_requests: bool = False,
+    progress: ProgressCallback | None = None,
+) -> SimulationResult:
+    """Simulate ``requests`` fleet arrivals per seed through the routed pools.
+
+    Lengths are drawn independently by atom weight from ``workload`` (a Workload keeps
+    aggregated atoms only, so a log's own (time, length) pairing is not available). Arrivals are
+    Poisson at ``arrival_rate_per_s``, or, with ``arrival_times_s``, the given times replayed
+    (scaled to ``arrival_rate_per_s`` when it is given; see :func:`_arrival_times`). Pools are
+    ``(short, long)`` with a B_short, else a single pool. See the module docstring for the
+    service models, dispatch policies and the measurement window.
+    """
+    _validate(
+        workload,
+        pools,
+        routing,
+        arrival_rate_per_s,
+        service_model,
+        dispatch,
+        requests,
+        warmup_fraction,
+        seeds,
+        arrival_times_s,
+    )
+    if arrival_times_s is not None and np.asarray(arrival_times_s).size < 2:
+        raise ValidationError("arrival times: a replay needs at least 2 times")
+    total_work = requests * len(seeds)
+    done = [0]
+
+    def advance(count: int) -> None:
+        if progress is not None and count:
+            done[0] += count
+            progress(done[0], total_work)
+
+    warmup = int(math.floor(warmup_fraction * requests))
+    per_seed: list[PoolSeedStats] = []
+    traces: list[RequestTrace] = []
+    windows: list[float] = []
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        arrival = _arrival_times(rng, requests, arrival_rate_per_s, arrival_times_s)
+        atoms = _sample_atoms(workload, rng, requests)
+        coin = rng.random(requests)
+        total = workload.total_tokens[atoms]
+        outputs = np.maximum(1, workload.output_tokens[atoms])
+        inputs = np.maximum(0, total - outputs)  # a zero-output request is served with one token
+        total = inputs + outputs
+        pool_index, inputs, total = _route(total, inputs, outputs, routing, coin)
+        measured_all = np.arange(requests) >= warmup
+        window = (float(arrival[warmup]), float(arrival[-1]))
+        windows.append(window[1] - window[0])
+        for index, pool in enumerate(pools):
+            mine = pool_index == index
+            if mine.any() and pool.instances == 0:
+                raise ValidationError(
+                    f"pool {pool.name!r}: {int(mine.sum())} requests are routed to it but it has 0 instances"
+                )
+            if mine.any() and int(total[mine].max()) > pool.context_tokens:
+                raise ValidationError(
+                    f"pool {pool.name!r}: a routed request of {int(total[mine].max())} tokens exceeds "
+                    f"its context of {pool.context_tokens} tokens"
+                )
+            trace, tpot = _simulate_pool(
+                pool,
+                seed,
+                arrival[mine],
+                inputs[mine],
+                outputs[mine],
+                total[mine],
+                measured_all[mine],
+                service_model,
+                dispatch,
+                advance,
+            )
+            per_seed.append(_pool_stats(pool, seed, trace, tpot, requests - warmup, window))
+            if keep_requests:
+                traces.append(trace)
+    summaries = []
+    for pool in pools:
+        rows = [row for row in per_seed if row.pool_name == pool.name]
+        fields = {
+            name: _estimate([getattr(row, name) for row in rows])
+            for name in PoolSeedStats.__dataclass_fields__
+            if name not in ("pool_name", "seed", "requests_served")
+        }
+        summaries.append(
+            PoolSummary(pool=pool, requests_served=sum(r.requests_served for r in rows), **fields)
+        )
+    return SimulationResult(
+        service_model=service_model,
+        dispatch=dispatch,
+        arrival_rate_per_s=(
+            float(arrival_rate_per_s)
+            if arrival_rate_per_s is not None
+            else float(np.mean([(requests - warmup - 1) / w for w in windows]))
+        ),
+        requests=requests,
+        warmup_fraction=warmup_fraction,
+        seeds=tuple(int(s) for s in seeds),
+        window_s=tuple(windows),
+        pools=tuple(summaries),
+        per_seed=tuple(per_seed),
+        traces=tuple(traces),
+    )
