@@ -445,7 +445,7 @@ def audit_savings(inputs: AuditInputs) -> AuditResult:
         sized.append(
             (
                 "homogeneous fleet",
-                "pool-routing §3: G = λ/μ_homo",
+                "pool-routing §3",
                 None,
                 None,
                 homogeneous,
@@ -616,9 +616,7 @@ def audit_savings(inputs: AuditInputs) -> AuditResult:
         )
 
     by_name = {e.name: e for e in estimates}
-    if baseline_name is not None:
-        explanations.append(f"Savings are measured against the {baseline_name}.")
-    else:
+    if baseline_name is None:
         explanations.append(
             "No baseline fleet (give --current-gpus, or --rate with --mu-homo): the closed form's savings "
             "are a fraction of an unspecified homogeneous fleet."
