@@ -437,7 +437,8 @@ def _check_kind(kind: str) -> str:
     return kind
 
 
-def _looks_like_path(name_or_path: str | Path) -> bool:
+def is_profile_path(name_or_path: str | Path) -> bool:
+    """True when ``name_or_path`` is a file path (has a slash or a .yaml/.yml suffix), not a name."""
     text = str(name_or_path)
     return isinstance(name_or_path, Path) or "/" in text or "\\" in text or text.endswith((".yaml", ".yml"))
 
@@ -461,7 +462,7 @@ def profile_names(kind: str, dirs: Sequence[Path]) -> list[str]:
 
 
 def _find(kind: str, name_or_path: str | Path, dirs: Sequence[Path]) -> tuple[Path, str]:
-    if _looks_like_path(name_or_path):
+    if is_profile_path(name_or_path):
         path = Path(name_or_path).expanduser()
         if not path.is_file():
             raise NotFoundError(f"{_KIND_WORD[kind]} profile file {str(path)!r} does not exist")
@@ -664,7 +665,7 @@ def resolve_serving(
     base = Path(serving.source_file).parent
 
     def ref(value: str) -> str | Path:
-        return base / value if _looks_like_path(value) and not Path(value).is_absolute() else value
+        return base / value if is_profile_path(value) and not Path(value).is_absolute() else value
 
     try:
         model = load_model(ref(serving.model_name), dirs)
