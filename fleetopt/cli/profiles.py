@@ -105,11 +105,11 @@ def _draw_list(console, data: Mapping[str, Any]) -> None:
                 "name",
                 "model",
                 "GPU",
-                "GPUs/instance",
+                "TP (GPUs)",
                 "calibration",
                 "W",
                 "H per slot",
-                "KV tokens/instance",
+                "KV tokens/inst.",
             )
             cells = [
                 (
@@ -125,7 +125,7 @@ def _draw_list(console, data: Mapping[str, Any]) -> None:
                 for r in rows
             ]
         for col in cols:
-            table.add_column(col, no_wrap=col == "name")
+            table.add_column(col, no_wrap=col == "name", overflow="fold")
         for cell in cells:
             table.add_row(*(Text(str(c)) for c in cell))
         console.print(table)
