@@ -87,6 +87,57 @@ def split_total_tokens(
     return input_tokens, output_tokens
 
 
+#: The split-model names users may give (``--split``); the value after ``:`` is a parameter.
+SPLIT_MODEL_FORMS = ("fleet-sim", "input-fraction:F", "output-tokens:N")
+
+
+@dataclass(frozen=True)
+class SplitModel:
+    """How a CDF's total length L is split into prompt and generated tokens.
+
+    * ``fleet-sim`` — the reference implementation: L_in = max(1, ⌊0.8·L⌋), L_out = max(1, L − L_in).
+    * ``input-fraction:F`` — the same rule with share F in (0, 1): L_in = max(1, ⌊F·L⌋).
+    * ``output-tokens:N`` — a fixed generation length: L_in = max(1, L − N), L_out = max(1, L − L_in),
+      i.e. L_out = N whenever L > N (short requests keep one prompt token).
+
+    Every form keeps L_in, L_out ≥ 1, so L = 1 gives (1, 1) like the reference.
+    """
+
+    kind: str  # "input-fraction" or "output-tokens"
+    value: float
+    name: str
+
+    def apply(self, total_tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(L_in, L_out) arrays for the total lengths ``total_tokens``."""
+        if self.kind == "input-fraction":
+            return split_total_tokens(total_tokens, self.value)
+        total = np.asarray(total_tokens, dtype=np.int64)
+        input_tokens = np.maximum(1, total - int(self.value))
+        return input_tokens, np.maximum(1, total - input_tokens)
+
+
+def parse_split_model(spec: str) -> SplitModel:
+    """Parse ``fleet-sim``, ``input-fraction:F`` or ``output-tokens:N`` into a :class:`SplitModel`."""
+    text = spec.strip().lower()
+    if text == "fleet-sim":
+        return SplitModel("input-fraction", FLEET_SIM_INPUT_FRACTION, "fleet-sim")
+    kind, _, value_text = text.partition(":")
+    allowed = ", ".join(SPLIT_MODEL_FORMS)
+    if kind == "input-fraction":
+        try:
+            fraction = float(value_text)
+        except ValueError:
+            fraction = float("nan")
+        if not 0.0 < fraction < 1.0:
+            raise ValidationError(f"split model {spec!r}: the input fraction must be a number in (0, 1)")
+        return SplitModel("input-fraction", fraction, f"input-fraction:{fraction:g}")
+    if kind == "output-tokens":
+        if not value_text.isdigit() or int(value_text) < 1:
+            raise ValidationError(f"split model {spec!r}: the output length must be a whole number ≥ 1")
+        return SplitModel("output-tokens", float(int(value_text)), f"output-tokens:{int(value_text)}")
+    raise ValidationError(f"unknown split model {spec!r} (allowed: {allowed})")
+
+
 def workload_from_requests(
     input_tokens: np.ndarray,
     output_tokens: np.ndarray,
@@ -108,19 +159,14 @@ def workload_from_requests(
     if (inputs < 0).any() or (outputs < 0).any() or ((inputs + outputs) < 1).any():
         raise ValidationError(f"{name}: token counts must be ≥ 0 with input + output ≥ 1")
     totals = inputs + outputs
-    # One pass of lexsort groups equal pairs; the order (total, input) is the atom order.
-    order = np.lexsort((inputs, totals))
-    pairs = np.stack((totals[order], inputs[order]))
-    is_new = np.empty(order.size, dtype=bool)
-    is_new[0] = True
-    is_new[1:] = (pairs[:, 1:] != pairs[:, :-1]).any(axis=0)
-    starts = np.flatnonzero(is_new)
-    counts = np.diff(np.append(starts, order.size)).astype(np.float64)
-    unique_totals = pairs[0, starts]
-    unique_inputs = pairs[1, starts]
+    unique_totals, unique_inputs, counts = _count_pairs(totals, inputs)
     times = None
     if arrival_times_s is not None:
-        times = np.sort(np.asarray(arrival_times_s, dtype=np.float64))
+        times = np.asarray(arrival_times_s, dtype=np.float64)
+        if times.shape != inputs.shape:
+            raise ValidationError(f"{name}: arrival times and token columns must have equal length")
+        if times.size > 1 and (np.diff(times) < 0).any():  # logs are usually sorted: skip the sort
+            times = np.sort(times)
         times = times - times[0]
     return Workload(
         name=name,
@@ -135,6 +181,37 @@ def workload_from_requests(
     )
 
 
+def _count_pairs(totals: np.ndarray, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct (total, input) pairs in ascending (total, input) order, with their counts.
+
+    The pair is packed into one integer key so that one sort (or, when the key space is
+    small, one bincount) groups equal pairs; 32-bit keys are used when they fit (twice as
+    fast to sort as 64-bit ones).
+    """
+    max_total = int(totals.max())
+    max_input = int(inputs.max())
+    input_bits = max(1, max_input.bit_length())
+    key_bits = input_bits + max(1, max_total.bit_length())
+    if key_bits > 62:
+        raise ValidationError(f"token counts up to {max_total} are too large to aggregate")
+    key_dtype = np.uint32 if key_bits <= 32 else np.uint64
+    keys = (totals.astype(key_dtype) << key_dtype(input_bits)) | inputs.astype(key_dtype)
+    key_space = 1 << key_bits
+    if key_space <= max(1 << 22, totals.size):
+        counts_by_key = np.bincount(keys.astype(np.intp), minlength=0)
+        unique_keys = np.flatnonzero(counts_by_key)
+        counts = counts_by_key[unique_keys].astype(np.float64)
+        unique_keys = unique_keys.astype(np.uint64)
+    else:
+        keys.sort()
+        starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+        counts = np.diff(np.append(starts, keys.size)).astype(np.float64)
+        unique_keys = keys[starts].astype(np.uint64)
+    unique_totals = (unique_keys >> np.uint64(input_bits)).astype(np.int64)
+    unique_inputs = (unique_keys & np.uint64((1 << input_bits) - 1)).astype(np.int64)
+    return unique_totals, unique_inputs, counts
+
+
 def workload_from_cdf(
     breakpoints_tokens: np.ndarray,
     cumulative_fractions: np.ndarray,
@@ -143,13 +220,15 @@ def workload_from_cdf(
     input_fraction: float = FLEET_SIM_INPUT_FRACTION,
     split_model: str = "fleet-sim",
     source: str = "",
+    split: SplitModel | str | None = None,
 ) -> Workload:
     """Expand a CDF of total lengths exactly into one atom per integer length.
 
     F is piecewise linear between breakpoints with F(0) = 0 (the reference implementation's
     reading, FACTS §1), so the bucket (t_{k-1}, t_k] puts mass F(t_k) − F(t_{k-1}) uniformly on
     its integers t_{k-1}+1 … t_k. Each integer L then gets that share, and every expectation
-    over the CDF is an exact finite sum.
+    over the CDF is an exact finite sum. ``split`` (a :class:`SplitModel` or its text form)
+    overrides ``input_fraction``/``split_model``.
     """
     tokens = np.asarray(breakpoints_tokens, dtype=np.float64)
     fractions = np.asarray(cumulative_fractions, dtype=np.float64)
@@ -172,7 +251,12 @@ def workload_from_cdf(
     totals = np.arange(1, edges[-1] + 1, dtype=np.int64)
     keep = per_token_mass > 0
     totals, per_token_mass = totals[keep], per_token_mass[keep]
-    inputs, outputs = split_total_tokens(totals, input_fraction)
+    if split is not None:
+        model = parse_split_model(split) if isinstance(split, str) else split
+        inputs, outputs = model.apply(totals)
+        split_model = model.name
+    else:
+        inputs, outputs = split_total_tokens(totals, input_fraction)
     return Workload(
         name=name,
         total_tokens=totals,

@@ -1,0 +1,230 @@
+"""Exact summary statistics of a :class:`~fleetopt.core.workload.Workload`.
+
+Everything is a finite weighted sum or a weighted order statistic over the workload's atoms
+(counts for a log, probability mass for a CDF): nothing is sampled.
+
+Definitions (docs/workloads.md):
+
+* Quantile Q(p) — the inverted CDF (Hyndman & Fan type 1, numpy ``method="inverted_cdf"``):
+  the smallest length x with F(x) ≥ p. It is defined for any weights, so logs and CDFs use
+  the same rule, and it is always a length that occurs. On the Azure 2023 trace it gives
+  the FACTS §5 figures p50/p90/p99 = 1,417 / 4,106 / 7,445. ``method="linear"`` (numpy's
+  default, type 7, logs only) is available too; it reproduces FACTS §5's per-file rows.
+* Mean arrival rate — (n − 1)/span, the reciprocal of the mean inter-arrival time.
+* Inter-arrival SCV — population variance / mean² of the n − 1 gaps; CV = √SCV.
+* Peak per-minute rate — the most arrivals in any 60 s window [t_i, t_i + 60 s) starting at
+  an arrival (an exact sliding window, no binning).
+* Archetype at B_short (FleetOpt §2.4): α = F(B); I if α ≥ 0.90 (the paper's own
+  criterion), III if α < 0.5 (the median lies above B), II otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from fleetopt.core.workload import Workload
+from fleetopt.errors import ValidationError
+
+#: F is reported at these total lengths (tokens): the papers' usual pool boundaries.
+CDF_REPORT_TOKENS = (1_536, 2_048, 4_096, 8_192, 16_384, 65_536)
+
+#: Quantile levels reported for input, output and total tokens.
+REPORT_QUANTILES = (0.5, 0.9, 0.99)
+
+#: C&R band widths γ at which the borderline fraction β = F(γB) − F(B) is reported.
+BORDERLINE_GAMMAS = (1.5, 2.0)
+
+#: Archetype thresholds on α = F(B_short) (FleetOpt §2.4; see the module docstring).
+ARCHETYPE_I_MIN_ALPHA = 0.90
+ARCHETYPE_III_MAX_ALPHA = 0.50
+
+#: Window of the peak-rate statistic, seconds.
+PEAK_WINDOW_S = 60.0
+
+QUANTILE_METHODS = ("inverted-cdf", "linear")
+
+
+def weighted_quantile(
+    values: np.ndarray, weights: np.ndarray, probability: float, *, method: str = "inverted-cdf"
+) -> float:
+    """Quantile of the discrete distribution putting weight ``weights[k]`` on ``values[k]``.
+
+    ``inverted-cdf``: min{x : W(x) ≥ p·W}, W the cumulative weight (numpy ``inverted_cdf``).
+    ``linear``: weights must be whole counts N; with h = (N − 1)·p and x_(k) the k-th smallest
+    of the N expanded values (0-based), Q = x_(⌊h⌋) + (h − ⌊h⌋)·(x_(⌊h⌋+1) − x_(⌊h⌋)) — numpy's
+    default, computed without expanding the counts.
+    """
+    if not 0.0 <= probability <= 1.0:
+        raise ValidationError(f"quantile level {probability!r} must be within [0, 1]")
+    values = np.asarray(values)
+    weights = np.asarray(weights, dtype=np.float64)
+    order = np.argsort(values, kind="stable")
+    sorted_values = values[order]
+    cumulative = np.cumsum(weights[order])
+    total = cumulative[-1]
+    if total <= 0:
+        raise ValidationError("a quantile needs positive total weight")
+    if method == "inverted-cdf":
+        positive = weights[order] > 0
+        index = int(np.searchsorted(cumulative, probability * total, side="left"))
+        index = min(index, cumulative.size - 1)
+        while not positive[index]:  # a zero-weight atom never is a quantile
+            index += 1
+        return float(sorted_values[index])
+    if method == "linear":
+        if (weights != np.round(weights)).any():
+            raise ValidationError("linear quantiles need whole-number weights (a request log)")
+        position = (total - 1.0) * probability
+        lower = math.floor(position)
+        upper = min(lower + 1, int(total) - 1)
+        low_value = sorted_values[int(np.searchsorted(cumulative, lower, side="right"))]
+        high_value = sorted_values[int(np.searchsorted(cumulative, upper, side="right"))]
+        return float(low_value + (position - lower) * (high_value - low_value))
+    raise ValidationError(f"unknown quantile method {method!r} (allowed: {', '.join(QUANTILE_METHODS)})")
+
+
+def _distribution_summary(values: np.ndarray, weights: np.ndarray, method: str) -> dict:
+    """Mean, p50/p90/p99 and max of one token column (weights > 0 only for the max)."""
+    total_weight = float(weights.sum())
+    summary = {"mean": float(np.dot(values.astype(np.float64), weights) / total_weight)}
+    for probability in REPORT_QUANTILES:
+        label = f"p{round(probability * 100):d}"
+        summary[label] = weighted_quantile(values, weights, probability, method=method)
+    summary["max"] = int(values[weights > 0].max())
+    return summary
+
+
+@dataclass(frozen=True)
+class ArrivalStatistics:
+    """Arrival-process statistics of a request log (definitions in the module docstring)."""
+
+    request_count: int
+    span_s: float
+    mean_rate_per_s: float | None
+    mean_interarrival_s: float | None
+    interarrival_scv: float | None
+    interarrival_cv: float | None
+    peak_requests_per_min: int
+    peak_rate_per_s: float
+    peak_to_mean_ratio: float | None
+
+
+def arrival_statistics(times_s: np.ndarray) -> ArrivalStatistics:
+    """Statistics of arrival times in seconds (any order, any origin).
+
+    rate = (n − 1)/span; SCV = Var[gaps]/E[gaps]² (population variance); peak = most arrivals
+    in a 60 s window starting at an arrival.
+    """
+    times = np.sort(np.asarray(times_s, dtype=np.float64))
+    count = int(times.size)
+    if count == 0:
+        raise ValidationError("arrival statistics need at least one arrival time")
+    span_s = float(times[-1] - times[0])
+    window_ends = np.searchsorted(times, times + PEAK_WINDOW_S, side="left")
+    peak = int((window_ends - np.arange(count)).max())
+    peak_rate = peak / PEAK_WINDOW_S
+    if count < 2 or span_s <= 0:
+        return ArrivalStatistics(count, span_s, None, None, None, None, peak, peak_rate, None)
+    gaps = np.diff(times)
+    mean_gap = float(gaps.mean())
+    scv = float(gaps.var() / mean_gap**2)
+    rate = (count - 1) / span_s
+    return ArrivalStatistics(
+        request_count=count,
+        span_s=span_s,
+        mean_rate_per_s=rate,
+        mean_interarrival_s=mean_gap,
+        interarrival_scv=scv,
+        interarrival_cv=math.sqrt(scv),
+        peak_requests_per_min=peak,
+        peak_rate_per_s=peak_rate,
+        peak_to_mean_ratio=peak_rate / rate,
+    )
+
+
+def classify_archetype(alpha: float) -> str:
+    """FleetOpt §2.4 archetype from α = F(B_short): "I", "II" or "III" (rule in the module docstring)."""
+    if alpha >= ARCHETYPE_I_MIN_ALPHA:
+        return "I"
+    if alpha < ARCHETYPE_III_MAX_ALPHA:
+        return "III"
+    return "II"
+
+
+def archetype_statistics(workload: Workload, b_short_tokens: int) -> dict:
+    """α = F(B), β(γ) = F(γB) − F(B), the borderline share β/(1 − α) and the archetype.
+
+    γB is taken as ⌊γ·B⌋ tokens (lengths are integers), the reference's band (B, γB].
+    """
+    if b_short_tokens < 1:
+        raise ValidationError(f"B_short: {b_short_tokens} must be a whole number of tokens ≥ 1")
+    alpha = workload.cdf_at(b_short_tokens)
+    above = 1.0 - alpha
+    borderline = {}
+    for gamma in BORDERLINE_GAMMAS:
+        beta = workload.cdf_at(math.floor(gamma * b_short_tokens)) - alpha
+        borderline[f"{gamma:g}"] = {
+            "beta": beta,
+            "share_of_above_threshold": beta / above if above > 0 else None,
+        }
+    return {
+        "b_short_tokens": int(b_short_tokens),
+        "alpha": alpha,
+        "above_threshold_fraction": above,
+        "borderline": borderline,
+        "archetype": classify_archetype(alpha),
+        "rule": (
+            f"I if F(B) >= {ARCHETYPE_I_MIN_ALPHA:g}; III if F(B) < {ARCHETYPE_III_MAX_ALPHA:g}; otherwise II"
+        ),
+    }
+
+
+def summarize_workload(
+    workload: Workload, *, b_short_tokens: int | None = None, quantile_method: str = "inverted-cdf"
+) -> dict:
+    """Every summary statistic of ``workload`` as a plain (JSON-ready) dictionary.
+
+    Keys: name, kind, source, split_model, request_count, atom_count, total_weight,
+    quantile_method, tokens{input,output,total}{mean,p50,p90,p99,max}, cdf_at_tokens,
+    arrivals (or None), archetype (or None when ``b_short_tokens`` is None).
+    """
+    weights = workload.weights
+    tokens = {
+        column: _distribution_summary(getattr(workload, f"{column}_tokens"), weights, quantile_method)
+        for column in ("input", "output", "total")
+    }
+    arrivals = None
+    if workload.arrival_times_s is not None and workload.arrival_times_s.size > 0:
+        arrivals = asdict(arrival_statistics(workload.arrival_times_s))
+    return {
+        "name": workload.name,
+        "kind": workload.kind,
+        "source": workload.source,
+        "split_model": workload.split_model,
+        "request_count": workload.request_count,
+        "atom_count": int(workload.total_tokens.size),
+        "total_weight": workload.total_weight,
+        "quantile_method": quantile_method,
+        "tokens": tokens,
+        "cdf_at_tokens": {str(t): workload.cdf_at(t) for t in CDF_REPORT_TOKENS},
+        "arrivals": arrivals,
+        "archetype": None if b_short_tokens is None else archetype_statistics(workload, b_short_tokens),
+    }
+
+
+def ks_distance(a: Workload, b: Workload) -> float:
+    """Kolmogorov–Smirnov distance sup_x |F_a(x) − F_b(x)| of the total-token distributions.
+
+    Both CDFs are right-continuous step functions, so the supremum is attained at an atom of
+    either workload; evaluating both there makes the result exact.
+    """
+    points = np.union1d(a.total_tokens, b.total_tokens)
+
+    def cdf(workload: Workload) -> np.ndarray:
+        cumulative = np.concatenate(([0.0], np.cumsum(workload.weights)))
+        return cumulative[np.searchsorted(workload.total_tokens, points, side="right")] / cumulative[-1]
+
+    return float(np.abs(cdf(a) - cdf(b)).max())

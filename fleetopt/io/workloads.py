@@ -1,0 +1,725 @@
+"""Reading workloads: request logs and CDF tables, detected from content, into a Workload.
+
+One entry point, :func:`load_workload`, takes a bundled name (``workloads/<name>.yaml``) or a
+path. Formats (docs/workloads.md):
+
+* ``azure``    — Azure LLM inference trace CSV: ``TIMESTAMP,ContextTokens,GeneratedTokens``.
+* ``csv``      — any CSV request log with a header; columns given or recognised by name.
+* ``jsonl``    — one JSON object per line with ``input_length``, ``output_length`` and
+  optionally ``timestamp`` (milliseconds, the Mooncake trace convention).
+* ``cdf-json`` — ``[[total_tokens, F], ...]`` or ``{"cdf": [...], ...}`` (the reference's format).
+* ``cdf-csv``  — CSV with header ``tokens,cdf``.
+
+Any of them may be gzip-compressed (detected by its magic bytes). Numeric CSVs and the
+Azure timestamps are parsed by numpy's C reader plus vectorized date arithmetic; anything
+the fast path cannot take is re-read line by line, which also finds the line of any error.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import gzip
+import io
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from fleetopt.core.workload import Workload, parse_split_model, workload_from_cdf, workload_from_requests
+from fleetopt.errors import NotFoundError, ValidationError
+
+INPUT_FORMATS = ("azure", "csv", "jsonl", "cdf-json", "cdf-csv")
+
+AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
+
+# Column names recognised (case-insensitively) when a CSV's columns are not given.
+INPUT_COLUMN_NAMES = ("input_tokens", "input_length", "prompt_tokens", "contexttokens", "request tokens")
+OUTPUT_COLUMN_NAMES = (
+    "output_tokens",
+    "output_length",
+    "completion_tokens",
+    "generatedtokens",
+    "response tokens",
+)
+TIME_COLUMN_NAMES = (
+    "arrival_offset_us",
+    "arrival_offset_ms",
+    "arrival_time_s",
+    "timestamp_s",
+    "timestamp_ms",
+    "timestamp",
+    "time",
+)
+CDF_TOKEN_COLUMN_NAMES = ("tokens", "total_tokens")
+CDF_FRACTION_COLUMN_NAMES = ("cdf", "f")
+
+# Seconds per unit of a numeric time column, from its name's suffix (no suffix: seconds).
+_TIME_SUFFIX_SCALE_S = (("_ns", 1e-9), ("_us", 1e-6), ("_ms", 1e-3), ("_s", 1.0))
+#: Mooncake's JSONL ``timestamp`` is in milliseconds since the first request.
+JSONL_TIMESTAMP_SCALE_S = 1e-3
+
+_DATETIME_PATTERN = re.compile(
+    r"^\s*(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?\s*(Z|[+-]\d{2}:?\d{2})?\s*$"
+)
+_INTEGER_PATTERN = re.compile(r"^\s*[+-]?\d+\s*$")
+_NUMBER_PATTERN = re.compile(r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$")
+
+
+@dataclass(frozen=True)
+class RequestLog:
+    """Raw request columns as read from a file (before aggregation)."""
+
+    input_tokens: np.ndarray
+    output_tokens: np.ndarray
+    # Seconds on the file's own clock (numbers as written, times scaled; date-times and
+    # numbers beyond 2**53 relative to the file's earliest arrival), not yet shifted to 0.
+    arrival_times_s: np.ndarray | None
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def bundled_workload_names() -> list[str]:
+    """Names of the bundled workloads (``workloads/<name>.yaml`` manifests), sorted."""
+    from fleetopt.io.data import bundled_dir
+
+    folder = bundled_dir("workloads")
+    return sorted(p.name[: -len(".yaml")] for p in folder.glob("*.yaml")) if folder.is_dir() else []
+
+
+def load_workload(
+    name_or_path: str,
+    *,
+    input_format: str | None = None,
+    input_column: str | None = None,
+    output_column: str | None = None,
+    time_column: str | None = None,
+    split: str = "fleet-sim",
+) -> Workload:
+    """Load a bundled workload by name, or a request log / CDF file by path.
+
+    ``input_format`` overrides detection (one of :data:`INPUT_FORMATS`); the column options
+    apply to CSV and JSONL logs; ``split`` is the input/output split model of a CDF
+    (``fleet-sim``, ``input-fraction:F``, ``output-tokens:N``) and is ignored for logs, which
+    carry their own split.
+    """
+    split_model = parse_split_model(split)
+    if input_format is not None and input_format not in INPUT_FORMATS:
+        raise ValidationError(f"unknown input format {input_format!r} (allowed: {', '.join(INPUT_FORMATS)})")
+    path = Path(name_or_path).expanduser()
+    if path.is_file():
+        return _load_file(
+            path, path.name, input_format, input_column, output_column, time_column, split_model
+        )
+    if path.is_dir():
+        raise ValidationError(f"{name_or_path}: is a folder, not a workload file")
+    names = bundled_workload_names()
+    if name_or_path in names:
+        return _load_bundled(name_or_path, split_model)
+    raise NotFoundError(
+        f"workload {name_or_path!r} is neither a file nor a bundled workload "
+        f"(bundled: {', '.join(names) if names else 'none'})"
+    )
+
+
+def read_request_log(
+    path: str | Path,
+    *,
+    input_format: str | None = None,
+    input_column: str | None = None,
+    output_column: str | None = None,
+    time_column: str | None = None,
+) -> RequestLog:
+    """Read the raw request columns of a log file (``azure``, ``csv`` or ``jsonl``)."""
+    path = Path(path)
+    data = _read_bytes(path)
+    fmt = input_format or detect_format(data, path)
+    if fmt in ("cdf-json", "cdf-csv"):
+        raise ValidationError(f"{path}: is a CDF table ({fmt}), not a request log")
+    return _read_log(data, path, fmt, input_column, output_column, time_column)
+
+
+def detect_format(data: bytes, path: Path | str = "<data>") -> str:
+    """The input format of decompressed file content (rules in docs/workloads.md)."""
+    text = data.lstrip(b"\xef\xbb\xbf").lstrip()
+    if not text:
+        raise ValidationError(f"{path}: the file is empty")
+    if text[:1] == b"[":
+        return "cdf-json"
+    if text[:1] == b"{":
+        first_line = text.split(b"\n", 1)[0]
+        try:
+            first = json.loads(first_line)
+        except ValueError:
+            return "cdf-json"  # a multi-line JSON document
+        if isinstance(first, dict) and "cdf" not in first:
+            return "jsonl"
+        return "cdf-json"
+    header = [c.strip().lower() for c in _split_header(_first_line(text))]
+    if [c.lower() for c in AZURE_COLUMNS] == header:
+        return "azure"
+    if len(header) == 2 and header[0] in CDF_TOKEN_COLUMN_NAMES and header[1] in CDF_FRACTION_COLUMN_NAMES:
+        return "cdf-csv"
+    return "csv"
+
+
+# --------------------------------------------------------------------------- files and manifests
+
+
+def _read_bytes(path: Path) -> bytes:
+    """The file's bytes, gunzipped if they start with the gzip magic number."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise NotFoundError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise ValidationError(f"{path}: cannot read ({exc.strerror})") from None
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as exc:
+            raise ValidationError(f"{path}: not a valid gzip file ({exc})") from None
+    if not data.strip():
+        raise ValidationError(f"{path}: the file is empty")
+    return data
+
+
+def _load_file(
+    path: Path,
+    name: str,
+    input_format: str | None,
+    input_column: str | None,
+    output_column: str | None,
+    time_column: str | None,
+    split_model,
+    source: str | None = None,
+) -> Workload:
+    data = _read_bytes(path)
+    fmt = input_format or detect_format(data, path)
+    source = source if source is not None else str(path)
+    if fmt == "cdf-json":
+        tokens, fractions, _ = _parse_cdf_json(data, path)
+        return _cdf_workload(tokens, fractions, name, split_model, source)
+    if fmt == "cdf-csv":
+        tokens, fractions = _parse_cdf_csv(data, path)
+        return _cdf_workload(tokens, fractions, name, split_model, source)
+    log = _read_log(data, path, fmt, input_column, output_column, time_column)
+    return workload_from_requests(
+        log.input_tokens, log.output_tokens, name=name, arrival_times_s=log.arrival_times_s, source=source
+    )
+
+
+def _load_bundled(name: str, split_model) -> Workload:
+    """A bundled workload: a YAML manifest naming one or more data files of one format."""
+    import yaml
+
+    from fleetopt.io.data import bundled_dir
+
+    folder = bundled_dir("workloads")
+    manifest_path = folder / f"{name}.yaml"
+    manifest = yaml.safe_load(manifest_path.read_text(encoding="utf-8"))
+    files = [folder / f for f in manifest["files"]]
+    fmt = manifest["format"]
+    source = f"bundled:{name} ({manifest.get('source', '')})".strip()
+    if fmt in ("cdf-json", "cdf-csv"):
+        return _load_file(files[0], name, fmt, None, None, None, split_model, source=source)
+    logs = [
+        _read_log(
+            _read_bytes(f),
+            f,
+            fmt,
+            manifest.get("input_column"),
+            manifest.get("output_column"),
+            manifest.get("time_column"),
+        )
+        for f in files
+    ]
+    times = None
+    if all(log.arrival_times_s is not None for log in logs):
+        times = np.concatenate([log.arrival_times_s for log in logs])
+    return workload_from_requests(
+        np.concatenate([log.input_tokens for log in logs]),
+        np.concatenate([log.output_tokens for log in logs]),
+        name=name,
+        arrival_times_s=times,
+        source=source,
+    )
+
+
+def _cdf_workload(tokens: np.ndarray, fractions: np.ndarray, name: str, split_model, source: str) -> Workload:
+    return workload_from_cdf(tokens, fractions, name=name, split=split_model, source=source)
+
+
+# --------------------------------------------------------------------------- CDF tables
+
+
+def _parse_cdf_json(data: bytes, path: Path) -> tuple[np.ndarray, np.ndarray, dict]:
+    not_a_cdf = (
+        f"{path}: not a CDF: expected a JSON list of [total_tokens, F] pairs "
+        'or an object with a "cdf" list of such pairs'
+    )
+    try:
+        document = json.loads(data.decode("utf-8-sig"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValidationError(f"{path}: not valid JSON ({exc})") from None
+    extra: dict = {}
+    if isinstance(document, dict):
+        if "cdf" not in document:
+            raise ValidationError(not_a_cdf)
+        extra = {k: v for k, v in document.items() if k != "cdf"}
+        document = document["cdf"]
+    if not isinstance(document, list) or not document:
+        raise ValidationError(not_a_cdf)
+    rows = []
+    for number, entry in enumerate(document, start=1):
+        if (
+            not isinstance(entry, list)
+            or len(entry) != 2
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in entry)
+        ):
+            raise ValidationError(f"{not_a_cdf}; entry {number} is {json.dumps(entry)}")
+        rows.append((entry[0], entry[1], f"entry {number}"))
+    tokens, fractions = _validate_cdf_rows(rows, path)
+    return tokens, fractions, extra
+
+
+def _parse_cdf_csv(data: bytes, path: Path) -> tuple[np.ndarray, np.ndarray]:
+    lines = data.decode("utf-8-sig").splitlines()
+    header = [c.strip() for c in _split_header(lines[0])]
+    lowered = [c.lower() for c in header]
+    if (
+        len(header) != 2
+        or lowered[0] not in CDF_TOKEN_COLUMN_NAMES
+        or lowered[1] not in CDF_FRACTION_COLUMN_NAMES
+    ):
+        raise ValidationError(f"{path}: a CDF CSV needs the header 'tokens,cdf' (found: {', '.join(header)})")
+    rows = []
+    for number, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        fields = [f.strip() for f in line.split(",")]
+        if len(fields) != 2:
+            raise ValidationError(
+                f"{path}, line {number}: expected 2 fields (tokens, cdf), found {len(fields)}"
+            )
+        values = []
+        for field, column in zip(fields, header, strict=True):
+            try:
+                values.append(float(field))
+            except ValueError:
+                raise ValidationError(f"{path}, line {number}: {column} {field!r} is not a number") from None
+        rows.append((values[0], values[1], f"line {number}"))
+    if not rows:
+        raise ValidationError(f"{path}: the CDF has no rows (only a header)")
+    return _validate_cdf_rows(rows, path)
+
+
+def _validate_cdf_rows(rows: list[tuple[float, float, str]], path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """Check breakpoints (whole, ≥ 1, increasing) and F (within [0, 1], non-decreasing, ending at 1)."""
+    previous_tokens, previous_fraction = 0.0, 0.0
+    kept: list[tuple[float, float]] = []
+    for tokens, fraction, where in rows:
+        if not math.isfinite(fraction) or not 0.0 <= fraction <= 1.0:
+            raise ValidationError(f"{path}, {where}: F = {fraction:g} leaves [0, 1]")
+        if not math.isfinite(tokens) or tokens != round(tokens) or tokens < 0:
+            raise ValidationError(f"{path}, {where}: total_tokens = {tokens:g} is not a whole number ≥ 0")
+        if tokens == 0:
+            if fraction > 0:
+                raise ValidationError(f"{path}, {where}: F(0) = {fraction:g}; a request has at least 1 token")
+            continue
+        if tokens <= previous_tokens:
+            raise ValidationError(
+                f"{path}, {where}: total_tokens {tokens:g} is not above the previous breakpoint "
+                f"{previous_tokens:g} (breakpoints must increase)"
+            )
+        if fraction < previous_fraction:
+            raise ValidationError(
+                f"{path}, {where}: F decreases from {previous_fraction:g} to {fraction:g} "
+                "(a CDF must be non-decreasing)"
+            )
+        kept.append((tokens, fraction))
+        previous_tokens, previous_fraction = tokens, fraction
+    if not kept or abs(kept[-1][1] - 1.0) > 1e-6:
+        last = kept[-1][1] if kept else 0.0
+        raise ValidationError(f"{path}: the CDF ends at F = {last:g}; it must reach 1 at its last breakpoint")
+    table = np.array(kept, dtype=np.float64)
+    return table[:, 0], np.minimum(table[:, 1], 1.0)
+
+
+# --------------------------------------------------------------------------- request logs
+
+
+def _first_line(text: bytes | str) -> str:
+    if isinstance(text, bytes):
+        text = text.split(b"\n", 1)[0].decode("utf-8-sig", errors="replace")
+    return text.split("\n", 1)[0].rstrip("\r")
+
+
+def _split_header(line: str) -> list[str]:
+    return next(csv.reader([line])) if line.strip() else []
+
+
+def _pick_column(
+    header: list[str], given: str | None, candidates: tuple[str, ...], role: str, path: Path, required: bool
+) -> int | None:
+    """Index of the column named ``given`` (exact, then case-insensitive) or of the first candidate."""
+    lowered = [c.strip().lower() for c in header]
+    if given is not None:
+        if given in header:
+            return header.index(given)
+        if given.strip().lower() in lowered:
+            return lowered.index(given.strip().lower())
+        raise ValidationError(f"{path}: no column {given!r} for {role} (columns found: {', '.join(header)})")
+    for candidate in candidates:
+        if candidate in lowered:
+            return lowered.index(candidate)
+    if required:
+        raise ValidationError(
+            f"{path}: no {role} column among {', '.join(header)} "
+            f"(recognised: {', '.join(candidates)}; name one with --{role.replace(' ', '-')}-column)"
+        )
+    return None
+
+
+def _time_scale_s(column: str, default_scale_s: float) -> float:
+    lowered = column.strip().lower()
+    for suffix, scale in _TIME_SUFFIX_SCALE_S:
+        if lowered.endswith(suffix):
+            return scale
+    return default_scale_s
+
+
+def _read_log(
+    data: bytes,
+    path: Path,
+    fmt: str,
+    input_column: str | None,
+    output_column: str | None,
+    time_column: str | None,
+) -> RequestLog:
+    if fmt == "jsonl":
+        return _read_jsonl(data, path, input_column, output_column, time_column)
+    if fmt == "azure":
+        input_column = input_column or AZURE_COLUMNS[1]
+        output_column = output_column or AZURE_COLUMNS[2]
+        time_column = time_column or AZURE_COLUMNS[0]
+    elif fmt != "csv":
+        raise ValidationError(f"{path}: format {fmt!r} is not a request log")
+    return _read_csv(data, path, input_column, output_column, time_column)
+
+
+def _read_csv(
+    data: bytes, path: Path, input_column: str | None, output_column: str | None, time_column: str | None
+) -> RequestLog:
+    text_start = data.lstrip(b"\xef\xbb\xbf").lstrip()
+    # numpy's reader is fastest on the file itself: use it when the bytes are the file's own.
+    disk_path = path if text_start is data and _file_size(path) == len(data) else None
+    header = [c.strip() for c in _split_header(_first_line(text_start))]
+    if not header:
+        raise ValidationError(f"{path}: the file is empty")
+    input_index = _pick_column(header, input_column, INPUT_COLUMN_NAMES, "input", path, True)
+    output_index = _pick_column(header, output_column, OUTPUT_COLUMN_NAMES, "output", path, True)
+    time_index = _pick_column(header, time_column, TIME_COLUMN_NAMES, "time", path, False)
+    columns = (input_index, output_index, time_index)
+    names = tuple(None if i is None else header[i] for i in columns)
+    body_start = text_start.find(b"\n")
+    if body_start < 0 or not text_start[body_start + 1 :].strip():
+        raise ValidationError(f"{path}: no requests (only a header)")
+    log = _read_csv_fast(text_start, disk_path, body_start + 1, len(header), columns, names)
+    if log is None:
+        log = _read_csv_slow(text_start, path, len(header), columns, names)
+    return log
+
+
+def _file_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return -1
+
+
+def _read_csv_fast(
+    data: bytes, disk_path: Path | None, body_start: int, field_count: int, columns: tuple, names: tuple
+) -> RequestLog | None:
+    """numpy's C CSV reader on the chosen columns; ``None`` when the data needs the careful path."""
+    input_index, output_index, time_index = columns
+    first_row = _first_line(data[body_start:]).split(",")
+    if len(first_row) != field_count:
+        return None
+    time_kind = None
+    if time_index is not None:
+        sample = first_row[time_index]
+        if _INTEGER_PATTERN.match(sample):
+            time_kind = "i8"
+        elif _NUMBER_PATTERN.match(sample):
+            time_kind = "f8"
+        elif _DATETIME_PATTERN.match(sample) and _DATETIME_PATTERN.match(sample).group(8) is None:
+            time_kind = "S40"
+        else:
+            return None
+    usecols = [input_index, output_index] + ([time_index] if time_index is not None else [])
+    dtype = [("input", "i8"), ("output", "i8")] + ([("time", time_kind)] if time_kind else [])
+    # loadtxt returns fields in usecols order only when usecols is increasing.
+    order = sorted(range(len(usecols)), key=lambda k: usecols[k])
+    try:
+        table = np.loadtxt(
+            disk_path if disk_path is not None else io.BytesIO(data),
+            delimiter=",",
+            skiprows=1,
+            usecols=[usecols[k] for k in order],
+            dtype=[dtype[k] for k in order],
+            comments=None,
+            encoding=None,
+            ndmin=1,
+        )
+    except (ValueError, IndexError):
+        return None
+    inputs = np.ascontiguousarray(table["input"])
+    outputs = np.ascontiguousarray(table["output"])
+    if (inputs < 0).any() or (outputs < 0).any() or ((inputs + outputs) < 1).any():
+        return None  # the careful path names the line
+    times = None
+    if time_kind is not None:
+        if time_kind == "S40":
+            times = _parse_datetimes_s(table["time"])
+            if times is None:
+                return None
+        else:
+            raw = table["time"]
+            if time_kind == "i8" and np.abs(raw).max() > 2**53:  # epoch nanoseconds: shift to stay exact
+                raw = raw - raw.min()
+            times = raw.astype(np.float64) * _time_scale_s(names[2], 1.0)
+            if not np.isfinite(times).all():
+                return None
+    return RequestLog(inputs, outputs, times)
+
+
+def _parse_datetimes_s(strings: np.ndarray) -> np.ndarray | None:
+    """Vectorized ``YYYY-MM-DD[ T]HH:MM:SS[.fffffffff]`` → seconds since the earliest (exact to 1 ns).
+
+    Returns ``None`` if any row does not have that exact shape.
+    """
+    width = strings.dtype.itemsize
+    raw = np.frombuffer(strings.tobytes(), dtype=np.uint8).reshape(-1, width)
+    if width < 19:
+        return None
+    digits = raw.astype(np.int64) - ord("0")
+
+    def number(start: int, stop: int) -> np.ndarray:
+        value = np.zeros(raw.shape[0], dtype=np.int64)
+        for k in range(start, stop):
+            value = value * 10 + digits[:, k]
+        return value
+
+    digit_positions = [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18]
+    if not ((digits[:, digit_positions] >= 0) & (digits[:, digit_positions] <= 9)).all():
+        return None
+    separators_ok = (
+        (raw[:, 4] == ord("-"))
+        & (raw[:, 7] == ord("-"))
+        & ((raw[:, 10] == ord(" ")) | (raw[:, 10] == ord("T")))
+        & (raw[:, 13] == ord(":"))
+        & (raw[:, 16] == ord(":"))
+    )
+    if not separators_ok.all():
+        return None
+    fraction_ns = np.zeros(raw.shape[0], dtype=np.int64)
+    if width > 19:
+        tail = raw[:, 19:]
+        has_fraction = tail[:, 0] == ord(".")
+        if not ((tail[:, 0] == 0) | has_fraction).all():
+            return None
+        fraction_bytes = tail[:, 1:10]
+        fraction_digits = fraction_bytes.astype(np.int64) - ord("0")
+        is_digit = (fraction_digits >= 0) & (fraction_digits <= 9)
+        # Digits, then padding (NUL) only: anything else (a time zone, spaces) goes the slow way.
+        is_pad = fraction_bytes == 0
+        if not (is_digit | is_pad).all() or (np.diff(is_pad.astype(np.int8), axis=1) < 0).any():
+            return None
+        if tail.shape[1] > 10 and (tail[:, 10:] != 0).any():
+            return None
+        fraction_digits = np.where(is_digit, fraction_digits, 0)
+        for k in range(fraction_digits.shape[1]):
+            fraction_ns = fraction_ns * 10 + fraction_digits[:, k]
+        fraction_ns *= 10 ** (9 - fraction_digits.shape[1])
+    year, month, day = number(0, 4), number(5, 7), number(8, 10)
+    hour, minute, second = number(11, 13), number(14, 16), number(17, 19)
+    if ((month < 1) | (month > 12) | (day < 1) | (hour > 23) | (minute > 59) | (second > 60)).any():
+        return None
+    days = _days_from_civil(year, month, day)
+    next_month_days = _days_from_civil(
+        year + (month == 12), np.where(month == 12, 1, month + 1), np.ones_like(day)
+    )
+    if (days >= next_month_days).any():  # e.g. 2023-02-30
+        return None
+    total_ns = ((days * 24 + hour) * 60 + minute) * 60 + second
+    total_ns = total_ns * 1_000_000_000 + fraction_ns
+    return (total_ns - total_ns.min()).astype(np.float64) * 1e-9
+
+
+def _days_from_civil(year: np.ndarray, month: np.ndarray, day: np.ndarray) -> np.ndarray:
+    """Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm, vectorized)."""
+    year = year - (month <= 2)
+    era = np.floor_divide(year, 400)
+    year_of_era = year - era * 400
+    day_of_year = (153 * (month + np.where(month > 2, -3, 9)) + 2) // 5 + day - 1
+    day_of_era = year_of_era * 365 + year_of_era // 4 - year_of_era // 100 + day_of_year
+    return era * 146097 + day_of_era - 719468
+
+
+def _parse_token(value: str, column: str, path: Path, line: int) -> int:
+    text = value.strip()
+    try:
+        number = int(text)
+    except ValueError:
+        try:
+            as_float = float(text)
+        except ValueError:
+            as_float = math.nan
+        if not (math.isfinite(as_float) and as_float.is_integer()):
+            raise ValidationError(
+                f"{path}, line {line}: {column} = {value!r} is not a whole number of tokens"
+            ) from None
+        number = int(as_float)
+    if number < 0:
+        raise ValidationError(f"{path}, line {line}: {column} = {number} is negative (token counts are ≥ 0)")
+    return number
+
+
+def _parse_time(value: str, column: str, scale_s: float, path: Path, line: int) -> tuple[str, float | int]:
+    """``("ns", integer ns since 1970)`` for a date-time, ``("s", seconds)`` for a number."""
+    text = value.strip()
+    match = _DATETIME_PATTERN.match(text)
+    if match:
+        year, month, day, hour, minute, second = (int(match.group(k)) for k in range(1, 7))
+        try:
+            datetime.date(year, month, day)
+        except ValueError:
+            raise ValidationError(f"{path}, line {line}: {column} = {value!r} is not a valid date") from None
+        days = int(_days_from_civil(np.array([year]), np.array([month]), np.array([day]))[0])
+        fraction = match.group(7) or ""
+        seconds = ((days * 24 + hour) * 60 + minute) * 60 + second
+        zone = match.group(8)
+        if zone and zone != "Z":
+            sign = 1 if zone[0] == "+" else -1
+            digits = zone[1:].replace(":", "")
+            seconds -= sign * (int(digits[:2]) * 3600 + int(digits[2:]) * 60)
+        return "ns", seconds * 1_000_000_000 + (int(fraction.ljust(9, "0")) if fraction else 0)
+    try:
+        number = float(text)
+    except ValueError:
+        number = math.nan
+    if not math.isfinite(number):
+        raise ValidationError(
+            f"{path}, line {line}: {column} = {value!r} is neither a number nor a date-time "
+            "like 2023-11-16 18:15:46.680590"
+        )
+    return "s", number * scale_s
+
+
+def _arrival_seconds(times: list, kinds: set[str], column: str, path: Path) -> np.ndarray:
+    """Seconds from values all of one kind: date-times relative to the earliest, numbers as given."""
+    if len(kinds) > 1:
+        raise ValidationError(f"{path}: column {column!r} mixes date-times and numbers")
+    if kinds == {"ns"}:
+        earliest = min(times)
+        return np.array([t - earliest for t in times], dtype=np.float64) * 1e-9
+    return np.array(times, dtype=np.float64)
+
+
+def _read_csv_slow(data: bytes, path: Path, field_count: int, columns: tuple, names: tuple) -> RequestLog:
+    """Line-by-line reading with exact errors (file, line, column, value)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValidationError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    input_index, output_index, time_index = columns
+    scale_s = 1.0 if time_index is None else _time_scale_s(names[2], 1.0)
+    inputs: list[int] = []
+    outputs: list[int] = []
+    times: list = []
+    kinds: set[str] = set()
+    reader = csv.reader(io.StringIO(text))
+    next(reader)  # header
+    for row in reader:
+        line = reader.line_num
+        if not row or (len(row) == 1 and not row[0].strip()):
+            continue
+        if len(row) != field_count:
+            raise ValidationError(f"{path}, line {line}: expected {field_count} fields, found {len(row)}")
+        number_in = _parse_token(row[input_index], names[0], path, line)
+        number_out = _parse_token(row[output_index], names[1], path, line)
+        if number_in + number_out < 1:
+            raise ValidationError(
+                f"{path}, line {line}: {names[0]} + {names[1]} is 0 (a request has ≥ 1 token)"
+            )
+        inputs.append(number_in)
+        outputs.append(number_out)
+        if time_index is not None:
+            kind, moment = _parse_time(row[time_index], names[2], scale_s, path, line)
+            kinds.add(kind)
+            times.append(moment)
+    if not inputs:
+        raise ValidationError(f"{path}: no requests (only a header)")
+    arrival = None if time_index is None else _arrival_seconds(times, kinds, names[2], path)
+    return RequestLog(np.array(inputs, dtype=np.int64), np.array(outputs, dtype=np.int64), arrival)
+
+
+def _read_jsonl(
+    data: bytes, path: Path, input_column: str | None, output_column: str | None, time_column: str | None
+) -> RequestLog:
+    """Mooncake-style JSON lines; ``timestamp`` in ms unless ``time_column`` has a unit suffix."""
+    input_key = input_column or "input_length"
+    output_key = output_column or "output_length"
+    time_key = time_column or "timestamp"
+    scale_s = _time_scale_s(time_key, JSONL_TIMESTAMP_SCALE_S if time_key == "timestamp" else 1.0)
+    inputs: list[int] = []
+    outputs: list[int] = []
+    times: list = []
+    kinds: set[str] = set()
+    has_time: bool | None = None
+    for line_number, line in enumerate(data.decode("utf-8-sig", errors="replace").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            raise ValidationError(f"{path}, line {line_number}: not a JSON object") from None
+        if not isinstance(record, dict):
+            raise ValidationError(f"{path}, line {line_number}: not a JSON object")
+        for key in (input_key, output_key):
+            if key not in record:
+                raise ValidationError(
+                    f"{path}, line {line_number}: no field {key!r} (fields found: {', '.join(record)})"
+                )
+        values = []
+        for key in (input_key, output_key):
+            value = record[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+                raise ValidationError(
+                    f"{path}, line {line_number}: {key} = {json.dumps(value)} is not a whole number of tokens"
+                )
+            values.append(_parse_token(str(value), key, path, line_number))
+        if values[0] + values[1] < 1:
+            raise ValidationError(f"{path}, line {line_number}: {input_key} + {output_key} is 0")
+        inputs.append(values[0])
+        outputs.append(values[1])
+        line_has_time = time_key in record
+        if has_time is None:
+            has_time = line_has_time
+        if line_has_time != has_time:
+            raise ValidationError(f"{path}, line {line_number}: {time_key!r} is present on some lines only")
+        if line_has_time:
+            kind, moment = _parse_time(str(record[time_key]), time_key, scale_s, path, line_number)
+            kinds.add(kind)
+            times.append(moment)
+    if not inputs:
+        raise ValidationError(f"{path}: the file is empty")
+    if time_column is not None and not has_time:
+        raise ValidationError(f"{path}: no field {time_column!r} for time")
+    arrival = _arrival_seconds(times, kinds, time_key, path) if has_time else None
+    return RequestLog(np.array(inputs, dtype=np.int64), np.array(outputs, dtype=np.int64), arrival)
