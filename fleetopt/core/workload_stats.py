@@ -86,13 +86,14 @@ def weighted_quantile(
     raise ValidationError(f"unknown quantile method {method!r} (allowed: {', '.join(QUANTILE_METHODS)})")
 
 
-def _distribution_summary(values: np.ndarray, weights: np.ndarray, method: str) -> dict:
+def _distribution_summary(values: np.ndarray, weights: np.ndarray, method: str) -> dict[str, float | int]:
     """Mean, p50/p90/p99 and max of one token column (weights > 0 only for the max)."""
     total_weight = float(weights.sum())
     summary = {"mean": float(np.dot(values.astype(np.float64), weights) / total_weight)}
     for probability in REPORT_QUANTILES:
         label = f"p{round(probability * 100):d}"
-        summary[label] = weighted_quantile(values, weights, probability, method=method)
+        quantile = weighted_quantile(values, weights, probability, method=method)
+        summary[label] = int(quantile) if method == "inverted-cdf" else quantile  # a length that occurs
     summary["max"] = int(values[weights > 0].max())
     return summary
 
