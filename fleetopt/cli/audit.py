@@ -13,7 +13,6 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-import click
 import typer
 
 from fleetopt.cli.common import FORMAT_OPTION
@@ -49,8 +48,13 @@ def _non_negative(value: float | None) -> float | None:
     return value
 
 
-def _usage(message: str) -> click.UsageError:
-    return click.UsageError(message, ctx=click.get_current_context(silent=True))
+# typer vendors its own click; its UsageError is the base class of typer.BadParameter.
+_UsageError = next(cls for cls in typer.BadParameter.__mro__ if cls.__name__ == "UsageError")
+
+
+def _usage(message: str) -> Exception:
+    """A usage error (exit 2, printed after the command's usage line)."""
+    return _UsageError(message)
 
 
 def _fmt_usd(value: float | None) -> str:

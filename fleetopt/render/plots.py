@@ -1,0 +1,202 @@
+"""Sensitivity views of an audit: tables for the terminal and optional PNG/SVG/PDF plots.
+
+Rows are plain lists of dicts, as built by :func:`fleetopt.core.savings.threshold_sensitivity_rows`
+(keys ``b_short_tokens``, ``short_fraction``, ``routed_gpus``, ``homogeneous_gpus``,
+``savings_fraction``) and :func:`fleetopt.core.savings.rate_sensitivity_rows` (keys
+``arrival_rate_per_s``, ``homogeneous_gpus``, ``routed_gpus``, ``routed_savings_fraction``, and
+optionally ``compressed_gpus``, ``compressed_savings_fraction``).
+
+Plots need matplotlib, an optional extra (``pip install 'fleetopt[plot]'``), imported only when a
+plot is drawn. A plot is written to a temporary file beside ``path`` and renamed into place, so a
+failure never leaves a half-written file.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from fleetopt.errors import FleetoptError, ValidationError
+
+Rows = Sequence[Mapping[str, Any]]
+
+#: The file types a plot may be written as (matplotlib backends available without extras).
+PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+
+_THRESHOLD_KEYS = ("b_short_tokens", "short_fraction", "routed_gpus", "homogeneous_gpus", "savings_fraction")
+_RATE_KEYS = ("arrival_rate_per_s", "homogeneous_gpus", "routed_gpus", "routed_savings_fraction")
+
+
+def _check_rows(rows: Rows, keys: Sequence[str], what: str) -> None:
+    if not rows:
+        raise ValidationError(f"{what}: no rows to draw")
+    for index, row in enumerate(rows):
+        missing = [key for key in keys if key not in row]
+        if missing:
+            raise ValidationError(f"{what}: row {index} lacks {', '.join(missing)} (needs {', '.join(keys)})")
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100.0 * value:.1f}%"
+
+
+def _count(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:,.0f}" if abs(value - round(value)) < 1e-9 else f"{value:,.1f}"
+
+
+def savings_vs_threshold_table(rows: Rows) -> Table:
+    """A rich table of savings versus B_short (pool-routing Figure 6 as numbers)."""
+    _check_rows(rows, _THRESHOLD_KEYS, "savings vs threshold")
+    table = Table(title="Savings vs B_short", title_justify="left")
+    for header in ("B_short (tokens)", "α = F(B)", "Homogeneous GPUs", "Routed GPUs", "Savings"):
+        table.add_column(header, justify="right")
+    for row in rows:
+        table.add_row(
+            f"{int(row['b_short_tokens']):,}",
+            f"{row['short_fraction']:.3f}",
+            _count(row["homogeneous_gpus"]),
+            _count(row["routed_gpus"]),
+            _pct(row["savings_fraction"]),
+        )
+    return table
+
+
+def fleet_vs_rate_table(rows: Rows) -> Table:
+    """A rich table of fleet size versus arrival rate (FleetOpt Table 6 layout)."""
+    _check_rows(rows, _RATE_KEYS, "fleet vs rate")
+    with_compression = all("compressed_gpus" in row for row in rows)
+    table = Table(title="Fleet size vs arrival rate", title_justify="left")
+    headers = ["λ (req/s)", "Homogeneous", "Pool routing"]
+    headers += ["PR + C&R"] if with_compression else []
+    headers += ["PR saving"] + (["PR + C&R saving"] if with_compression else [])
+    for header in headers:
+        table.add_column(header, justify="right")
+    for row in rows:
+        cells = [
+            f"{row['arrival_rate_per_s']:,g}",
+            _count(row["homogeneous_gpus"]),
+            _count(row["routed_gpus"]),
+        ]
+        cells += [_count(row["compressed_gpus"])] if with_compression else []
+        cells += [_pct(row["routed_savings_fraction"])]
+        cells += [_pct(row["compressed_savings_fraction"])] if with_compression else []
+        table.add_row(*cells)
+    return table
+
+
+def _pyplot():
+    """matplotlib's pyplot on the file-only Agg backend, or a clear error if it is not installed."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise FleetoptError("--plot needs matplotlib: pip install 'fleetopt[plot]'") from None
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as pyplot
+
+    return pyplot
+
+
+def _plain_formatter():
+    """Tick labels as plain numbers with thousands separators (not 10^k)."""
+    from matplotlib.ticker import FuncFormatter
+
+    return FuncFormatter(lambda value, _position: f"{value:,.0f}")
+
+
+def _check_path(path: str | os.PathLike[str]) -> Path:
+    target = Path(path)
+    if target.suffix.lower() not in PLOT_SUFFIXES:
+        raise ValidationError(
+            f"--plot {str(path)!r}: unknown file type {target.suffix or '(none)'!r}; "
+            f"use {', '.join(PLOT_SUFFIXES)}"
+        )
+    if not target.parent.is_dir():
+        raise ValidationError(f"--plot {str(path)!r}: folder {str(target.parent)!r} does not exist")
+    return target
+
+
+def _save(figure, target: Path) -> None:
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.stem}-", suffix=target.suffix, dir=target.parent)
+    os.close(handle)
+    try:
+        figure.savefig(temporary, dpi=150, bbox_inches="tight")
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)  # mkstemp creates 0600; give the file normal permissions
+        os.replace(temporary, target)
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+
+
+def plot_savings_vs_threshold(rows: Rows, path: str | os.PathLike[str]) -> Path:
+    """Plot savings (%) versus B_short (log₂ axis), the shape of pool-routing Figure 6; return the path."""
+    _check_rows(rows, _THRESHOLD_KEYS, "savings vs threshold")
+    target = _check_path(path)
+    pyplot = _pyplot()
+    thresholds = [int(row["b_short_tokens"]) for row in rows]
+    savings_pct = [100.0 * float(row["savings_fraction"]) for row in rows]
+    figure, axes = pyplot.subplots(figsize=(6.0, 3.6))
+    try:
+        axes.plot(thresholds, savings_pct, marker="o")
+        axes.set_xscale("log", base=2)
+        axes.set_xticks(thresholds)
+        axes.set_xticklabels([f"{b / 1024:g}K" if b >= 1024 else str(b) for b in thresholds])
+        axes.axhline(0.0, color="grey", linewidth=0.8)
+        axes.set_xlabel("Threshold B_short (tokens)")
+        axes.set_ylabel("GPU savings vs homogeneous (%)")
+        axes.set_title("Savings vs threshold")
+        axes.grid(True, alpha=0.3)
+        _save(figure, target)
+    finally:
+        pyplot.close(figure)
+    return target
+
+
+def plot_fleet_vs_rate(rows: Rows, path: str | os.PathLike[str]) -> Path:
+    """Plot fleet GPUs versus arrival rate (log–log), one line per fleet, FleetOpt Table 6's shape."""
+    _check_rows(rows, _RATE_KEYS, "fleet vs rate")
+    target = _check_path(path)
+    pyplot = _pyplot()
+    rates = [float(row["arrival_rate_per_s"]) for row in rows]
+    series = [("Homogeneous", "homogeneous_gpus"), ("Pool routing", "routed_gpus")]
+    if all("compressed_gpus" in row for row in rows):
+        series.append(("Pool routing + C&R", "compressed_gpus"))
+    figure, (fleet_axes, savings_axes) = pyplot.subplots(1, 2, figsize=(10.0, 3.8))
+    try:
+        for color_index, (label, key) in enumerate(series):
+            fleet_axes.plot(
+                rates, [float(row[key]) for row in rows], marker="o", label=label, color=f"C{color_index}"
+            )
+        fleet_axes.set_xscale("log")
+        fleet_axes.set_yscale("log")
+        fleet_axes.set_xlabel("Arrival rate λ (req/s)")
+        fleet_axes.set_ylabel("Fleet size (GPUs)")
+        fleet_axes.set_title("Fleet size vs arrival rate")
+        fleet_axes.legend()
+        for color_index, (label, key) in enumerate(series[1:], start=1):
+            savings_key = key.replace("_gpus", "_savings_fraction")
+            savings = [100.0 * float(row[savings_key]) for row in rows]
+            savings_axes.plot(rates, savings, marker="o", label=label, color=f"C{color_index}")
+        savings_axes.set_xscale("log")
+        savings_axes.set_xlabel("Arrival rate λ (req/s)")
+        savings_axes.set_ylabel("Savings vs homogeneous (%)")
+        savings_axes.set_title("Savings vs arrival rate")
+        savings_axes.legend()
+        for axes in (fleet_axes, savings_axes):
+            axes.xaxis.set_major_formatter(_plain_formatter())
+            axes.grid(True, which="both", alpha=0.3)
+        fleet_axes.yaxis.set_major_formatter(_plain_formatter())
+        fleet_axes.yaxis.set_minor_formatter(_plain_formatter())
+        figure.tight_layout()
+        _save(figure, target)
+    finally:
+        pyplot.close(figure)
+    return target
