@@ -1,9 +1,122 @@
-"""`fleetopt plan` (not implemented yet)."""
+"""``fleetopt plan``: the cheapest two-pool fleet that meets the SLO."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
+
+from fleetopt.cli.common import FORMAT_OPTION, PROFILES_DIR_OPTION
+from fleetopt.defaults import DEFAULT_LONG_CONTEXT_TOKENS, DEFAULT_SERVING
+from fleetopt.render.output import OutputFormat
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's command(s) to ``app``."""
+    """Add ``plan`` to ``app``."""
+    app.command("plan")(plan)
+
+
+def plan(
+    cdf: str = typer.Option(
+        ..., "--cdf", help="Workload: a bundled name (e.g. azure-2023) or a request log / CDF file."
+    ),
+    slo: str = typer.Option(..., "--slo", help="P99 time-to-first-token SLO, e.g. 500ms or 0.5s."),
+    rate: float | None = typer.Option(
+        None, "--rate", help="Arrival rate, req/s. Default: the log's observed rate, else 1,000 req/s."
+    ),
+    serving: str = typer.Option(
+        DEFAULT_SERVING, "--serving", help="Serving profile (model × GPU × TP) of the short pool."
+    ),
+    serving_long: str | None = typer.Option(
+        None,
+        "--serving-long",
+        help="Serving profile of the long pool and homogeneous baseline (default: --serving).",
+    ),
+    gpu: str | None = typer.Option(
+        None, "--gpu", help="Use the --serving model's calibration on this GPU instead."
+    ),
+    gpu_long: str | None = typer.Option(None, "--gpu-long", help="The long pool on this GPU (same model)."),
+    long_context: int = typer.Option(
+        DEFAULT_LONG_CONTEXT_TOKENS, "--long-context", min=1, help="Context window of the long pool, tokens."
+    ),
+    b_short: str | None = typer.Option(
+        None,
+        "--b-short",
+        help="Fix B_short (tokens), or a comma list. Default: a sweep of hardware-meaningful values.",
+    ),
+    gamma: str | None = typer.Option(
+        None, "--gamma", help="Fix γ, or a comma list. Default: 1.0, 1.1, …, 2.0."
+    ),
+    compressibility: float = typer.Option(
+        1.0, "--compressibility", min=0.0, max=1.0, help="p_c: share of borderline requests C&R compresses."
+    ),
+    service_model: str = typer.Option(
+        "lockstep", "--service-model", help="lockstep (Eq. 3 as written) or fleet-sim."
+    ),
+    max_utilization: float = typer.Option(
+        0.85, "--max-utilization", help="Utilization cap ρ_max, in (0, 1]."
+    ),
+    tpot_slo: str | None = typer.Option(
+        None, "--tpot-slo", help="Cap on the iteration time (TPOT), e.g. 80ms."
+    ),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", help="Write the plan (.json/.yaml) atomically."
+    ),
+    input_format: str | None = typer.Option(
+        None, "--input-format", help="Override workload format detection."
+    ),
+    input_column: str | None = typer.Option(None, "--input-column", help="CSV/JSONL column of input tokens."),
+    output_column: str | None = typer.Option(
+        None, "--output-column", help="CSV/JSONL column of output tokens."
+    ),
+    time_column: str | None = typer.Option(None, "--time-column", help="CSV/JSONL column of arrival times."),
+    split: str = typer.Option(
+        "fleet-sim", "--split", help="Input/output split of a CDF (see docs/workloads.md)."
+    ),
+    profiles_dir: Path | None = PROFILES_DIR_OPTION,
+    fmt: OutputFormat = FORMAT_OPTION,
+) -> None:
+    """Plan the cheapest fleet (n_s, n_l, B*, γ*) that meets a P99 TTFT SLO, against the baselines."""
+    from fleetopt.api import plan_from_options
+    from fleetopt.errors import FleetoptError
+    from fleetopt.io.plans import plan_format_for, write_document_atomically
+    from fleetopt.render.output import dumps, emit
+    from fleetopt.render.plan import draw_plan
+
+    if output is not None:
+        output_format = plan_format_for(output)  # refuse a bad suffix before any work
+    document = plan_from_options(
+        workload=cdf,
+        slo=slo,
+        rate_per_s=rate,
+        serving=serving,
+        serving_long=serving_long,
+        gpu=gpu,
+        gpu_long=gpu_long,
+        long_context_tokens=long_context,
+        b_short=b_short,
+        gamma=gamma,
+        compressibility=compressibility,
+        service_model=service_model,
+        max_utilization=max_utilization,
+        tpot_slo=tpot_slo,
+        reader_options={
+            "input_format": input_format,
+            "input_column": input_column,
+            "output_column": output_column,
+            "time_column": time_column,
+            "split": split,
+        },
+        profiles_dir=profiles_dir,
+    )
+    emit(document, fmt, draw_plan)
+    if not document["feasible"]:
+        raise FleetoptError(
+            "no fleet meets the SLO and the utilization cap; nothing was written"
+            if output
+            else "no fleet meets the SLO and the utilization cap"
+        )
+    if output is not None:
+        write_document_atomically(output, dumps(document, output_format))
+        if fmt is OutputFormat.table:
+            typer.echo(f"plan written to {output}")

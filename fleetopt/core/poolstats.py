@@ -81,7 +81,9 @@ def _moment_rows(
     length = total_tokens.astype(np.float64)
     i2 = i * i
     ones = np.ones_like(p)
-    rows = np.column_stack((ones, i, i2, i * length, i2 * length, i2 * length * length, p, p * length, length))
+    rows = np.column_stack(
+        (ones, i, i2, i * length, i2 * length, i2 * length * length, p, p * length, length)
+    )
     return rows * weights[:, None]
 
 
@@ -151,7 +153,9 @@ class PoolStatistics:
         self._weights = workload.weights / self._total_weight
         self._totals = workload.total_tokens
         self._prefill = -(-workload.input_tokens // self.prefill_chunk_tokens)  # ⌈L_in / chunk⌉
-        self._prefix = _prefix(_moment_rows(self._prefill, workload.output_tokens, self._totals, self._weights))
+        self._prefix = _prefix(
+            _moment_rows(self._prefill, workload.output_tokens, self._totals, self._weights)
+        )
         self._histogram = _PrefillHistogram(self._prefill, self._totals, self._weights)
         # _last_positive[k]: index of the last atom below k with positive weight (−1 if none).
         positive_index = np.where(self._weights > 0, np.arange(self._weights.size), -1)
@@ -176,7 +180,10 @@ class PoolStatistics:
         """Moments of the requests with lo < L ≤ hi, at their original lengths."""
         lo, hi = _floor_tokens(lo_tokens), _floor_tokens(hi_tokens)
         return self._moments(
-            self._range_sums(lo, hi), self._histogram.weights_by_level(lo, hi), quantile, self._max_total(lo, hi)
+            self._range_sums(lo, hi),
+            self._histogram.weights_by_level(lo, hi),
+            quantile,
+            self._max_total(lo, hi),
         )
 
     # -- Compress-and-Route pools ------------------------------------------------------------
@@ -195,7 +202,9 @@ class PoolStatistics:
             band_sums = band.compressed_sums(hi)
             if band_sums[_W] > 0:
                 sums = sums + compressibility * band_sums
-                histogram = _add_padded(histogram, compressibility * band.compressed_histogram.weights_by_level(b, hi))
+                histogram = _add_padded(
+                    histogram, compressibility * band.compressed_histogram.weights_by_level(b, hi)
+                )
                 max_total = b
         return self._moments(sums, histogram, quantile, max_total)
 
@@ -280,7 +289,9 @@ class _CompressionBand:
         weights = np.where(compressible, stats._weights[start:], 0.0)
         fixed_weights = np.where(compressible, 0.0, stats._weights[start:])
         self.totals = totals
-        compressed_prefill = -(-(b_short_tokens - np.minimum(outputs, b_short_tokens)) // stats.prefill_chunk_tokens)
+        compressed_prefill = -(
+            -(b_short_tokens - np.minimum(outputs, b_short_tokens)) // stats.prefill_chunk_tokens
+        )
         compressed_totals = np.full_like(totals, b_short_tokens)
         self._compressed = _prefix(_moment_rows(compressed_prefill, outputs, compressed_totals, weights))
         self._original = _prefix(_moment_rows(prefill, outputs, totals, weights))

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from fleetopt.core.kv import block_slots_per_instance
+from fleetopt.core.poolstats import PoolMoments
 
 
 @dataclass(frozen=True)
@@ -51,3 +54,74 @@ class PoolHardware:
     def instance_hour_usd(self) -> float:
         """Price of one instance for one hour: GPUs per instance × $/GPU-hour."""
         return self.gpus_per_instance * self.gpu_hour_usd
+
+
+#: The service models ``--service-model`` accepts.
+SERVICE_MODELS = ("lockstep", "fleet-sim")
+
+#: The reference implementation floors the service-time SCV at this value (FACTS §1).
+FLEET_SIM_MIN_SCV = 0.01
+
+
+@dataclass(frozen=True)
+class SlotServiceTimes:
+    """How one pool serves its requests, for each candidate slot count (arrays over ``slots``).
+
+    Attributes:
+        slots: slots per instance (int array).
+        mean_service_s: E[S], seconds a request holds its slot.
+        service_scv: C_s² = Var[S] / E[S]².
+        ttft_overhead_s: the TTFT added after the slot wait: prefill plus first decode (lockstep:
+            (P_q + 1)·t_iter with P_q the q-quantile of prefill iterations; fleet-sim: the mean
+            prefill at one active sequence, FACTS §1).
+        prefill_s: the prefill part of ``ttft_overhead_s``.
+        iteration_s: iteration time (TPOT) at full occupancy (fleet-sim: at the pool's mean length).
+    """
+
+    slots: np.ndarray
+    mean_service_s: np.ndarray
+    service_scv: np.ndarray
+    ttft_overhead_s: np.ndarray
+    prefill_s: np.ndarray
+    iteration_s: np.ndarray
+
+
+def slot_service_times(
+    moments: PoolMoments, hardware: PoolHardware, slots: np.ndarray, service_model: str
+) -> SlotServiceTimes:
+    """Service-time moments and TTFT overhead of a pool for each slot count in ``slots``.
+
+    ``lockstep`` (FleetOpt Eq. 3–4, 7–8 as written): every iteration costs t = W + H·s, so
+    S = I·t, E[S] = t·E[I], C_s² = Var[I]/E[I]², prefill = P_q·t, first decode = t.
+
+    ``fleet-sim`` (the reference implementation, FACTS §1): a request of total length L
+    iterates in t_L = W + H·(L / C_cal)·s, so S = I·t_L with
+    E[S] = W·E[I] + k·E[I·L], E[S²] = W²E[I²] + 2Wk·E[I²L] + k²E[I²L²], k = H·s / C_cal;
+    C_s² is floored at 0.01; the TTFT adds the *mean* prefill at one active sequence,
+    W·E[P] + (H / C_cal)·E[P·L], and no first-decode step.
+    """
+    s = np.asarray(slots, dtype=np.float64)
+    base_s, per_slot_s = hardware.iteration_base_s, hardware.iteration_per_slot_s
+    if service_model == "lockstep":
+        iteration_s = base_s + per_slot_s * s
+        mean_service_s = iteration_s * moments.mean_iterations
+        scv = np.full_like(s, moments.iterations_scv)
+        prefill_s = moments.prefill_iterations_quantile * iteration_s
+        return SlotServiceTimes(s, mean_service_s, scv, prefill_s + iteration_s, prefill_s, iteration_s)
+    if service_model == "fleet-sim":
+        calibration = float(hardware.calibration_context_tokens)
+        k = per_slot_s * s / calibration
+        mean_service_s = base_s * moments.mean_iterations + k * moments.mean_iter_x_len
+        second = (
+            base_s**2 * moments.mean_sq_iterations
+            + 2.0 * base_s * k * moments.mean_sq_iter_x_len
+            + k**2 * moments.mean_sq_iter_x_sq_len
+        )
+        scv = np.maximum(FLEET_SIM_MIN_SCV, second / mean_service_s**2 - 1.0)
+        prefill = (
+            base_s * moments.mean_prefill_iterations + per_slot_s / calibration * moments.mean_prefill_x_len
+        )
+        prefill_s = np.full_like(s, prefill)
+        iteration_s = base_s + k * moments.mean_total_tokens
+        return SlotServiceTimes(s, mean_service_s, scv, prefill_s, prefill_s, iteration_s)
+    raise ValueError(f"unknown service model {service_model!r}; choose one of {', '.join(SERVICE_MODELS)}")

@@ -1,0 +1,163 @@
+"""The Python API: plan a fleet from a workload and profiles without shelling out.
+
+>>> from fleetopt.api import plan_workload
+>>> run = plan_workload("azure-2023", ttft_slo_s=0.5)          # doctest: +SKIP
+>>> run.plan.best.total_gpus, run.document["best"]["b_short_tokens"]  # doctest: +SKIP
+
+``plan_workload`` takes typed values (seconds, req/s, tokens); ``plan_from_options`` takes the
+CLI's strings (``"500ms"``, ``"4096,8192"``) and returns the plan document the renderers use.
+Both are thin: load (io) → one core call (:func:`fleetopt.core.planner.plan_fleet`) → document.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fleetopt.core.planner import DEFAULT_GAMMAS, FleetPlan, PlanOptions, plan_fleet
+from fleetopt.core.service import PoolHardware
+from fleetopt.core.workload import Workload
+from fleetopt.defaults import DEFAULT_LONG_CONTEXT_TOKENS, DEFAULT_RATE_PER_S, DEFAULT_SERVING
+from fleetopt.errors import ValidationError
+
+
+@dataclass(frozen=True)
+class PlanRun:
+    """A finished plan with what it was computed from."""
+
+    plan: FleetPlan
+    workload: Workload
+    document: dict[str, Any]
+
+
+def profile_search_path(profiles_dir: Path | None) -> tuple[Path, ...]:
+    """The user's profile folder (if any) before the bundled one."""
+    from fleetopt.io.data import bundled_dir
+
+    return ((Path(profiles_dir),) if profiles_dir is not None else ()) + (bundled_dir("profiles"),)
+
+
+def resolve_hardware(serving: str, gpu: str | None, dirs: Sequence[Path]) -> PoolHardware:
+    """The pool hardware of a serving profile, or of its model's calibration on ``gpu``."""
+    from fleetopt.io.profiles import find_serving, load_serving, pool_hardware
+
+    if gpu is None:
+        return pool_hardware(serving, dirs)
+    model = load_serving(serving, dirs).model_name
+    return pool_hardware(find_serving(model=model, gpu=gpu, dirs=dirs).source_file, dirs)
+
+
+def observed_rate_per_s(workload: Workload) -> float | None:
+    """The log's mean arrival rate, (n − 1)/span, or None without usable timestamps."""
+    from fleetopt.core.workload_stats import arrival_statistics
+
+    times = workload.arrival_times_s
+    if times is None or times.size < 2:
+        return None
+    return arrival_statistics(times).mean_rate_per_s
+
+
+def plan_workload(
+    workload: str | Workload,
+    *,
+    ttft_slo_s: float,
+    arrival_rate_per_s: float | None = None,
+    serving: str = DEFAULT_SERVING,
+    serving_long: str | None = None,
+    gpu: str | None = None,
+    gpu_long: str | None = None,
+    long_context_tokens: int = DEFAULT_LONG_CONTEXT_TOKENS,
+    b_short_candidates: Sequence[int] | None = None,
+    gammas: Sequence[float] = DEFAULT_GAMMAS,
+    compressibility: float = 1.0,
+    service_model: str = "lockstep",
+    max_utilization: float = 0.85,
+    tpot_slo_s: float | None = None,
+    profiles_dir: Path | None = None,
+    reader_options: dict[str, Any] | None = None,
+    workload_label: str | None = None,
+) -> PlanRun:
+    """Plan the cheapest fleet for a workload (a bundled name, a path, or a loaded Workload)."""
+    from fleetopt.io.plans import plan_document
+    from fleetopt.io.workloads import load_workload
+
+    if isinstance(workload, Workload):
+        loaded, label = workload, workload_label or workload.name
+    else:
+        loaded, label = load_workload(workload, **(reader_options or {})), workload_label or workload
+    dirs = profile_search_path(profiles_dir)
+    short_hardware = resolve_hardware(serving, gpu, dirs)
+    if serving_long is None and gpu_long is None:
+        long_hardware = short_hardware
+    else:
+        long_hardware = resolve_hardware(serving_long or serving, gpu_long, dirs)
+    origin = "given"
+    if arrival_rate_per_s is None:
+        observed = observed_rate_per_s(loaded)
+        arrival_rate_per_s, origin = (observed, "observed") if observed else (DEFAULT_RATE_PER_S, "default")
+    options = PlanOptions(
+        arrival_rate_per_s=float(arrival_rate_per_s),
+        ttft_slo_s=ttft_slo_s,
+        long_context_tokens=long_context_tokens,
+        b_short_candidates=tuple(int(b) for b in b_short_candidates) if b_short_candidates else None,
+        gammas=tuple(float(g) for g in gammas),
+        compressibility=compressibility,
+        service_model=service_model,
+        max_utilization=max_utilization,
+        tpot_slo_s=tpot_slo_s,
+    )
+    plan = plan_fleet(loaded, short_hardware, long_hardware, options)
+    document = plan_document(plan, loaded, {"workload": label, "arrival_rate_origin": origin})
+    return PlanRun(plan=plan, workload=loaded, document=document)
+
+
+def plan_from_options(
+    *,
+    workload: str,
+    slo: str,
+    rate_per_s: float | None,
+    b_short: str | None,
+    gamma: str | None,
+    tpot_slo: str | None,
+    **options: Any,
+) -> dict[str, Any]:
+    """``fleetopt plan``'s strings → the plan document (see :func:`plan_workload`)."""
+    return plan_run_from_options(
+        workload=workload,
+        slo=slo,
+        rate_per_s=rate_per_s,
+        b_short=b_short,
+        gamma=gamma,
+        tpot_slo=tpot_slo,
+        **options,
+    ).document
+
+
+def plan_run_from_options(
+    *,
+    workload: str,
+    slo: str,
+    rate_per_s: float | None,
+    b_short: str | None,
+    gamma: str | None,
+    tpot_slo: str | None,
+    **options: Any,
+) -> PlanRun:
+    """Like :func:`plan_from_options`, returning the whole :class:`PlanRun`."""
+    from fleetopt.io.units import parse_duration_s, parse_number_list
+
+    if rate_per_s is not None and not rate_per_s >= 0:
+        raise ValidationError(f"--rate: {rate_per_s:g} req/s must be ≥ 0")
+    b_values = parse_number_list(b_short, field="--b-short", integer=True) if b_short else None
+    gammas = tuple(parse_number_list(gamma, field="--gamma")) if gamma else DEFAULT_GAMMAS
+    return plan_workload(
+        workload,
+        ttft_slo_s=parse_duration_s(slo, field="--slo"),
+        arrival_rate_per_s=rate_per_s,
+        b_short_candidates=b_values,
+        gammas=gammas,
+        tpot_slo_s=parse_duration_s(tpot_slo, field="--tpot-slo") if tpot_slo else None,
+        **options,
+    )

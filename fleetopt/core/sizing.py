@@ -1,0 +1,375 @@
+"""Sizing one pool: the fewest instances (and the slot count) that meet the SLO and the cap.
+
+A pool with n instances of s slots is an M/G/c queue with c = n·s servers (FleetOpt §3.1).
+Its P99 TTFT is the P99 slot wait plus the prefill and first-decode time (FleetOpt Eq. 7–8,
+with the P99 prefill); n* is the smallest n with utilization ≤ ρ_max and P99 TTFT ≤ SLO
+(Eq. 11 and §4.1). The slot count s ≤ the KV limit is a decision too: fewer slots iterate
+faster (t = W + H·s), which can make a pool whose SLO binds cheaper below its KV limit.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from fleetopt.core.poolstats import PoolMoments
+from fleetopt.core.queueing import mean_wait, wait_quantile
+from fleetopt.core.service import PoolHardware, SlotServiceTimes, slot_service_times
+from fleetopt.errors import ValidationError
+
+_MAX_DOUBLINGS = 64
+
+
+@dataclass(frozen=True)
+class PoolSizing:
+    """A sized (or evaluated) pool: counts, rates, latencies and what binds.
+
+    Attributes:
+        feasible: the pool meets its SLO and utilization cap (always true for a sizing that succeeded).
+        instances: serving instances (tensor-parallel groups); 0 for an empty pool.
+        gpus: instances × GPUs per instance.
+        slots_per_instance: concurrent sequences per instance (vLLM ``max_num_seqs``).
+        kv_slot_limit: the most slots the KV cache allows at ``context_tokens``.
+        context_tokens: the pool's context window (vLLM ``max_model_len``), tokens.
+        servers: instances × slots (the M/G/c servers).
+        arrival_rate_per_s: requests per second reaching the pool.
+        mean_service_s: E[S], seconds a request holds a slot.
+        service_scv: C_s².
+        service_rate_per_instance_per_s: μ per instance = s / E[S].
+        utilization: λ·E[S] / (n·s).
+        p99_wait_s, mean_wait_s: slot wait (q-quantile and mean), seconds.
+        p99_prefill_s: prefill part of the TTFT, seconds.
+        iteration_s: iteration time (TPOT), seconds.
+        p99_ttft_s: P99 TTFT under the service model, seconds.
+        binding_constraint: ``utilization`` (the cap sets n), ``ttft`` (the SLO forces more), ``minimum``
+            (one instance, below the cap), ``none`` (empty pool), ``infeasible``.
+        slots_binding: what set the slot count: ``kv`` (KV limit), ``ttft`` (the SLO made fewer slots
+            cheaper or feasible), ``tpot`` (the TPOT cap), ``fixed`` (given).
+        reason: why the pool is infeasible, or None.
+        min_achievable_ttft_s: for an infeasible pool, the smallest TTFT any size reaches.
+        cost_per_hour_usd: gpus × $/GPU-hour.
+    """
+
+    feasible: bool
+    instances: int
+    gpus: int
+    slots_per_instance: int
+    kv_slot_limit: int
+    context_tokens: int
+    servers: int
+    arrival_rate_per_s: float
+    mean_service_s: float
+    service_scv: float
+    service_rate_per_instance_per_s: float
+    utilization: float
+    p99_wait_s: float
+    mean_wait_s: float
+    p99_prefill_s: float
+    iteration_s: float
+    p99_ttft_s: float
+    binding_constraint: str
+    slots_binding: str
+    reason: str | None
+    min_achievable_ttft_s: float | None
+    cost_per_hour_usd: float
+
+
+def _empty_pool(hardware: PoolHardware, context_tokens: int, kv_limit: int, slots: int) -> PoolSizing:
+    return PoolSizing(
+        feasible=True, instances=0, gpus=0, slots_per_instance=slots, kv_slot_limit=kv_limit,
+        context_tokens=context_tokens, servers=0, arrival_rate_per_s=0.0, mean_service_s=math.nan,
+        service_scv=math.nan, service_rate_per_instance_per_s=math.nan, utilization=0.0, p99_wait_s=0.0,
+        mean_wait_s=0.0, p99_prefill_s=0.0, iteration_s=math.nan, p99_ttft_s=0.0, binding_constraint="none",
+        slots_binding="kv", reason=None, min_achievable_ttft_s=None, cost_per_hour_usd=0.0,
+    )  # fmt: skip
+
+
+def _infeasible(
+    hardware: PoolHardware,
+    context_tokens: int,
+    kv_limit: int,
+    rate: float,
+    reason: str,
+    best_ttft: float | None,
+) -> PoolSizing:
+    return PoolSizing(
+        feasible=False, instances=0, gpus=0, slots_per_instance=0, kv_slot_limit=kv_limit,
+        context_tokens=context_tokens, servers=0, arrival_rate_per_s=rate, mean_service_s=math.nan,
+        service_scv=math.nan, service_rate_per_instance_per_s=math.nan, utilization=math.nan,
+        p99_wait_s=math.nan, mean_wait_s=math.nan, p99_prefill_s=math.nan, iteration_s=math.nan,
+        p99_ttft_s=math.nan, binding_constraint="infeasible", slots_binding="kv", reason=reason,
+        min_achievable_ttft_s=best_ttft, cost_per_hour_usd=math.nan,
+    )  # fmt: skip
+
+
+def _surely_no_wait(servers: np.ndarray, offered_load: np.ndarray, quantile: float) -> np.ndarray:
+    """True where Erlang C ≤ 1 − q is certain from a cheap bound (then the q-wait is exactly 0).
+
+    C = B / (1 − ρ(1 − B)) ≤ B / (1 − ρ) and B = pmf(c; a) / cdf(c; a) ≤ 2·pmf(c; a) once
+    c ≥ a + 1 (the Poisson median is below a + 1/3). The log-pmf is evaluated with lgamma,
+    whose ~1e-9 relative error is irrelevant next to the e⁻¹ margin kept here. Skips the exact
+    Erlang C in the many-server regime, where it is astronomically small.
+    """
+    from scipy.special import gammaln
+
+    c = np.asarray(servers, dtype=np.float64)
+    a = np.asarray(offered_load, dtype=np.float64)
+    usable = (c >= a + 1.0) & (a > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_pmf = c * np.log(a) - a - gammaln(c + 1.0)
+        log_bound = math.log(2.0) + log_pmf - np.log1p(-a / c)
+    return usable & (log_bound <= math.log1p(-quantile) - 1.0)
+
+
+def _utilization_bound(rate: float, mean_service_s: np.ndarray, slots: np.ndarray, cap: float) -> np.ndarray:
+    """Smallest n with λ·E[S] / (n·s) ≤ cap, per slot count (exact, guarding float rounding)."""
+    load = rate * mean_service_s
+    n = np.maximum(1, np.ceil(load / (cap * slots))).astype(np.int64)
+    too_few = load / (n * slots) > cap
+    n[too_few] += 1
+    fewer = n - 1
+    fits = (fewer >= 1) & (load / (np.maximum(fewer, 1) * slots) <= cap)
+    n[fits] = fewer[fits]
+    return n
+
+
+def _describe(
+    hardware: PoolHardware,
+    context_tokens: int,
+    kv_limit: int,
+    rate: float,
+    instances: int,
+    index: int,
+    times: SlotServiceTimes,
+    quantile: float,
+    binding: str,
+    slots_binding: str,
+    feasible: bool = True,
+    reason: str | None = None,
+) -> PoolSizing:
+    slots = int(times.slots[index])
+    mean_s = float(times.mean_service_s[index])
+    scv = float(times.service_scv[index])
+    servers = instances * slots
+    service_rate = 1.0 / mean_s
+    p99_wait = float(wait_quantile(quantile, servers, rate, service_rate, scv))
+    overhead = float(times.ttft_overhead_s[index])
+    return PoolSizing(
+        feasible=feasible,
+        instances=instances,
+        gpus=instances * hardware.gpus_per_instance,
+        slots_per_instance=slots,
+        kv_slot_limit=kv_limit,
+        context_tokens=context_tokens,
+        servers=servers,
+        arrival_rate_per_s=rate,
+        mean_service_s=mean_s,
+        service_scv=scv,
+        service_rate_per_instance_per_s=slots / mean_s,
+        utilization=rate * mean_s / servers,
+        p99_wait_s=p99_wait,
+        mean_wait_s=float(mean_wait(servers, rate, service_rate, scv)),
+        p99_prefill_s=float(times.prefill_s[index]),
+        iteration_s=float(times.iteration_s[index]),
+        p99_ttft_s=p99_wait + overhead,
+        binding_constraint=binding,
+        slots_binding=slots_binding,
+        reason=reason,
+        min_achievable_ttft_s=None,
+        cost_per_hour_usd=instances * hardware.instance_hour_usd,
+    )
+
+
+def size_pool(
+    *,
+    arrival_rate_per_s: float,
+    moments: PoolMoments,
+    hardware: PoolHardware,
+    context_tokens: int,
+    service_model: str,
+    ttft_slo_s: float,
+    max_utilization: float = 0.85,
+    tpot_slo_s: float | None = None,
+    fixed_slots: int | None = None,
+) -> PoolSizing:
+    """The cheapest (instances, slots) for one pool: fewest instances, then the most slots.
+
+    For every candidate slot count s (1 … KV limit, or ``fixed_slots``): the TTFT budget left for
+    the wait is SLO − prefill − first decode; s is dropped if that is negative (or t_iter > TPOT
+    SLO). n*(s) = max(utilization bound, wait bound), the wait bound found by vectorized
+    bisection (the wait quantile is non-increasing in n). The answer is min_s n*(s), ties going
+    to the largest s. Never returns a pool that breaks its SLO or cap: if no s can meet them it
+    returns ``feasible=False`` with the reason and the smallest TTFT any size reaches.
+    """
+    if not (0.0 < max_utilization <= 1.0):
+        raise ValidationError(f"max utilization: {max_utilization!r} must be in (0, 1]")
+    if arrival_rate_per_s < 0 or not math.isfinite(arrival_rate_per_s):
+        raise ValidationError(f"arrival rate: {arrival_rate_per_s!r} req/s must be ≥ 0 and finite")
+    quantile = moments.quantile
+    kv_limit = hardware.max_slots(context_tokens)
+    if kv_limit < 1:
+        return _infeasible(
+            hardware, context_tokens, kv_limit, arrival_rate_per_s,
+            f"one {context_tokens:,}-token sequence does not fit in an instance's KV cache "
+            f"({hardware.kv_capacity_tokens:,} tokens)", None,
+        )  # fmt: skip
+    if fixed_slots is not None and not (1 <= fixed_slots <= kv_limit):
+        raise ValidationError(
+            f"slots per instance: {fixed_slots} must be between 1 and the KV limit {kv_limit} "
+            f"at {context_tokens:,} tokens"
+        )
+    if arrival_rate_per_s == 0 or moments.is_empty:
+        return _empty_pool(hardware, context_tokens, kv_limit, fixed_slots or kv_limit)
+
+    candidates = np.arange(1, kv_limit + 1) if fixed_slots is None else np.array([fixed_slots])
+    times = slot_service_times(moments, hardware, candidates, service_model)
+    budget_s = ttft_slo_s - times.ttft_overhead_s
+    allowed = budget_s >= 0
+    tpot_ok = np.ones_like(allowed) if tpot_slo_s is None else times.iteration_s <= tpot_slo_s
+    allowed &= tpot_ok
+    if not allowed.any():
+        if not tpot_ok.any():
+            reason = (
+                f"the iteration time at {int(candidates[0])} slot(s) is "
+                f"{times.iteration_s[0] * 1e3:.1f} ms, above the TPOT SLO {tpot_slo_s * 1e3:.1f} ms"
+            )
+            return _infeasible(hardware, context_tokens, kv_limit, arrival_rate_per_s, reason, None)
+        best = int(np.argmin(np.where(tpot_ok, times.ttft_overhead_s, np.inf)))
+        best_ttft = float(times.ttft_overhead_s[best])
+        reason = (
+            f"prefill and first decode alone take {best_ttft * 1e3:.1f} ms at the best slot count "
+            f"({int(candidates[best])}), above the SLO {ttft_slo_s * 1e3:.1f} ms"
+        )
+        return _infeasible(hardware, context_tokens, kv_limit, arrival_rate_per_s, reason, best_ttft)
+
+    index = np.flatnonzero(allowed)
+    slots = candidates[index].astype(np.float64)
+    mean_s = times.mean_service_s[index]
+    scv = times.service_scv[index]
+    budget = budget_s[index]
+    rate = arrival_rate_per_s
+
+    def wait_ok(instances: np.ndarray, subset: np.ndarray) -> np.ndarray:
+        servers = instances * slots[subset]
+        offered = rate * mean_s[subset]
+        passed = _surely_no_wait(servers, offered, quantile)
+        unsure = ~passed
+        if unsure.any():
+            rest = subset[unsure]
+            waits = wait_quantile(quantile, servers[unsure], rate, 1.0 / mean_s[rest], scv[rest])
+            passed[unsure] = np.asarray(waits) <= budget[rest]
+        return passed
+
+    never = np.iinfo(np.int64).max // 4
+    n_util = _utilization_bound(rate, mean_s, slots, max_utilization)
+    ok = wait_ok(n_util, np.arange(index.size))
+    n_best = np.where(ok, n_util, never)
+    best_ok = int(n_util[ok].min()) if ok.any() else None
+    # Slot counts whose wait fails at their utilization bound: find their wait bound by bisection,
+    # but only where it could still beat (or tie) the best count found so far.
+    pending = np.flatnonzero(~ok & (n_util < (best_ok if best_ok is not None else never)))
+    if pending.size and best_ok is not None:
+        pending = pending[wait_ok(np.full(pending.size, best_ok), pending)]
+        hi = np.full(pending.size, best_ok, dtype=np.int64)
+    elif pending.size:
+        hi = n_util[pending] * 2
+        for _ in range(_MAX_DOUBLINGS):
+            passed = wait_ok(hi, pending)
+            if passed.all():
+                break
+            hi = np.where(passed, hi, hi * 2)
+    if pending.size:
+        lo = n_util[pending].copy()  # the wait fails at lo, passes at hi
+        searching = hi - lo > 1
+        while searching.any():
+            mid = (lo + hi) // 2
+            passed = wait_ok(mid, pending)
+            hi = np.where(searching & passed, mid, hi)
+            lo = np.where(searching & ~passed, mid, lo)
+            searching = hi - lo > 1
+        n_best[pending] = hi
+
+    instances = int(n_best.min())
+    choice = int(np.flatnonzero(n_best == instances)[-1])  # ties: most slots
+    if instances > n_util[choice]:
+        binding = "ttft"
+    elif instances == 1 and rate * mean_s[choice] < max_utilization * slots[choice]:
+        binding = "minimum"  # one instance is the least a pool with traffic can have
+    else:
+        binding = "utilization"
+    chosen_slots = int(slots[choice])
+    if fixed_slots is not None:
+        slots_binding = "fixed"
+    elif chosen_slots == kv_limit:
+        slots_binding = "kv"
+    elif tpot_slo_s is not None and not tpot_ok[chosen_slots]:  # slot s+1 breaks the TPOT cap
+        slots_binding = "tpot"
+    else:
+        slots_binding = "ttft"
+    return _describe(
+        hardware, context_tokens, kv_limit, rate, instances, int(index[choice]), times, quantile, binding,
+        slots_binding,
+    )  # fmt: skip
+
+
+def evaluate_pool(
+    *,
+    arrival_rate_per_s: float,
+    moments: PoolMoments,
+    hardware: PoolHardware,
+    context_tokens: int,
+    service_model: str,
+    instances: int,
+    slots_per_instance: int,
+    ttft_slo_s: float,
+    max_utilization: float = 0.85,
+) -> PoolSizing:
+    """A given pool (n instances of s slots) under the given traffic: its latencies and whether it fits.
+
+    ``feasible`` is true when utilization ≤ cap and P99 TTFT ≤ SLO; ``reason`` lists what breaks.
+    """
+    kv_limit = hardware.max_slots(context_tokens)
+    if arrival_rate_per_s == 0 or moments.is_empty:
+        empty = _empty_pool(hardware, context_tokens, kv_limit, slots_per_instance)
+        return _with_instances(empty, instances, hardware)
+    times = slot_service_times(moments, hardware, np.array([slots_per_instance]), service_model)
+    if instances < 1:
+        return _infeasible(
+            hardware, context_tokens, kv_limit, arrival_rate_per_s,
+            "the pool has no instances but receives traffic",
+            None,
+        )  # fmt: skip
+    result = _describe(
+        hardware, context_tokens, kv_limit, arrival_rate_per_s, instances, 0, times, moments.quantile,
+        "evaluated",
+        "fixed",
+    )  # fmt: skip
+    problems = []
+    if slots_per_instance > kv_limit:
+        problems.append(
+            f"{slots_per_instance} slots exceed the KV limit {kv_limit} at {context_tokens:,} tokens"
+        )
+    if result.utilization > max_utilization:
+        problems.append(f"utilization {result.utilization:.3f} > cap {max_utilization:.3f}")
+    if not result.p99_ttft_s <= ttft_slo_s:
+        problems.append(f"P99 TTFT {result.p99_ttft_s * 1e3:.1f} ms > SLO {ttft_slo_s * 1e3:.1f} ms")
+    if problems:
+        return _replace(result, feasible=False, reason="; ".join(problems))
+    return result
+
+
+def _replace(sizing: PoolSizing, **changes: object) -> PoolSizing:
+    from dataclasses import replace
+
+    return replace(sizing, **changes)
+
+
+def _with_instances(sizing: PoolSizing, instances: int, hardware: PoolHardware) -> PoolSizing:
+    return _replace(
+        sizing,
+        instances=instances,
+        gpus=instances * hardware.gpus_per_instance,
+        cost_per_hour_usd=instances * hardware.instance_hour_usd,
+    )
