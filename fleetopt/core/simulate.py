@@ -216,8 +216,8 @@ def _validate(
         raise ValidationError(f"service model: {service_model!r} is not one of {', '.join(SERVICE_MODELS)}")
     if dispatch not in DISPATCH_POLICIES:
         raise ValidationError(f"dispatch: {dispatch!r} is not one of {', '.join(DISPATCH_POLICIES)}")
-    if arrival_times_s is None and (arrival_rate_per_s is None or not arrival_rate_per_s > 0):
-        raise ValidationError(f"arrival rate: {arrival_rate_per_s!r} req/s must be > 0")
+    if arrival_times_s is None and arrival_rate_per_s is None:
+        raise ValidationError("arrival rate: needed unless arrival times are replayed")
     if arrival_rate_per_s is not None and not (arrival_rate_per_s > 0 and math.isfinite(arrival_rate_per_s)):
         raise ValidationError(f"arrival rate: {arrival_rate_per_s!r} req/s must be a finite number > 0")
     if requests < 2:
