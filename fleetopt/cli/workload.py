@@ -21,7 +21,9 @@ workload_app = typer.Typer(
 
 @workload_app.command("show")
 def show(
-    workload: str = typer.Argument(..., metavar="NAME|PATH", help="A bundled workload name or a file."),
+    workload: str = typer.Argument(
+        ..., metavar="WORKLOAD", help="A bundled workload name, or a path to a request log or CDF file."
+    ),
     b_short: int = typer.Option(
         4096, "--b-short", min=1, help="Short-pool boundary B_short (tokens) for α, β and the archetype."
     ),

@@ -157,7 +157,14 @@ def detect_format(data: bytes, path: Path | str = "<data>") -> str:
         except ValueError:
             return "cdf-json"  # a multi-line JSON document
         if isinstance(first, dict) and "cdf" not in first:
-            return "jsonl"
+            keys = {str(k).lower() for k in first}
+            if keys & set(INPUT_COLUMN_NAMES):
+                return "jsonl"
+            try:  # one whole JSON document that is not a request: let the CDF reader say why
+                json.loads(text)
+                return "cdf-json"
+            except ValueError:
+                return "jsonl"
         return "cdf-json"
     header = [c.strip().lower() for c in _split_header(_first_line(text))]
     if [c.lower() for c in AZURE_COLUMNS] == header:
@@ -264,6 +271,10 @@ def _parse_cdf_json(data: bytes, path: Path) -> tuple[np.ndarray, np.ndarray, di
     )
     try:
         document = json.loads(data.decode("utf-8-sig"))
+    except json.JSONDecodeError as exc:
+        raise ValidationError(
+            f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise ValidationError(f"{path}: not valid JSON ({exc})") from None
     extra: dict = {}
