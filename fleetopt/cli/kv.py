@@ -70,13 +70,14 @@ def kv_report(
         sources["weight_dtype"] = "model profile"
     if sources["kv_dtype"] == "default":
         sources["kv_dtype"] = "model profile"
-    # A serving profile's block budget is used unless memory flags ask for Eq. 2 instead.
+    # A serving profile's block budget is used unless a flag changes the instance (then Eq. 2 applies).
     use_blocks = (
         serving is not None
         and serving.kv_blocks is not None
         and memory_utilization is None
         and activation_reserve_gb is None
         and tensor_parallel is None
+        and block_tokens is None
         and model_name is None
         and gpu_name is None
     )
