@@ -408,3 +408,23 @@ def test_two_pool_routing_needs_two_pools() -> None:
     workload = workload_from_requests(np.array([10]), np.array([1]), name="one")
     with pytest.raises(ValidationError, match="two-pool routing takes 2 pools"):
         simulate_fleet(workload, [_one_pool()], Routing(1000), arrival_rate_per_s=1.0, requests=10)
+
+
+def test_short_warm_up_is_flagged_and_biases_the_time_average_low() -> None:
+    """One shape of S = (1 + 99)·0.1 s = 10 s, λ = 200, c = 4,000: λ·S/c = 0.5 (nobody waits).
+
+    A 0.3 s warm-up leaves the window's first 9.7 s under-occupied (requests a stationary system
+    would have brought in before time 0 are missing: λ·9.7²/2 = 9,409 slot-s of 4,000 × 59.7,
+    0.0394 of utilization): flagged, time average low; the work-based estimate does not depend on
+    the warm-up.
+    A 12 s warm-up covers S: both ≈ 0.5.
+    """
+    workload = workload_from_requests(np.array([512]), np.array([99]), name="d")
+    pool = SimulatedPool("pool", 500, 8, 8192, 0.1, 0.0, 512, 8192)
+    kwargs = dict(arrival_rate_per_s=200.0, requests=12_000, seeds=range(8))
+    short = simulate_fleet(workload, [pool], Routing(), warmup_fraction=0.005, **kwargs).pools[0]
+    long = simulate_fleet(workload, [pool], Routing(), warmup_fraction=0.2, **kwargs).pools[0]
+    assert not short.warmed_up and long.warmed_up
+    assert_within_band(list(short.utilization.values), 0.5 - 200 * 9.7**2 / 2 / (4000 * 59.7), 0.02)
+    assert_within_band(list(long.utilization.values), 0.5, 0.02)
+    assert_within_band(list(short.work_utilization.values), 0.5, 0.02)

@@ -110,7 +110,15 @@ class Estimate:
 
 @dataclass(frozen=True)
 class PoolSeedStats:
-    """One pool in one seed's run (measured requests and window only)."""
+    """One pool in one seed's run (measured requests and window only).
+
+    ``utilization`` is the time average: busy slot-time clipped to the window / (c·window).
+    ``work_utilization`` is the work brought by the measured arrivals: Σ slot-holding times /
+    (c·window); it does not depend on the warm-up, and in steady state both have the same mean
+    (λ·E[S]/c). ``longest_sojourn_s`` is the longest arrival-to-departure time of any request of
+    the pool in the run; a warm-up shorter than it leaves ``utilization`` biased low (see
+    :attr:`PoolSummary.warmed_up`). ``wait`` is the wait for a slot.
+    """
 
     pool_name: str
     seed: int
@@ -126,14 +134,21 @@ class PoolSeedStats:
     tpot_mean_s: float
     tpot_p99_s: float
     service_mean_s: float
+    work_utilization: float
+    longest_sojourn_s: float
 
 
 @dataclass(frozen=True)
 class PoolSummary:
-    """One pool across seeds: every :class:`PoolSeedStats` field as an :class:`Estimate`."""
+    """One pool across seeds: every :class:`PoolSeedStats` field as an :class:`Estimate`.
+
+    ``warmed_up`` is true when in every seed the warm-up lasted at least the pool's longest
+    sojourn, so no request that a stationary system would have carried into the window is missing.
+    """
 
     pool: SimulatedPool
     requests_served: int
+    warmed_up: bool
     routed_fraction: Estimate
     arrival_rate_per_s: Estimate
     utilization: Estimate
@@ -145,6 +160,8 @@ class PoolSummary:
     tpot_mean_s: Estimate
     tpot_p99_s: Estimate
     service_mean_s: Estimate
+    work_utilization: Estimate
+    longest_sojourn_s: Estimate
 
 
 @dataclass(frozen=True, eq=False)
@@ -178,6 +195,8 @@ class SimulationResult:
         warmup_fraction: share of each seed's first arrivals discarded.
         seeds: the seeds run.
         window_s: per seed, the length of the measured window, seconds.
+        warmup_s: per seed, the length of the discarded warm-up, seconds (it should span several
+            mean service times for the pools to reach steady state).
         pools: per-pool summaries across seeds, in the order of the input pools.
         per_seed: every (pool, seed) statistic.
         traces: per-request arrays when ``keep_requests=True``, else empty.
@@ -190,6 +209,7 @@ class SimulationResult:
     warmup_fraction: float
     seeds: tuple[int, ...]
     window_s: tuple[float, ...]
+    warmup_s: tuple[float, ...]
     pools: tuple[PoolSummary, ...]
     per_seed: tuple[PoolSeedStats, ...]
     traces: tuple[RequestTrace, ...] = ()
@@ -371,22 +391,30 @@ def _dispatch_known_service(
             mine = owner == instance
             start[mine] = fcfs_start_times(arrival_s[mine], service_s[mine], slots)
         return start
-    # least-loaded: the instance with the fewest requests in system (in service or queued).
+    # least-loaded: the instance with the fewest requests in system (in service or queued), ties
+    # to the lowest index; a heap of (load, instance) entries, stale ones skipped lazily.
     load = [0] * instances
+    by_load = [(0, i) for i in range(instances)]
     server_heaps: list[list[float]] = [[0.0] * slots for _ in range(instances)]
     leaving: list[tuple[float, int]] = []
     starts = [0.0] * arrival_s.size
+    push, pop = heapq.heappush, heapq.heappop
     for k, (arrival, service) in enumerate(zip(arrival_s.tolist(), service_s.tolist(), strict=True)):
         while leaving and leaving[0][0] <= arrival:
-            load[heapq.heappop(leaving)[1]] -= 1
-        target = min(range(instances), key=load.__getitem__)
+            instance = pop(leaving)[1]
+            load[instance] -= 1
+            push(by_load, (load[instance], instance))
+        while by_load[0][0] != load[by_load[0][1]]:
+            pop(by_load)
+        target = by_load[0][1]
         heap = server_heaps[target]
         free = heap[0]
         begin = arrival if arrival >= free else free
         starts[k] = begin
         heapq.heapreplace(heap, begin + service)
         load[target] += 1
-        heapq.heappush(leaving, (begin + service, target))
+        push(by_load, (load[target], target))
+        push(leaving, (begin + service, target))
     return np.asarray(starts)
 
 
@@ -590,13 +618,16 @@ def _pool_stats(
     measured = trace.measured
     served = int(measured.sum())
     window_s = window[1] - window[0]
+    capacity = pool.servers * window_s
     busy = _busy_time(trace.admission_s, trace.departure_s, *window)
-    utilization = busy / (pool.servers * window_s) if pool.servers and window_s > 0 else math.nan
+    utilization = busy / capacity if capacity > 0 else math.nan
     nan = math.nan
+    longest = float((trace.departure_s - trace.arrival_s).max()) if trace.arrival_s.size else 0.0
     if served == 0:
         return PoolSeedStats(
-            pool.name, seed, 0, 0.0, 0.0, utilization, nan, nan, nan, nan, nan, nan, nan, nan
+            pool.name, seed, 0, 0.0, 0.0, utilization, nan, nan, nan, nan, nan, nan, nan, nan, 0.0, longest
         )
+    holding = (trace.departure_s - trace.admission_s)[measured]
     wait = (trace.slot_start_s - trace.arrival_s)[measured]
     ttft = (trace.first_token_s - trace.arrival_s)[measured]
     tpot = tpot_s[measured]
@@ -614,7 +645,9 @@ def _pool_stats(
         wait_probability=float((wait > 0).mean()),
         tpot_mean_s=float(tpot.mean()),
         tpot_p99_s=float(np.percentile(tpot, 99)),
-        service_mean_s=float((trace.departure_s - trace.admission_s)[measured].mean()),
+        service_mean_s=float(holding.mean()),
+        work_utilization=float(holding.sum() / capacity) if capacity > 0 else nan,
+        longest_sojourn_s=longest,
     )
 
 
@@ -732,6 +765,7 @@ def simulate_fleet(
     per_seed: list[PoolSeedStats] = []
     traces: list[RequestTrace] = []
     windows: list[float] = []
+    warmups: list[float] = []
     for seed in seeds:
         rng = np.random.default_rng(seed)
         arrival = _arrival_times(rng, requests, arrival_rate_per_s, arrival_times_s)
@@ -745,6 +779,7 @@ def simulate_fleet(
         measured_all = np.arange(requests) >= warmup
         window = (float(arrival[warmup]), float(arrival[-1]))
         windows.append(window[1] - window[0])
+        warmups.append(window[0] - float(arrival[0]))
         for index, pool in enumerate(pools):
             mine = pool_index == index
             if mine.any() and pool.instances == 0:
@@ -779,9 +814,9 @@ def simulate_fleet(
             for name in PoolSeedStats.__dataclass_fields__
             if name not in ("pool_name", "seed", "requests_served")
         }
-        summaries.append(
-            PoolSummary(pool=pool, requests_served=sum(r.requests_served for r in rows), **fields)
-        )
+        warmed_up = all(row.longest_sojourn_s <= warm for row, warm in zip(rows, warmups, strict=True))
+        served = sum(row.requests_served for row in rows)
+        summaries.append(PoolSummary(pool=pool, requests_served=served, warmed_up=warmed_up, **fields))
     return SimulationResult(
         service_model=service_model,
         dispatch=dispatch,
@@ -794,6 +829,7 @@ def simulate_fleet(
         warmup_fraction=warmup_fraction,
         seeds=tuple(int(s) for s in seeds),
         window_s=tuple(windows),
+        warmup_s=tuple(warmups),
         pools=tuple(summaries),
         per_seed=tuple(per_seed),
         traces=tuple(traces),
