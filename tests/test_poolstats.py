@@ -1,0 +1,110 @@
+"""Exact pool statistics against brute force over the raw atoms (hypothesis and real CDFs)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fleetopt.core.poolstats import PoolStatistics
+from fleetopt.core.workload import Workload, workload_from_cdf, workload_from_requests
+
+
+def _brute_pool(
+    workload: Workload, chunk: int, b: int, gamma: float, p_c: float, which: str, q: float = 0.99
+):
+    """Per-request arrays of the pool by direct enumeration: (weights, P, I, L)."""
+    w = workload.weights / workload.weights.sum()
+    total, inp, out = workload.total_tokens, workload.input_tokens, workload.output_tokens
+    prefill = -(-inp // chunk)
+    band = (total > b) & (total <= math.floor(gamma * b))
+    compressible = band & (out < b)
+    compressed_prefill = -(-(b - np.minimum(out, b)) // chunk)
+    if which == "short":
+        weights = np.concatenate((w * (total <= b), w * compressible * p_c))
+        prefills = np.concatenate((prefill, compressed_prefill))
+        outputs = np.concatenate((out, out))
+        lengths = np.concatenate((total, np.full_like(total, b)))
+    else:
+        stay = (total > math.floor(gamma * b)) + band * ~compressible + compressible * (1 - p_c)
+        weights, prefills, outputs, lengths = w * stay, prefill, out, total
+    return weights, prefills, prefills + outputs, lengths
+
+
+def _check(stats: PoolStatistics, workload: Workload, chunk: int, b: int, gamma: float, p_c: float) -> None:
+    for which in ("short", "long"):
+        weights, prefills, iterations, lengths = _brute_pool(workload, chunk, b, gamma, p_c, which)
+        moments = (stats.short_pool if which == "short" else stats.long_pool)(b, gamma, p_c)
+        mass = weights.sum()
+        assert moments.traffic_fraction == pytest.approx(mass, rel=1e-9, abs=1e-12)
+        if mass <= 1e-12:
+            continue
+        mean = lambda x: float((weights * x).sum() / mass)  # noqa: E731
+        assert moments.mean_iterations == pytest.approx(mean(iterations), rel=1e-9)
+        assert moments.mean_sq_iterations == pytest.approx(mean(iterations.astype(float) ** 2), rel=1e-9)
+        assert moments.mean_iter_x_len == pytest.approx(mean(iterations * lengths.astype(float)), rel=1e-9)
+        assert moments.mean_prefill_x_len == pytest.approx(mean(prefills * lengths.astype(float)), rel=1e-9)
+        order = np.argsort(prefills, kind="stable")
+        cumulative = np.cumsum(weights[order]) / mass
+        expected_quantile = prefills[order][np.searchsorted(cumulative, 0.99 * (1 - 1e-12))]
+        assert moments.prefill_iterations_quantile == expected_quantile
+
+
+request_logs = st.lists(
+    st.tuples(st.integers(0, 3000), st.integers(0, 600)).filter(lambda p: p[0] + p[1] >= 1),
+    min_size=1,
+    max_size=60,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    request_logs,
+    st.sampled_from([1, 16, 512]),
+    st.integers(1, 2500),
+    st.sampled_from([1.0, 1.1, 1.5, 2.0, 3.0]),
+    st.sampled_from([0.0, 0.5, 0.75, 1.0]),
+)
+def test_pool_moments_equal_brute_force_on_random_logs(pairs, chunk, b, gamma, p_c) -> None:
+    inputs, outputs = np.array(pairs).T
+    workload = workload_from_requests(inputs, outputs, name="random")
+    stats = PoolStatistics(workload, chunk)
+    _check(stats, workload, chunk, b, gamma, p_c)
+
+
+@settings(max_examples=60, deadline=None)
+@given(request_logs, st.integers(-1, 4000), st.integers(-1, 4000))
+def test_range_moments_and_cdf_equal_brute_force(pairs, lo, hi) -> None:
+    inputs, outputs = np.array(pairs).T
+    workload = workload_from_requests(inputs, outputs, name="random")
+    stats = PoolStatistics(workload, 512)
+    total = inputs + outputs
+    assert stats.cdf(hi) == pytest.approx(np.mean(total <= hi), abs=1e-12)
+    moments = stats.range_moments(lo, hi)
+    chosen = (total > lo) & (total <= hi)
+    assert moments.traffic_fraction == pytest.approx(chosen.mean(), abs=1e-12)
+    if chosen.any():
+        iterations = -(-inputs[chosen] // 512) + outputs[chosen]
+        assert moments.mean_iterations == pytest.approx(iterations.mean(), rel=1e-12)
+        assert moments.max_total_tokens == total[chosen].max()
+    else:
+        assert moments.is_empty
+
+
+def test_short_and_long_pools_partition_the_traffic_on_the_azure_cdf(shared_dir) -> None:
+    import json
+
+    cdf = json.loads((shared_dir / "reference/fleet-sim-cdfs/azure_cdf.json").read_text())
+    workload = workload_from_cdf([t for t, _ in cdf], [f for _, f in cdf], name="azure")
+    stats = PoolStatistics(workload, 512)
+    for gamma in (1.0, 1.5, 2.0):
+        for p_c in (0.0, 0.75, 1.0):
+            short = stats.short_pool(4096, gamma, p_c)
+            long = stats.long_pool(4096, gamma, p_c)
+            assert short.traffic_fraction + long.traffic_fraction == pytest.approx(1.0, abs=1e-12)
+    _check(stats, workload, 512, 4096, 1.5, 0.75)
+    # FleetOpt Table 2 / FACTS §5: α = F(4,096) = 0.898 for the papers' Azure CDF.
+    assert stats.cdf(4096) == pytest.approx(0.898, abs=5e-4)
