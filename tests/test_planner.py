@@ -18,9 +18,11 @@ from fleetopt.core.workload import workload_from_cdf, workload_from_requests
 
 # The papers' Llama-3-70B / A100-80GB TP8 calibration (FACTS §1).
 PAPER_A100 = PoolHardware(
-    serving_name="paper", model_name="llama-3-70b", gpu_name="a100-80gb", gpus_per_instance=8, gpu_hour_usd=2.21,
+    serving_name="paper", model_name="llama-3-70b", gpu_name="a100-80gb", gpus_per_instance=8,
+    gpu_hour_usd=2.21,
     iteration_base_s=0.008, iteration_per_slot_s=0.00065, prefill_chunk_tokens=512,
-    calibration_context_tokens=8192, kv_capacity_tokens=65_536 * 16, kv_block_tokens=16,
+    calibration_context_tokens=8192, kv_capacity_tokens=65_536 * 16,
+    kv_block_tokens=16,
 )  # fmt: skip
 
 # A small instance (KV limit ≤ 24 slots at 4K) so that brute force over every (n, s) is cheap.

@@ -42,7 +42,10 @@ def _check(stats: PoolStatistics, workload: Workload, chunk: int, b: int, gamma:
         assert moments.traffic_fraction == pytest.approx(mass, rel=1e-9, abs=1e-12)
         if mass <= 1e-12:
             continue
-        mean = lambda x: float((weights * x).sum() / mass)  # noqa: E731
+
+        def mean(values: np.ndarray, weights: np.ndarray = weights, mass: float = mass) -> float:
+            return float((weights * values).sum() / mass)
+
         assert moments.mean_iterations == pytest.approx(mean(iterations), rel=1e-9)
         assert moments.mean_sq_iterations == pytest.approx(mean(iterations.astype(float) ** 2), rel=1e-9)
         assert moments.mean_iter_x_len == pytest.approx(mean(iterations * lengths.astype(float)), rel=1e-9)
