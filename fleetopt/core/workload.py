@@ -156,9 +156,9 @@ def workload_from_requests(
         raise ValidationError("input and output token columns must be 1-D and of equal length")
     if inputs.size == 0:
         raise ValidationError(f"{name}: the workload has no requests")
-    if (inputs < 0).any() or (outputs < 0).any() or ((inputs + outputs) < 1).any():
-        raise ValidationError(f"{name}: token counts must be ≥ 0 with input + output ≥ 1")
     totals = inputs + outputs
+    if min(int(inputs.min()), int(outputs.min())) < 0 or int(totals.min()) < 1:
+        raise ValidationError(f"{name}: token counts must be ≥ 0 with input + output ≥ 1")
     unique_totals, unique_inputs, counts = _count_pairs(totals, inputs)
     times = None
     if arrival_times_s is not None:

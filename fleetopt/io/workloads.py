@@ -145,13 +145,13 @@ def read_request_log(
 
 def detect_format(data: bytes, path: Path | str = "<data>") -> str:
     """The input format of decompressed file content (rules in docs/workloads.md)."""
-    text = data.lstrip(b"\xef\xbb\xbf").lstrip()
-    if not text:
+    if not data or data.isspace():
         raise ValidationError(f"{path}: the file is empty")
+    text = _skip_leading_space(data)
     if text[:1] == b"[":
         return "cdf-json"
     if text[:1] == b"{":
-        first_line = text.split(b"\n", 1)[0]
+        first_line = text[: text.find(b"\n")] if b"\n" in text[:65536] else text
         try:
             first = json.loads(first_line)
         except ValueError:
@@ -190,7 +190,7 @@ def _read_bytes(path: Path) -> bytes:
             data = gzip.decompress(data)
         except (OSError, EOFError) as exc:
             raise ValidationError(f"{path}: not a valid gzip file ({exc})") from None
-    if not data.strip():
+    if not data or data.isspace():
         raise ValidationError(f"{path}: the file is empty")
     return data
 
@@ -364,10 +364,25 @@ def _validate_cdf_rows(rows: list[tuple[float, float, str]], path: Path) -> tupl
 # --------------------------------------------------------------------------- request logs
 
 
-def _first_line(text: bytes | str) -> str:
-    if isinstance(text, bytes):
-        text = text.split(b"\n", 1)[0].decode("utf-8-sig", errors="replace")
-    return text.split("\n", 1)[0].rstrip("\r")
+_NON_SPACE = re.compile(rb"\S")
+
+
+def _skip_leading_space(data: bytes) -> bytes:
+    """``data`` without a UTF-8 byte-order mark and leading white space (no copy when there is none)."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    match = _NON_SPACE.search(data)
+    return data if match is None or match.start() == 0 else data[match.start() :]
+
+
+def _first_line(text: bytes | str, start: int = 0) -> str:
+    """The line starting at ``start`` (without copying the rest of a large text)."""
+    newline = b"\n" if isinstance(text, bytes) else "\n"
+    end = text.find(newline, start)
+    line = text[start : end if end >= 0 else len(text)]
+    if isinstance(line, bytes):
+        line = line.decode("utf-8-sig", errors="replace")
+    return line.rstrip("\r")
 
 
 def _split_header(line: str) -> list[str]:
@@ -426,7 +441,7 @@ def _read_log(
 def _read_csv(
     data: bytes, path: Path, input_column: str | None, output_column: str | None, time_column: str | None
 ) -> RequestLog:
-    text_start = data.lstrip(b"\xef\xbb\xbf").lstrip()
+    text_start = _skip_leading_space(data)
     # numpy's reader is fastest on the file itself: use it when the bytes are the file's own.
     disk_path = path if text_start is data and _file_size(path) == len(data) else None
     header = [c.strip() for c in _split_header(_first_line(text_start))]
@@ -438,7 +453,7 @@ def _read_csv(
     columns = (input_index, output_index, time_index)
     names = tuple(None if i is None else header[i] for i in columns)
     body_start = text_start.find(b"\n")
-    if body_start < 0 or not text_start[body_start + 1 :].strip():
+    if body_start < 0 or _NON_SPACE.search(text_start, body_start + 1) is None:
         raise ValidationError(f"{path}: no requests (only a header)")
     log = _read_csv_fast(text_start, disk_path, body_start + 1, len(header), columns, names)
     if log is None:
@@ -458,7 +473,7 @@ def _read_csv_fast(
 ) -> RequestLog | None:
     """numpy's C CSV reader on the chosen columns; ``None`` when the data needs the careful path."""
     input_index, output_index, time_index = columns
-    first_row = _first_line(data[body_start:]).split(",")
+    first_row = _first_line(data, body_start).split(",")
     if len(first_row) != field_count:
         return None
     time_kind = None
@@ -469,10 +484,11 @@ def _read_csv_fast(
         elif _NUMBER_PATTERN.match(sample):
             time_kind = "f8"
         elif _DATETIME_PATTERN.match(sample) and _DATETIME_PATTERN.match(sample).group(8) is None:
-            time_kind = "S40"
+            time_kind = "S32"
         else:
             return None
     usecols = [input_index, output_index] + ([time_index] if time_index is not None else [])
+    all_columns = sorted(usecols) == list(range(field_count))
     dtype = [("input", "i8"), ("output", "i8")] + ([("time", time_kind)] if time_kind else [])
     # loadtxt returns fields in usecols order only when usecols is increasing.
     order = sorted(range(len(usecols)), key=lambda k: usecols[k])
@@ -481,7 +497,7 @@ def _read_csv_fast(
             disk_path if disk_path is not None else io.BytesIO(data),
             delimiter=",",
             skiprows=1,
-            usecols=[usecols[k] for k in order],
+            usecols=None if all_columns else [usecols[k] for k in order],
             dtype=[dtype[k] for k in order],
             comments=None,
             encoding=None,
@@ -491,11 +507,14 @@ def _read_csv_fast(
         return None
     inputs = np.ascontiguousarray(table["input"])
     outputs = np.ascontiguousarray(table["output"])
-    if (inputs < 0).any() or (outputs < 0).any() or ((inputs + outputs) < 1).any():
+    lowest_input, lowest_output = int(inputs.min()), int(outputs.min())
+    if min(lowest_input, lowest_output) < 0:
         return None  # the careful path names the line
+    if lowest_input == 0 and lowest_output == 0 and ((inputs == 0) & (outputs == 0)).any():
+        return None
     times = None
     if time_kind is not None:
-        if time_kind == "S40":
+        if time_kind == "S32":
             times = _parse_datetimes_s(table["time"])
             if times is None:
                 return None
@@ -512,63 +531,76 @@ def _read_csv_fast(
 def _parse_datetimes_s(strings: np.ndarray) -> np.ndarray | None:
     """Vectorized ``YYYY-MM-DD[ T]HH:MM:SS[.fffffffff]`` → seconds since the earliest (exact to 1 ns).
 
-    Returns ``None`` if any row does not have that exact shape.
+    Works column by column on the fixed-width bytes; returns ``None`` if any row does not have
+    exactly that shape (the careful path then reads the file).
     """
     width = strings.dtype.itemsize
-    raw = np.frombuffer(strings.tobytes(), dtype=np.uint8).reshape(-1, width)
-    if width < 19:
+    if width < 19 or strings.size == 0:
         return None
-    digits = raw.astype(np.int64) - ord("0")
+    # One row per character position: each step below then reads contiguous memory.
+    raw = np.ascontiguousarray(np.ascontiguousarray(strings).view(np.uint8).reshape(-1, width).T)
+    rows = raw.shape[1]
+    zero = np.uint8(ord("0"))
 
-    def number(start: int, stop: int) -> np.ndarray:
-        value = np.zeros(raw.shape[0], dtype=np.int64)
-        for k in range(start, stop):
-            value = value * 10 + digits[:, k]
+    def digit(column: int) -> np.ndarray | None:
+        value = raw[column] - zero  # wraps around for bytes below "0"
+        return value if (value <= 9).all() else None
+
+    def number(start: int, stop: int) -> np.ndarray | None:
+        value = np.zeros(rows, dtype=np.int64)
+        for column in range(start, stop):
+            d = digit(column)
+            if d is None:
+                return None
+            value = value * 10 + d
         return value
 
-    digit_positions = [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18]
-    if not ((digits[:, digit_positions] >= 0) & (digits[:, digit_positions] <= 9)).all():
-        return None
     separators_ok = (
-        (raw[:, 4] == ord("-"))
-        & (raw[:, 7] == ord("-"))
-        & ((raw[:, 10] == ord(" ")) | (raw[:, 10] == ord("T")))
-        & (raw[:, 13] == ord(":"))
-        & (raw[:, 16] == ord(":"))
+        (raw[4] == ord("-")).all()
+        and (raw[7] == ord("-")).all()
+        and ((raw[10] == ord(" ")) | (raw[10] == ord("T"))).all()
+        and (raw[13] == ord(":")).all()
+        and (raw[16] == ord(":")).all()
     )
-    if not separators_ok.all():
+    if not separators_ok:
         return None
-    fraction_ns = np.zeros(raw.shape[0], dtype=np.int64)
+    fields = [number(0, 4), number(5, 7), number(8, 10), number(11, 13), number(14, 16), number(17, 19)]
+    if any(f is None for f in fields):
+        return None
+    year, month, day, hour, minute, second = fields
+    fraction_ns = np.zeros(rows, dtype=np.int64)
     if width > 19:
-        tail = raw[:, 19:]
-        has_fraction = tail[:, 0] == ord(".")
-        if not ((tail[:, 0] == 0) | has_fraction).all():
+        has_fraction = raw[19] == ord(".")
+        if not (has_fraction | (raw[19] == 0)).all():
             return None
-        fraction_bytes = tail[:, 1:10]
-        fraction_digits = fraction_bytes.astype(np.int64) - ord("0")
-        is_digit = (fraction_digits >= 0) & (fraction_digits <= 9)
-        # Digits, then padding (NUL) only: anything else (a time zone, spaces) goes the slow way.
-        is_pad = fraction_bytes == 0
-        if not (is_digit | is_pad).all() or (np.diff(is_pad.astype(np.int8), axis=1) < 0).any():
+        padded = np.zeros(rows, dtype=bool)  # digits, then NUL padding only
+        for column in range(20, min(29, width)):
+            d = raw[column] - zero
+            is_pad = raw[column] == 0
+            if not ((d <= 9) | is_pad).all() or (padded & ~is_pad).any():
+                return None
+            padded |= is_pad
+            fraction_ns = fraction_ns * 10 + np.where(is_pad, 0, d)
+        fraction_ns *= 10 ** (9 - max(0, min(29, width) - 20))
+        if width > 29 and (raw[29:] != 0).any():
             return None
-        if tail.shape[1] > 10 and (tail[:, 10:] != 0).any():
-            return None
-        fraction_digits = np.where(is_digit, fraction_digits, 0)
-        for k in range(fraction_digits.shape[1]):
-            fraction_ns = fraction_ns * 10 + fraction_digits[:, k]
-        fraction_ns *= 10 ** (9 - fraction_digits.shape[1])
-    year, month, day = number(0, 4), number(5, 7), number(8, 10)
-    hour, minute, second = number(11, 13), number(14, 16), number(17, 19)
     if ((month < 1) | (month > 12) | (day < 1) | (hour > 23) | (minute > 59) | (second > 60)).any():
         return None
-    days = _days_from_civil(year, month, day)
-    next_month_days = _days_from_civil(
-        year + (month == 12), np.where(month == 12, 1, month + 1), np.ones_like(day)
-    )
-    if (days >= next_month_days).any():  # e.g. 2023-02-30
+    # Logs span few months: date arithmetic on the month range, then one lookup per row.
+    month_index = year * 12 + (month - 1)
+    first_month = int(month_index.min())
+    month_count = int(month_index.max()) - first_month + 2
+    if month_count > 1_000_000:
         return None
-    total_ns = ((days * 24 + hour) * 60 + minute) * 60 + second
-    total_ns = total_ns * 1_000_000_000 + fraction_ns
+    all_months = np.arange(first_month, first_month + month_count)
+    month_start = _days_from_civil(
+        all_months // 12, all_months % 12 + 1, np.ones(month_count, dtype=np.int64)
+    )
+    offset = month_index - first_month
+    days = month_start[offset] + (day - 1)
+    if (days >= month_start[offset + 1]).any():  # e.g. 2023-02-30
+        return None
+    total_ns = (((days * 24 + hour) * 60 + minute) * 60 + second) * 1_000_000_000 + fraction_ns
     return (total_ns - total_ns.min()).astype(np.float64) * 1e-9
 
 
