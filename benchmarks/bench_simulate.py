@@ -111,36 +111,41 @@ def main() -> None:
         f"{'model':10} {'dispatch':12} {'pools (n×s)':22} {'wall s':>7} {'req/s':>9} {'×base':>7} "
         f"{'×pooled-lockstep':>17}"
     )
-    for model in args.models.split(","):
+    runs = [
+        (model, dispatch, False) for model in args.models.split(",") for dispatch in args.dispatch.split(",")
+    ]
+    if workload.arrival_times_s is not None:  # the log's own timestamps, scaled to λ (tiled to N)
+        runs += [(model, "pooled", True) for model in args.models.split(",")]
+    for model, dispatch, replay in runs:
         pools = fleet(workload, model, args.gamma)
-        for dispatch in args.dispatch.split(","):
-            begin = time.perf_counter()
-            result = simulate_fleet(
-                workload,
-                pools,
-                Routing(B_SHORT, args.gamma, 1.0),
-                arrival_rate_per_s=ARRIVAL_RATE_PER_S,
-                service_model=model,
-                dispatch=dispatch,
-                requests=args.requests,
-                seeds=(1,),
-            )
-            wall = time.perf_counter() - begin
-            if reference_s is None and model == "lockstep" and dispatch == "pooled":
-                reference_s = wall
-            shape = " ".join(f"{p.name}={p.instances}×{p.slots_per_instance}" for p in pools)
-            ratio = f"{wall / reference_s:17.1f}" if reference_s else f"{'-':>17}"
+        begin = time.perf_counter()
+        result = simulate_fleet(
+            workload,
+            pools,
+            Routing(B_SHORT, args.gamma, 1.0),
+            arrival_rate_per_s=ARRIVAL_RATE_PER_S,
+            service_model=model,
+            dispatch=dispatch,
+            requests=args.requests,
+            seeds=(1,),
+            arrival_times_s=workload.arrival_times_s if replay else None,
+        )
+        wall = time.perf_counter() - begin
+        if reference_s is None and model == "lockstep" and dispatch == "pooled" and not replay:
+            reference_s = wall
+        shape = " ".join(f"{p.name}={p.instances}×{p.slots_per_instance}" for p in pools)
+        ratio = f"{wall / reference_s:17.1f}" if reference_s else f"{'-':>17}"
+        print(
+            f"{model:10} {dispatch + (' replay' if replay else ''):12} {shape:22} {wall:7.2f} "
+            f"{args.requests / wall:9.0f} {wall / baseline_s:7.0f} {ratio}"
+        )
+        for summary in result.pools:
             print(
-                f"{model:10} {dispatch:12} {shape:22} {wall:7.2f} {args.requests / wall:9.0f} "
-                f"{wall / baseline_s:7.0f} {ratio}"
+                f"    {summary.pool.name:5} util {summary.utilization.mean:.3f}  "
+                f"P(wait>0) {summary.wait_probability.mean:.4f}  TTFT p50/p99 "
+                f"{summary.ttft_p50_s.mean * 1e3:.0f}/{summary.ttft_p99_s.mean * 1e3:.0f} ms  "
+                f"TPOT {summary.tpot_mean_s.mean * 1e3:.1f} ms  warmed up {summary.warmed_up}"
             )
-            for summary in result.pools:
-                print(
-                    f"    {summary.pool.name:5} util {summary.utilization.mean:.3f}  "
-                    f"P(wait>0) {summary.wait_probability.mean:.4f}  TTFT p50/p99 "
-                    f"{summary.ttft_p50_s.mean * 1e3:.0f}/{summary.ttft_p99_s.mean * 1e3:.0f} ms  "
-                    f"TPOT {summary.tpot_mean_s.mean * 1e3:.1f} ms"
-                )
 
 
 if __name__ == "__main__":

@@ -465,6 +465,8 @@ class _PhysicalPool:
         self.version = [0] * n
         self.events: list[tuple[float, int, int, int]] = []
         self.queues = [deque() for _ in range(1 if dispatch == "pooled" else n)]
+        self.free_slots = n * self.slots
+        self.idle = list(range(n))  # heap of instances that were idle when pushed (checked lazily)
 
     def _schedule(self, i: int, boundary: int) -> None:
         self.version[i] += 1
@@ -494,11 +496,13 @@ class _PhysicalPool:
         self.load[i] -= freed
         admitted = self.reserved[i]
         queue = self.queues[0 if self.dispatch == "pooled" else i]
+        self.free_slots += freed
         while committed < self.slots and queue:
             r = queue.popleft()
             self.slot_start[r] = now
             admitted.append(r)
             committed += 1
+            self.free_slots -= 1
             if self.dispatch == "pooled":
                 self.load[i] += 1
         for r in admitted:
@@ -517,6 +521,7 @@ class _PhysicalPool:
         else:
             self.version[i] += 1
             self.scheduled[i] = -1
+            heapq.heappush(self.idle, i)
 
     def _next_boundary(self, i: int, now: float) -> tuple[int, float]:
         """The first boundary of busy instance ``i`` at or after ``now`` and its time."""
@@ -534,22 +539,34 @@ class _PhysicalPool:
 
     def _arrive(self, r: int, now: float) -> None:
         if self.dispatch == "pooled":
-            free = np.flatnonzero(self.committed < self.slots)
-            if free.size == 0:
+            if self.free_slots == 0:
                 self.queues[0].append(r)
                 return
+            idle = self.idle
+            while idle and self.committed[idle[0]] != 0:
+                heapq.heappop(idle)
+            if idle:  # an idle instance admits at once: nobody can do better
+                self._reserve(heapq.heappop(idle), r, now)
+                return
+            free = np.flatnonzero(self.committed < self.slots)
             busy_time = self.seg_time[free]
             step = self.iter_s[free]
             ahead = np.maximum(0.0, np.ceil((now - busy_time) / step))
             start_at = np.where(self.active[free] > 0, busy_time + ahead * step, now)
             i = int(free[int(np.argmin(start_at))])
-            self.load[i] += 1
         else:
             i = r % self.n if self.dispatch == "round-robin" else int(np.argmin(self.load))
             self.load[i] += 1
             if self.committed[i] >= self.slots:
                 self.queues[i].append(r)
                 return
+        self._reserve(i, r, now)
+
+    def _reserve(self, i: int, r: int, now: float) -> None:
+        """Request ``r`` takes a free slot of instance ``i`` at ``now``; admitted at the next boundary."""
+        if self.dispatch == "pooled":
+            self.load[i] += 1
+        self.free_slots -= 1
         self.slot_start[r] = now
         self.committed[i] += 1
         self.reserved[i].append(r)
