@@ -339,3 +339,48 @@ def _check_plan_fields(path: Path, document: dict[str, Any]) -> None:
         gamma = best.get("gamma")
         if not isinstance(gamma, (int, float)) or gamma < 1:
             fail("best.gamma", gamma, "a number ≥ 1")
+
+
+def hardware_from_document(document: Any, *, source: str = "plan", field: str = "profiles") -> PoolHardware:
+    """The :class:`PoolHardware` written by :func:`hardware_document`, checked field by field.
+
+    Raises ValidationError naming ``source``, the field, the value and what is allowed.
+    """
+    from dataclasses import fields
+
+    if not isinstance(document, dict):
+        raise ValidationError(f"{source}: {field} = {document!r} is invalid; expected a mapping")
+    known = {f.name for f in fields(PoolHardware)}
+    unknown = sorted(set(document) - known)
+    if unknown:
+        raise ValidationError(f"{source}: {field} has unknown field(s) {', '.join(unknown)}")
+    values: dict[str, Any] = {}
+    for item in fields(PoolHardware):
+        value = document.get(item.name)
+        name = f"{field}.{item.name}"
+        if item.name in ("serving_name", "model_name", "gpu_name"):
+            if not isinstance(value, str) or not value:
+                raise ValidationError(f"{source}: {name} = {value!r} is invalid; expected a name")
+        elif item.name == "max_num_seqs":
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+                raise ValidationError(
+                    f"{source}: {name} = {value!r} is invalid; expected an integer ≥ 1 or null"
+                )
+        elif item.name in ("gpus_per_instance", "prefill_chunk_tokens", "calibration_context_tokens",
+                           "kv_capacity_tokens", "kv_block_tokens"):  # fmt: skip
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValidationError(f"{source}: {name} = {value!r} is invalid; expected an integer ≥ 1")
+        else:
+            positive = item.name != "iteration_per_slot_s"
+            if (
+                not isinstance(value, (int, float))
+                or isinstance(value, bool)
+                or not math.isfinite(value)
+                or value < 0
+                or (positive and value == 0)
+            ):
+                allowed = "a positive number" if positive else "a number ≥ 0"
+                raise ValidationError(f"{source}: {name} = {value!r} is invalid; expected {allowed}")
+            value = float(value)
+        values[item.name] = value
+    return PoolHardware(**values)

@@ -1,0 +1,397 @@
+"""Workload drift: does a planned fleet still fit today's traffic, and how far has the workload moved?
+
+Three comparisons, all exact finite sums over today's workload atoms (docs/ci.md):
+
+* **Fit** — the planned fleet, unchanged (instances and slots per pool, the plan's hardware, B, γ,
+  p_c and service model), evaluated under today's workload and rate: per pool the M/G/c
+  utilization λ·E[S]/(n·s) and P99 TTFT (FleetOpt Eq. 6–8, :func:`fleetopt.core.sizing.evaluate_pool`),
+  against the cap ρ_max and the SLO. λ ≥ n·s/E[S] makes the queue unstable: P99 TTFT = ∞.
+* **Re-plan** — the planner run again on today's workload and rate with the plan's options,
+  hardware and candidate sets; the change in GPUs, cost, B* and γ*.
+* **Shift** — Kolmogorov–Smirnov distance sup_x |F_today(x) − F_plan(x)| of total tokens, where
+  the plan keeps only the inverted-CDF quantiles q_k = Q(ℓ_k); the quantiles bracket F_plan
+  (``ks_against_quantiles``), so the distance is known to within the grid spacing (0.01 for the
+  0.00…1.00 grid). Plus the shifts of quantiles, α = F(B), β = F(γB) − F(B), rate and the
+  inter-arrival SCV.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fleetopt.core.planner import FLEET_SIM_EMPTY_RATE_PER_S, FleetCandidate, Planner, PlanOptions
+from fleetopt.core.service import PoolHardware
+from fleetopt.core.sizing import PoolSizing, evaluate_pool
+from fleetopt.core.workload import Workload
+from fleetopt.errors import ValidationError
+
+#: Default tolerances of ``fleetopt drift`` (relative cost change, KS distance, rate headroom).
+DEFAULT_MAX_COST_CHANGE = 0.10
+DEFAULT_MAX_KS = 0.10
+DEFAULT_MIN_HEADROOM = 0.0
+
+
+@dataclass(frozen=True)
+class PlannedPool:
+    """One pool of a written plan, as deployed.
+
+    ``planned_*`` are the plan's own figures for the pool (None when the plan does not carry them).
+    """
+
+    name: str
+    hardware: PoolHardware
+    instances: int
+    slots_per_instance: int
+    context_tokens: int
+    planned_arrival_rate_per_s: float | None = None
+    planned_utilization: float | None = None
+    planned_p99_ttft_s: float | None = None
+
+
+@dataclass(frozen=True)
+class PlannedFleet:
+    """The deployed fleet of a plan: pools ``short``/``long``, or one ``homogeneous`` pool."""
+
+    b_short_tokens: int | None
+    gamma: float
+    pools: tuple[PlannedPool, ...]
+    total_gpus: int
+    cost_per_hour_usd: float
+
+    def pool(self, name: str) -> PlannedPool | None:
+        return next((p for p in self.pools if p.name == name), None)
+
+
+@dataclass(frozen=True)
+class WorkloadSummary:
+    """The comparable figures of a workload (a plan's fingerprint, or today's computed the same way).
+
+    ``quantile_levels``/``total_tokens_quantiles``: inverted-CDF quantiles of total tokens;
+    ``token_quantiles``: {"input"|"output"|"total": (p50, p90, p99)}; α, β at the plan's B, γ;
+    arrivals (None without timestamps); ``digest``: a hash of the atoms (equal digests ⇒ equal data).
+    """
+
+    quantile_levels: tuple[float, ...]
+    total_tokens_quantiles: tuple[int, ...]
+    token_quantiles: dict[str, tuple[int, ...]]
+    mean_total_tokens: float | None
+    alpha: float | None
+    beta: float | None
+    arrival_rate_per_s: float | None
+    interarrival_scv: float | None
+    digest: str | None = None
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    """When ``fleetopt drift`` says "drift": |cost change| > max_cost_change, KS lower bound > max_ks,
+    or a pool breaking its cap/SLO at (1 + min_headroom) × today's rate."""
+
+    max_cost_change: float = DEFAULT_MAX_COST_CHANGE
+    max_ks: float = DEFAULT_MAX_KS
+    min_headroom: float = DEFAULT_MIN_HEADROOM
+
+
+@dataclass(frozen=True)
+class KsEstimate:
+    """KS distance between today's exact distribution and a plan's stored quantiles.
+
+    The true distance lies in [lower, upper]; upper − lower ≤ the largest gap between quantile
+    levels (``resolution``). ``estimate`` is the midpoint; ``exact`` when the data are identical.
+    """
+
+    lower: float
+    upper: float
+    estimate: float
+    resolution: float
+    exact: bool = False
+
+
+@dataclass(frozen=True)
+class PoolFit:
+    """One planned pool under today's traffic: the evaluated pool, its headroom, what breaks.
+
+    ``utilization_headroom`` = ρ_max − ρ; ``ttft_headroom_s`` = SLO − P99 TTFT (−∞ when unstable);
+    ``rate_headroom`` = ρ_max/ρ − 1, the traffic growth the cap still allows (∞ without traffic).
+    """
+
+    name: str
+    sizing: PoolSizing
+    utilization_headroom: float
+    ttft_headroom_s: float
+    rate_headroom: float
+    problems: tuple[str, ...]
+
+    @property
+    def fits(self) -> bool:
+        return not self.problems
+
+
+@dataclass(frozen=True)
+class FleetFit:
+    """The planned fleet under a given rate: α, β, α' of today's workload and each pool's fit."""
+
+    arrival_rate_per_s: float
+    alpha: float | None
+    beta: float | None
+    short_traffic_fraction: float | None
+    pools: tuple[PoolFit, ...]
+
+    @property
+    def fits(self) -> bool:
+        return all(p.fits for p in self.pools)
+
+
+@dataclass(frozen=True)
+class DriftReason:
+    """One reason for a drift verdict: ``check`` is a stable key (for pipelines), ``message`` for people."""
+
+    check: str
+    message: str
+    pool: str | None = None
+
+
+@dataclass(frozen=True)
+class DriftResult:
+    """Everything ``fleetopt drift`` reports. ``fit``/``headroom_fit``/``replan`` are None when
+    today's workload cannot be evaluated against the plan (requests beyond the long context)."""
+
+    arrival_rate_per_s: float
+    fit: FleetFit | None
+    headroom_fit: FleetFit | None
+    replan: FleetCandidate | None
+    cost_change: float | None
+    gpu_change: int | None
+    ks: KsEstimate
+    reasons: tuple[DriftReason, ...] = field(default_factory=tuple)
+    longest_request_tokens: int = 0
+    beyond_long_context_fraction: float = 0.0
+
+    @property
+    def drifted(self) -> bool:
+        return bool(self.reasons)
+
+
+def ks_against_quantiles(
+    workload: Workload, levels: tuple[float, ...], quantiles: tuple[int, ...], *, exact: bool = False
+) -> KsEstimate:
+    """Bounds on sup_x |F(x) − G(x)|: F today's total-token CDF, G known only by quantiles q_k = G⁻¹(ℓ_k).
+
+    q_k is the smallest x with G(x) ≥ ℓ_k, so G(x) ≥ L(x) = max{ℓ_k : q_k ≤ x} and
+    G(x) < U(x) = min{ℓ_k : q_k > x} (0 and 1 past the ends). With d(x) = |F − G|:
+    max(F − U, L − F) ≤ d ≤ max(F − L, U − F) pointwise; F, L, U are right-continuous steps
+    jumping only at today's atoms and the q_k, so both suprema are maxima over those points.
+    The two bounds differ by at most max_k(ℓ_k − ℓ_{k−1}). ``exact`` (identical data) gives 0.
+    """
+    level = np.asarray(levels, dtype=np.float64)
+    q = np.asarray(quantiles, dtype=np.float64)
+    if level.size == 0 or level.size != q.size:
+        raise ValidationError(
+            f"quantile fingerprint: {level.size} levels but {q.size} quantiles; "
+            "expected equal, non-empty lists"
+        )
+    if np.any(np.diff(level) <= 0) or level[0] < 0 or level[-1] > 1:
+        raise ValidationError("quantile fingerprint: the levels must increase strictly within [0, 1]")
+    if np.any(np.diff(q) < 0):
+        raise ValidationError("quantile fingerprint: the quantiles must not decrease")
+    gaps = np.diff(np.concatenate(([0.0], level, [1.0])))
+    resolution = float(gaps.max())
+    if exact:
+        return KsEstimate(0.0, 0.0, 0.0, resolution, exact=True)
+    totals = workload.total_tokens.astype(np.float64)
+    points = np.union1d(totals, q)
+    cumulative = np.concatenate(([0.0], np.cumsum(workload.weights)))
+    today = cumulative[np.searchsorted(totals, points, side="right")] / cumulative[-1]
+    below = np.searchsorted(q, points, side="right")  # number of q_k ≤ x
+    lower_cdf = np.where(below > 0, level[np.maximum(below - 1, 0)], 0.0)
+    upper_cdf = np.where(below < level.size, level[np.minimum(below, level.size - 1)], 1.0)
+    lower = float(max(0.0, np.max(np.maximum(today - upper_cdf, lower_cdf - today))))
+    upper = float(min(1.0, np.max(np.maximum(today - lower_cdf, upper_cdf - today))))
+    return KsEstimate(lower, upper, 0.5 * (lower + upper), resolution)
+
+
+def relative_change(new: float | None, old: float | None) -> float | None:
+    """(new − old)/old, or None when either is missing or old is 0."""
+    if new is None or old is None or old == 0 or not (math.isfinite(new) and math.isfinite(old)):
+        return None
+    return (new - old) / old
+
+
+def _pool_problems(pool: PoolSizing, options: PlanOptions, name: str) -> list[str]:
+    problems = []
+    if pool.arrival_rate_per_s > 0 and pool.instances < 1:
+        problems.append(f"receives {pool.arrival_rate_per_s:.4g} req/s but has no instances")
+        return problems
+    if pool.slots_per_instance > pool.kv_slot_limit:
+        problems.append(
+            f"{pool.slots_per_instance} slots exceed the KV limit {pool.kv_slot_limit} "
+            f"at {pool.context_tokens:,} tokens"
+        )
+    if pool.utilization >= 1.0:
+        problems.append(f"utilization {pool.utilization:.3f} > 1: the pool cannot keep up (P99 TTFT = ∞)")
+        return problems
+    if pool.utilization > options.max_utilization:
+        problems.append(f"utilization {pool.utilization:.3f} > cap {options.max_utilization:.3f}")
+    if not pool.p99_ttft_s <= options.ttft_slo_s:
+        problems.append(f"P99 TTFT {pool.p99_ttft_s * 1e3:.1f} ms > SLO {options.ttft_slo_s * 1e3:.1f} ms")
+    if options.tpot_slo_s is not None and pool.instances > 0 and pool.iteration_s > options.tpot_slo_s:
+        problems.append(
+            f"iteration time {pool.iteration_s * 1e3:.1f} ms > TPOT SLO {options.tpot_slo_s * 1e3:.1f} ms"
+        )
+    return problems
+
+
+def _pool_fit(name: str, sizing: PoolSizing, options: PlanOptions) -> PoolFit:
+    cap, rho = options.max_utilization, sizing.utilization
+    unstable = not rho < 1.0
+    ttft = math.inf if unstable else sizing.p99_ttft_s
+    return PoolFit(
+        name=name,
+        sizing=sizing,
+        utilization_headroom=cap - rho,
+        ttft_headroom_s=options.ttft_slo_s - ttft if sizing.arrival_rate_per_s > 0 else options.ttft_slo_s,
+        rate_headroom=cap / rho - 1.0 if rho > 0 else math.inf,
+        problems=tuple(_pool_problems(sizing, options, name)),
+    )
+
+
+def evaluate_fleet(planner: Planner, fleet: PlannedFleet, arrival_rate_per_s: float) -> FleetFit:
+    """The planned pools, unchanged, under ``planner``'s workload at ``arrival_rate_per_s``.
+
+    Traffic splits as the planner splits it (:meth:`Planner.split`): lockstep sends α' = the short
+    pool's exact share to the short pool and the long pool's own share to the long pool; fleet-sim
+    sends α' = α + p_c·β short and 1 − α' long (a long pool at ≤ 0.01 req/s counts as empty, FACTS §1).
+    """
+    o = planner.options
+    rate = float(arrival_rate_per_s)
+
+    def evaluate(pool: PlannedPool, pool_rate: float, moments) -> PoolSizing:
+        return evaluate_pool(
+            arrival_rate_per_s=pool_rate,
+            moments=moments,
+            hardware=pool.hardware,
+            context_tokens=pool.context_tokens,
+            service_model=o.service_model,
+            instances=pool.instances,
+            slots_per_instance=pool.slots_per_instance,
+            ttft_slo_s=o.ttft_slo_s,
+            max_utilization=o.max_utilization,
+        )
+
+    homogeneous = fleet.pool("homogeneous")
+    if homogeneous is not None:
+        moments = planner.stats(homogeneous.hardware).range_moments(-1, math.inf, o.quantile)
+        sizing = evaluate(homogeneous, rate, moments)
+        return FleetFit(rate, None, None, None, (_pool_fit("homogeneous", sizing, o),))
+    short, long = fleet.pool("short"), fleet.pool("long")
+    if short is None or long is None or fleet.b_short_tokens is None:
+        raise ValidationError("a two-pool plan needs a short pool, a long pool and B_short")
+    alpha, beta, short_fraction, short_moments, long_moments = planner.split(
+        fleet.b_short_tokens, fleet.gamma
+    )
+    short_rate = rate * short_fraction
+    if o.service_model == "fleet-sim":
+        long_rate = rate * (1.0 - short_fraction)
+        if long_rate <= FLEET_SIM_EMPTY_RATE_PER_S:
+            long_rate = 0.0
+    else:
+        long_rate = rate * long_moments.traffic_fraction
+    long_rate = max(0.0, long_rate)
+    pools = (
+        _pool_fit("short", evaluate(short, short_rate, short_moments), o),
+        _pool_fit("long", evaluate(long, long_rate, long_moments), o),
+    )
+    return FleetFit(rate, alpha, beta, short_fraction, pools)
+
+
+def check_drift(
+    today: Workload,
+    fleet: PlannedFleet,
+    options: PlanOptions,
+    planned: WorkloadSummary,
+    current: WorkloadSummary,
+    tolerances: Tolerances = Tolerances(),
+) -> DriftResult:
+    """Fit, re-plan and shift of ``today`` against a plan (``options`` carry today's rate).
+
+    The one core call behind ``fleetopt drift``. Reasons for a drift verdict: a pool breaking its
+    cap or SLO at today's rate (``fit``) or at (1 + min_headroom)× (``headroom``), a re-planned cost
+    more than ``max_cost_change`` away from the planned one (``cost``), no feasible fleet today
+    (``replan``), a KS lower bound above ``max_ks`` (``distribution``), requests longer than the
+    long pool's context (``context``).
+    """
+    short_hw = (fleet.pool("short") or fleet.pool("homogeneous") or fleet.pools[0]).hardware
+    long_hw = (fleet.pool("long") or fleet.pool("homogeneous") or fleet.pools[-1]).hardware
+    same_data = planned.digest is not None and planned.digest == current.digest
+    ks = ks_against_quantiles(today, planned.quantile_levels, planned.total_tokens_quantiles, exact=same_data)
+    reasons: list[DriftReason] = []
+    rate = options.arrival_rate_per_s
+    longest = today.max_total_tokens
+    fit = headroom_fit = replan = None
+    cost_change = gpu_change = None
+    beyond = 0.0
+    if longest > options.long_context_tokens:
+        beyond = 1.0 - today.cdf_at(options.long_context_tokens)
+        reasons.append(
+            DriftReason(
+                "context",
+                f"{beyond:.4%} of today's requests are longer than the long pool's context "
+                f"{options.long_context_tokens:,} tokens (longest {longest:,}): the fleet cannot serve them",
+            )
+        )
+    else:
+        planner = Planner(today, short_hw, long_hw, options)
+        fit = evaluate_fleet(planner, fleet, rate)
+        for pool in fit.pools:
+            for problem in pool.problems:
+                reasons.append(DriftReason("fit", f"{pool.name} pool: {problem}", pool.name))
+        if tolerances.min_headroom > 0 and fit.fits:
+            headroom_fit = evaluate_fleet(planner, fleet, rate * (1.0 + tolerances.min_headroom))
+            for pool in headroom_fit.pools:
+                for problem in pool.problems:
+                    reasons.append(
+                        DriftReason(
+                            "headroom",
+                            f"{pool.name} pool at +{tolerances.min_headroom:.0%} traffic: {problem}",
+                            pool.name,
+                        )
+                    )
+        replan = planner.plan().best
+        if replan is None:
+            reasons.append(
+                DriftReason("replan", "no fleet meets the SLO and the utilization cap on today's workload")
+            )
+        else:
+            cost_change = relative_change(replan.cost_per_hour_usd, fleet.cost_per_hour_usd)
+            gpu_change = replan.total_gpus - fleet.total_gpus
+            if cost_change is not None and abs(cost_change) > tolerances.max_cost_change:
+                reasons.append(
+                    DriftReason(
+                        "cost",
+                        f"re-planning today changes the cost by {cost_change:+.1%} ({gpu_change:+d} GPUs), "
+                        f"beyond ±{tolerances.max_cost_change:.1%}",
+                    )
+                )
+    if ks.lower > tolerances.max_ks:
+        reasons.append(
+            DriftReason(
+                "distribution",
+                f"the total-token distribution moved: KS distance ≥ {ks.lower:.3f} "
+                f"(estimate {ks.estimate:.3f} ± {ks.resolution / 2:.3f}) > {tolerances.max_ks:g}",
+            )
+        )
+    return DriftResult(
+        arrival_rate_per_s=rate,
+        fit=fit,
+        headroom_fit=headroom_fit,
+        replan=replan,
+        cost_change=cost_change,
+        gpu_change=gpu_change,
+        ks=ks,
+        reasons=tuple(reasons),
+        longest_request_tokens=longest,
+        beyond_long_context_fraction=beyond,
+    )
