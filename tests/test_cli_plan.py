@@ -1,0 +1,155 @@
+"""`fleetopt plan` through typer's CliRunner: exit codes, exact errors, the document, --output."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from fleetopt.cli import app
+from fleetopt.io.plans import SCHEMA_VERSION, read_plan
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def azure_plan_json() -> dict:
+    result = runner.invoke(
+        app, ["plan", "--cdf", "azure-2023", "--slo", "500ms", "--rate", "1000", "-f", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_plan_document_has_the_documented_schema(azure_plan_json) -> None:
+    document = azure_plan_json
+    assert document["schema_version"] == SCHEMA_VERSION
+    assert document["inputs"]["arrival_rate_per_s"] == 1000
+    assert document["inputs"]["arrival_rate_origin"] == "given"
+    best = document["best"]
+    for key in ("b_short_tokens", "gamma", "total_gpus", "cost_per_year_usd"):
+        assert key in best
+    for name in ("short", "long"):
+        pool = best["pools"][name]
+        keys = ("instances", "gpus", "slots_per_instance", "arrival_rate_per_s", "utilization", "p99_ttft_s")
+        for key in (*keys, "binding_constraint"):
+            assert key in pool
+        assert pool["utilization"] <= 0.85
+        assert pool["p99_ttft_s"] <= 0.5
+        assert pool["gpus"] == pool["instances"] * pool["gpus_per_instance"]
+    assert set(document["baselines"]) == {"homogeneous", "pool_routing", "retrofit"}
+    assert best["total_gpus"] <= document["baselines"]["homogeneous"]["total_gpus"]
+    assert len(document["grid"]) >= 11
+    # $/year = GPUs × $/GPU-hour × 8,760 (A100 at $2.21, FACTS §1).
+    assert best["cost_per_year_usd"] == pytest.approx(best["total_gpus"] * 2.21 * 8760)
+
+
+def test_azure_2023_report_explains_what_binds_and_why(azure_plan_json) -> None:
+    result = runner.invoke(app, ["plan", "--cdf", "azure-2023", "--slo", "500ms", "--rate", "1000"])
+    assert result.exit_code == 0
+    text = " ".join(result.output.split())
+    best = azure_plan_json["best"]
+    for name, pool in best["pools"].items():
+        assert f"{name}: " in text
+        if pool["binding_constraint"] == "utilization":
+            assert f"the utilization cap sets {pool['instances']:,} instance(s)" in text
+        if pool["slots_binding"] == "ttft":
+            assert (
+                f"{pool['slots_per_instance']} of the {pool['kv_slot_limit']} slots the KV cache allows"
+                in text
+            )
+        if pool["slots_binding"] == "kv":
+            assert f"{pool['slots_per_instance']} slots per instance, the KV limit" in text
+    assert "Against the baselines" in text
+
+
+def test_default_rate_is_observed_for_logs_and_1000_for_cdfs() -> None:
+    observed = runner.invoke(app, ["plan", "--cdf", "azure-2023-conv", "--slo", "500ms", "-f", "json"])
+    assert observed.exit_code == 0
+    inputs = json.loads(observed.stdout)["inputs"]
+    assert inputs["arrival_rate_origin"] == "observed"
+    assert inputs["arrival_rate_per_s"] == pytest.approx(5.53, abs=0.01)  # FACTS §5
+    default = runner.invoke(
+        app, ["plan", "--cdf", "lmsys", "--slo", "500ms", "--b-short", "1536", "-f", "json"]
+    )
+    assert default.exit_code == 0
+    inputs = json.loads(default.stdout)["inputs"]
+    assert (inputs["arrival_rate_origin"], inputs["arrival_rate_per_s"]) == ("default", 1000.0)
+
+
+def test_output_writes_a_plan_that_reads_back(tmp_path) -> None:
+    path = tmp_path / "plan.yaml"
+    result = runner.invoke(
+        app,
+        ["plan", "--cdf", "azure", "--slo", "0.5s", "--b-short", "4096", "--gamma", "1,1.5", "-o", str(path)],
+    )
+    assert result.exit_code == 0, result.output
+    assert f"plan written to {path}" in result.output
+    document = read_plan(path)
+    assert document == yaml.safe_load(path.read_text())
+    assert document["best"]["b_short_tokens"] == 4096
+    assert document["inputs"]["gammas"] == [1.0, 1.5]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (
+            ["--slo", "500"],
+            "Error: --slo: '500' is not a duration; write a number with a unit, e.g. 500ms or 0.5s "
+            "(units: us, µs, ms, s, min, h)",
+        ),
+        (["--slo", "-5ms"], "Error: --slo: '-5ms' must be a positive, finite duration"),
+        (["--slo", "500ms", "--b-short", "4k"], "Error: --b-short: '4k' in '4k' is not a number"),
+        (["--slo", "500ms", "--gamma", "0.5"], "Error: gamma: [0.5] — every γ must be ≥ 1"),
+        (
+            ["--slo", "500ms", "--service-model", "magic"],
+            "Error: service model: 'magic' is not one of lockstep, fleet-sim",
+        ),
+        (["--slo", "500ms", "--rate", "-1"], "Error: --rate: -1 req/s must be ≥ 0"),
+    ],
+)
+def test_bad_values_exit_1_with_the_exact_error(arguments, message) -> None:
+    result = runner.invoke(app, ["plan", "--cdf", "azure", *arguments])
+    assert result.exit_code == 1
+    assert result.stderr.strip() == message
+
+
+def test_unknown_workload_lists_the_bundled_ones() -> None:
+    result = runner.invoke(app, ["plan", "--cdf", "no-such-workload", "--slo", "500ms"])
+    assert result.exit_code == 1
+    assert result.stderr.startswith(
+        "Error: workload 'no-such-workload' is neither a file nor a bundled workload"
+    )
+    assert "azure-2023" in result.stderr
+
+
+def test_missing_slo_is_a_usage_error() -> None:
+    result = runner.invoke(app, ["plan", "--cdf", "azure"])
+    assert result.exit_code == 2
+    assert "Missing option '--slo'" in result.output
+
+
+def test_infeasible_plan_exits_1_and_writes_nothing(tmp_path) -> None:
+    path = tmp_path / "plan.json"
+    # 20 ms cannot even hold one prefill chunk plus one decode step (≥ 2 × 8.65 ms) for any prompt.
+    result = runner.invoke(app, ["plan", "--cdf", "azure", "--slo", "10ms", "-o", str(path)])
+    assert result.exit_code == 1
+    assert (
+        result.stderr.strip() == "Error: no fleet meets the SLO and the utilization cap; nothing was written"
+    )
+    assert "No fleet meets the SLO" in result.stdout
+    assert not path.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bad_output_suffix_is_refused_before_planning(tmp_path) -> None:
+    result = runner.invoke(
+        app, ["plan", "--cdf", "azure", "--slo", "500ms", "-o", str(tmp_path / "plan.txt")]
+    )
+    assert result.exit_code == 1
+    assert result.stderr.strip() == (
+        f"Error: --output {tmp_path / 'plan.txt'}: the suffix must be .json, .yaml or .yml (got '.txt')"
+    )
