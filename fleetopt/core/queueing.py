@@ -1,0 +1,484 @@
+"""The M/G/c queue of a pool of KV-cache slots: Erlang B/C in log space, wait quantiles, sizing.
+
+A pool of ``n`` instances with ``s`` slots each is an M/G/c queue with c = n·s servers, each
+serving at μ = 1/E[S] per second (FleetOpt §3.1, Eq. 5–6). Offered load a = λ/μ (Erlangs),
+utilization ρ = a/c.
+
+Erlang B and C are evaluated in O(1) per point, in log space, through the Poisson identity
+
+    B(c, a) = p(c; a) / P(c; a),     p = Poisson pmf, P = Poisson cdf (Σ_{k≤c} p(k; a)),
+    C(c, a) = B / (1 − ρ(1 − B)) = c·B / (c − a + a·B),
+
+with log p(c; a) in Loader's saddle-point form −stirlerr(c) − bd0(c, a) − ½·ln(2πc) (no
+cancellation between c·ln a, a and lgamma(c+1), which costs ~1e-9 at c = 10⁷), and
+ln P(c; a) = log1p(−Q), Q = P(X > c) = the regularized lower incomplete gamma γ(c+1, a)
+(scipy, Temme's uniform expansion near the transition). So log C is exact to ~1e-14 even
+where C itself underflows double precision (c = 10⁵, a = 85,000: C ≈ 1.7e-546). See
+``docs/queueing.md`` for the derivation, sources and measured accuracy.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import special
+
+from fleetopt.errors import ValidationError
+
+_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+# atanh(v)-series cutoff for bd0: below it the all-positive series is used (no cancellation).
+_BD0_SERIES_MAX_V = 0.5
+_BD0_SERIES_TERMS = 30  # 0.5**(2·30) ≈ 9e-19: enough for full double precision at v ≤ 0.5
+# Stirling's series for stirlerr(n) is accurate to < 1e-17 from this n on.
+_STIRLERR_SERIES_MIN_N = 16.0
+# Beyond this (a − c)/√a the Poisson cdf at c underflows; the Legendre continued fraction takes over.
+_CF_MIN_Z = 30.0
+_CF_ITERATIONS = 60
+
+
+# ---------------------------------------------------------------------------------------------
+# Poisson building blocks (Loader 2000, "Fast and accurate computation of binomial probabilities")
+# ---------------------------------------------------------------------------------------------
+
+
+def _stirlerr(n: np.ndarray) -> np.ndarray:
+    """stirlerr(n) = ln Γ(n+1) − (n+½)·ln n + n − ½·ln(2π), the Stirling-series remainder, n ≥ 1."""
+    n = np.asarray(n, dtype=float)
+    big = np.maximum(n, _STIRLERR_SERIES_MIN_N)
+    nn = big * big
+    series = (1.0 / 12 - (1.0 / 360 - (1.0 / 1260 - (1.0 / 1680 - (1.0 / 1188) / nn) / nn) / nn) / nn) / big
+    small = np.minimum(n, _STIRLERR_SERIES_MIN_N)
+    direct = special.gammaln(small + 1.0) - (small + 0.5) * np.log(small) + small - _HALF_LOG_2PI
+    return np.where(n >= _STIRLERR_SERIES_MIN_N, series, direct)
+
+
+def _bd0(x: np.ndarray, mean: np.ndarray) -> np.ndarray:
+    """bd0(x, m) = x·ln(x/m) + m − x ≥ 0, the Poisson deviance term, without cancellation.
+
+    With v = (x − m)/(x + m): bd0 = (x + m)·g(v), g(v) = (1 + v)·atanh(v) − v
+    = v² + Σ_{k≥1} (v^{2k+1} + v^{2k+2})/(2k+1), an all-positive series for |v| small.
+    """
+    x = np.asarray(x, dtype=float)
+    mean = np.asarray(mean, dtype=float)
+    total = x + mean
+    v = (x - mean) / total  # x − m is exact (Sterbenz) whenever m is within a factor 2 of x
+    v_series = np.where(np.abs(v) <= _BD0_SERIES_MAX_V, v, 0.0)
+    v2 = v_series * v_series
+    # Horner evaluation of Σ_{k≥1} v^{2k}/(2k+1), then g = v² + (v + v²)·that sum.
+    tail = np.zeros_like(v2)
+    for k in range(_BD0_SERIES_TERMS, 0, -1):
+        tail = (tail + 1.0 / (2 * k + 1)) * v2
+    g_series = v2 + (v_series + v2) * tail
+    # Far from the mean (x/m > 3 or < 1/3) the direct form has only mild cancellation; atanh(v)
+    # would be ill-conditioned there (v → ±1), ln(x/m) is not.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        direct = x * np.log(x / mean) + (mean - x)
+    series = total * g_series
+    # m = 0: bd0 = +inf (pmf 0) for x > 0.
+    return np.where(mean > 0, np.where(np.abs(v) <= _BD0_SERIES_MAX_V, series, direct), np.inf)
+
+
+def _poisson_log_pmf(k: np.ndarray, mean: np.ndarray) -> np.ndarray:
+    """ln p(k; m) = −stirlerr(k) − bd0(k, m) − ½·ln(2πk) (Loader's saddle-point form), k ≥ 1."""
+    k = np.asarray(k, dtype=float)
+    return -_stirlerr(k) - _bd0(k, mean) - _HALF_LOG_2PI - 0.5 * np.log(k)
+
+
+def _log_upper_gamma_ratio_cf(s: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """ln[Γ(s, x) / (e^{−x}·x^s)] by Legendre's continued fraction (modified Lentz), for x ≫ s.
+
+    Used only where the Poisson cdf underflows (load far above the servers, Erlang B only);
+    it converges in under ten terms there.
+    """
+    tiny = 1e-300
+    b = x + 1.0 - s
+    c = np.full_like(b, 1.0 / tiny)
+    d = 1.0 / b
+    h = d.copy()
+    for i in range(1, _CF_ITERATIONS):
+        an = -i * (i - s)
+        b = b + 2.0
+        d = an * d + b
+        d = np.where(np.abs(d) < tiny, tiny, d)
+        d = 1.0 / d
+        c = b + an / c
+        c = np.where(np.abs(c) < tiny, tiny, c)
+        h = h * d * c
+    return np.log(h)
+
+
+def _log_erlang_b_array(servers: np.ndarray, load: np.ndarray) -> np.ndarray:
+    """ln B(c, a) for arrays with c ≥ 1, a > 0 (broadcast already)."""
+    log_pmf = _poisson_log_pmf(servers, load)
+    below = load < servers
+    # a < c: Q = P(X > c) ≤ ~½, so ln P = log1p(−Q) is accurate to ~1e-16 absolute.
+    upper_tail = special.gammainc(servers + 1.0, np.where(below, load, servers))
+    log_cdf_below = np.log1p(-upper_tail)
+    # a ≥ c (Erlang B only): ln P directly; where it underflows, the continued fraction.
+    cdf_above = special.gammaincc(servers + 1.0, np.where(below, servers, load))
+    with np.errstate(divide="ignore"):
+        log_cdf_above = np.log(cdf_above)
+    far = ~below & ((load - servers) >= _CF_MIN_Z * np.sqrt(load))
+    if np.any(far):
+        s_far = servers[far] + 1.0
+        x_far = load[far]
+        # P(X ≤ c) = Γ(c+1, a)/c! = R·a·p(c; a), R = Γ(c+1, a)/(e^{−a}·a^{c+1}).
+        log_cdf_above = log_cdf_above.copy()
+        log_cdf_above[far] = _log_upper_gamma_ratio_cf(s_far, x_far) + np.log(x_far) + log_pmf[far]
+    log_cdf = np.where(below, log_cdf_below, log_cdf_above)
+    return np.minimum(log_pmf - log_cdf, 0.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Argument handling
+# ---------------------------------------------------------------------------------------------
+
+
+def _as_array(value: Any, name: str) -> np.ndarray:
+    try:
+        array = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ValidationError(f"{name}: {value!r} is not a number") from None
+    if np.any(np.isnan(array)):
+        raise ValidationError(f"{name}: NaN is not allowed")
+    return array
+
+
+def _servers_and_load(servers: Any, offered_load: Any) -> tuple[np.ndarray, np.ndarray, bool]:
+    c = _as_array(servers, "servers")
+    a = _as_array(offered_load, "offered_load")
+    if np.any(~np.isfinite(c)) or np.any(c < 1):
+        bad = c[~np.isfinite(c) | (c < 1)].flat[0]
+        raise ValidationError(f"servers: {bad:g} is not allowed; the number of servers must be ≥ 1")
+    if np.any(a < 0) or np.any(~np.isfinite(a)):
+        bad = a[(a < 0) | ~np.isfinite(a)].flat[0]
+        raise ValidationError(
+            f"offered_load: {bad:g} is not allowed; the load (Erlangs) must be finite and ≥ 0"
+        )
+    scalar = c.ndim == 0 and a.ndim == 0
+    c, a = np.broadcast_arrays(c, a)
+    return c, a, scalar
+
+
+def _out(values: np.ndarray, scalar: bool) -> float | np.ndarray:
+    return float(values) if scalar else values
+
+
+# ---------------------------------------------------------------------------------------------
+# Public: Erlang B and C
+# ---------------------------------------------------------------------------------------------
+
+
+def log_erlang_b(servers: Any, offered_load: Any) -> float | np.ndarray:
+    """ln B(c, a), the Erlang-B (M/M/c/c loss) probability, natural log; −inf at a = 0.
+
+    B(c, a) = (a^c/c!) / Σ_{k=0}^{c} a^k/k! = p(c; a)/P(c; a) (Poisson pmf over cdf).
+    ``servers`` c ≥ 1 (integers; real c gives the usual incomplete-gamma extension),
+    ``offered_load`` a = λ/μ ≥ 0 in Erlangs. Broadcasts; scalars in → float out.
+    """
+    c, a, scalar = _servers_and_load(servers, offered_load)
+    result = np.full(c.shape, -np.inf)
+    positive = a > 0
+    if np.any(positive):
+        result[positive] = _log_erlang_b_array(c[positive], a[positive])
+    return _out(result, scalar)
+
+
+def erlang_b(servers: Any, offered_load: Any) -> float | np.ndarray:
+    """B(c, a), the Erlang-B blocking probability of an M/M/c/c loss system (see ``log_erlang_b``)."""
+    return _exp_keep(log_erlang_b(servers, offered_load))
+
+
+def log_erlang_c(servers: Any, offered_load: Any) -> float | np.ndarray:
+    """ln C(c, a), the Erlang-C probability that an arrival waits (M/M/c), natural log.
+
+    C = B / (1 − ρ(1 − B)) = c·B / (c − a + a·B), ρ = a/c (FleetOpt Eq. 5 and Eq. 16 are the
+    same quantity written as sums). ``servers`` c ≥ 1, ``offered_load`` a = λ/μ ≥ 0 Erlangs.
+    Returns −inf at a = 0 and 0 (C = 1: every arrival waits; the queue is unstable) for a ≥ c.
+    Finite even where C underflows (e.g. c = 10⁵, a = 85,000: ln C ≈ −1256.3).
+    """
+    c, a, scalar = _servers_and_load(servers, offered_load)
+    result = np.zeros(c.shape)
+    result[a == 0] = -np.inf
+    stable = (a > 0) & (a < c)
+    if np.any(stable):
+        cs, as_ = c[stable], a[stable]
+        log_b = _log_erlang_b_array(cs, as_)
+        # c − a is exact when a ≥ c/2 (Sterbenz), so 1 − ρ never loses digits as a → c.
+        result[stable] = np.minimum(log_b + np.log(cs) - np.log((cs - as_) + as_ * np.exp(log_b)), 0.0)
+    return _out(result, scalar)
+
+
+def erlang_c(servers: Any, offered_load: Any) -> float | np.ndarray:
+    """C(c, a), the Erlang-C probability of waiting (FleetOpt Eq. 5); 1 for a ≥ c. See ``log_erlang_c``."""
+    return _exp_keep(log_erlang_c(servers, offered_load))
+
+
+def _exp_keep(log_value: float | np.ndarray) -> float | np.ndarray:
+    if isinstance(log_value, float):
+        return math.exp(log_value)
+    return np.exp(log_value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Public: waits
+# ---------------------------------------------------------------------------------------------
+
+
+def _rates(
+    servers: Any, arrival_rate_per_s: Any, service_rate_per_s: Any, service_scv: Any, arrival_scv: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
+    c = _as_array(servers, "servers")
+    lam = _as_array(arrival_rate_per_s, "arrival_rate_per_s")
+    mu = _as_array(service_rate_per_s, "service_rate_per_s")
+    cs2 = _as_array(service_scv, "service_scv")
+    ca2 = _as_array(arrival_scv, "arrival_scv")
+    if np.any(~np.isfinite(mu) | (mu <= 0)):
+        bad = mu[~np.isfinite(mu) | (mu <= 0)].flat[0]
+        raise ValidationError(f"service_rate_per_s: {bad:g} is not allowed; it must be positive and finite")
+    if np.any(~np.isfinite(lam) | (lam < 0)):
+        bad = lam[~np.isfinite(lam) | (lam < 0)].flat[0]
+        raise ValidationError(f"arrival_rate_per_s: {bad:g} is not allowed; it must be finite and ≥ 0")
+    for name, value in (("service_scv", cs2), ("arrival_scv", ca2)):
+        if np.any(~np.isfinite(value) | (value < 0)):
+            bad = value[~np.isfinite(value) | (value < 0)].flat[0]
+            raise ValidationError(
+                f"{name}: {bad:g} is not allowed; a squared coefficient of variation is ≥ 0"
+            )
+    scalar = all(np.ndim(x) == 0 for x in (c, lam, mu, cs2, ca2))
+    c, lam, mu, cs2, ca2 = np.broadcast_arrays(c, lam, mu, cs2, ca2)
+    variability = 0.5 * (ca2 + cs2)
+    return c, lam, mu, variability, scalar
+
+
+def wait_quantile(
+    q: float,
+    servers: Any,
+    arrival_rate_per_s: Any,
+    service_rate_per_s: Any,
+    service_scv: Any,
+    arrival_scv: Any = 1.0,
+) -> float | np.ndarray:
+    """The q-quantile of the queueing wait (seconds), two-moment exponential-tail approximation.
+
+    W_q = max(0, ln(C/(1 − q))) · (C_a² + C_s²)/2 / (cμ − λ); +inf when λ ≥ cμ.
+
+    P(W > t) ≈ C·exp(−(cμ − λ)·t / ((C_a² + C_s²)/2)) — exact for M/M/c (C_a² = C_s² = 1); at
+    C_a² = 1, q = 0.99 it is FleetOpt Eq. 6, an exponential-tail heuristic built on Kimura's
+    (1994) mean-wait correction, clamped at 0 (FACTS §2 item 6). ``servers`` c (slots),
+    ``service_rate_per_s`` μ per server (1/E[S]), SCVs ≥ 0. ln C comes from ``log_erlang_c``,
+    so it stays right where C underflows. Broadcasts over every array argument.
+    """
+    if not (isinstance(q, (int, float)) and 0.0 < q < 1.0):
+        raise ValidationError(f"quantile: {q!r} is not allowed; it must be strictly between 0 and 1")
+    c, lam, mu, variability, scalar = _rates(
+        servers, arrival_rate_per_s, service_rate_per_s, service_scv, arrival_scv
+    )
+    log_c = np.asarray(log_erlang_c(c, lam / mu))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slack_per_s = c * mu - lam
+        excess = np.maximum(log_c - math.log1p(-q), 0.0)
+        wait = np.where(excess > 0, excess * variability / slack_per_s, 0.0)
+    wait = np.where(lam >= c * mu, np.inf, wait)
+    return _out(wait, scalar)
+
+
+def mean_wait(
+    servers: Any,
+    arrival_rate_per_s: Any,
+    service_rate_per_s: Any,
+    service_scv: Any,
+    arrival_scv: Any = 1.0,
+) -> float | np.ndarray:
+    """Mean queueing wait (seconds): E[W] ≈ C/(cμ − λ) · (C_a² + C_s²)/2; +inf when λ ≥ cμ.
+
+    Exact for M/M/c at C_a² = C_s² = 1; the (C_a² + C_s²)/2 factor is the two-moment
+    correction (Kimura 1994, the form FleetOpt §3.1 uses). Units and broadcasting as ``wait_quantile``.
+    """
+    c, lam, mu, variability, scalar = _rates(
+        servers, arrival_rate_per_s, service_rate_per_s, service_scv, arrival_scv
+    )
+    prob_wait = np.exp(np.asarray(log_erlang_c(c, lam / mu)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        wait = np.where(prob_wait > 0, prob_wait * variability / (c * mu - lam), 0.0)
+    wait = np.where(lam >= c * mu, np.inf, wait)
+    return _out(wait, scalar)
+
+
+# ---------------------------------------------------------------------------------------------
+# Public: sizing (Erlang-C inversion, FleetOpt §6 "Erlang-C inversion" and App. A)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SizingResult:
+    """The smallest pool meeting a wait budget and a utilization cap.
+
+    Attributes:
+        feasible: whether any number of instances meets the constraints.
+        instances: instances n (0 when infeasible or when there are no arrivals).
+        servers: slots c = n × slots_per_instance.
+        utilization: λ/(cμ) at that size (0 when n = 0).
+        wait_quantile_s: the wait quantile at that size, seconds.
+        mean_wait_s: the mean wait at that size, seconds.
+        binding_constraint: "none" (λ = 0), "utilization" (the cap alone sets n), "wait" (the wait
+            budget forces more instances than the cap), or "infeasible".
+        reason: why, in words, when infeasible or when λ = 0; else None.
+    """
+
+    feasible: bool
+    instances: int
+    servers: int
+    utilization: float
+    wait_quantile_s: float
+    mean_wait_s: float
+    binding_constraint: str
+    reason: str | None = None
+
+
+def _check_sizing_inputs(
+    arrival_rate_per_s: float,
+    service_rate_per_s: float,
+    slots_per_instance: int,
+    service_scv: float,
+    wait_budget_s: float,
+    quantile: float,
+    max_utilization: float,
+    arrival_scv: float,
+) -> None:
+    def number(name: str, value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise ValidationError(f"{name}: {value!r} is not a number")
+        value = float(value)
+        if math.isnan(value):
+            raise ValidationError(f"{name}: NaN is not allowed")
+        return value
+
+    mu = number("service_rate_per_s", service_rate_per_s)
+    if not (math.isfinite(mu) and mu > 0):
+        raise ValidationError(f"service_rate_per_s: {mu:g} is not allowed; it must be positive and finite")
+    lam = number("arrival_rate_per_s", arrival_rate_per_s)
+    if not (math.isfinite(lam) and lam >= 0):
+        raise ValidationError(f"arrival_rate_per_s: {lam:g} is not allowed; it must be finite and ≥ 0")
+    slots = number("slots_per_instance", slots_per_instance)
+    if not (math.isfinite(slots) and slots >= 1 and slots == int(slots)):
+        raise ValidationError(
+            f"slots_per_instance: {slots_per_instance!r} is not allowed; it must be a whole number ≥ 1"
+        )
+    for name, value in (("service_scv", service_scv), ("arrival_scv", arrival_scv)):
+        scv = number(name, value)
+        if not (math.isfinite(scv) and scv >= 0):
+            raise ValidationError(
+                f"{name}: {scv:g} is not allowed; a squared coefficient of variation is ≥ 0"
+            )
+    number("wait_budget_s", wait_budget_s)
+    q = number("quantile", quantile)
+    if not 0 < q < 1:
+        raise ValidationError(f"quantile: {q:g} is not allowed; it must be strictly between 0 and 1")
+    cap = number("max_utilization", max_utilization)
+    if not 0 < cap <= 1:
+        raise ValidationError(f"max_utilization: {cap:g} is not allowed; it must be in (0, 1]")
+
+
+def min_instances(
+    *,
+    arrival_rate_per_s: float,
+    service_rate_per_s: float,
+    slots_per_instance: int,
+    service_scv: float,
+    wait_budget_s: float,
+    quantile: float = 0.99,
+    max_utilization: float = 0.85,
+    arrival_scv: float = 1.0,
+) -> SizingResult:
+    """Smallest instance count n with W_q(c = n·s) ≤ wait_budget_s and λ/(cμ) ≤ max_utilization.
+
+    ``service_rate_per_s`` is the per-slot rate μ = 1/E[S]; ``slots_per_instance`` s; the wait
+    is ``wait_quantile`` (seconds). Search: n_cap = the smallest n meeting the utilization cap
+    (and λ < cμ); if the wait fails there, double n until it holds, then bisect — O(log n),
+    valid because W_q is non-increasing in c (C(c, a) decreases and cμ − λ increases in c).
+    A negative wait budget (prefill alone spends the SLO) returns ``feasible=False``; a budget
+    of 0 is met once C ≤ 1 − q. Raises ValidationError for invalid inputs.
+    """
+    _check_sizing_inputs(
+        arrival_rate_per_s,
+        service_rate_per_s,
+        slots_per_instance,
+        service_scv,
+        wait_budget_s,
+        quantile,
+        max_utilization,
+        arrival_scv,
+    )
+    lam = float(arrival_rate_per_s)
+    mu = float(service_rate_per_s)
+    slots = int(slots_per_instance)
+    budget_s = float(wait_budget_s)
+
+    if budget_s < 0:
+        return SizingResult(
+            feasible=False,
+            instances=0,
+            servers=0,
+            utilization=0.0,
+            wait_quantile_s=math.inf,
+            mean_wait_s=math.inf,
+            binding_constraint="infeasible",
+            reason=(
+                f"the wait budget is negative ({budget_s:g} s): the rest of the latency target "
+                "(e.g. prefill) already exceeds the SLO, so no number of instances can meet it"
+            ),
+        )
+    if lam == 0:
+        return SizingResult(
+            feasible=True,
+            instances=0,
+            servers=0,
+            utilization=0.0,
+            wait_quantile_s=0.0,
+            mean_wait_s=0.0,
+            binding_constraint="none",
+            reason="the arrival rate is 0 req/s: no instances are needed",
+        )
+
+    def wait_at(n: int) -> float:
+        return float(wait_quantile(quantile, n * slots, lam, mu, service_scv, arrival_scv))
+
+    def meets_cap(n: int) -> bool:
+        capacity_per_s = n * slots * mu
+        return lam < capacity_per_s and lam <= max_utilization * capacity_per_s
+
+    n_cap = max(1, math.ceil(lam / (max_utilization * slots * mu)))
+    while n_cap > 1 and meets_cap(n_cap - 1):  # guard against rounding in the division
+        n_cap -= 1
+    while not meets_cap(n_cap):
+        n_cap += 1
+
+    if wait_at(n_cap) <= budget_s:
+        n, binding = n_cap, "utilization"
+    else:
+        low, high = n_cap, 2 * n_cap  # invariant: wait fails at low, holds at high (after doubling)
+        while wait_at(high) > budget_s:
+            low, high = high, 2 * high
+        while high - low > 1:
+            middle = (low + high) // 2
+            if wait_at(middle) <= budget_s:
+                high = middle
+            else:
+                low = middle
+        n, binding = high, "wait"
+
+    servers = n * slots
+    return SizingResult(
+        feasible=True,
+        instances=n,
+        servers=servers,
+        utilization=lam / (servers * mu),
+        wait_quantile_s=wait_at(n),
+        mean_wait_s=float(mean_wait(servers, lam, mu, service_scv, arrival_scv)),
+        binding_constraint=binding,
+        reason=None,
+    )
