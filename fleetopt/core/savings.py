@@ -686,12 +686,20 @@ def threshold_sensitivity_rows(
     short_fractions: Sequence[float],
     routed_gpus: Sequence[float],
     homogeneous_gpus: float | Sequence[float],
+    *,
+    closed_form_savings: Sequence[float] | None = None,
+    eq8_savings: Sequence[float] | None = None,
+    compressed_gpus: Sequence[float] | None = None,
 ) -> list[dict[str, float]]:
     """Savings versus the boundary B_short (the shape of pool-routing Figure 6), one row per B_short.
 
     Each row: ``b_short_tokens``, ``short_fraction`` (α = F(B)), ``routed_gpus``,
     ``homogeneous_gpus`` and ``savings_fraction`` = 1 − routed/homogeneous. Rows come back sorted
     by B_short. The homogeneous fleet may be one number (it does not depend on B) or one per row.
+    Optional series, one value per row (the workload audit's): ``closed_form_savings`` (Eq. 7)
+    and ``eq8_savings`` as fractions → ``closed_form_savings_fraction``, ``eq8_savings_fraction``;
+    ``compressed_gpus`` (the cheapest C&R fleet at that B) → ``compressed_gpus`` and
+    ``compressed_savings_fraction``.
     """
     count = len(b_short_tokens)
     homo = (
@@ -704,20 +712,38 @@ def threshold_sensitivity_rows(
             f"threshold sensitivity: {count} thresholds but {len(short_fractions)} short fractions, "
             f"{len(routed_gpus)} routed fleets and {len(homo)} homogeneous fleets"
         )
+    series = {
+        "closed_form_savings_fraction": closed_form_savings,
+        "eq8_savings_fraction": eq8_savings,
+        "compressed_gpus": compressed_gpus,
+    }
+    for key, values in series.items():
+        if values is not None and len(values) != count:
+            raise ValidationError(
+                f"threshold sensitivity: {count} thresholds but {len(values)} values of {key}"
+            )
     rows = []
-    for b, alpha, routed, baseline in sorted(
-        zip(b_short_tokens, short_fractions, routed_gpus, homo, strict=True)
-    ):
-        _require_fraction(alpha, f"short fraction α at B_short = {b}")
-        rows.append(
-            {
-                "b_short_tokens": int(b),
-                "short_fraction": float(alpha),
-                "routed_gpus": float(routed),
-                "homogeneous_gpus": float(baseline),
-                "savings_fraction": savings_fraction(routed, baseline),
-            }
+    for index in sorted(range(count), key=lambda i: b_short_tokens[i]):
+        b, alpha, routed, baseline = (
+            b_short_tokens[index],
+            short_fractions[index],
+            routed_gpus[index],
+            homo[index],
         )
+        _require_fraction(alpha, f"short fraction α at B_short = {b}")
+        row = {
+            "b_short_tokens": int(b),
+            "short_fraction": float(alpha),
+            "routed_gpus": float(routed),
+            "homogeneous_gpus": float(baseline),
+            "savings_fraction": savings_fraction(routed, baseline),
+        }
+        for key, values in series.items():
+            if values is not None:
+                row[key] = float(values[index])
+        if compressed_gpus is not None:
+            row["compressed_savings_fraction"] = savings_fraction(compressed_gpus[index], baseline)
+        rows.append(row)
     return rows
 
 
