@@ -455,7 +455,7 @@ def _lever(
     gammas: Sequence[float],
     homo_cost: float,
 ) -> LeverAdvice:
-    """Compare moving B (at γ = 1) with adding C&R (the cheapest γ), both in shares of the homogeneous cost."""
+    """Compare moving B (at γ = 1) with adding C&R (the cheapest γ), as shares of the homogeneous cost."""
     routed = {b: planner.candidate(b, 1.0) for b in sorted(set(candidates) | {b_short})}
     feasible = {b: c for b, c in routed.items() if c.feasible}
     threshold = LEVER_MIN_GAIN_FRACTION
@@ -493,7 +493,7 @@ def _lever(
     if best_b == b_short:
         move_text = f"B = {b_short:,} is already the cheapest boundary for pool routing"
     else:
-        move_text = f"moving B from {b_short:,} to {best_b:,} saves {_pct(move_gain)} of the homogeneous cost at γ = 1"
+        move_text = f"moving B from {b_short:,} to {best_b:,} saves {_pct(move_gain)} at γ = 1"
     if max(move_gain, compress) < threshold:
         lever = "neither"
         verdict = f"neither lever saves {_pct(threshold)} of the homogeneous cost"
@@ -727,8 +727,8 @@ def audit_workload(
         )  # fmt: skip
     else:
         planner_best = AuditEstimate(
-            PLANNER_BEST, "fleetopt planner, full sweep", None, None, None, None, None, None, None, None, None,
-            None, None, False, "no fleet meets the SLO and the utilization cap", "",
+            PLANNER_BEST, "fleetopt planner, full sweep", None, None, None, None, None, None, None, None,
+            None, None, None, False, "no fleet meets the SLO and the utilization cap", "",
         )  # fmt: skip
 
     closed = _formula_estimate(
@@ -743,7 +743,8 @@ def audit_workload(
         "a slot ratio taken for a throughput ratio, as the papers do.",
     )  # fmt: skip
     eq8 = _eq8_estimate(
-        EQ8, "pool-routing Eq. 8", rate, alpha, mu.short_per_s, mu.long_per_s, mu.homogeneous_per_s, cap, pricer,
+        EQ8, "pool-routing Eq. 8", rate, alpha, mu.short_per_s, mu.long_per_s, mu.homogeneous_per_s, cap,
+        pricer,
         f"G = αλ/μ_s + (1 − α)λ/μ_l with μ_s = {mu.short_per_s:.4g}, μ_l = {mu_long_text} req/s per instance "
         f"(μ_l on the requests above B), each pool divided by ρ_max = {cap:g}; no queueing, no SLO. "
         "Savings against λ/(μ_homo·ρ_max).",
@@ -873,14 +874,16 @@ def _reasons(
             f"req/s per instance, but on the requests above B it runs at μ_l = {mu.long_per_s:.4g} "
             f"({max(mu.homogeneous_per_s / mu.long_per_s, mu.long_per_s / mu.homogeneous_per_s):.3g}× "
             f"{'slower' if slower else 'faster'}"
-            f"{' per request' if slower else ': these requests need fewer iterations than the average one'}); "
+            + (" per request" if slower else ": these requests need fewer iterations than the average one")
+            + "); "
             f"the closed form is off by (1 − α)(μ_homo/μ_l − 1) = {_pct(difference)} "
             f"({'over' if difference > 0 else 'under'}-prediction)."
         )
     else:
         reasons.append("Every request fits below B: no long pool, so Eq. 7 and Eq. 8 agree.")
     reasons.append(
-        f"ρ = μ_s/μ_homo = {rho:.3g} is a throughput ratio (slots {mu.short_slots} vs {mu.homogeneous_slots}, "
+        f"ρ = μ_s/μ_homo = {rho:.3g} is a throughput ratio "
+        f"(slots {mu.short_slots} vs {mu.homogeneous_slots}, "
         f"{'as the planner chose them' if mu.slots_basis == 'planner' else 'at the KV limit'}; "
         f"{mu.throughput_ratio_kv:.3g} with every pool at its KV limit); the cliff ratio "
         f"{mu.short_kv_slots}/{mu.homogeneous_kv_slots} = {cliff:.4g} counts slots, not throughput "
@@ -889,7 +892,10 @@ def _reasons(
     if planner_pr.feasible and eq8.short_instances is not None and routed_cell.short is not None:
         extra_short = routed_cell.short.instances - eq8.short_instances
         extra_long = routed_cell.long.instances - (eq8.long_instances or 0.0)
-        binding = f"short pool {routed_cell.short.binding_constraint}, long pool {routed_cell.long.binding_constraint}"
+        binding = (
+            f"short pool {routed_cell.short.binding_constraint}, "
+            f"long pool {routed_cell.long.binding_constraint}"
+        )
         reasons.append(
             f"Eq. 8 vs planner: Eq. 8 at ρ_max is the planner's fluid limit (same μ's); the planner adds "
             f"{extra_short:.2f} short and {extra_long:.2f} long instances for whole instances and the "
@@ -900,7 +906,8 @@ def _reasons(
     if planner_cr.savings_fraction is not None and planner_pr.savings_fraction is not None:
         real = planner_cr.savings_fraction - planner_pr.savings_fraction
         reasons.append(
-            f"C&R at γ = {gamma:g}, p_c = {p_c:g}: the closed-form increment β·p_c·(1 − 1/ρ) = {_pct(increment)} "
+            f"C&R at γ = {gamma:g}, p_c = {p_c:g}: the closed-form increment β·p_c·(1 − 1/ρ) = "
+            f"{_pct(increment)} "
             f"keeps ρ and μ_l fixed; the planner, which recalibrates both pools, finds {_pct(real)}."
         )
     del closed
