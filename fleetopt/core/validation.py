@@ -1,0 +1,580 @@
+"""Validating a plan by simulation: planned pools → simulated pools, analytical vs simulated rows.
+
+Glue between the planner (:mod:`fleetopt.core.planner`, :mod:`fleetopt.core.sizing`) and the
+simulator (:mod:`fleetopt.core.simulate`); pure (no files, no printing). A plan's pools become
+:class:`~fleetopt.core.simulate.SimulatedPool` s (instances, slots, context, W, H, chunk,
+L_cal), its best cell a :class:`~fleetopt.core.simulate.Routing` (B, γ, p_c), and each pool's
+analytical prediction (utilization, P99 wait, P99 TTFT, iteration time) is set beside the
+simulated estimate with the error of the prediction in percent:
+
+    error_pct = 100 · (analytical − simulated) / simulated
+
+so a negative error on a latency means the analytical model is optimistic (it predicts less
+than the simulation shows). See docs/validation.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from fleetopt.core.planner import FLEET_SIM_EMPTY_RATE_PER_S, FleetPlan, Planner, PlanOptions
+from fleetopt.core.service import PoolHardware
+from fleetopt.core.simulate import (
+    ProgressCallback,
+    Routing,
+    SimulatedPool,
+    SimulationResult,
+    simulate_fleet,
+)
+from fleetopt.core.sizing import PoolSizing, evaluate_pool
+from fleetopt.core.workload import Workload
+from fleetopt.errors import ValidationError
+
+#: The metrics compared, in report order: (key, what the plan predicts, what the simulation measures).
+METRICS = ("utilization", "p50_ttft_s", "p99_ttft_s", "p99_wait_s", "tpot_s")
+DEFAULT_WARMUP_FRACTION = 0.5
+MIN_DEFAULT_REQUESTS = 100_000
+#: Caps on the default request count per seed (the physical engine is ~50× slower).
+MAX_DEFAULT_REQUESTS = {"lockstep": 4_000_000, "fleet-sim": 4_000_000, "physical": 600_000}
+#: Head-room on the longest service time when sizing the warm-up (it must also cover waits).
+WARMUP_MARGIN = 1.25
+#: Relative slack when comparing a simulated P99 TTFT with the SLO (float rounding only).
+SLO_SLACK = 1e-9
+
+
+@dataclass(frozen=True)
+class PoolPrediction:
+    """One planned pool: what to simulate and what the analytical model predicts for it.
+
+    Attributes:
+        name: ``short``, ``long`` or ``homogeneous``.
+        simulated: the pool as the simulator takes it.
+        hardware: the pool's serving calibration.
+        arrival_rate_per_s: predicted requests per second reaching the pool.
+        utilization: λ_p·E[S] / (n·s).
+        p99_wait_s, p99_ttft_s: predicted P99 slot wait and P99 TTFT, seconds.
+        tpot_s: predicted iteration time (TPOT), seconds.
+        mean_service_s: predicted E[S], seconds.
+    """
+
+    name: str
+    simulated: SimulatedPool
+    hardware: PoolHardware
+    arrival_rate_per_s: float
+    utilization: float
+    p99_wait_s: float
+    p99_ttft_s: float
+    tpot_s: float
+    mean_service_s: float
+
+
+@dataclass(frozen=True)
+class ValidationSetup:
+    """A planned fleet ready to simulate: pools, routing and the plan's inputs.
+
+    ``analytical_model`` / ``workload_label`` / ``arrival_rate_per_s`` describe what the
+    predictions were computed for; :func:`reevaluate` recomputes them for other traffic.
+    """
+
+    pools: tuple[PoolPrediction, ...]
+    routing: Routing
+    arrival_rate_per_s: float
+    ttft_slo_s: float
+    max_utilization: float
+    quantile: float
+    long_context_tokens: int
+    analytical_model: str
+    analytical_source: str = "plan"
+
+    @property
+    def simulated_pools(self) -> tuple[SimulatedPool, ...]:
+        return tuple(p.simulated for p in self.pools)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One metric of one pool: analytical prediction vs simulated mean ± 95% half-width."""
+
+    analytical: float | None
+    simulated: float
+    ci95_half_width: float
+    error_pct: float | None
+
+
+@dataclass(frozen=True)
+class PoolValidation:
+    """One pool's comparison and verdict.
+
+    ``optimistic_p99_ttft_s`` is how far the simulated P99 TTFT lies above the analytical one when
+    the gap exceeds the simulation's 95% half-width (the two-moment approximation is optimistic
+    there), else 0. ``slo_met``: simulated mean P99 TTFT ≤ SLO.
+    """
+
+    prediction: PoolPrediction
+    requests_measured: int
+    warmed_up: bool
+    longest_sojourn_s: float
+    metrics: dict[str, Comparison]
+    slo_met: bool
+    optimistic_p99_ttft_s: float
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    """The whole comparison: per-pool rows, the simulation run and human-readable notes."""
+
+    setup: ValidationSetup
+    result: SimulationResult
+    pools: tuple[PoolValidation, ...]
+    slo_met: bool
+    warmed_up: bool
+    notes: tuple[str, ...]
+
+
+# --------------------------------------------------------------------------------------------
+# Plans → setups
+# --------------------------------------------------------------------------------------------
+
+
+def _simulated_pool(name: str, instances: int, slots: int, context: int, hw: PoolHardware) -> SimulatedPool:
+    return SimulatedPool(
+        name=name,
+        instances=int(instances),
+        slots_per_instance=int(slots),
+        context_tokens=int(context),
+        iteration_base_s=hw.iteration_base_s,
+        iteration_per_slot_s=hw.iteration_per_slot_s,
+        prefill_chunk_tokens=hw.prefill_chunk_tokens,
+        calibration_context_tokens=hw.calibration_context_tokens,
+    )
+
+
+def _prediction(name: str, sizing: PoolSizing, hw: PoolHardware) -> PoolPrediction:
+    return PoolPrediction(
+        name=name,
+        simulated=_simulated_pool(
+            name, sizing.instances, sizing.slots_per_instance, sizing.context_tokens, hw
+        ),
+        hardware=hw,
+        arrival_rate_per_s=sizing.arrival_rate_per_s,
+        utilization=sizing.utilization,
+        p99_wait_s=sizing.p99_wait_s,
+        p99_ttft_s=sizing.p99_ttft_s,
+        tpot_s=sizing.iteration_s,
+        mean_service_s=sizing.mean_service_s,
+    )
+
+
+def setup_from_plan(plan: FleetPlan) -> ValidationSetup:
+    """The best fleet of an in-memory plan (``fleetopt plan --validate``)."""
+    best = plan.best
+    if best is None:
+        raise ValidationError("plan: no feasible fleet to validate")
+    o = plan.options
+    if best.short is None:
+        pools = (_prediction("homogeneous", best.long, plan.long_hardware),)
+        routing = Routing(None, 1.0, 0.0)
+    else:
+        pools = (
+            _prediction("short", best.short, plan.short_hardware),
+            _prediction("long", best.long, plan.long_hardware),
+        )
+        routing = Routing(best.b_short_tokens, best.gamma, o.compressibility)
+    return ValidationSetup(
+        pools=pools,
+        routing=routing,
+        arrival_rate_per_s=o.arrival_rate_per_s,
+        ttft_slo_s=o.ttft_slo_s,
+        max_utilization=o.max_utilization,
+        quantile=o.quantile,
+        long_context_tokens=o.long_context_tokens,
+        analytical_model=o.service_model,
+    )
+
+
+def _number(document: Mapping[str, Any], field: str, where: str, *, allow_none: bool = False) -> float:
+    value = document.get(field)
+    if value is None and allow_none:
+        return math.nan
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+        raise ValidationError(f"plan: {where}.{field} = {value!r} is invalid; expected a number")
+    return float(value)
+
+
+def setup_from_document(
+    document: Mapping[str, Any], short_hardware: PoolHardware, long_hardware: PoolHardware
+) -> ValidationSetup:
+    """The best fleet of a plan document (as read by ``fleetopt.io.plans.read_plan``).
+
+    ``short_hardware`` / ``long_hardware`` are ``inputs.profiles.short/long`` (checked by the io
+    layer); the homogeneous pool runs on the long hardware, as the planner sized it.
+    """
+    inputs, best = document["inputs"], document["best"]
+    pools_doc = best["pools"]
+    names = ("short", "long") if "short" in pools_doc else ("homogeneous",)
+    if set(pools_doc) != set(names):
+        raise ValidationError(
+            f"plan: best.pools has {sorted(pools_doc)}; expected short and long, or homogeneous"
+        )
+    pools = []
+    for name in names:
+        pool = pools_doc[name]
+        where = f"best.pools.{name}"
+        hw = short_hardware if name == "short" else long_hardware
+        pools.append(
+            PoolPrediction(
+                name=name,
+                simulated=_simulated_pool(
+                    name, pool["instances"], pool["slots_per_instance"], pool["context_tokens"], hw
+                ),
+                hardware=hw,
+                arrival_rate_per_s=_number(pool, "arrival_rate_per_s", where),
+                utilization=_number(pool, "utilization", where),
+                p99_wait_s=_number(pool, "p99_wait_s", where),
+                p99_ttft_s=_number(pool, "p99_ttft_s", where),
+                tpot_s=_number(pool, "iteration_s", where, allow_none=True),
+                mean_service_s=_number(pool, "mean_service_s", where, allow_none=True),
+            )
+        )
+    if names == ("homogeneous",):
+        routing = Routing(None, 1.0, 0.0)
+    else:
+        routing = Routing(int(best["b_short_tokens"]), float(best["gamma"]), float(inputs["compressibility"]))
+    return ValidationSetup(
+        pools=tuple(pools),
+        routing=routing,
+        arrival_rate_per_s=float(inputs["arrival_rate_per_s"]),
+        ttft_slo_s=float(inputs["ttft_slo_s"]),
+        max_utilization=float(inputs["max_utilization"]),
+        quantile=float(inputs.get("quantile", 0.99)),
+        long_context_tokens=int(inputs.get("long_context_tokens", pools[-1].simulated.context_tokens)),
+        analytical_model=str(inputs["service_model"]),
+    )
+
+
+def reevaluate(
+    setup: ValidationSetup, workload: Workload, arrival_rate_per_s: float, service_model: str
+) -> ValidationSetup:
+    """The same pools evaluated analytically under another workload, rate or service model.
+
+    The traffic split and pool moments come from ``Planner(...).split(B, γ)`` (or the whole
+    workload for a homogeneous fleet), each pool from :func:`fleetopt.core.sizing.evaluate_pool`
+    with its planned instances and slots — the planner's own formulas, so the comparison with a
+    simulation of that traffic is like for like.
+    """
+    short_hw, long_hw = setup.pools[0].hardware, setup.pools[-1].hardware
+    routing = setup.routing
+    options = PlanOptions(
+        arrival_rate_per_s=arrival_rate_per_s,
+        ttft_slo_s=setup.ttft_slo_s,
+        long_context_tokens=setup.long_context_tokens,
+        b_short_candidates=(routing.b_short_tokens,) if routing.b_short_tokens is not None else None,
+        gammas=(routing.gamma,),
+        compressibility=routing.compressibility,
+        service_model=service_model,
+        max_utilization=setup.max_utilization,
+        quantile=setup.quantile,
+    )
+    planner = Planner(workload, short_hw, long_hw, options)
+    if routing.b_short_tokens is None:
+        traffic = [(arrival_rate_per_s, planner.stats(long_hw).range_moments(-1, math.inf, setup.quantile))]
+    else:
+        _, _, short_fraction, short_moments, long_moments = planner.split(
+            routing.b_short_tokens, routing.gamma
+        )
+        if service_model == "fleet-sim":
+            long_rate = arrival_rate_per_s * (1.0 - short_fraction)
+            long_rate = 0.0 if long_rate <= FLEET_SIM_EMPTY_RATE_PER_S else long_rate
+        else:
+            long_rate = arrival_rate_per_s * long_moments.traffic_fraction
+        traffic = [(arrival_rate_per_s * short_fraction, short_moments), (max(0.0, long_rate), long_moments)]
+    pools = []
+    for prediction, (rate, moments) in zip(setup.pools, traffic, strict=True):
+        pool = prediction.simulated
+        sizing = evaluate_pool(
+            arrival_rate_per_s=rate,
+            moments=moments,
+            hardware=prediction.hardware,
+            context_tokens=pool.context_tokens,
+            service_model=service_model,
+            instances=pool.instances,
+            slots_per_instance=pool.slots_per_instance,
+            ttft_slo_s=setup.ttft_slo_s,
+            max_utilization=setup.max_utilization,
+        )
+        fresh = _prediction(prediction.name, sizing, prediction.hardware)
+        pools.append(replace(fresh, simulated=pool))
+    return replace(
+        setup,
+        pools=tuple(pools),
+        arrival_rate_per_s=arrival_rate_per_s,
+        analytical_model=service_model,
+        analytical_source="re-evaluated",
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Run length
+# --------------------------------------------------------------------------------------------
+
+
+def longest_service_s(workload: Workload, setup: ValidationSetup, service_model: str) -> float:
+    """The longest slot-holding time any request can have in any pool, seconds.
+
+    Routes every atom as the simulator does (compressed band atoms at total B, L_in = B − L_out;
+    L_out ≥ 1) and takes max I·t with I = ⌈L_in/chunk⌉ + L_out and t = W + H·s (lockstep; an
+    upper bound for physical) or W + H·(L/L_cal)·s (fleet-sim).
+    """
+    keep = workload.weights > 0
+    total = workload.total_tokens[keep].astype(np.int64)
+    outputs = np.maximum(1, workload.output_tokens[keep].astype(np.int64))
+    inputs = np.maximum(0, total - outputs)
+    total = inputs + outputs
+    routing = setup.routing
+    candidates: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []
+    if routing.b_short_tokens is None:
+        candidates.append((0, inputs, outputs, total))
+    else:
+        b = routing.b_short_tokens
+        band = (total > b) & (total <= routing.gamma * b) & (outputs < b)
+        short = total <= b
+        long = ~short & ~(band & (routing.compressibility >= 1.0))  # p_c < 1: band requests may stay long
+        candidates.append((0, inputs[short], outputs[short], total[short]))
+        if routing.compressibility > 0 and band.any():
+            candidates.append((0, b - outputs[band], outputs[band], np.full(int(band.sum()), b)))
+        candidates.append((1, inputs[long], outputs[long], total[long]))
+    longest = 0.0
+    for index, ins, outs, tots in candidates:
+        if tots.size == 0:
+            continue
+        pool = setup.pools[index].simulated
+        iterations = -(-ins // pool.prefill_chunk_tokens) + outs
+        s = pool.slots_per_instance
+        if service_model == "fleet-sim":
+            step = (
+                pool.iteration_base_s
+                + pool.iteration_per_slot_s * (tots / pool.calibration_context_tokens) * s
+            )
+        else:
+            step = np.full(tots.size, pool.iteration_base_s + pool.iteration_per_slot_s * s)
+        longest = max(longest, float((iterations * step).max()))
+    return longest
+
+
+def default_request_count(
+    workload: Workload,
+    setup: ValidationSetup,
+    arrival_rate_per_s: float,
+    service_model: str,
+    warmup_fraction: float = DEFAULT_WARMUP_FRACTION,
+) -> int:
+    """Requests per seed so that the warm-up outlasts the longest service (with head-room).
+
+    N = ⌈1.25 · λ · S_max / warm-up fraction⌉, at least 100,000 and at most the model's cap
+    (4M for lockstep/fleet-sim, 600k for physical); the engine's ``warmed_up`` flag reports
+    whether that was enough (waits add to the longest sojourn).
+    """
+    needed = WARMUP_MARGIN * arrival_rate_per_s * longest_service_s(workload, setup, service_model)
+    count = math.ceil(needed / max(warmup_fraction, 1e-9))
+    return int(min(MAX_DEFAULT_REQUESTS[service_model], max(MIN_DEFAULT_REQUESTS, count)))
+
+
+# --------------------------------------------------------------------------------------------
+# Simulation and comparison
+# --------------------------------------------------------------------------------------------
+
+
+def _comparison(analytical: float | None, simulated: float, half_width: float) -> Comparison:
+    error = None
+    if analytical is not None and math.isfinite(analytical) and math.isfinite(simulated) and simulated != 0:
+        error = 100.0 * (analytical - simulated) / simulated
+    if analytical is not None and not math.isfinite(analytical):
+        analytical = None
+    return Comparison(analytical, simulated, half_width, error)
+
+
+def compare(setup: ValidationSetup, result: SimulationResult) -> ValidationReport:
+    """Analytical vs simulated, per pool, with the verdict notes (see the module docstring)."""
+    slo = setup.ttft_slo_s
+    rows: list[PoolValidation] = []
+    notes: list[str] = []
+    for prediction, summary in zip(setup.pools, result.pools, strict=True):
+        metrics = {
+            "utilization": _comparison(
+                prediction.utilization, summary.utilization.mean, summary.utilization.ci95_half_width
+            ),
+            "p50_ttft_s": _comparison(None, summary.ttft_p50_s.mean, summary.ttft_p50_s.ci95_half_width),
+            "p99_ttft_s": _comparison(
+                prediction.p99_ttft_s, summary.ttft_p99_s.mean, summary.ttft_p99_s.ci95_half_width
+            ),
+            "p99_wait_s": _comparison(
+                prediction.p99_wait_s, summary.wait_p99_s.mean, summary.wait_p99_s.ci95_half_width
+            ),
+            "tpot_s": _comparison(
+                prediction.tpot_s, summary.tpot_mean_s.mean, summary.tpot_mean_s.ci95_half_width
+            ),
+        }
+        served = summary.requests_served
+        ttft = metrics["p99_ttft_s"]
+        half = ttft.ci95_half_width if math.isfinite(ttft.ci95_half_width) else 0.0
+        gap = ttft.simulated - prediction.p99_ttft_s
+        optimistic = gap if served and math.isfinite(gap) and gap > half and gap > 1e-9 else 0.0
+        slo_met = served == 0 or ttft.simulated <= slo * (1 + SLO_SLACK)
+        name = prediction.name
+        if served and not slo_met:
+            notes.append(
+                f"SLO BREACH in the {name} pool: simulated P99 TTFT {ttft.simulated:.4g} s "
+                f"(± {half:.2g}) exceeds the SLO of {slo:.4g} s by {ttft.simulated - slo:.4g} s"
+            )
+        if optimistic > 0:
+            share = f" ({100 * optimistic / prediction.p99_ttft_s:.1f}%)" if prediction.p99_ttft_s > 0 else ""
+            notes.append(
+                f"{name} pool: the analytical model is optimistic — simulated P99 TTFT "
+                f"{ttft.simulated:.4g} s is {optimistic:.4g} s{share} above the predicted "
+                f"{prediction.p99_ttft_s:.4g} s"
+            )
+        if served and not summary.warmed_up:
+            notes.append(
+                f"{name} pool is NOT warmed up: its longest sojourn ({summary.longest_sojourn_s.mean:.4g} s) "
+                f"outlasts the warm-up ({min(result.warmup_s):.4g} s), so the utilization reads low; "
+                "run more --requests"
+            )
+        utilization = metrics["utilization"]
+        if served and utilization.simulated >= 0.99 and prediction.utilization < 0.99:
+            notes.append(
+                f"{name} pool is OVERLOADED in simulation (utilization {utilization.simulated:.3f}, "
+                f"predicted {prediction.utilization:.3f}): the analytical model under-counts its work"
+            )
+        rows.append(
+            PoolValidation(
+                prediction=prediction,
+                requests_measured=served,
+                warmed_up=summary.warmed_up or served == 0,
+                longest_sojourn_s=summary.longest_sojourn_s.mean,
+                metrics=metrics,
+                slo_met=slo_met,
+                optimistic_p99_ttft_s=optimistic,
+            )
+        )
+    return ValidationReport(
+        setup=setup,
+        result=result,
+        pools=tuple(rows),
+        slo_met=all(r.slo_met for r in rows),
+        warmed_up=all(r.warmed_up for r in rows),
+        notes=tuple(notes),
+    )
+
+
+def validate_setup(
+    setup: ValidationSetup,
+    workload: Workload,
+    *,
+    service_model: str,
+    dispatch: str = "pooled",
+    requests: int | None = None,
+    seeds: Sequence[int] = (1, 2, 3),
+    warmup_fraction: float = DEFAULT_WARMUP_FRACTION,
+    arrival_rate_per_s: float | None = None,
+    arrival_times_s: np.ndarray | None = None,
+    progress: ProgressCallback | None = None,
+) -> ValidationReport:
+    """Simulate the setup's fleet and compare it with its predictions.
+
+    ``arrival_rate_per_s`` defaults to the setup's; with ``arrival_times_s`` the log is replayed
+    (scaled to the rate when one is given). ``requests`` defaults to
+    :func:`default_request_count`. The predictions are used as they are: call :func:`reevaluate`
+    first when the simulated traffic or model differs from the one they were computed for.
+    """
+    rate = (
+        setup.arrival_rate_per_s
+        if arrival_rate_per_s is None and arrival_times_s is None
+        else arrival_rate_per_s
+    )
+    count = requests
+    if count is None:
+        sizing_rate = rate
+        if sizing_rate is None:  # a replay at the log's own rate, (m − 1)/span
+            times = np.asarray(arrival_times_s, dtype=np.float64)
+            span = float(times.max() - times.min()) if times.size > 1 else 0.0
+            sizing_rate = (times.size - 1) / span if span > 0 else setup.arrival_rate_per_s
+        count = default_request_count(workload, setup, sizing_rate, service_model, warmup_fraction)
+    result = simulate_fleet(
+        workload,
+        setup.simulated_pools,
+        setup.routing,
+        arrival_rate_per_s=rate,
+        service_model=service_model,
+        dispatch=dispatch,
+        requests=count,
+        warmup_fraction=warmup_fraction,
+        seeds=seeds,
+        arrival_times_s=arrival_times_s,
+        progress=progress,
+    )
+    return compare(setup, result)
+
+
+def report_document(report: ValidationReport) -> dict[str, Any]:
+    """The report as plain data (what ``--format json|yaml`` prints; the table is drawn from it)."""
+    result, setup = report.result, report.setup
+    pools: dict[str, Any] = {}
+    for row in report.pools:
+        pool = row.prediction.simulated
+        entry: dict[str, Any] = {
+            "instances": pool.instances,
+            "slots_per_instance": pool.slots_per_instance,
+            "servers": pool.servers,
+            "context_tokens": pool.context_tokens,
+            "arrival_rate_per_s": row.prediction.arrival_rate_per_s,
+            "requests_measured": row.requests_measured,
+            "warmed_up": row.warmed_up,
+            "longest_sojourn_s": row.longest_sojourn_s,
+        }
+        for key in METRICS:
+            c = row.metrics[key]
+            entry[key] = {
+                "analytical": c.analytical,
+                "simulated": c.simulated,
+                "ci95_half_width": c.ci95_half_width,
+                "error_pct": c.error_pct,
+            }
+        entry["slo_met"] = row.slo_met
+        entry["optimistic_p99_ttft_s"] = row.optimistic_p99_ttft_s
+        pools[row.prediction.name] = entry
+    if not report.slo_met:
+        verdict = "FAIL: a simulated P99 TTFT exceeds the SLO"
+    elif any(r.optimistic_p99_ttft_s > 0 for r in report.pools):
+        verdict = "PASS with a caveat: every pool meets the SLO, but the analytical P99 TTFT is optimistic"
+    else:
+        verdict = "PASS: every pool meets the SLO in simulation"
+    if not report.warmed_up:
+        verdict += " (some pool is not warmed up: more --requests needed)"
+    routing = setup.routing
+    return {
+        "kind": "fleetopt-validation",
+        "service_model": result.service_model,
+        "analytical_model": setup.analytical_model,
+        "analytical_source": setup.analytical_source,
+        "dispatch": result.dispatch,
+        "arrival_rate_per_s": result.arrival_rate_per_s,
+        "ttft_slo_s": setup.ttft_slo_s,
+        "b_short_tokens": routing.b_short_tokens,
+        "gamma": routing.gamma,
+        "compressibility": routing.compressibility,
+        "requests": result.requests,
+        "seeds": list(result.seeds),
+        "warmup_fraction": result.warmup_fraction,
+        "warmup_s": list(result.warmup_s),
+        "window_s": list(result.window_s),
+        "warmed_up": report.warmed_up,
+        "slo_met": report.slo_met,
+        "verdict": verdict,
+        "pools": pools,
+        "notes": list(report.notes),
+    }
