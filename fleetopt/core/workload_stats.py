@@ -131,6 +131,8 @@ def arrival_statistics(times_s: np.ndarray) -> ArrivalStatistics:
         return ArrivalStatistics(count, span_s, None, None, None, None, peak, peak_rate, None)
     gaps = np.diff(times)
     mean_gap = float(gaps.mean())
+    if mean_gap**2 == 0.0:  # a span too small to square (sub-normal seconds)
+        return ArrivalStatistics(count, span_s, None, None, None, None, peak, peak_rate, None)
     scv = float(gaps.var() / mean_gap**2)
     rate = (count - 1) / span_s
     return ArrivalStatistics(

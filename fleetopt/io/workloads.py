@@ -177,6 +177,18 @@ def detect_format(data: bytes, path: Path | str = "<data>") -> str:
 # --------------------------------------------------------------------------- files and manifests
 
 
+_HEAD_BYTES = 1 << 16
+
+
+def _read_head(path: Path) -> bytes:
+    """The first 64 KiB of a file (for detection and the header)."""
+    try:
+        with open(path, "rb") as stream:
+            return stream.read(_HEAD_BYTES)
+    except OSError as exc:
+        raise ValidationError(f"{path}: cannot read ({exc.strerror})") from None
+
+
 def _read_bytes(path: Path) -> bytes:
     """The file's bytes, gunzipped if they start with the gzip magic number."""
     try:
@@ -205,9 +217,22 @@ def _load_file(
     split_model,
     source: str | None = None,
 ) -> Workload:
+    source = source if source is not None else str(path)
+    head = _read_head(path)
+    if len(head) < _file_size(path) and head[:2] != b"\x1f\x8b" and head.lstrip()[:1] not in (b"[", b"{"):
+        # A large plain CSV: numpy reads it from disk; the whole text is read only if needed.
+        fmt = input_format or detect_format(head, path)
+        if fmt in ("azure", "csv"):
+            log = _read_log(head, path, fmt, input_column, output_column, time_column, disk_path=path)
+            return workload_from_requests(
+                log.input_tokens,
+                log.output_tokens,
+                name=name,
+                arrival_times_s=log.arrival_times_s,
+                source=source,
+            )
     data = _read_bytes(path)
     fmt = input_format or detect_format(data, path)
-    source = source if source is not None else str(path)
     if fmt == "cdf-json":
         tokens, fractions, _ = _parse_cdf_json(data, path)
         return _cdf_workload(tokens, fractions, name, split_model, source)
@@ -426,7 +451,9 @@ def _read_log(
     input_column: str | None,
     output_column: str | None,
     time_column: str | None,
+    disk_path: Path | None = None,
 ) -> RequestLog:
+    """Read a log; with ``disk_path``, ``data`` is only the file's head and numpy reads the file."""
     if fmt == "jsonl":
         return _read_jsonl(data, path, input_column, output_column, time_column)
     if fmt == "azure":
@@ -435,15 +462,23 @@ def _read_log(
         time_column = time_column or AZURE_COLUMNS[0]
     elif fmt != "csv":
         raise ValidationError(f"{path}: format {fmt!r} is not a request log")
-    return _read_csv(data, path, input_column, output_column, time_column)
+    return _read_csv(data, path, input_column, output_column, time_column, disk_path)
 
 
 def _read_csv(
-    data: bytes, path: Path, input_column: str | None, output_column: str | None, time_column: str | None
+    data: bytes,
+    path: Path,
+    input_column: str | None,
+    output_column: str | None,
+    time_column: str | None,
+    disk_path: Path | None = None,
 ) -> RequestLog:
     text_start = _skip_leading_space(data)
     # numpy's reader is fastest on the file itself: use it when the bytes are the file's own.
-    disk_path = path if text_start is data and _file_size(path) == len(data) else None
+    if disk_path is None and text_start is data and _file_size(path) == len(data):
+        disk_path = path
+    elif text_start is not data:
+        disk_path = None  # numpy's reader would see the skipped bytes
     header = [c.strip() for c in _split_header(_first_line(text_start))]
     if not header:
         raise ValidationError(f"{path}: the file is empty")
@@ -457,6 +492,8 @@ def _read_csv(
         raise ValidationError(f"{path}: no requests (only a header)")
     log = _read_csv_fast(text_start, disk_path, body_start + 1, len(header), columns, names)
     if log is None:
+        if len(data) < _file_size(path) and data[:2] != b"\x1f\x8b":  # only the head was read so far
+            text_start = _skip_leading_space(_read_bytes(path))
         log = _read_csv_slow(text_start, path, len(header), columns, names)
     return log
 
@@ -529,79 +566,22 @@ def _read_csv_fast(
 
 
 def _parse_datetimes_s(strings: np.ndarray) -> np.ndarray | None:
-    """Vectorized ``YYYY-MM-DD[ T]HH:MM:SS[.fffffffff]`` → seconds since the earliest (exact to 1 ns).
+    """ISO-8601 date-time bytes → seconds since the earliest (exact to 1 ns), by numpy's C parser.
 
-    Works column by column on the fixed-width bytes; returns ``None`` if any row does not have
-    exactly that shape (the careful path then reads the file).
+    Returns ``None`` when any value is not a plain date-time (numpy refuses it, or warns about
+    a time zone): the careful path then reads the file and names the line.
     """
-    width = strings.dtype.itemsize
-    if width < 19 or strings.size == 0:
-        return None
-    # One row per character position: each step below then reads contiguous memory.
-    raw = np.ascontiguousarray(np.ascontiguousarray(strings).view(np.uint8).reshape(-1, width).T)
-    rows = raw.shape[1]
-    zero = np.uint8(ord("0"))
+    import warnings
 
-    def digit(column: int) -> np.ndarray | None:
-        value = raw[column] - zero  # wraps around for bytes below "0"
-        return value if (value <= 9).all() else None
-
-    def number(start: int, stop: int) -> np.ndarray | None:
-        value = np.zeros(rows, dtype=np.int64)
-        for column in range(start, stop):
-            d = digit(column)
-            if d is None:
-                return None
-            value = value * 10 + d
-        return value
-
-    separators_ok = (
-        (raw[4] == ord("-")).all()
-        and (raw[7] == ord("-")).all()
-        and ((raw[10] == ord(" ")) | (raw[10] == ord("T"))).all()
-        and (raw[13] == ord(":")).all()
-        and (raw[16] == ord(":")).all()
-    )
-    if not separators_ok:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            moments = np.ascontiguousarray(strings).astype("datetime64[ns]").view(np.int64)
+    except (ValueError, TypeError, OverflowError, Warning):
         return None
-    fields = [number(0, 4), number(5, 7), number(8, 10), number(11, 13), number(14, 16), number(17, 19)]
-    if any(f is None for f in fields):
+    if moments.size == 0 or (moments == np.iinfo(np.int64).min).any():  # NaT
         return None
-    year, month, day, hour, minute, second = fields
-    fraction_ns = np.zeros(rows, dtype=np.int64)
-    if width > 19:
-        has_fraction = raw[19] == ord(".")
-        if not (has_fraction | (raw[19] == 0)).all():
-            return None
-        padded = np.zeros(rows, dtype=bool)  # digits, then NUL padding only
-        for column in range(20, min(29, width)):
-            d = raw[column] - zero
-            is_pad = raw[column] == 0
-            if not ((d <= 9) | is_pad).all() or (padded & ~is_pad).any():
-                return None
-            padded |= is_pad
-            fraction_ns = fraction_ns * 10 + np.where(is_pad, 0, d)
-        fraction_ns *= 10 ** (9 - max(0, min(29, width) - 20))
-        if width > 29 and (raw[29:] != 0).any():
-            return None
-    if ((month < 1) | (month > 12) | (day < 1) | (hour > 23) | (minute > 59) | (second > 60)).any():
-        return None
-    # Logs span few months: date arithmetic on the month range, then one lookup per row.
-    month_index = year * 12 + (month - 1)
-    first_month = int(month_index.min())
-    month_count = int(month_index.max()) - first_month + 2
-    if month_count > 1_000_000:
-        return None
-    all_months = np.arange(first_month, first_month + month_count)
-    month_start = _days_from_civil(
-        all_months // 12, all_months % 12 + 1, np.ones(month_count, dtype=np.int64)
-    )
-    offset = month_index - first_month
-    days = month_start[offset] + (day - 1)
-    if (days >= month_start[offset + 1]).any():  # e.g. 2023-02-30
-        return None
-    total_ns = (((days * 24 + hour) * 60 + minute) * 60 + second) * 1_000_000_000 + fraction_ns
-    return (total_ns - total_ns.min()).astype(np.float64) * 1e-9
+    return (moments - moments.min()).astype(np.float64) * 1e-9
 
 
 def _days_from_civil(year: np.ndarray, month: np.ndarray, day: np.ndarray) -> np.ndarray:
