@@ -210,7 +210,12 @@ def test_yaml_carries_the_same_figures() -> None:
             "Invalid value for '--headroom-long': must be ≥ 1 (a factor on λ/μ; the paper uses 1.02–1.08), "
             "got 0.9",
         ),
-        (["--cdf", "azure"], "No such option: --cdf"),  # the workload mode is not there yet (round two)
+        (
+            ["--cdf", "azure", "--alpha", "0.8"],
+            "--cdf (workload mode) cannot be combined with --alpha: with a workload, α, ρ, the throughputs "
+            "and the prices come from the workload and the profiles",
+        ),
+        (["--alpha", "0.8", "--rho", "4", "--plot", "x.png"], "--plot need(s) --cdf (the workload mode)"),
     ],
 )
 def test_usage_errors_exit_2_with_exact_text(args: list[str], message: str) -> None:

@@ -1,26 +1,37 @@
 """`fleetopt audit`: how much would pool routing (and Compress-and-Route) save, by which estimate?
 
-Back-of-envelope mode (this module, round one): numbers alone — a short-traffic fraction α, a
-throughput ratio ρ or profiled per-instance throughputs, an arrival rate, a fleet you run today —
-turned into every estimate they allow (closed form, Eq. 8, C&R increment), priced in GPUs and
-dollars, side by side with why they differ. The workload mode (``--cdf``, using the planner)
-comes in round two and will share this command.
+Back-of-envelope mode: numbers alone — a short-traffic fraction α, a throughput ratio ρ or
+profiled per-instance throughputs, an arrival rate, a fleet you run today — turned into every
+estimate they allow (closed form, Eq. 8, C&R increment), priced in GPUs and dollars, side by side
+with why they differ (:func:`fleetopt.core.savings.audit_savings`).
+
+Workload mode (``--cdf``): the same estimates computed from a real token-length distribution with
+the planner's statistics and service model, next to the planner's own answer, plus savings
+versus B_short and fleet size versus arrival rate (:func:`fleetopt.core.audit.audit_workload`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import typer
 
-from fleetopt.cli.common import FORMAT_OPTION
+from fleetopt.cli.common import FORMAT_OPTION, PROFILES_DIR_OPTION
+from fleetopt.defaults import DEFAULT_LONG_CONTEXT_TOKENS, DEFAULT_SERVING
 from fleetopt.render.output import OutputFormat
 
-_HELP = """Estimate the savings of pool routing (and Compress-and-Route) from a few numbers.
+#: The workload mode's default P99 TTFT SLO: the papers' 500 ms (FleetOpt §7.1).
+DEFAULT_SLO = "500ms"
+
+_HELP = """Estimate the savings of pool routing (and Compress-and-Route), by every estimate.
 
 \b
+Workload mode (the planner's statistics and service model):
+  fleetopt audit --cdf azure-2023 --rate 1000 [--slo 500ms] [--current-gpus 2000] [--plot audit.png]
+Back-of-envelope mode (numbers alone):
 Closed form (Eq. 7):       --alpha 0.8 --rho 4
 Corrected fleet (Eq. 8):   --alpha 0.917 --mu-short 13.5 --mu-long 0.37 --rate 1000 [--mu-homo 3]
 Price a fleet against yours: --current-gpus 1576 --proposed-gpus 1096
@@ -266,17 +277,19 @@ def audit(
         help="C&R: share p_c of the borderline traffic compressible below B. [default: 1, as in the papers]",
         show_default=False,
     ),
-    gpus_per_instance: int = typer.Option(
-        1,
+    gpus_per_instance: int | None = typer.Option(
+        None,
         "--gpus-per-instance",
         callback=_positive,
-        help="GPUs in one serving instance (tensor-parallel size).",
+        help="GPUs in one serving instance (tensor-parallel size). [default: 1]",
+        show_default=False,
     ),
-    gpu_hour_usd: float = typer.Option(
-        2.21,
+    gpu_hour_usd: float | None = typer.Option(
+        None,
         "--gpu-hour-usd",
         callback=_non_negative,
-        help="Price of one GPU-hour, USD (default: the papers' A100-80GB rate, AWS p4d.24xlarge per GPU).",
+        help="Price of one GPU-hour, USD. [default: 2.21, the papers' A100-80GB, AWS p4d.24xlarge per GPU]",
+        show_default=False,
     ),
     current_gpus: int | None = typer.Option(
         None,
@@ -290,8 +303,125 @@ def audit(
         callback=_positive,
         help="A fleet size from elsewhere (a planner, a paper, a quote), priced against the baseline.",
     ),
+    cdf: str | None = typer.Option(
+        None,
+        "--cdf",
+        help="Workload mode: a bundled workload (e.g. azure-2023) or a request log / CDF file.",
+    ),
+    slo: str | None = typer.Option(
+        None, "--slo", help="Workload mode: P99 TTFT SLO, e.g. 500ms. [default: 500ms, the papers' SLO]"
+    ),
+    serving: str | None = typer.Option(
+        None,
+        "--serving",
+        help=f"Workload mode: serving profile of the short pool. [default: {DEFAULT_SERVING}]",
+    ),
+    serving_long: str | None = typer.Option(
+        None, "--serving-long", help="Workload mode: serving profile of the long and homogeneous pools."
+    ),
+    gpu: str | None = typer.Option(None, "--gpu", help="Workload mode: the --serving model on this GPU."),
+    gpu_long: str | None = typer.Option(None, "--gpu-long", help="Workload mode: the long pool on this GPU."),
+    long_context: int | None = typer.Option(
+        None,
+        "--long-context",
+        callback=_positive,
+        help=f"Workload mode: context of the long pool, tokens. [default: {DEFAULT_LONG_CONTEXT_TOKENS}]",
+    ),
+    service_model: str | None = typer.Option(
+        None,
+        "--service-model",
+        help="Workload mode: lockstep (Eq. 3 as written) or fleet-sim. [default: lockstep]",
+    ),
+    max_utilization: float | None = typer.Option(
+        None, "--max-utilization", help="Workload mode: utilization cap ρ_max in (0, 1]. [default: 0.85]"
+    ),
+    b_short: str | None = typer.Option(
+        None,
+        "--b-short",
+        help="Workload mode: boundaries to sweep (tokens, comma list). [default: the planner's candidates]",
+    ),
+    at_b_short: int | None = typer.Option(
+        None,
+        "--at-b-short",
+        callback=_positive,
+        help="Workload mode: the boundary audited in detail. [default: the pool-routing optimum]",
+    ),
+    gamma: float | None = typer.Option(
+        None,
+        "--gamma",
+        help="Workload mode: C&R band γ of the increment. [default: the planner's cheapest γ at that B]",
+    ),
+    rates: str | None = typer.Option(
+        None,
+        "--rates",
+        help="Workload mode: arrival rates of the rate sweep, req/s (comma list). [default: 0.1x…10x --rate]",
+    ),
+    current_context: int | None = typer.Option(
+        None,
+        "--current-context",
+        callback=_positive,
+        help="Workload mode: context of the current (homogeneous) fleet, tokens. [default: --long-context]",
+    ),
+    plot: Path | None = typer.Option(
+        None,
+        "--plot",
+        help="Workload mode: draw the sensitivity views to this .png/.svg/.pdf (needs matplotlib).",
+    ),
+    input_format: str | None = typer.Option(None, "--input-format", help="Workload mode: the file format."),
+    input_column: str | None = typer.Option(None, "--input-column", help="CSV/JSONL column of input tokens."),
+    output_column: str | None = typer.Option(
+        None, "--output-column", help="CSV/JSONL column of output tokens."
+    ),
+    time_column: str | None = typer.Option(None, "--time-column", help="CSV/JSONL column of arrival times."),
+    split: str | None = typer.Option(
+        None, "--split", help="Input/output split of a CDF (docs/workloads.md). [default: fleet-sim]"
+    ),
+    profiles_dir: Path | None = PROFILES_DIR_OPTION,
     output_format: OutputFormat = FORMAT_OPTION,
 ) -> None:
+    numbers_options = {
+        "--alpha": alpha, "--rho": rho, "--mu-short": mu_short, "--mu-long": mu_long, "--mu-homo": mu_homo,
+        "--slots-short": slots_short, "--slots-long": slots_long, "--iteration-base": iteration_base,
+        "--iteration-per-slot": iteration_per_slot, "--headroom-short": headroom_short,
+        "--headroom-long": headroom_long, "--headroom-homo": headroom_homo,
+        "--whole-instances": whole_instances or None, "--beta": beta,
+        "--gpus-per-instance": gpus_per_instance, "--gpu-hour-usd": gpu_hour_usd,
+        "--proposed-gpus": proposed_gpus,
+    }  # fmt: skip
+    workload_options = {
+        "--slo": slo, "--serving": serving, "--serving-long": serving_long, "--gpu": gpu,
+        "--gpu-long": gpu_long, "--long-context": long_context, "--service-model": service_model,
+        "--max-utilization": max_utilization,
+        "--b-short": b_short, "--at-b-short": at_b_short, "--gamma": gamma, "--rates": rates,
+        "--current-context": current_context, "--plot": plot, "--input-format": input_format,
+        "--input-column": input_column, "--output-column": output_column, "--time-column": time_column,
+        "--split": split, "--profiles-dir": profiles_dir,
+    }  # fmt: skip
+    if cdf is not None:
+        mixed = [name for name, value in numbers_options.items() if value is not None]
+        if mixed:
+            raise _usage(
+                f"--cdf (workload mode) cannot be combined with {', '.join(mixed)}: with a workload, α, ρ, "
+                "the throughputs and the prices come from the workload and the profiles"
+            )
+        _workload_mode(
+            cdf=cdf, slo=slo, rate=rate, serving=serving, serving_long=serving_long, gpu=gpu,
+            gpu_long=gpu_long,
+            long_context=long_context, service_model=service_model, max_utilization=max_utilization,
+            compressibility=compressibility, b_short=b_short, at_b_short=at_b_short, gamma=gamma, rates=rates,
+            current_gpus=current_gpus, current_context=current_context, plot=plot,
+            reader_options={
+                "input_format": input_format, "input_column": input_column, "output_column": output_column,
+                "time_column": time_column, "split": split or "fleet-sim",
+            },
+            profiles_dir=profiles_dir, output_format=output_format,
+        )  # fmt: skip
+        return
+    stray = [name for name, value in workload_options.items() if value is not None]
+    if stray:
+        raise _usage(f"{', '.join(stray)} need(s) --cdf (the workload mode)")
+    gpus_per_instance = 1 if gpus_per_instance is None else gpus_per_instance
+    gpu_hour_usd = 2.21 if gpu_hour_usd is None else gpu_hour_usd
     from fleetopt.core.savings import (
         HOURS_PER_YEAR,
         PAPER_ITERATION_BASE_S,
@@ -404,6 +534,97 @@ def audit(
         "why_they_differ": list(result.explanations),
     }
     emit(data, output_format, _draw)
+
+
+def _workload_mode(
+    *,
+    cdf: str,
+    slo: str | None,
+    rate: float | None,
+    serving: str | None,
+    serving_long: str | None,
+    gpu: str | None,
+    gpu_long: str | None,
+    long_context: int | None,
+    service_model: str | None,
+    max_utilization: float | None,
+    compressibility: str | None,
+    b_short: str | None,
+    at_b_short: int | None,
+    gamma: float | None,
+    rates: str | None,
+    current_gpus: int | None,
+    current_context: int | None,
+    plot: Path | None,
+    reader_options: dict,
+    profiles_dir: Path | None,
+    output_format: OutputFormat,
+) -> None:
+    """``fleetopt audit --cdf``: parse → load the workload and profiles → audit_workload → render."""
+    from fleetopt.api import observed_rate_per_s, profile_search_path, resolve_hardware
+    from fleetopt.core.audit import WorkloadAuditOptions, audit_workload
+    from fleetopt.core.planner import PlanOptions
+    from fleetopt.defaults import DEFAULT_RATE_PER_S
+    from fleetopt.io.units import parse_duration_s, parse_fraction, parse_number_list
+    from fleetopt.io.workloads import load_workload
+    from fleetopt.render.audit import draw_workload_audit, workload_audit_document
+    from fleetopt.render.output import emit
+    from fleetopt.render.plots import check_plot_path, plot_audit, require_matplotlib
+
+    if plot is not None:  # refuse a bad path or a missing matplotlib before any work
+        check_plot_path(plot)
+        require_matplotlib()
+    ttft_slo_s = parse_duration_s(slo or DEFAULT_SLO, field="--slo")
+    p_c = 1.0 if compressibility is None else parse_fraction(compressibility, field="--compressibility")
+    b_values = tuple(parse_number_list(b_short, field="--b-short", integer=True)) if b_short else None
+    rate_values = tuple(parse_number_list(rates, field="--rates")) if rates else None
+    workload = load_workload(cdf, **reader_options)
+    dirs = profile_search_path(profiles_dir)
+    short_hardware = resolve_hardware(serving or DEFAULT_SERVING, gpu, dirs)
+    if serving_long is None and gpu_long is None:
+        long_hardware = short_hardware
+    else:
+        long_hardware = resolve_hardware(serving_long or serving or DEFAULT_SERVING, gpu_long, dirs)
+    origin = "given"
+    if rate is None:
+        observed = observed_rate_per_s(workload)
+        rate, origin = (observed, "observed") if observed else (DEFAULT_RATE_PER_S, "default")
+    plan_options = PlanOptions(
+        arrival_rate_per_s=float(rate),
+        ttft_slo_s=ttft_slo_s,
+        long_context_tokens=DEFAULT_LONG_CONTEXT_TOKENS if long_context is None else long_context,
+        b_short_candidates=b_values,
+        compressibility=p_c,
+        service_model=service_model or "lockstep",
+        max_utilization=0.85 if max_utilization is None else max_utilization,
+    )
+    result = audit_workload(
+        workload,
+        short_hardware,
+        long_hardware,
+        WorkloadAuditOptions(
+            plan=plan_options,
+            b_short_tokens=at_b_short,
+            gamma=gamma,
+            current_gpus=None if current_gpus is None else float(current_gpus),
+            current_context_tokens=current_context,
+            rates_per_s=rate_values,
+        ),
+    )
+    if plot is not None:
+        plot_audit(
+            list(result.threshold_rows),
+            list(result.rate_rows),
+            plot,
+            title=f"fleetopt audit — {cdf}, {rate:,g} req/s, {plan_options.service_model}",
+        )
+    document = workload_audit_document(
+        result,
+        workload_label=cdf,
+        arrival_rate_origin=origin,
+        plot_path=None if plot is None else str(plot),
+    )
+    emit(document, output_format, draw_workload_audit)
 
 
 def register(app: typer.Typer) -> None:
