@@ -442,7 +442,7 @@ def compare(setup: ValidationSetup, result: SimulationResult) -> ValidationRepor
             notes.append(
                 f"{name} pool is NOT warmed up: its longest sojourn ({summary.longest_sojourn_s.mean:.4g} s) "
                 f"outlasts the warm-up ({min(result.warmup_s):.4g} s), so the utilization reads low; "
-                "run more --requests"
+                "simulate more requests"
             )
         utilization = metrics["utilization"]
         if served and utilization.simulated >= 0.99 and prediction.utilization < 0.99:
@@ -554,7 +554,7 @@ def report_document(report: ValidationReport) -> dict[str, Any]:
     else:
         verdict = "PASS: every pool meets the SLO in simulation"
     if not report.warmed_up:
-        verdict += " (some pool is not warmed up: more --requests needed)"
+        verdict += " (some pool is not warmed up: simulate more requests)"
     routing = setup.routing
     return {
         "kind": "fleetopt-validation",
