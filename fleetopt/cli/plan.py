@@ -74,10 +74,17 @@ def plan(
         "fleet-sim", "--split", help="Input/output split of a CDF (see docs/workloads.md)."
     ),
     profiles_dir: Path | None = PROFILES_DIR_OPTION,
+    validate: bool = typer.Option(
+        False, "--validate", help="Simulate the plan's fleet and compare it with the predictions."
+    ),
+    sim_requests: int | None = typer.Option(
+        None, "--sim-requests", help="With --validate: requests per seed (default: sized to warm up)."
+    ),
+    sim_seeds: int = typer.Option(3, "--sim-seeds", help="With --validate: seeds (replications)."),
     fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
     """Plan the cheapest fleet (n_s, n_l, B*, γ*) that meets a P99 TTFT SLO, against the baselines."""
-    from fleetopt.api import plan_from_options
+    from fleetopt.api import plan_run_from_options
     from fleetopt.errors import FleetoptError
     from fleetopt.io.plans import plan_format_for, write_document_atomically
     from fleetopt.render.output import dumps, emit
@@ -85,7 +92,7 @@ def plan(
 
     if output is not None:
         output_format = plan_format_for(output)  # refuse a bad suffix before any work
-    document = plan_from_options(
+    run = plan_run_from_options(
         workload=cdf,
         slo=slo,
         rate_per_s=rate,
@@ -109,7 +116,20 @@ def plan(
         },
         profiles_dir=profiles_dir,
     )
-    emit(document, fmt, draw_plan)
+    document = run.document
+    if not (validate and document["feasible"]):
+        emit(document, fmt, draw_plan)
+    else:  # the plan first for people (the simulation takes a while), one document for machines
+        from fleetopt.cli.simulate import validation_of_plan_run
+        from fleetopt.render.simulate import draw_validation
+
+        if fmt is OutputFormat.table:
+            emit(document, fmt, draw_plan)
+        validation = validation_of_plan_run(run, requests=sim_requests, seeds=sim_seeds, fmt=fmt)
+        if fmt is OutputFormat.table:
+            emit(validation, fmt, draw_validation)
+        else:
+            emit({**document, "validation": validation}, fmt, draw_plan)
     if not document["feasible"]:
         raise FleetoptError(
             "no fleet meets the SLO and the utilization cap; nothing was written"
