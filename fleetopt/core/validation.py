@@ -197,6 +197,29 @@ def setup_from_plan(plan: FleetPlan) -> ValidationSetup:
     )
 
 
+def single_pool_setup(
+    sizing: PoolSizing,
+    hardware: PoolHardware,
+    *,
+    ttft_slo_s: float,
+    service_model: str,
+    max_utilization: float = 0.85,
+    quantile: float = 0.99,
+    name: str = "homogeneous",
+) -> ValidationSetup:
+    """One sized pool taking all the traffic it is given (``size_pool`` / ``evaluate_pool`` output)."""
+    return ValidationSetup(
+        pools=(_prediction(name, sizing, hardware),),
+        routing=Routing(None, 1.0, 0.0),
+        arrival_rate_per_s=sizing.arrival_rate_per_s,
+        ttft_slo_s=ttft_slo_s,
+        max_utilization=max_utilization,
+        quantile=quantile,
+        long_context_tokens=sizing.context_tokens,
+        analytical_model=service_model,
+    )
+
+
 def _number(document: Mapping[str, Any], field: str, where: str, *, allow_none: bool = False) -> float:
     value = document.get(field)
     if value is None and allow_none:
