@@ -215,7 +215,7 @@ def test_yaml_carries_the_same_figures() -> None:
             "--cdf (workload mode) cannot be combined with --alpha: with a workload, α, ρ, the throughputs "
             "and the prices come from the workload and the profiles",
         ),
-        (["--alpha", "0.8", "--rho", "4", "--plot", "x.png"], "--plot need(s) --cdf (the workload mode)"),
+        (["--alpha", "0.8", "--rho", "4", "--plot", "x.png"], "--plot needs --cdf (the workload mode)"),
     ],
 )
 def test_usage_errors_exit_2_with_exact_text(args: list[str], message: str) -> None:

@@ -419,7 +419,7 @@ def audit(
         return
     stray = [name for name, value in workload_options.items() if value is not None]
     if stray:
-        raise _usage(f"{', '.join(stray)} need(s) --cdf (the workload mode)")
+        raise _usage(f"{', '.join(stray)} {'needs' if len(stray) == 1 else 'need'} --cdf (the workload mode)")
     gpus_per_instance = 1 if gpus_per_instance is None else gpus_per_instance
     gpu_hour_usd = 2.21 if gpu_hour_usd is None else gpu_hour_usd
     from fleetopt.core.savings import (
