@@ -343,6 +343,11 @@ def _cheapest_gamma(planner: Planner, b_short: int, gammas: Sequence[float]) -> 
     return min(feasible, key=lambda c: (round(c.cost_per_hour_usd, 9), c.total_gpus, c.gamma))
 
 
+def _clip_fraction(value: float) -> float:
+    """A CDF value summed in floating point (e.g. 1.0000000000000835) clipped into [0, 1]."""
+    return min(1.0, max(0.0, value))
+
+
 def _pct(fraction: float | None) -> str:
     return "–" if fraction is None else f"{100.0 * fraction:.1f}%"
 
@@ -561,13 +566,14 @@ def _threshold_figures(
     for b in sorted(set(candidates)):
         cell = planner.candidate(b, 1.0)
         mu = boundary_throughputs(planner, b)
-        closed = closed_form_savings_fraction(cell.alpha, mu.throughput_ratio)
-        short, long = eq8_instances(o.arrival_rate_per_s, cell.alpha, mu.short_per_s, mu.long_per_s, 1.0)
+        alpha = _clip_fraction(cell.alpha)
+        closed = closed_form_savings_fraction(alpha, mu.throughput_ratio)
+        short, long = eq8_instances(o.arrival_rate_per_s, alpha, mu.short_per_s, mu.long_per_s, 1.0)
         eq8 = 1.0 - (short + long) * mu.homogeneous_per_s / o.arrival_rate_per_s
         cheapest = _cheapest_gamma(planner, b, gammas)
         figure = {
             "b_short_tokens": int(b),
-            "alpha": cell.alpha,
+            "alpha": alpha,
             "throughput_ratio": mu.throughput_ratio,
             "cliff_ratio": mu.cliff_ratio,
             "slots_basis": mu.slots_basis,
@@ -686,10 +692,16 @@ def audit_workload(
         cheapest = _cheapest_gamma(planner, b_short, o.gammas)
         gamma = cheapest.gamma if cheapest is not None else max(o.gammas)
     cr_cell = planner.candidate(b_short, gamma)
-    alpha = routed_cell.alpha
-    beta = cr_cell.beta
+    alpha = _clip_fraction(routed_cell.alpha)
+    beta = min(_clip_fraction(cr_cell.beta), 1.0 - alpha)
     p_c = o.compressibility
     mu = boundary_throughputs(planner, b_short)
+    if mu.slots_basis == "kv-limit":
+        notes.append(
+            f"the planner has no feasible pool-routing fleet at B = {b_short:,}: μ_homo, μ_s and μ_l are "
+            "taken at the KV limits, so the formula rows' GPUs are not on the planner's homogeneous "
+            "fleet's footing (which may need fewer slots per instance to meet the SLO)"
+        )
     rho = mu.throughput_ratio
     cliff = mu.cliff_ratio
     pricer = _Pricer(planner, homogeneous, options.current_gpus)
