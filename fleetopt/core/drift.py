@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fleetopt.core.planner import FLEET_SIM_EMPTY_RATE_PER_S, FleetCandidate, Planner, PlanOptions
+from fleetopt.core.planner import FleetCandidate, Planner, PlanOptions
 from fleetopt.core.service import PoolHardware
 from fleetopt.core.sizing import PoolSizing, evaluate_pool
 from fleetopt.core.workload import Workload
@@ -292,14 +292,7 @@ def evaluate_fleet(planner: Planner, fleet: PlannedFleet, arrival_rate_per_s: fl
     alpha, beta, short_fraction, short_moments, long_moments = planner.split(
         fleet.b_short_tokens, fleet.gamma
     )
-    short_rate = rate * short_fraction
-    if o.service_model == "fleet-sim":
-        long_rate = rate * (1.0 - short_fraction)
-        if long_rate <= FLEET_SIM_EMPTY_RATE_PER_S:
-            long_rate = 0.0
-    else:
-        long_rate = rate * long_moments.traffic_fraction
-    long_rate = max(0.0, long_rate)
+    short_rate, long_rate = planner.pool_rates(short_fraction, long_moments, rate)
     pools = (
         _pool_fit("short", evaluate(short, short_rate, short_moments), o),
         _pool_fit("long", evaluate(long, long_rate, long_moments), o),

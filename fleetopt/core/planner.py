@@ -238,19 +238,27 @@ class Planner:
             self._cells[key] = self._size_cell(*key)
         return self._cells[key]
 
+    def pool_rates(
+        self, short_fraction: float, long_moments: PoolMoments, arrival_rate_per_s: float | None = None
+    ) -> tuple[float, float]:
+        """(λ_s, λ_l) of a split at the options' rate (or ``arrival_rate_per_s``), req/s.
+
+        lockstep: λ_s = α'λ and λ_l = the long pool's exact share of λ. fleet-sim (FACTS §1):
+        λ_l = (1 − α')λ, and a long pool with λ_l ≤ 0.01 req/s is empty.
+        """
+        rate = self.options.arrival_rate_per_s if arrival_rate_per_s is None else arrival_rate_per_s
+        if self.options.service_model == "fleet-sim":
+            long_rate = rate * (1.0 - short_fraction)
+            if long_rate <= FLEET_SIM_EMPTY_RATE_PER_S:
+                long_rate = 0.0
+        else:
+            long_rate = rate * long_moments.traffic_fraction
+        return rate * short_fraction, max(0.0, long_rate)
+
     def _size_cell(self, b_short: int, gamma: float) -> FleetCandidate:
         o = self.options
         alpha, beta, short_fraction, short_moments, long_moments = self.split(b_short, gamma)
-        rate = o.arrival_rate_per_s
-        short_rate = rate * short_fraction
-        long_rate = (
-            rate * (1.0 - short_fraction)
-            if o.service_model == "fleet-sim"
-            else rate * long_moments.traffic_fraction
-        )
-        if o.service_model == "fleet-sim" and long_rate <= FLEET_SIM_EMPTY_RATE_PER_S:
-            long_rate = 0.0
-        long_rate = max(0.0, long_rate)
+        short_rate, long_rate = self.pool_rates(short_fraction, long_moments)
         short = self._size(short_rate, short_moments, self.short_hardware, b_short)
         long = self._size(long_rate, long_moments, self.long_hardware, o.long_context_tokens)
         return _combine("cell", b_short, gamma, alpha, beta, short_fraction, short, long)
