@@ -169,3 +169,12 @@ def test_plot_writes_a_png(tmp_path) -> None:
     assert target.read_bytes()[:8] == PNG_SIGNATURE
     assert f"plot written to {target}" in result.stdout
     assert [p.name for p in tmp_path.iterdir()] == ["audit.png"]  # no temporary file left behind
+
+
+def test_boundaries_covering_every_request_do_not_trip_on_float_cdf_sums() -> None:
+    # azure's CDF sums to 1.0000000000000835 past its last breakpoint; α is clipped into [0, 1].
+    args = ["--cdf", "azure", "--service-model", "fleet-sim", "--b-short", "4096,65535", "--rates", "1000"]
+    result = runner.invoke(app, ["audit", *args, "-f", "json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)["savings_vs_b_short"]
+    assert rows[-1]["alpha"] == 1.0
