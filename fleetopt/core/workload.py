@@ -167,7 +167,8 @@ def workload_from_requests(
             raise ValidationError(f"{name}: arrival times and token columns must have equal length")
         if times.size > 1 and (times[1:] < times[:-1]).any():  # logs are usually sorted: skip the sort
             times = np.sort(times)
-        times = times - times[0]
+        if times[0] != 0.0:
+            times = times - times[0]
     return Workload(
         name=name,
         total_tokens=unique_totals,
@@ -184,14 +185,14 @@ def workload_from_requests(
 def _count_pairs(inputs: np.ndarray, outputs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Distinct (input, output) pairs as (totals, inputs, counts) in ascending (total, input) order.
 
-    When the pair space is small (at most 4 cells per request, or 4M cells) the pairs are
+    When the pair space is small (at most 4M cells) the pairs are
     counted with one bincount and only the distinct pairs are sorted; otherwise the pair is
     packed into one integer key (32-bit when it fits: twice as fast to sort) and sorted.
     """
     max_input = int(inputs.max())
     max_output = int(outputs.max())
     cells = (max_input + 1) * (max_output + 1)
-    if cells <= max(1 << 22, 4 * inputs.size):
+    if cells <= 1 << 22:  # 32 MiB of counters: beyond that, cache misses make a sort faster
         width = max_output + 1
         counts_by_cell = np.bincount(inputs * width + outputs, minlength=cells)
         cells_seen = np.flatnonzero(counts_by_cell)

@@ -542,8 +542,8 @@ def _read_csv_fast(
         )
     except (ValueError, IndexError):
         return None
-    inputs = np.ascontiguousarray(table["input"])
-    outputs = np.ascontiguousarray(table["output"])
+    inputs = table["input"]  # strided views into the table: copying them costs more than it saves
+    outputs = table["output"]
     lowest_input, lowest_output = int(inputs.min()), int(outputs.min())
     if min(lowest_input, lowest_output) < 0:
         return None  # the careful path names the line
@@ -559,7 +559,10 @@ def _read_csv_fast(
             raw = table["time"]
             if time_kind == "i8" and np.abs(raw).max() > 2**53:  # epoch nanoseconds: shift to stay exact
                 raw = raw - raw.min()
-            times = raw.astype(np.float64) * _time_scale_s(names[2], 1.0)
+            times = raw.astype(np.float64)
+            scale_s = _time_scale_s(names[2], 1.0)
+            if scale_s != 1.0:
+                times *= scale_s
             if not np.isfinite(times).all():
                 return None
     return RequestLog(inputs, outputs, times)
@@ -576,12 +579,15 @@ def _parse_datetimes_s(strings: np.ndarray) -> np.ndarray | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            moments = np.ascontiguousarray(strings).astype("datetime64[ns]").view(np.int64)
+            moments = strings.astype("datetime64[ns]").view(np.int64)
     except (ValueError, TypeError, OverflowError, Warning):
         return None
     if moments.size == 0 or (moments == np.iinfo(np.int64).min).any():  # NaT
         return None
-    return (moments - moments.min()).astype(np.float64) * 1e-9
+    moments -= moments.min()  # our own array: shift and scale in place
+    seconds = moments.astype(np.float64)
+    seconds *= 1e-9
+    return seconds
 
 
 def _days_from_civil(year: np.ndarray, month: np.ndarray, day: np.ndarray) -> np.ndarray:
