@@ -59,13 +59,13 @@ lengths = st.lists(st.integers(min_value=2, max_value=5000), min_size=1, max_siz
 @settings(max_examples=80, deadline=None)
 @given(today=lengths, planned=lengths)
 def test_ks_bounds_bracket_the_exact_distance_within_the_grid_spacing(today, planned) -> None:
-    """The exact KS (ks_distance, over both workloads' atoms) lies in [lower, upper]; upper − lower ≤ 0.01."""
+    """The exact KS (ks_distance over both workloads' atoms) is in [lower, upper]; upper − lower ≤ 0.001."""
     a, b = _log(today, "a"), _log(planned, "b")
     exact = ks_distance(a, b)
     estimate = _fingerprint_ks(a, b)
     assert estimate.lower - 1e-9 <= exact <= estimate.upper + 1e-9
-    assert estimate.upper - estimate.lower <= 0.01 + 1e-9
-    assert estimate.resolution == pytest.approx(0.01)
+    assert estimate.upper - estimate.lower <= 0.001 + 1e-9
+    assert estimate.resolution == pytest.approx(0.001)
 
 
 @settings(max_examples=60, deadline=None)
@@ -85,18 +85,19 @@ def test_ks_of_disjoint_point_masses_is_exactly_one() -> None:
 def test_ks_of_a_half_shift_by_hand() -> None:
     """Planned: half at 100, half at 300; today: all at 100. sup|F − G| = 1 − 0.5 = 0.5 on [100, 300).
 
-    Quantiles at ℓ ≤ 0.5 are 100, above 300; at x = 100 the grid says G ∈ [0.50, 0.51), so the
-    lower bound is 1 − 0.51 = 0.49 and the upper bound 1 − 0.50 = 0.50.
+    Quantiles at ℓ ≤ 0.5 are 100, above 300; at x = 100 the grid (step 0.001) says G ∈ [0.500, 0.501),
+    so the lower bound is 1 − 0.501 = 0.499 and the upper bound 1 − 0.500 = 0.500.
     """
     estimate = _fingerprint_ks(_log([100] * 5), _log([100, 300] * 5))
-    assert estimate.lower == pytest.approx(0.49)
+    assert estimate.lower == pytest.approx(0.499)
     assert estimate.upper == pytest.approx(0.50)
     assert ks_distance(_log([100] * 5), _log([100, 300] * 5)) == pytest.approx(0.5)
 
 
 def test_ks_exact_flag_and_bad_fingerprints() -> None:
     workload = _log([10, 20, 30])
-    exact = ks_against_quantiles(workload, FINGERPRINT_LEVELS, tuple(range(101)), exact=True)
+    ranks = tuple(range(len(FINGERPRINT_LEVELS)))
+    exact = ks_against_quantiles(workload, FINGERPRINT_LEVELS, ranks, exact=True)
     assert (exact.lower, exact.upper, exact.exact) == (0.0, 0.0, True)
     with pytest.raises(ValidationError, match="2 levels but 1 quantiles"):
         ks_against_quantiles(workload, (0.0, 1.0), (5,))

@@ -21,7 +21,8 @@ def _core_modules() -> list[str]:
 
     import fleetopt.core
 
-    return ["fleetopt.core"] + [f"fleetopt.core.{m.name}" for m in pkgutil.iter_modules(fleetopt.core.__path__)]
+    names = [module.name for module in pkgutil.iter_modules(fleetopt.core.__path__)]
+    return ["fleetopt.core"] + [f"fleetopt.core.{name}" for name in names]
 
 
 @pytest.mark.parametrize("module", _core_modules())

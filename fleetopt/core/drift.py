@@ -373,7 +373,7 @@ def check_drift(
             DriftReason(
                 "distribution",
                 f"the total-token distribution moved: KS distance ≥ {ks.lower:.3f} "
-                f"(estimate {ks.estimate:.3f} ± {ks.resolution / 2:.3f}) > {tolerances.max_ks:g}",
+                f"(estimate {ks.estimate:.4f} ± {ks.resolution / 2:.4f}) > {tolerances.max_ks:g}",
             )
         )
     return DriftResult(

@@ -230,7 +230,7 @@ def _shift_rows(data: Mapping[str, Any]) -> list[tuple[str, str, str, str]]:
     ks_text = (
         "0 (identical data)"
         if ks["exact"]
-        else f"{ks['estimate']:.3f} ± {ks['resolution'] / 2:.3f} (≥ {ks['lower']:.3f})"
+        else f"{ks['estimate']:.4f} ± {ks['resolution'] / 2:.4f} (≥ {ks['lower']:.3f})"
     )
     rows = [("KS distance, total tokens", "", "", ks_text)]
     for label, values in shift["tokens"].get("total", {}).items():
