@@ -109,7 +109,9 @@ def plan_workload(
         tpot_slo_s=tpot_slo_s,
     )
     plan = plan_fleet(loaded, short_hardware, long_hardware, options)
-    document = plan_document(plan, loaded, {"workload": label, "arrival_rate_origin": origin})
+    document = plan_document(
+        plan, loaded, {"workload": label, "arrival_rate_origin": origin, "workload_reader": reader_options}
+    )
     return PlanRun(plan=plan, workload=loaded, document=document)
 
 

@@ -163,6 +163,16 @@ def _savings(best: FleetCandidate | None, baseline: FleetCandidate | None) -> fl
     return (base - best.cost_per_hour_usd) / base if base > 0 else None
 
 
+def _reader_document(reader_options: dict[str, Any] | None, workload: Workload) -> dict[str, Any]:
+    """How the workload was read (format and column overrides; the split model of a CDF)."""
+    reader = {
+        key: value for key, value in (reader_options or {}).items() if value is not None and key != "split"
+    }
+    if workload.kind == "cdf":
+        reader["split_model"] = workload.split_model
+    return reader
+
+
 def plan_document(plan: FleetPlan, workload: Workload, inputs: dict[str, Any]) -> dict[str, Any]:
     """The versioned plan document (schema in docs/planner.md).
 
@@ -177,6 +187,7 @@ def plan_document(plan: FleetPlan, workload: Workload, inputs: dict[str, Any]) -
         "fleetopt_version": __version__,
         "inputs": {
             "workload": inputs.get("workload", workload.name),
+            "workload_reader": _reader_document(inputs.get("workload_reader"), workload),
             "workload_fingerprint": workload_fingerprint(
                 workload,
                 best.b_short_tokens if best is not None else None,
