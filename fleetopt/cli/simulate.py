@@ -182,8 +182,15 @@ def simulate(
     name = cdf if cdf is not None else inputs.get("workload")
     if not isinstance(name, str) or not name:
         raise ValidationError(f"plan {plan}: inputs.workload = {name!r} is invalid; pass --cdf")
+    reader: dict[str, Any] = {}
+    if cdf is None:  # read the plan's workload the way the plan read it
+        recorded = inputs.get("workload_reader") or {}
+        keys = ("input_format", "input_column", "output_column", "time_column")
+        reader = {key: recorded[key] for key in keys if isinstance(recorded.get(key), str)}
+        if isinstance(recorded.get("split_model"), str):
+            reader["split"] = recorded["split_model"]
     try:
-        workload = load_workload(name)
+        workload = load_workload(name, **reader)
     except FleetoptError as exc:
         if cdf is not None:
             raise
