@@ -37,6 +37,11 @@ _STIRLERR_SERIES_MIN_N = 16.0
 # Beyond this (a − c)/√a the Poisson cdf at c underflows; the Legendre continued fraction takes over.
 _CF_MIN_Z = 30.0
 _CF_ITERATIONS = 60
+# Band of the Poisson tail where the lower-incomplete-gamma continued fraction replaces scipy.
+_LOWER_CF_MIN_SHAPE = 200.0
+_LOWER_CF_MIN_Z = 4.0
+_LOWER_CF_MAX_Z = 10.0
+_LOWER_CF_MAX_TERMS = 96
 
 
 # ---------------------------------------------------------------------------------------------
@@ -110,26 +115,78 @@ def _log_upper_gamma_ratio_cf(s: np.ndarray, x: np.ndarray) -> np.ndarray:
     return np.log(h)
 
 
+def _lower_gamma_ratio_cf(s: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """r = γ(s, x) / (x^s·e^{−x}) by the continued fraction (DLMF 8.9.2), modified Lentz, x < s.
+
+    γ(s, x) = x^s e^{−x} / (s − s·x/(s+1 + x/(s+2 − (s+1)·x/(s+3 + 2x/(s+4 − …))))). Used where
+    (s − x)/√s ≥ 4: it converges there in ≤ ~60 terms whatever s is (measured up to s = 10⁹),
+    where the power series (scipy's path, capped at 2,000 terms) needs ~40/(1 − x/s) terms
+    and loses up to 1e-5 relative at s ≥ 10⁶.
+    """
+    tiny = 1e-300
+    f = s.copy()
+    c = s.copy()
+    d = np.zeros_like(s)
+    for n in range(1, _LOWER_CF_MAX_TERMS + 1):
+        a_n = -(s + (n - 1) // 2) * x if n % 2 == 1 else (n // 2) * x
+        b_n = s + n
+        d = b_n + a_n * d
+        d = 1.0 / np.where(np.abs(d) < tiny, tiny, d)
+        c = b_n + a_n / c
+        c = np.where(np.abs(c) < tiny, tiny, c)
+        delta = c * d
+        f = f * delta
+        if n % 8 == 0 and np.all(np.abs(delta - 1.0) < 1e-16):
+            break
+    return 1.0 / f
+
+
+def _log_cdf_below_servers(servers: np.ndarray, load: np.ndarray, log_pmf: np.ndarray) -> np.ndarray:
+    """ln P(c; a) for a < c: log1p(−Q), Q = P(X > c) = γ(c+1, a)/Γ(c+1) ≤ ~½ (accurate to ~1e-16).
+
+    Q comes from scipy's regularized incomplete gamma (Temme's uniform expansion near the mean,
+    ≤ 1e-14 relative as measured) except in the band 4 ≤ (c+1 − a)/√(c+1) ≤ 10, where scipy
+    falls back to a truncated power series; there Q = r·a·p(c; a) with r from the continued
+    fraction above. Beyond the band Q < 1e-20 and its relative accuracy no longer matters.
+    """
+    s = servers + 1.0
+    upper_tail = special.gammainc(s, load)
+    z = (s - load) / np.sqrt(s)
+    band = (s > _LOWER_CF_MIN_SHAPE) & (z >= _LOWER_CF_MIN_Z) & (z <= _LOWER_CF_MAX_Z)
+    if np.any(band):
+        upper_tail = upper_tail.copy()
+        x_band = load[band]
+        upper_tail[band] = _lower_gamma_ratio_cf(s[band], x_band) * x_band * np.exp(log_pmf[band])
+    return np.log1p(-upper_tail)
+
+
+def _log_erlang_b_above_servers(servers: np.ndarray, load: np.ndarray, log_pmf: np.ndarray) -> np.ndarray:
+    """ln B(c, a) for a ≥ c (Erlang B beyond saturation only).
+
+    ln p(c; a) − ln P(c; a) with P from scipy's regularized upper incomplete gamma, except where
+    P would underflow, (a − c) ≥ 30·√a: there P = R·a·p(c; a), R = Γ(c+1, a)/(e^{−a}·a^{c+1}) by
+    Legendre's continued fraction (under ten terms that far out), so B = 1/(a·R) exactly, with
+    no cancellation of the huge ln p(c; a).
+    """
+    with np.errstate(divide="ignore"):
+        log_b = log_pmf - np.log(special.gammaincc(servers + 1.0, load))
+    far = (load - servers) >= _CF_MIN_Z * np.sqrt(load)
+    if np.any(far):
+        x_far = load[far]
+        log_b[far] = -_log_upper_gamma_ratio_cf(servers[far] + 1.0, x_far) - np.log(x_far)
+    return log_b
+
+
 def _log_erlang_b_array(servers: np.ndarray, load: np.ndarray) -> np.ndarray:
-    """ln B(c, a) for arrays with c ≥ 1, a > 0 (broadcast already)."""
+    """ln B(c, a) = ln p(c; a) − ln P(c; a) for 1-d arrays with c ≥ 1, a > 0."""
     log_pmf = _poisson_log_pmf(servers, load)
     below = load < servers
-    # a < c: Q = P(X > c) ≤ ~½, so ln P = log1p(−Q) is accurate to ~1e-16 absolute.
-    upper_tail = special.gammainc(servers + 1.0, np.where(below, load, servers))
-    log_cdf_below = np.log1p(-upper_tail)
-    # a ≥ c (Erlang B only): ln P directly; where it underflows, the continued fraction.
-    cdf_above = special.gammaincc(servers + 1.0, np.where(below, servers, load))
-    with np.errstate(divide="ignore"):
-        log_cdf_above = np.log(cdf_above)
-    far = ~below & ((load - servers) >= _CF_MIN_Z * np.sqrt(load))
-    if np.any(far):
-        s_far = servers[far] + 1.0
-        x_far = load[far]
-        # P(X ≤ c) = Γ(c+1, a)/c! = R·a·p(c; a), R = Γ(c+1, a)/(e^{−a}·a^{c+1}).
-        log_cdf_above = log_cdf_above.copy()
-        log_cdf_above[far] = _log_upper_gamma_ratio_cf(s_far, x_far) + np.log(x_far) + log_pmf[far]
-    log_cdf = np.where(below, log_cdf_below, log_cdf_above)
-    return np.minimum(log_pmf - log_cdf, 0.0)
+    log_b = np.empty_like(log_pmf)
+    log_b[below] = log_pmf[below] - _log_cdf_below_servers(servers[below], load[below], log_pmf[below])
+    above = ~below
+    if np.any(above):
+        log_b[above] = _log_erlang_b_above_servers(servers[above], load[above], log_pmf[above])
+    return np.minimum(log_b, 0.0)
 
 
 # ---------------------------------------------------------------------------------------------
