@@ -1,0 +1,348 @@
+"""The queueing core: exact published values, invariants, the wait model and min_instances."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fleetopt.core.queueing import (
+    SizingResult,
+    erlang_b,
+    erlang_c,
+    log_erlang_c,
+    mean_wait,
+    min_instances,
+    wait_quantile,
+)
+from fleetopt.errors import ValidationError
+
+# --- FACTS §4: exact Erlang C values (mpmath at 50+ digits) ---------------------------------------
+
+
+@pytest.mark.parametrize("load", [1e-9, 0.1, 0.5, 0.85, 0.999999])
+def test_facts_4_single_server_erlang_c_is_the_load(load: float) -> None:
+    assert erlang_c(1, load) == pytest.approx(load, rel=1e-14)
+
+
+@pytest.mark.parametrize(
+    "servers,load,expected",
+    [
+        (3, 2.0, Fraction(4, 9)),
+        (5, 4.0, Fraction(128, 231)),
+        (14, 10.0, 0.1741319335950498),
+        (55, 48.0, 0.2387009363780092),
+        (100, 85.0, 0.074850495974551737),
+        (30_000, 25_500.0, 1.2000434378551342e-165),
+    ],
+)
+def test_facts_4_erlang_c_reference_values(servers: int, load: float, expected: float) -> None:
+    assert erlang_c(servers, load) == pytest.approx(float(expected), rel=1e-13)
+
+
+def test_facts_4_erlang_c_of_3_servers_at_load_2_by_hand() -> None:
+    # B(3, 2) = (8/6)/(1 + 2 + 2 + 8/6) = 4/19; C = 3B/(3 − 2 + 2B) = (12/19)/(27/19) = 4/9.
+    assert erlang_b(3, 2.0) == pytest.approx(4 / 19, rel=1e-14)
+
+
+@pytest.mark.parametrize(
+    "servers,arrival_rate,expected_p99_s",
+    [(100, 85.0, 0.134193842939744), (10, 8.0, 1.85578521628342), (14, 10.0, 0.714307039488623)],
+)
+def test_facts_4_mmc_p99_waits(servers: int, arrival_rate: float, expected_p99_s: float) -> None:
+    # FACTS §4, μ = 1: for M/M/c, P(W > t) = C·e^{−(cμ−λ)t} exactly, so this is the true P99.
+    assert wait_quantile(0.99, servers, arrival_rate, 1.0, 1.0) == pytest.approx(expected_p99_s, rel=1e-13)
+
+
+def test_scalar_in_float_out_and_arrays_broadcast() -> None:
+    assert isinstance(erlang_c(100, 85.0), float)
+    values = erlang_c(np.array([[3], [5]]), np.array([2.0, 2.5]))
+    assert values.shape == (2, 2)
+    assert values[0, 0] == pytest.approx(4 / 9, rel=1e-14)
+
+
+def test_edge_loads() -> None:
+    assert erlang_c(10, 0.0) == 0.0
+    assert log_erlang_c(10, 0.0) == -math.inf
+    assert erlang_c(10, 10.0) == 1.0  # unstable: every arrival waits
+    assert erlang_c(10, 25.0) == 1.0
+
+
+@pytest.mark.parametrize(
+    "servers,load,message",
+    [
+        (0, 1.0, "servers: 0 is not allowed; the number of servers must be ≥ 1"),
+        (5, -1.0, "offered_load: -1 is not allowed; the load (Erlangs) must be finite and ≥ 0"),
+        (5, math.nan, "offered_load: NaN is not allowed"),
+    ],
+)
+def test_erlang_c_rejects_invalid_arguments(servers: int, load: float, message: str) -> None:
+    with pytest.raises(ValidationError) as excinfo:
+        erlang_c(servers, load)
+    assert str(excinfo.value) == message
+
+
+# --- Hypothesis invariants -------------------------------------------------------------------------
+
+servers_strategy = st.integers(min_value=1, max_value=2_000_000)
+utilization_strategy = st.floats(min_value=1e-6, max_value=0.999999)
+
+
+@settings(max_examples=300, deadline=None)
+@given(servers=servers_strategy, utilization=utilization_strategy)
+def test_erlang_c_is_a_probability_at_least_erlang_b(servers: int, utilization: float) -> None:
+    load = servers * utilization
+    c_value, b_value = erlang_c(servers, load), erlang_b(servers, load)
+    assert 0.0 <= c_value <= 1.0
+    assert 0.0 <= b_value <= 1.0
+    assert c_value >= b_value * (1 - 1e-14)
+
+
+@settings(max_examples=300, deadline=None)
+@given(servers=servers_strategy, utilization=utilization_strategy, extra=st.integers(1, 50))
+def test_erlang_c_decreases_in_servers(servers: int, utilization: float, extra: int) -> None:
+    load = servers * utilization
+    # compare logs: they stay comparable where C underflows
+    assert log_erlang_c(servers + extra, load) <= log_erlang_c(servers, load) + 1e-13
+
+
+@settings(max_examples=300, deadline=None)
+@given(servers=servers_strategy, u1=utilization_strategy, u2=utilization_strategy)
+def test_erlang_c_increases_in_load(servers: int, u1: float, u2: float) -> None:
+    low, high = sorted((u1 * servers, u2 * servers))
+    assert log_erlang_c(servers, low) <= log_erlang_c(servers, high) + 1e-13
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    arrival_rate=st.floats(0.01, 1e5),
+    service_rate=st.floats(1e-3, 10.0),
+    scv=st.floats(0.0, 20.0),
+    q=st.floats(0.5, 0.9999),
+)
+def test_wait_quantile_is_non_increasing_in_servers(
+    arrival_rate: float, service_rate: float, scv: float, q: float
+) -> None:
+    first = math.floor(arrival_rate / service_rate) + 1
+    servers = np.arange(first, first + 400)
+    waits = wait_quantile(q, servers, arrival_rate, service_rate, scv)
+    assert np.all(np.isfinite(waits))
+    assert np.all(np.diff(waits) <= 1e-12 * waits[:-1])
+
+
+@settings(max_examples=200, deadline=None)
+@given(servers=st.integers(1, 10_000), utilization=st.floats(0.01, 0.99), scv=st.floats(0.0, 10.0))
+def test_mean_wait_and_quantile_scale_with_the_variability_factor(
+    servers: int, utilization: float, scv: float
+) -> None:
+    # Both carry the factor (C_a² + C_s²)/2 (Kimura 1994 / FleetOpt Eq. 6): M/G/c = M/M/c × (1 + C_s²)/2.
+    arrival_rate = servers * utilization
+    factor = (1 + scv) / 2
+    assert mean_wait(servers, arrival_rate, 1.0, scv) == pytest.approx(
+        factor * mean_wait(servers, arrival_rate, 1.0, 1.0), rel=1e-12, abs=1e-300
+    )
+    assert wait_quantile(0.9, servers, arrival_rate, 1.0, scv) == pytest.approx(
+        factor * wait_quantile(0.9, servers, arrival_rate, 1.0, 1.0), rel=1e-12, abs=1e-300
+    )
+
+
+def test_mmc_mean_wait_by_hand() -> None:
+    # M/M/1: E[W] = ρ/(μ − λ) = 0.5/(1 − 0.5) = 1 s at λ = 0.5, μ = 1.
+    assert mean_wait(1, 0.5, 1.0, 1.0) == pytest.approx(1.0, rel=1e-14)
+    # M/M/3 at a = 2: C = 4/9, E[W] = C/(3 − 2) = 4/9 s.
+    assert mean_wait(3, 2.0, 1.0, 1.0) == pytest.approx(4 / 9, rel=1e-14)
+
+
+def test_wait_quantile_is_zero_when_few_arrivals_wait_and_infinite_when_unstable() -> None:
+    # FACTS §2 item 6: Eq. 6 is negative when C < 1 − q and is clamped to 0.
+    assert erlang_c(100, 50.0) < 0.01
+    assert wait_quantile(0.99, 100, 50.0, 1.0, 1.0) == 0.0
+    assert wait_quantile(0.99, 100, 100.0, 1.0, 1.0) == math.inf
+    assert mean_wait(100, 150.0, 1.0, 1.0) == math.inf
+    # M/M/1, q = 0.9: ln(ρ/0.1)/(μ − λ) = ln(5)/0.5 at ρ = 0.5.
+    assert wait_quantile(0.9, 1, 0.5, 1.0, 1.0) == pytest.approx(math.log(5) / 0.5, rel=1e-14)
+
+
+def test_wait_quantile_vectorizes_over_servers_and_arrival_scv() -> None:
+    waits = wait_quantile(
+        0.99, np.array([90, 100, 120]), 85.0, 1.0, 1.0, arrival_scv=np.array([1.0, 1.0, 3.0])
+    )
+    assert waits.shape == (3,)
+    assert waits[1] == pytest.approx(0.134193842939744, rel=1e-13)
+
+
+# --- min_instances -----------------------------------------------------------------------------------
+
+
+def _violates(result: SizingResult, instances: int, **kwargs: float) -> bool:
+    servers = instances * kwargs["slots_per_instance"]
+    capacity_per_s = servers * kwargs["service_rate_per_s"]
+    utilization = kwargs["arrival_rate_per_s"] / capacity_per_s if capacity_per_s else math.inf
+    wait_s = wait_quantile(
+        kwargs.get("quantile", 0.99),
+        max(servers, 1),
+        kwargs["arrival_rate_per_s"],
+        kwargs["service_rate_per_s"],
+        kwargs["service_scv"],
+        kwargs.get("arrival_scv", 1.0),
+    )
+    return (
+        instances == 0
+        or utilization > kwargs.get("max_utilization", 0.85)
+        or utilization >= 1
+        or wait_s > kwargs["wait_budget_s"]
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    arrival_rate_per_s=st.floats(1e-3, 1e6),
+    service_rate_per_s=st.floats(1e-3, 10.0),
+    slots_per_instance=st.integers(1, 700),
+    service_scv=st.floats(0.0, 20.0),
+    wait_budget_s=st.floats(0.0, 30.0),
+    quantile=st.floats(0.5, 0.999),
+    max_utilization=st.floats(0.05, 1.0),
+)
+def test_min_instances_is_feasible_and_truly_minimal(**kwargs: float) -> None:
+    result = min_instances(**kwargs)
+    assert result.feasible
+    assert result.binding_constraint in ("utilization", "wait")
+    assert not _violates(result, result.instances, **kwargs)
+    assert _violates(result, result.instances - 1, **kwargs)
+    assert result.servers == result.instances * kwargs["slots_per_instance"]
+    assert result.utilization <= kwargs["max_utilization"]
+    assert result.wait_quantile_s <= kwargs["wait_budget_s"]
+
+
+def test_min_instances_binding_constraints_by_hand() -> None:
+    # λ = 85/s, μ = 1/s per slot, 10 slots: the 0.85 cap needs 10 instances (ρ = 0.85 exactly).
+    cap_only = min_instances(
+        arrival_rate_per_s=85.0,
+        service_rate_per_s=1.0,
+        slots_per_instance=10,
+        service_scv=1.0,
+        wait_budget_s=1.0,
+    )
+    assert (cap_only.instances, cap_only.binding_constraint) == (10, "utilization")
+    assert cap_only.wait_quantile_s == pytest.approx(0.134193842939744, rel=1e-12)  # FACTS §4
+    assert cap_only.utilization == pytest.approx(0.85)
+    # A 0.1 s budget is missed at c = 100 (0.134 s), so the wait binds at 11 instances.
+    tight = min_instances(
+        arrival_rate_per_s=85.0,
+        service_rate_per_s=1.0,
+        slots_per_instance=10,
+        service_scv=1.0,
+        wait_budget_s=0.1,
+    )
+    assert (tight.instances, tight.binding_constraint) == (11, "wait")
+    assert tight.wait_quantile_s <= 0.1
+
+
+def test_min_instances_zero_budget_needs_c_below_one_minus_q() -> None:
+    result = min_instances(
+        arrival_rate_per_s=85.0,
+        service_rate_per_s=1.0,
+        slots_per_instance=1,
+        service_scv=1.0,
+        wait_budget_s=0.0,
+    )
+    assert result.feasible and result.wait_quantile_s == 0.0
+    assert erlang_c(result.servers, 85.0) <= 0.01 < erlang_c(result.servers - 1, 85.0)
+
+
+def test_min_instances_with_no_arrivals_needs_none() -> None:
+    result = min_instances(
+        arrival_rate_per_s=0.0,
+        service_rate_per_s=1.0,
+        slots_per_instance=8,
+        service_scv=1.0,
+        wait_budget_s=0.5,
+    )
+    assert result == SizingResult(
+        feasible=True,
+        instances=0,
+        servers=0,
+        utilization=0.0,
+        wait_quantile_s=0.0,
+        mean_wait_s=0.0,
+        binding_constraint="none",
+        reason="the arrival rate is 0 req/s: no instances are needed",
+    )
+
+
+def test_min_instances_negative_budget_is_a_typed_infeasible_result() -> None:
+    result = min_instances(
+        arrival_rate_per_s=10.0,
+        service_rate_per_s=1.0,
+        slots_per_instance=8,
+        service_scv=1.0,
+        wait_budget_s=-0.2,
+    )
+    assert not result.feasible
+    assert result.instances == 0
+    assert result.binding_constraint == "infeasible"
+    assert result.reason is not None and "negative (-0.2 s)" in result.reason
+
+
+def test_min_instances_at_a_million_requests_per_second() -> None:
+    result = min_instances(
+        arrival_rate_per_s=1e6,
+        service_rate_per_s=0.05,
+        slots_per_instance=256,
+        service_scv=2.0,
+        wait_budget_s=0.05,
+    )
+    # a = 2·10⁷ Erlangs: the 0.85 cap alone needs ⌈2e7/(0.85·256)⌉ = 91,912 instances.
+    assert result.instances == math.ceil(2e7 / (0.85 * 256))
+    assert result.binding_constraint == "utilization"
+
+
+def test_min_instances_utilization_cap_of_one_still_requires_stability() -> None:
+    result = min_instances(
+        arrival_rate_per_s=10.0,
+        service_rate_per_s=1.0,
+        slots_per_instance=10,
+        service_scv=1.0,
+        wait_budget_s=math.inf,
+        max_utilization=1.0,
+    )
+    assert result.instances == 2  # one instance would run at ρ = 1 (unstable)
+
+
+@pytest.mark.parametrize(
+    "override,message",
+    [
+        ({"service_rate_per_s": 0.0}, "service_rate_per_s: 0 is not allowed; it must be positive and finite"),
+        (
+            {"service_rate_per_s": math.inf},
+            "service_rate_per_s: inf is not allowed; it must be positive and finite",
+        ),
+        ({"arrival_rate_per_s": -1.0}, "arrival_rate_per_s: -1 is not allowed; it must be finite and ≥ 0"),
+        ({"slots_per_instance": 0}, "slots_per_instance: 0 is not allowed; it must be a whole number ≥ 1"),
+        (
+            {"service_scv": -0.5},
+            "service_scv: -0.5 is not allowed; a squared coefficient of variation is ≥ 0",
+        ),
+        ({"max_utilization": 1.5}, "max_utilization: 1.5 is not allowed; it must be in (0, 1]"),
+        ({"max_utilization": 0.0}, "max_utilization: 0 is not allowed; it must be in (0, 1]"),
+        ({"quantile": 1.0}, "quantile: 1 is not allowed; it must be strictly between 0 and 1"),
+        ({"wait_budget_s": math.nan}, "wait_budget_s: NaN is not allowed"),
+    ],
+)
+def test_min_instances_rejects_invalid_inputs(override: dict, message: str) -> None:
+    kwargs = dict(
+        arrival_rate_per_s=10.0,
+        service_rate_per_s=1.0,
+        slots_per_instance=8,
+        service_scv=1.0,
+        wait_budget_s=0.5,
+    )
+    kwargs.update(override)
+    with pytest.raises(ValidationError) as excinfo:
+        min_instances(**kwargs)
+    assert str(excinfo.value) == message
