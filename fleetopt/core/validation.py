@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from fleetopt.core.planner import FLEET_SIM_EMPTY_RATE_PER_S, FleetPlan, Planner, PlanOptions
+from fleetopt.core.planner import FleetPlan, Planner, PlanOptions
 from fleetopt.core.service import PoolHardware
 from fleetopt.core.simulate import (
     ProgressCallback,
@@ -310,12 +310,8 @@ def reevaluate(
         _, _, short_fraction, short_moments, long_moments = planner.split(
             routing.b_short_tokens, routing.gamma
         )
-        if service_model == "fleet-sim":
-            long_rate = arrival_rate_per_s * (1.0 - short_fraction)
-            long_rate = 0.0 if long_rate <= FLEET_SIM_EMPTY_RATE_PER_S else long_rate
-        else:
-            long_rate = arrival_rate_per_s * long_moments.traffic_fraction
-        traffic = [(arrival_rate_per_s * short_fraction, short_moments), (max(0.0, long_rate), long_moments)]
+        short_rate, long_rate = planner.pool_rates(short_fraction, long_moments)
+        traffic = [(short_rate, short_moments), (long_rate, long_moments)]
     pools = []
     for prediction, (rate, moments) in zip(setup.pools, traffic, strict=True):
         pool = prediction.simulated
