@@ -1,0 +1,74 @@
+"""Write docs/cli.md from the commands' own --help, so the reference can't drift from the code.
+
+python scripts/gen_cli_docs.py          # rewrite docs/cli.md
+python scripts/gen_cli_docs.py --check  # exit 1 if docs/cli.md is out of date (tests run this)
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from fleetopt.cli import app
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
+COMMANDS = (
+    ("plan",),
+    ("audit",),
+    ("drift",),
+    ("simulate",),
+    ("workload", "show"),
+    ("kv",),
+    ("profiles", "list"),
+    ("profiles", "show"),
+    ("queue",),
+)
+INTRO = """# Command-line reference
+
+Generated from each command's `--help` by `scripts/gen_cli_docs.py` (a test checks it is current).
+Conventions shared by every command:
+
+- `--format table|json|yaml` (`-f`): a table for people, the same data as JSON or YAML for machines
+  (`fleetopt drift` also has `markdown`).
+- Durations take a unit: `500ms`, `0.5s`. Fractions take `0.1` or `10%`.
+- Exit status: 0 success; 1 an error in the input (`Error: …` on stderr, never a traceback) or an
+  infeasible plan; 2 a usage error (unknown option, text where a number belongs). `fleetopt drift`
+  uses 1 for drift and 2 for unusable input, for CI.
+- Profiles: `--profiles-dir DIR` adds your own folder (models/, gpus/, serving/) before the
+  bundled profiles; any profile option also takes a path to a YAML file.
+- Workloads: `--cdf` takes a bundled name (`fleetopt workload show --help` lists the formats) or a
+  path to a request log (Azure CSV, any CSV with `--input-column/--output-column/--time-column`,
+  Mooncake JSONL) or a CDF (JSON or CSV).
+"""
+
+
+def render() -> str:
+    runner = CliRunner()
+    parts = [INTRO]
+    top = runner.invoke(app, ["--help"], env={"COLUMNS": "100"})
+    parts.append("## fleetopt\n\n```text\n" + top.output.rstrip() + "\n```\n")
+    for command in COMMANDS:
+        result = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "100"})
+        if result.exit_code != 0:
+            raise SystemExit(f"fleetopt {' '.join(command)} --help failed:\n{result.output}")
+        parts.append(f"## fleetopt {' '.join(command)}\n\n```text\n{result.output.rstrip()}\n```\n")
+    return "\n".join(parts)
+
+
+def main() -> None:
+    os.environ["COLUMNS"] = "100"
+    text = render()
+    if "--check" in sys.argv:
+        if not DOC.is_file() or DOC.read_text(encoding="utf-8") != text:
+            print(f"{DOC} is out of date: run python scripts/gen_cli_docs.py")
+            raise SystemExit(1)
+        return
+    DOC.write_text(text, encoding="utf-8")
+    print(f"wrote {DOC}")
+
+
+if __name__ == "__main__":
+    main()
