@@ -311,6 +311,31 @@ def _rates(
     return c, lam, mu, variability, scalar
 
 
+def _waits(
+    q: float,
+    servers: Any,
+    arrival_rate_per_s: Any,
+    service_rate_per_s: Any,
+    service_scv: Any,
+    arrival_scv: Any,
+) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(q-quantile, mean) of the wait from one evaluation of ln C; see ``wait_quantile``/``mean_wait``."""
+    if not (isinstance(q, (int, float)) and 0.0 < q < 1.0):
+        raise ValidationError(f"quantile: {q!r} is not allowed; it must be strictly between 0 and 1")
+    c, lam, mu, variability, scalar = _rates(
+        servers, arrival_rate_per_s, service_rate_per_s, service_scv, arrival_scv
+    )
+    log_c = np.asarray(log_erlang_c(c, lam / mu))
+    unstable = lam >= c * mu
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        slack_per_s = c * mu - lam
+        excess = np.maximum(log_c - math.log1p(-q), 0.0)
+        quantile_wait = np.where(excess > 0, excess * variability / slack_per_s, 0.0)
+        prob_wait = np.exp(log_c)
+        mean = np.where(prob_wait > 0, prob_wait * variability / slack_per_s, 0.0)
+    return np.where(unstable, np.inf, quantile_wait), np.where(unstable, np.inf, mean), scalar
+
+
 def wait_quantile(
     q: float,
     servers: Any,
@@ -329,18 +354,10 @@ def wait_quantile(
     ``service_rate_per_s`` μ per server (1/E[S]), SCVs ≥ 0. ln C comes from ``log_erlang_c``,
     so it stays right where C underflows. Broadcasts over every array argument.
     """
-    if not (isinstance(q, (int, float)) and 0.0 < q < 1.0):
-        raise ValidationError(f"quantile: {q!r} is not allowed; it must be strictly between 0 and 1")
-    c, lam, mu, variability, scalar = _rates(
-        servers, arrival_rate_per_s, service_rate_per_s, service_scv, arrival_scv
+    quantile_wait, _, scalar = _waits(
+        q, servers, arrival_rate_per_s, service_rate_per_s, service_scv, arrival_scv
     )
-    log_c = np.asarray(log_erlang_c(c, lam / mu))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        slack_per_s = c * mu - lam
-        excess = np.maximum(log_c - math.log1p(-q), 0.0)
-        wait = np.where(excess > 0, excess * variability / slack_per_s, 0.0)
-    wait = np.where(lam >= c * mu, np.inf, wait)
-    return _out(wait, scalar)
+    return _out(quantile_wait, scalar)
 
 
 def mean_wait(
@@ -355,14 +372,23 @@ def mean_wait(
     Exact for M/M/c at C_a² = C_s² = 1; the (C_a² + C_s²)/2 factor is the two-moment
     correction (Kimura 1994, the form FleetOpt §3.1 uses). Units and broadcasting as ``wait_quantile``.
     """
-    c, lam, mu, variability, scalar = _rates(
-        servers, arrival_rate_per_s, service_rate_per_s, service_scv, arrival_scv
+    _, mean, scalar = _waits(0.5, servers, arrival_rate_per_s, service_rate_per_s, service_scv, arrival_scv)
+    return _out(mean, scalar)
+
+
+def wait_statistics(
+    q: float,
+    servers: Any,
+    arrival_rate_per_s: Any,
+    service_rate_per_s: Any,
+    service_scv: Any,
+    arrival_scv: Any = 1.0,
+) -> tuple[float | np.ndarray, float | np.ndarray]:
+    """(``wait_quantile``, ``mean_wait``) at once, from a single Erlang-C evaluation (seconds)."""
+    quantile_wait, mean, scalar = _waits(
+        q, servers, arrival_rate_per_s, service_rate_per_s, service_scv, arrival_scv
     )
-    prob_wait = np.exp(np.asarray(log_erlang_c(c, lam / mu)))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        wait = np.where(prob_wait > 0, prob_wait * variability / (c * mu - lam), 0.0)
-    wait = np.where(lam >= c * mu, np.inf, wait)
-    return _out(wait, scalar)
+    return _out(quantile_wait, scalar), _out(mean, scalar)
 
 
 # ---------------------------------------------------------------------------------------------

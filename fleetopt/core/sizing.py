@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fleetopt.core.poolstats import PoolMoments
-from fleetopt.core.queueing import mean_wait, wait_quantile
+from fleetopt.core.queueing import wait_quantile, wait_statistics
 from fleetopt.core.service import PoolHardware, SlotServiceTimes, slot_service_times
 from fleetopt.errors import ValidationError
 
@@ -153,7 +153,7 @@ def _describe(
     scv = float(times.service_scv[index])
     servers = instances * slots
     service_rate = 1.0 / mean_s
-    p99_wait = float(wait_quantile(quantile, servers, rate, service_rate, scv))
+    p99_wait, mean_wait_s = (float(x) for x in wait_statistics(quantile, servers, rate, service_rate, scv))
     overhead = float(times.ttft_overhead_s[index])
     return PoolSizing(
         feasible=feasible,
@@ -169,7 +169,7 @@ def _describe(
         service_rate_per_instance_per_s=slots / mean_s,
         utilization=rate * mean_s / servers,
         p99_wait_s=p99_wait,
-        mean_wait_s=float(mean_wait(servers, rate, service_rate, scv)),
+        mean_wait_s=mean_wait_s,
         p99_prefill_s=float(times.prefill_s[index]),
         iteration_s=float(times.iteration_s[index]),
         p99_ttft_s=p99_wait + overhead,
