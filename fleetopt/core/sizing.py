@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from fleetopt.core.poolstats import PoolMoments
-from fleetopt.core.queueing import wait_quantile, wait_statistics
+from fleetopt.core.queueing import mean_wait, wait_quantile
 from fleetopt.core.service import PoolHardware, SlotServiceTimes, slot_service_times
 from fleetopt.errors import ValidationError
 
@@ -65,7 +66,6 @@ class PoolSizing:
     service_rate_per_instance_per_s: float
     utilization: float
     p99_wait_s: float
-    mean_wait_s: float
     p99_prefill_s: float
     iteration_s: float
     p99_ttft_s: float
@@ -75,13 +75,22 @@ class PoolSizing:
     min_achievable_ttft_s: float | None
     cost_per_hour_usd: float
 
+    @cached_property
+    def mean_wait_s(self) -> float:
+        """Mean slot wait, seconds (computed on first use: the sweep never needs it for most cells)."""
+        if self.servers == 0 or not self.arrival_rate_per_s > 0:
+            return 0.0 if self.feasible else math.nan
+        return float(
+            mean_wait(self.servers, self.arrival_rate_per_s, 1.0 / self.mean_service_s, self.service_scv)
+        )
+
 
 def _empty_pool(hardware: PoolHardware, context_tokens: int, kv_limit: int, slots: int) -> PoolSizing:
     return PoolSizing(
         feasible=True, instances=0, gpus=0, slots_per_instance=slots, kv_slot_limit=kv_limit,
         context_tokens=context_tokens, servers=0, arrival_rate_per_s=0.0, mean_service_s=math.nan,
         service_scv=math.nan, service_rate_per_instance_per_s=math.nan, utilization=0.0, p99_wait_s=0.0,
-        mean_wait_s=0.0, p99_prefill_s=0.0, iteration_s=math.nan, p99_ttft_s=0.0, binding_constraint="none",
+        p99_prefill_s=0.0, iteration_s=math.nan, p99_ttft_s=0.0, binding_constraint="none",
         slots_binding="kv", reason=None, min_achievable_ttft_s=None, cost_per_hour_usd=0.0,
     )  # fmt: skip
 
@@ -98,7 +107,7 @@ def _infeasible(
         feasible=False, instances=0, gpus=0, slots_per_instance=0, kv_slot_limit=kv_limit,
         context_tokens=context_tokens, servers=0, arrival_rate_per_s=rate, mean_service_s=math.nan,
         service_scv=math.nan, service_rate_per_instance_per_s=math.nan, utilization=math.nan,
-        p99_wait_s=math.nan, mean_wait_s=math.nan, p99_prefill_s=math.nan, iteration_s=math.nan,
+        p99_wait_s=math.nan, p99_prefill_s=math.nan, iteration_s=math.nan,
         p99_ttft_s=math.nan, binding_constraint="infeasible", slots_binding="kv", reason=reason,
         min_achievable_ttft_s=best_ttft, cost_per_hour_usd=math.nan,
     )  # fmt: skip
@@ -153,7 +162,10 @@ def _describe(
     scv = float(times.service_scv[index])
     servers = instances * slots
     service_rate = 1.0 / mean_s
-    p99_wait, mean_wait_s = (float(x) for x in wait_statistics(quantile, servers, rate, service_rate, scv))
+    if _surely_no_wait(np.array([servers]), np.array([rate * mean_s]), quantile)[0]:
+        p99_wait = 0.0  # C ≤ 1 − q for certain, so the q-quantile of the wait is exactly 0
+    else:
+        p99_wait = float(wait_quantile(quantile, servers, rate, service_rate, scv))
     overhead = float(times.ttft_overhead_s[index])
     return PoolSizing(
         feasible=feasible,
@@ -169,7 +181,6 @@ def _describe(
         service_rate_per_instance_per_s=slots / mean_s,
         utilization=rate * mean_s / servers,
         p99_wait_s=p99_wait,
-        mean_wait_s=mean_wait_s,
         p99_prefill_s=float(times.prefill_s[index]),
         iteration_s=float(times.iteration_s[index]),
         p99_ttft_s=p99_wait + overhead,
