@@ -169,13 +169,16 @@ class Planner:
         short_hardware: PoolHardware,
         long_hardware: PoolHardware,
         options: PlanOptions,
+        statistics: dict[int, PoolStatistics] | None = None,
     ):
+        """``statistics``: prepared pool statistics of this same workload (by chunk size) to reuse,
+        e.g. another planner's :meth:`prepared_statistics` when re-planning at another rate."""
         options.validate()
         self.workload = workload
         self.short_hardware = short_hardware
         self.long_hardware = long_hardware
         self.options = options
-        self._stats: dict[int, PoolStatistics] = {}
+        self._stats: dict[int, PoolStatistics] = {} if statistics is None else statistics
         self._cells: dict[tuple[int, float], FleetCandidate] = {}
         longest = workload.max_total_tokens
         if longest > options.long_context_tokens:
@@ -184,6 +187,10 @@ class Planner:
                 f"workload {workload.name}: {share:.4%} of requests are longer than the long context "
                 f"{options.long_context_tokens:,} tokens (longest {longest:,}); raise --long-context"
             )
+
+    def prepared_statistics(self) -> dict[int, PoolStatistics]:
+        """The pool statistics prepared so far, by prefill chunk size (shareable; read-only use)."""
+        return self._stats
 
     def stats(self, hardware: PoolHardware) -> PoolStatistics:
         chunk = hardware.prefill_chunk_tokens
