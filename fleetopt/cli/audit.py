@@ -21,7 +21,7 @@ import typer
 
 from fleetopt.cli.common import FORMAT_OPTION, PROFILES_DIR_OPTION
 from fleetopt.defaults import DEFAULT_LONG_CONTEXT_TOKENS, DEFAULT_SERVING
-from fleetopt.render.output import OutputFormat
+from fleetopt.render.output import OutputFormat, fmt_count, fmt_pct, fmt_usd
 
 #: The workload mode's default P99 TTFT SLO: the papers' 500 ms (FleetOpt §7.1).
 DEFAULT_SLO = "500ms"
@@ -68,28 +68,6 @@ def _usage(message: str) -> Exception:
     return _UsageError(message)
 
 
-def _fmt_usd(value: float | None) -> str:
-    if value is None:
-        return "–"
-    sign = "-" if value < 0 else ""
-    magnitude = abs(value)
-    if magnitude >= 1e6:
-        return f"{sign}${magnitude / 1e6:,.2f}M"
-    if magnitude >= 1e3:
-        return f"{sign}${magnitude / 1e3:,.1f}K"
-    return f"{sign}${magnitude:,.0f}"
-
-
-def _fmt_count(value: float | None) -> str:
-    if value is None:
-        return "–"
-    return f"{value:,.0f}" if abs(value - round(value)) < 1e-9 else f"{value:,.1f}"
-
-
-def _fmt_pct(value: float | None) -> str:
-    return "–" if value is None else f"{100.0 * value:.1f}%"
-
-
 def _draw(console, data: Mapping[str, Any]) -> None:
     from rich.table import Table
 
@@ -100,16 +78,16 @@ def _draw(console, data: Mapping[str, Any]) -> None:
         table.add_column(header, justify="right")
     for row in data["estimates"]:
         short, long = row["short_instances"], row["long_instances"]
-        pools = "–" if short is None else f"{_fmt_count(short)} + {_fmt_count(long)}"
+        pools = "–" if short is None else f"{fmt_count(short)} + {fmt_count(long)}"
         factor = row["over_prediction_factor"]
         table.add_row(
             row["name"] + (" *" if row["is_baseline"] else ""),
             pools,
-            _fmt_count(row["instances"]),
-            _fmt_count(row["gpus"]),
-            _fmt_usd(row["cost_per_year_usd"]),
-            _fmt_pct(row["savings_fraction"]),
-            _fmt_usd(row["savings_usd_per_year"]),
+            fmt_count(row["instances"]),
+            fmt_count(row["gpus"]),
+            fmt_usd(row["cost_per_year_usd"]),
+            fmt_pct(row["savings_fraction"]),
+            fmt_usd(row["savings_usd_per_year"]),
             "–" if factor is None else f"{factor:.2f}×",
         )
     console.print(table)

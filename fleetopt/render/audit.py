@@ -8,14 +8,13 @@ dictionary as tables (so the terminal and the machine formats carry the same fig
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping
 from typing import Any
 
 from fleetopt.core.audit import WorkloadAudit
 from fleetopt.core.planner import HOURS_PER_YEAR
 from fleetopt.core.service import PoolHardware
-from fleetopt.render.output import fmt_num, fmt_seconds, to_jsonable
+from fleetopt.render.output import fmt_count, fmt_num, fmt_pct, fmt_seconds, fmt_usd, to_jsonable
 
 
 def _hardware(hw: PoolHardware) -> dict[str, Any]:
@@ -106,28 +105,6 @@ def workload_audit_document(
     return to_jsonable(document)
 
 
-def _usd(value: float | None) -> str:
-    if value is None or not math.isfinite(value):
-        return "–"
-    sign = "-" if value < 0 else ""
-    magnitude = abs(value)
-    if magnitude >= 1e6:
-        return f"{sign}${magnitude / 1e6:,.2f}M"
-    if magnitude >= 1e3:
-        return f"{sign}${magnitude / 1e3:,.1f}K"
-    return f"{sign}${magnitude:,.0f}"
-
-
-def _count(value: float | None) -> str:
-    if value is None:
-        return "–"
-    return f"{value:,.0f}" if abs(value - round(value)) < 1e-9 else f"{value:,.1f}"
-
-
-def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{100.0 * value:.1f}%"
-
-
 def _profile(hardware: Mapping[str, Any]) -> str:
     return (
         f"{hardware['serving_profile']} (TP {hardware['gpus_per_instance']}, "
@@ -177,9 +154,9 @@ def draw_workload_audit(console, data: Mapping[str, Any]) -> None:
         table.add_column(header, justify="right")
     for row in data["estimates"]:
         short_i, long_i = row["short_instances"], row["long_instances"]
-        pools = "–" if short_i is None or long_i is None else f"{_count(short_i)} + {_count(long_i)}"
+        pools = "–" if short_i is None or long_i is None else f"{fmt_count(short_i)} + {fmt_count(long_i)}"
         instances = row["instances"]
-        instance_text = _count(instances)
+        instance_text = fmt_count(instances)
         if (
             row["whole_instances"] is not None
             and instances is not None
@@ -191,12 +168,12 @@ def draw_workload_audit(console, data: Mapping[str, Any]) -> None:
             row["name"] + ("" if row["feasible"] else " ✗"),
             pools,
             instance_text,
-            _count(row["gpus"]),
-            _usd(row["cost_per_year_usd"]),
-            _pct(row["savings_fraction"]),
+            fmt_count(row["gpus"]),
+            fmt_usd(row["cost_per_year_usd"]),
+            fmt_pct(row["savings_fraction"]),
         ]
-        cells += [_pct(row["savings_vs_current"])] if has_current else []
-        cells += [_usd(row["saved_usd_per_year"]), "–" if factor is None else f"{factor:.2f}×"]
+        cells += [fmt_pct(row["savings_vs_current"])] if has_current else []
+        cells += [fmt_usd(row["saved_usd_per_year"]), "–" if factor is None else f"{factor:.2f}×"]
         table.add_row(*cells)
     console.print(table)
     baseline = "the current fleet" if has_current else "the homogeneous fleet"
@@ -227,7 +204,7 @@ def draw_workload_audit(console, data: Mapping[str, Any]) -> None:
         )
         verdict = "meets the SLO and cap" if current["feasible"] else f"does NOT fit: {current['reason']}"
         console.print(
-            f"Current fleet: {_count(current['gpus'])} GPUs = {current['instances']} instances at "
+            f"Current fleet: {fmt_count(current['gpus'])} GPUs = {current['instances']} instances at "
             f"{current['context_tokens']:,} tokens ({current['slots_per_instance']} slots each): "
             f"{state}; {verdict}."
         )

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from fleetopt.core.drift import DriftResult, FleetFit, Tolerances, WorkloadSummary, relative_change
 from fleetopt.core.planner import FleetCandidate, PlanOptions
-from fleetopt.render.output import fmt_num, fmt_seconds
+from fleetopt.render.output import fmt_num, fmt_pct, fmt_seconds, fmt_usd
 
 DRIFT_KIND = "fleetopt-drift"
 
@@ -167,18 +167,6 @@ def drift_document(
 # --------------------------------------------------------------------------------------------- text
 
 
-def _pct(value: float | None, signed: bool = False) -> str:
-    if value is None:
-        return "–"
-    return f"{value:+.1%}" if signed else f"{value:.1%}"
-
-
-def _usd(value: float | None) -> str:
-    if value is None:
-        return "–"
-    return f"${value / 1e6:,.2f}M" if abs(value) >= 1e6 else f"${value:,.0f}"
-
-
 def _ttft(pool: Mapping[str, Any]) -> str:
     return "∞" if pool["unstable"] else fmt_seconds(pool["p99_ttft_s"])
 
@@ -218,8 +206,8 @@ def _replan_line(data: Mapping[str, Any]) -> str | None:
 
     return (
         f"re-plan today: {replan['total_gpus']:,} GPUs ({replan['gpu_change']:+,d}), "
-        f"{_usd(replan['cost_per_year_usd'])}/year ({_pct(replan['cost_change'], True)} vs planned "
-        f"{_usd(plan['cost_per_year_usd'])}), {shape(plan['b_short_tokens'], plan['gamma'])} → "
+        f"{fmt_usd(replan['cost_per_year_usd'])}/year ({fmt_pct(replan['cost_change'], True)} vs planned "
+        f"{fmt_usd(plan['cost_per_year_usd'])}), {shape(plan['b_short_tokens'], plan['gamma'])} → "
         f"{shape(replan['b_short_tokens'], replan['gamma'])}"
     )
 
@@ -236,7 +224,7 @@ def _shift_rows(data: Mapping[str, Any]) -> list[tuple[str, str, str, str]]:
     for label, values in shift["tokens"].get("total", {}).items():
         rows.append(
             (f"total tokens {label}", fmt_num(values["planned"]), fmt_num(values["today"]),
-             _pct(values["change"], True))
+             fmt_pct(values["change"], True))
         )  # fmt: skip
     for key, label in (("alpha", "α = F(B_short)"), ("beta", "β = F(γB) − F(B)")):
         values = shift[key]
@@ -254,7 +242,7 @@ def _shift_rows(data: Mapping[str, Any]) -> list[tuple[str, str, str, str]]:
     for key, label in (("arrival_rate_per_s", "rate, req/s"), ("interarrival_scv", "inter-arrival SCV")):
         values = shift[key]
         rows.append(
-            (label, fmt_num(values["planned"]), fmt_num(values["today"]), _pct(values["change"], True))
+            (label, fmt_num(values["planned"]), fmt_num(values["today"]), fmt_pct(values["change"], True))
         )
     return rows
 

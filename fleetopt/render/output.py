@@ -108,3 +108,30 @@ def fmt_seconds(value_s: float | None) -> str:
     if abs(value_s) < 1.0:
         return f"{value_s * 1e3:.1f} ms"
     return f"{value_s:.3f} s"
+
+
+def fmt_usd(value: float | None) -> str:
+    """Dollars for people: ``$20.75M``, ``$309.8K``, ``$950``; ``–`` for None or non-finite."""
+    if value is None or not math.isfinite(value):
+        return "–"
+    sign = "-" if value < 0 else ""
+    magnitude = abs(value)
+    if magnitude >= 1e6:
+        return f"{sign}${magnitude / 1e6:,.2f}M"
+    if magnitude >= 1e3:
+        return f"{sign}${magnitude / 1e3:,.1f}K"
+    return f"{sign}${magnitude:,.0f}"
+
+
+def fmt_pct(value: float | None, signed: bool = False) -> str:
+    """A fraction as a percentage with one decimal (``0.371`` → ``37.1%``); ``–`` for None."""
+    if value is None:
+        return "–"
+    return f"{value:+.1%}" if signed else f"{value:.1%}"
+
+
+def fmt_count(value: float | None) -> str:
+    """A count, whole numbers without decimals and fractional ones (Eq. 8 instances) with one."""
+    if value is None:
+        return "–"
+    return f"{value:,.0f}" if abs(value - round(value)) < 1e-9 else f"{value:,.1f}"

@@ -8,19 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from fleetopt.render.output import fmt_num, fmt_seconds
-
-
-def _usd(value: float | None) -> str:
-    if value is None:
-        return "–"
-    if abs(value) >= 1e6:
-        return f"${value / 1e6:,.2f}M"
-    return f"${value:,.0f}"
-
-
-def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{value:.1%}"
+from fleetopt.render.output import fmt_num, fmt_pct, fmt_seconds, fmt_usd
 
 
 def explain_pool(name: str, pool: Mapping[str, Any], slo_s: float) -> str:
@@ -80,14 +68,14 @@ def _pool_table(fleet: Mapping[str, Any]) -> Table:
         ("arrival rate", lambda p: f"{fmt_num(p['arrival_rate_per_s'])} req/s"),
         ("service rate μ per instance", lambda p: f"{fmt_num(p['service_rate_per_instance_per_s'])} req/s"),
         ("service-time SCV C_s²", lambda p: fmt_num(p["service_scv"], 3)),
-        ("utilization", lambda p: _pct(p["utilization"])),
+        ("utilization", lambda p: fmt_pct(p["utilization"])),
         ("P99 slot wait", lambda p: fmt_seconds(p["p99_wait_s"])),
         ("P99 prefill", lambda p: fmt_seconds(p["p99_prefill_s"])),
         ("P99 TTFT", lambda p: fmt_seconds(p["p99_ttft_s"])),
         ("iteration time (TPOT)", lambda p: fmt_seconds(p["iteration_s"])),
         ("binding constraint", lambda p: p["binding_constraint"]),
         ("slot count set by", lambda p: p["slots_binding"]),
-        ("$/year", lambda p: _usd(p["cost_per_year_usd"])),
+        ("$/year", lambda p: fmt_usd(p["cost_per_year_usd"])),
     )
     for label, cell in rows:
         table.add_row(
@@ -124,8 +112,8 @@ def _baseline_table(document: Mapping[str, Any]) -> Table:
             f"{fleet['gamma']:.1f}" if fleet["b_short_tokens"] else "–",
             fmt_num(fleet["total_instances"]) if fleet["feasible"] else "✗",
             fmt_num(fleet["total_gpus"]) if fleet["feasible"] else "✗",
-            _usd(cost) if fleet["feasible"] else f"✗ {fleet['reason']}",
-            _pct(saving),
+            fmt_usd(cost) if fleet["feasible"] else f"✗ {fleet['reason']}",
+            fmt_pct(saving),
         )
     return table
 
@@ -184,9 +172,9 @@ def draw_plan(console: Console, document: Mapping[str, Any]) -> None:
         )
         console.print(
             f"\n[bold]Best fleet:[/bold] {where}: {best['total_gpus']:,} GPUs in {best['total_instances']:,} "
-            f"instances, {_usd(best['cost_per_year_usd'])}/year "
-            f"({_pct(savings['vs_homogeneous'])} below homogeneous, {_pct(savings['vs_pool_routing'])} below "
-            f"pool routing)"
+            f"instances, {fmt_usd(best['cost_per_year_usd'])}/year "
+            f"({fmt_pct(savings['vs_homogeneous'])} below homogeneous, "
+            f"{fmt_pct(savings['vs_pool_routing'])} below pool routing)"
         )
         if best["routing"]:
             console.print(f"routing: {best['routing']['rule']}")

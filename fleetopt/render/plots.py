@@ -22,6 +22,7 @@ from typing import Any
 from rich.table import Table
 
 from fleetopt.errors import FleetoptError, ValidationError
+from fleetopt.render.output import fmt_count, fmt_pct
 
 Rows = Sequence[Mapping[str, Any]]
 
@@ -39,16 +40,6 @@ def _check_rows(rows: Rows, keys: Sequence[str], what: str) -> None:
         missing = [key for key in keys if key not in row]
         if missing:
             raise ValidationError(f"{what}: row {index} lacks {', '.join(missing)} (needs {', '.join(keys)})")
-
-
-def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{100.0 * value:.1f}%"
-
-
-def _count(value: float | None) -> str:
-    if value is None:
-        return "–"
-    return f"{value:,.0f}" if abs(value - round(value)) < 1e-9 else f"{value:,.1f}"
 
 
 def _has(rows: Rows, key: str) -> bool:
@@ -77,14 +68,14 @@ def savings_vs_threshold_table(rows: Rows) -> Table:
         cells = [
             f"{int(row['b_short_tokens']):,}",
             f"{row['short_fraction']:.3f}",
-            _count(row["homogeneous_gpus"]),
-            _count(row["routed_gpus"]),
-            _pct(row["savings_fraction"]),
+            fmt_count(row["homogeneous_gpus"]),
+            fmt_count(row["routed_gpus"]),
+            fmt_pct(row["savings_fraction"]),
         ]
-        cells += [_pct(row["closed_form_savings_fraction"])] if closed else []
-        cells += [_pct(row["eq8_savings_fraction"])] if eq8 else []
+        cells += [fmt_pct(row["closed_form_savings_fraction"])] if closed else []
+        cells += [fmt_pct(row["eq8_savings_fraction"])] if eq8 else []
         if compressed:
-            cells += [_count(row["compressed_gpus"]), _pct(row["compressed_savings_fraction"])]
+            cells += [fmt_count(row["compressed_gpus"]), fmt_pct(row["compressed_savings_fraction"])]
         table.add_row(*cells)
     return table
 
@@ -102,12 +93,12 @@ def fleet_vs_rate_table(rows: Rows) -> Table:
     for row in rows:
         cells = [
             f"{row['arrival_rate_per_s']:,g}",
-            _count(row["homogeneous_gpus"]),
-            _count(row["routed_gpus"]),
+            fmt_count(row["homogeneous_gpus"]),
+            fmt_count(row["routed_gpus"]),
         ]
-        cells += [_count(row["compressed_gpus"])] if with_compression else []
-        cells += [_pct(row["routed_savings_fraction"])]
-        cells += [_pct(row["compressed_savings_fraction"])] if with_compression else []
+        cells += [fmt_count(row["compressed_gpus"])] if with_compression else []
+        cells += [fmt_pct(row["routed_savings_fraction"])]
+        cells += [fmt_pct(row["compressed_savings_fraction"])] if with_compression else []
         table.add_row(*cells)
     return table
 
