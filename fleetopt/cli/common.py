@@ -24,3 +24,17 @@ def profiles_dirs(extra: Path | None) -> tuple[Path, ...]:
     from fleetopt.io.data import bundled_dir
 
     return ((extra,) if extra is not None else ()) + (bundled_dir("profiles"),)
+
+
+# Workload reader options, shared by every command that takes a workload (see docs/workloads.md).
+INPUT_FORMAT_OPTION = typer.Option(
+    None, "--input-format", help="Override workload format detection: azure, csv, jsonl, cdf-json or cdf-csv."
+)
+INPUT_COLUMN_OPTION = typer.Option(None, "--input-column", help="CSV/JSONL column of input (prompt) tokens.")
+OUTPUT_COLUMN_OPTION = typer.Option(None, "--output-column", help="CSV/JSONL column of output tokens.")
+TIME_COLUMN_OPTION = typer.Option(None, "--time-column", help="CSV/JSONL column of arrival times.")
+SPLIT_OPTION = typer.Option(
+    "fleet-sim",
+    "--split",
+    help="Input/output split of a CDF: fleet-sim, input-fraction:F or output-tokens:N.",
+)

@@ -8,6 +8,14 @@ from typing import Any
 
 import typer
 
+from fleetopt.cli.common import (
+    INPUT_COLUMN_OPTION,
+    INPUT_FORMAT_OPTION,
+    OUTPUT_COLUMN_OPTION,
+    SPLIT_OPTION,
+    TIME_COLUMN_OPTION,
+)
+
 
 class DriftFormat(str, enum.Enum):
     """``--format`` of ``fleetopt drift``: the common three plus a pull-request comment."""
@@ -54,17 +62,11 @@ def drift(
         "--min-headroom",
         help="Drift unless the planned fleet also fits at this much more traffic (e.g. 10%).",
     ),
-    input_format: str | None = typer.Option(
-        None, "--input-format", help="Override workload format detection."
-    ),
-    input_column: str | None = typer.Option(None, "--input-column", help="CSV/JSONL column of input tokens."),
-    output_column: str | None = typer.Option(
-        None, "--output-column", help="CSV/JSONL column of output tokens."
-    ),
-    time_column: str | None = typer.Option(None, "--time-column", help="CSV/JSONL column of arrival times."),
-    split: str = typer.Option(
-        "fleet-sim", "--split", help="Input/output split of a CDF (see docs/workloads.md)."
-    ),
+    input_format: str | None = INPUT_FORMAT_OPTION,
+    input_column: str | None = INPUT_COLUMN_OPTION,
+    output_column: str | None = OUTPUT_COLUMN_OPTION,
+    time_column: str | None = TIME_COLUMN_OPTION,
+    split: str = SPLIT_OPTION,
     fmt: DriftFormat = typer.Option(
         DriftFormat.table,
         "--format",

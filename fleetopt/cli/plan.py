@@ -6,7 +6,15 @@ from pathlib import Path
 
 import typer
 
-from fleetopt.cli.common import FORMAT_OPTION, PROFILES_DIR_OPTION
+from fleetopt.cli.common import (
+    FORMAT_OPTION,
+    INPUT_COLUMN_OPTION,
+    INPUT_FORMAT_OPTION,
+    OUTPUT_COLUMN_OPTION,
+    PROFILES_DIR_OPTION,
+    SPLIT_OPTION,
+    TIME_COLUMN_OPTION,
+)
 from fleetopt.defaults import DEFAULT_LONG_CONTEXT_TOKENS, DEFAULT_SERVING
 from fleetopt.render.output import OutputFormat
 
@@ -62,17 +70,11 @@ def plan(
     output: Path | None = typer.Option(
         None, "--output", "-o", help="Write the plan (.json/.yaml) atomically."
     ),
-    input_format: str | None = typer.Option(
-        None, "--input-format", help="Override workload format detection."
-    ),
-    input_column: str | None = typer.Option(None, "--input-column", help="CSV/JSONL column of input tokens."),
-    output_column: str | None = typer.Option(
-        None, "--output-column", help="CSV/JSONL column of output tokens."
-    ),
-    time_column: str | None = typer.Option(None, "--time-column", help="CSV/JSONL column of arrival times."),
-    split: str = typer.Option(
-        "fleet-sim", "--split", help="Input/output split of a CDF (see docs/workloads.md)."
-    ),
+    input_format: str | None = INPUT_FORMAT_OPTION,
+    input_column: str | None = INPUT_COLUMN_OPTION,
+    output_column: str | None = OUTPUT_COLUMN_OPTION,
+    time_column: str | None = TIME_COLUMN_OPTION,
+    split: str = SPLIT_OPTION,
     profiles_dir: Path | None = PROFILES_DIR_OPTION,
     validate: bool = typer.Option(
         False, "--validate", help="Simulate the plan's fleet and compare it with the predictions."
