@@ -49,6 +49,24 @@ def resolve_hardware(serving: str, gpu: str | None, dirs: Sequence[Path]) -> Poo
     return pool_hardware(find_serving(model=model, gpu=gpu, dirs=dirs).source_file, dirs)
 
 
+def resolve_pool_hardware_pair(
+    serving: str, serving_long: str | None, gpu: str | None, gpu_long: str | None, dirs: Sequence[Path]
+) -> tuple[PoolHardware, PoolHardware]:
+    """(short, long) pool hardware: the long pool follows the short one unless told otherwise."""
+    short_hardware = resolve_hardware(serving, gpu, dirs)
+    if serving_long is None and gpu_long is None:
+        return short_hardware, short_hardware
+    return short_hardware, resolve_hardware(serving_long or serving, gpu_long, dirs)
+
+
+def rate_with_origin(workload: Workload, arrival_rate_per_s: float | None) -> tuple[float, str]:
+    """The rate to plan at and where it came from: ``given``, ``observed`` (the log), or ``default``."""
+    if arrival_rate_per_s is not None:
+        return float(arrival_rate_per_s), "given"
+    observed = observed_rate_per_s(workload)
+    return (observed, "observed") if observed else (DEFAULT_RATE_PER_S, "default")
+
+
 def observed_rate_per_s(workload: Workload) -> float | None:
     """The log's mean arrival rate, (n − 1)/span, or None without usable timestamps."""
     from fleetopt.core.workload_stats import arrival_statistics
@@ -88,15 +106,8 @@ def plan_workload(
     else:
         loaded, label = load_workload(workload, **(reader_options or {})), workload_label or workload
     dirs = profile_search_path(profiles_dir)
-    short_hardware = resolve_hardware(serving, gpu, dirs)
-    if serving_long is None and gpu_long is None:
-        long_hardware = short_hardware
-    else:
-        long_hardware = resolve_hardware(serving_long or serving, gpu_long, dirs)
-    origin = "given"
-    if arrival_rate_per_s is None:
-        observed = observed_rate_per_s(loaded)
-        arrival_rate_per_s, origin = (observed, "observed") if observed else (DEFAULT_RATE_PER_S, "default")
+    short_hardware, long_hardware = resolve_pool_hardware_pair(serving, serving_long, gpu, gpu_long, dirs)
+    arrival_rate_per_s, origin = rate_with_origin(loaded, arrival_rate_per_s)
     options = PlanOptions(
         arrival_rate_per_s=float(arrival_rate_per_s),
         ttft_slo_s=ttft_slo_s,

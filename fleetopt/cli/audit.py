@@ -539,10 +539,9 @@ def _workload_mode(
     output_format: OutputFormat,
 ) -> None:
     """``fleetopt audit --cdf``: parse → load the workload and profiles → audit_workload → render."""
-    from fleetopt.api import observed_rate_per_s, profile_search_path, resolve_hardware
+    from fleetopt.api import profile_search_path, rate_with_origin, resolve_pool_hardware_pair
     from fleetopt.core.audit import WorkloadAuditOptions, audit_workload
     from fleetopt.core.planner import PlanOptions
-    from fleetopt.defaults import DEFAULT_RATE_PER_S
     from fleetopt.io.units import parse_duration_s, parse_fraction, parse_number_list
     from fleetopt.io.workloads import load_workload
     from fleetopt.render.audit import draw_workload_audit, workload_audit_document
@@ -558,15 +557,10 @@ def _workload_mode(
     rate_values = tuple(parse_number_list(rates, field="--rates")) if rates else None
     workload = load_workload(cdf, **reader_options)
     dirs = profile_search_path(profiles_dir)
-    short_hardware = resolve_hardware(serving or DEFAULT_SERVING, gpu, dirs)
-    if serving_long is None and gpu_long is None:
-        long_hardware = short_hardware
-    else:
-        long_hardware = resolve_hardware(serving_long or serving or DEFAULT_SERVING, gpu_long, dirs)
-    origin = "given"
-    if rate is None:
-        observed = observed_rate_per_s(workload)
-        rate, origin = (observed, "observed") if observed else (DEFAULT_RATE_PER_S, "default")
+    short_hardware, long_hardware = resolve_pool_hardware_pair(
+        serving or DEFAULT_SERVING, serving_long, gpu, gpu_long, dirs
+    )
+    rate, origin = rate_with_origin(workload, rate)
     plan_options = PlanOptions(
         arrival_rate_per_s=float(rate),
         ttft_slo_s=ttft_slo_s,
