@@ -72,7 +72,7 @@ def main() -> None:
                 for gamma in options.gammas:
                     planner.candidate(b_short, gamma)
 
-            rows.append((f"fleet-sim 11-γ sweep, {name} B = {b_short}, λ = {rate:g}/s", median_time(sweep)))
+            rows.append((f"fleet-sim 11-γ sweep, {name} B = {b_short}, λ = {rate:g}/s", median_time(sweep, 101)))
     trace = load_workload("azure-2023")
     prepared = Planner(trace, hardware, hardware, PlanOptions(arrival_rate_per_s=1.0, ttft_slo_s=0.5))
     prepared.stats(hardware)

@@ -180,6 +180,8 @@ class Planner:
         self.options = options
         self._stats: dict[int, PoolStatistics] = {} if statistics is None else statistics
         self._cells: dict[tuple[int, float], FleetCandidate] = {}
+        self._splits: dict[tuple[int, float], tuple[float, float, float, PoolMoments, PoolMoments]] = {}
+        self._short_ranges: dict[int, PoolMoments] = {}
         longest = workload.max_total_tokens
         if longest > options.long_context_tokens:
             share = 1.0 - self.stats(long_hardware).cdf(options.long_context_tokens)
@@ -224,13 +226,21 @@ class Planner:
         short pool's exact share. fleet-sim (FACTS §1): the short pool's statistics come from
         L ≤ B only, the long pool's from L > γB only, and α' = α + p_c·(F(γB) − α).
         """
+        key = (int(b_short), float(gamma))
+        if key not in self._splits:
+            self._splits[key] = self._split(*key)
+        return self._splits[key]
+
+    def _split(self, b_short: int, gamma: float) -> tuple[float, float, float, PoolMoments, PoolMoments]:
         o = self.options
         short_stats, long_stats = self.stats(self.short_hardware), self.stats(self.long_hardware)
         alpha = short_stats.cdf(b_short)
         beta = short_stats.cdf(gamma * b_short) - alpha
         if o.service_model == "fleet-sim":
             short_fraction = min(1.0, alpha + beta * o.compressibility)
-            short = short_stats.range_moments(-1, b_short, o.quantile)
+            if b_short not in self._short_ranges:  # the same for every γ
+                self._short_ranges[b_short] = short_stats.range_moments(-1, b_short, o.quantile)
+            short = self._short_ranges[b_short]
             long = long_stats.range_moments(gamma * b_short, math.inf, o.quantile)
         else:
             short = short_stats.short_pool(b_short, gamma, o.compressibility, o.quantile)

@@ -117,18 +117,18 @@ class _PrefillHistogram:
         hi = min(max(hi_tokens, -1), self.modulus - 1)
         if hi <= lo:
             return np.zeros(self.levels)
-        left = np.searchsorted(self.keys, self.level_offsets + lo, side="right")
-        right = np.searchsorted(self.keys, self.level_offsets + hi, side="right")
+        left = self.keys.searchsorted(self.level_offsets + lo, side="right")
+        right = self.keys.searchsorted(self.level_offsets + hi, side="right")
         return self.cumulative_weight[right] - self.cumulative_weight[left]
 
 
 def _quantile_level(histogram: np.ndarray, quantile: float) -> int:
     """Smallest k with Σ_{j≤k} h[j] ≥ q · Σ h (the inverted-CDF quantile of a discrete law)."""
-    cumulative = np.cumsum(histogram)
-    total = cumulative[-1] if cumulative.size else 0.0
+    cumulative = histogram.cumsum()
+    total = float(cumulative[-1]) if cumulative.size else 0.0
     if total <= 0:
         return 0
-    return int(np.searchsorted(cumulative, quantile * total * (1.0 - _QUANTILE_SLACK), side="left"))
+    return int(cumulative.searchsorted(quantile * total * (1.0 - _QUANTILE_SLACK), side="left"))
 
 
 def _floor_tokens(value: float) -> int:
@@ -164,10 +164,9 @@ class PoolStatistics:
 
     # -- plain ranges ---------------------------------------------------------------------
     def _index(self, bound_tokens: int) -> int:
-        return int(np.searchsorted(self._totals, bound_tokens, side="right"))
+        return int(self._totals.searchsorted(bound_tokens, side="right"))
 
-    def _range_sums(self, lo: int, hi: int) -> np.ndarray:
-        i0, i1 = self._index(lo), self._index(hi)
+    def _sums_between(self, i0: int, i1: int) -> np.ndarray:
         if i1 <= i0:
             return np.zeros(len(_COLUMNS))
         return self._prefix[i1] - self._prefix[i0]
@@ -179,11 +178,12 @@ class PoolStatistics:
     def range_moments(self, lo_tokens: float, hi_tokens: float, quantile: float = 0.99) -> PoolMoments:
         """Moments of the requests with lo < L ≤ hi, at their original lengths."""
         lo, hi = _floor_tokens(lo_tokens), _floor_tokens(hi_tokens)
+        i0, i1 = self._index(lo), self._index(hi)
         return self._moments(
-            self._range_sums(lo, hi),
+            self._sums_between(i0, i1),
             self._histogram.weights_by_level(lo, hi),
             quantile,
-            self._max_total(lo, hi),
+            self._max_total_between(i0, i1),
         )
 
     # -- Compress-and-Route pools ------------------------------------------------------------
@@ -194,9 +194,10 @@ class PoolStatistics:
         """
         b = int(b_short_tokens)
         hi = _floor_tokens(gamma * b)
-        sums = self._range_sums(-1, b)
+        i_b = self._index(b)
+        sums = self._sums_between(0, i_b)
         histogram = self._histogram.weights_by_level(-1, b)
-        max_total = self._max_total(-1, b)
+        max_total = self._max_total_between(0, i_b)
         if compressibility > 0 and hi > b:
             band = self._band(b)
             band_sums = band.compressed_sums(hi)
@@ -217,9 +218,10 @@ class PoolStatistics:
         """
         b = int(b_short_tokens)
         hi = _floor_tokens(gamma * b)
-        sums = self._range_sums(hi, 2**62)
+        i_hi, i_end = self._index(hi), self._totals.size
+        sums = self._sums_between(i_hi, i_end)
         histogram = self._histogram.weights_by_level(hi, 2**62)
-        max_total = self._max_total(hi, 2**62)
+        max_total = self._max_total_between(i_hi, i_end)
         if hi > b:
             band = self._band(b)
             stay = 1.0 - compressibility
@@ -228,7 +230,7 @@ class PoolStatistics:
                 sums = sums + stay_sums
                 histogram = _add_padded(histogram, band.incompressible_histogram.weights_by_level(b, hi))
                 histogram = _add_padded(histogram, stay * band.original_histogram.weights_by_level(b, hi))
-                max_total = max(max_total, self._max_total(b, hi))
+                max_total = max(max_total, self._max_total_between(self._index(b), i_hi))
         return self._moments(sums, histogram, quantile, max_total)
 
     def compressible_fraction(self, b_short_tokens: int, gamma: float) -> float:
@@ -245,8 +247,7 @@ class PoolStatistics:
             self._bands[b_short_tokens] = band
         return band
 
-    def _max_total(self, lo: int, hi: int) -> int:
-        i0, i1 = self._index(lo), self._index(hi)
+    def _max_total_between(self, i0: int, i1: int) -> int:
         last = int(self._last_positive[i1])
         return int(self._totals[last]) if last >= i0 else 0
 
@@ -256,19 +257,19 @@ class PoolStatistics:
         if weight <= 1e-15:
             nan = math.nan
             return PoolMoments(0.0, nan, nan, nan, 0, quantile, nan, nan, nan, nan, nan, 0)
-        mean = sums / weight
+        mean = (sums / weight).tolist()
         return PoolMoments(
             traffic_fraction=weight,
-            mean_iterations=float(mean[_I]),
-            mean_sq_iterations=float(mean[_I2]),
-            mean_prefill_iterations=float(mean[_P]),
+            mean_iterations=mean[_I],
+            mean_sq_iterations=mean[_I2],
+            mean_prefill_iterations=mean[_P],
             prefill_iterations_quantile=_quantile_level(histogram, quantile),
             quantile=quantile,
-            mean_iter_x_len=float(mean[_IL]),
-            mean_sq_iter_x_len=float(mean[_I2L]),
-            mean_sq_iter_x_sq_len=float(mean[_I2L2]),
-            mean_prefill_x_len=float(mean[_PL]),
-            mean_total_tokens=float(mean[_L]),
+            mean_iter_x_len=mean[_IL],
+            mean_sq_iter_x_len=mean[_I2L],
+            mean_sq_iter_x_sq_len=mean[_I2L2],
+            mean_prefill_x_len=mean[_PL],
+            mean_total_tokens=mean[_L],
             max_total_tokens=max_total,
         )
 
@@ -301,7 +302,7 @@ class _CompressionBand:
         self.incompressible_histogram = _PrefillHistogram(prefill, totals, fixed_weights)
 
     def _end(self, hi_tokens: int) -> int:
-        return int(np.searchsorted(self.totals, hi_tokens, side="right"))
+        return int(self.totals.searchsorted(hi_tokens, side="right"))
 
     def compressed_sums(self, hi_tokens: int) -> np.ndarray:
         return self._compressed[self._end(hi_tokens)]

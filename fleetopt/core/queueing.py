@@ -32,6 +32,7 @@ _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 # atanh(v)-series cutoff for bd0: below it the all-positive series is used (no cancellation).
 _BD0_SERIES_MAX_V = 0.5
 _BD0_SERIES_TERMS = 30  # 0.5**(2·30) ≈ 9e-19: enough for full double precision at v ≤ 0.5
+_LOG_BD0_SERIES_TOLERANCE = math.log(1e-17)
 # Stirling's series for stirlerr(n) is accurate to < 1e-17 from this n on.
 _STIRLERR_SERIES_MIN_N = 16.0
 # Beyond this (a − c)/√a the Poisson cdf at c underflows; the Legendre continued fraction takes over.
@@ -60,6 +61,15 @@ def _stirlerr(n: np.ndarray) -> np.ndarray:
     return np.where(n >= _STIRLERR_SERIES_MIN_N, series, direct)
 
 
+def _bd0_series_terms(v2_max: float) -> int:
+    """Terms of Σ_k v^{2k}/(2k+1) that matter in double precision: v^{2K} ≤ 1e-17 (≤ 30 at |v| ≤ ½).
+
+    The tail left out is below v^{2K+2}/((2K+3)(1 − v²)), under 1e-17 of the leading v²."""
+    if not v2_max > 0:
+        return 1
+    return min(_BD0_SERIES_TERMS, max(1, math.ceil(_LOG_BD0_SERIES_TOLERANCE / math.log(v2_max))))
+
+
 def _bd0(x: np.ndarray, mean: np.ndarray) -> np.ndarray:
     """bd0(x, m) = x·ln(x/m) + m − x ≥ 0, the Poisson deviance term, without cancellation.
 
@@ -74,7 +84,7 @@ def _bd0(x: np.ndarray, mean: np.ndarray) -> np.ndarray:
     v2 = v_series * v_series
     # Horner evaluation of Σ_{k≥1} v^{2k}/(2k+1), then g = v² + (v + v²)·that sum.
     tail = np.zeros_like(v2)
-    for k in range(_BD0_SERIES_TERMS, 0, -1):
+    for k in range(_bd0_series_terms(float(v2.max(initial=0.0))), 0, -1):
         tail = (tail + 1.0 / (2 * k + 1)) * v2
     g_series = v2 + (v_series + v2) * tail
     # Far from the mean (x/m > 3 or < 1/3) the direct form has only mild cancellation; atanh(v)
@@ -190,6 +200,125 @@ def _log_erlang_b_array(servers: np.ndarray, load: np.ndarray) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------
+# The same formulas on one point, in plain floats (the sizing loops call them thousands of times;
+# a numpy call on a 1-element array costs ~1 µs of overhead per operation, these cost ~5 µs in all)
+# ---------------------------------------------------------------------------------------------
+
+
+def _stirlerr_scalar(n: float) -> float:
+    """``_stirlerr`` for one n ≥ 1."""
+    if n >= _STIRLERR_SERIES_MIN_N:
+        nn = n * n
+        return (1.0 / 12 - (1.0 / 360 - (1.0 / 1260 - (1.0 / 1680 - (1.0 / 1188) / nn) / nn) / nn) / nn) / n
+    return float(special.gammaln(n + 1.0)) - (n + 0.5) * math.log(n) + n - _HALF_LOG_2PI
+
+
+def _bd0_scalar(x: float, mean: float) -> float:
+    """``_bd0`` for one point."""
+    if not mean > 0:
+        return math.inf
+    total = x + mean
+    v = (x - mean) / total
+    if abs(v) > _BD0_SERIES_MAX_V:
+        return x * math.log(x / mean) + (mean - x)
+    v2 = v * v
+    tail = 0.0
+    for k in range(_bd0_series_terms(v2), 0, -1):
+        tail = (tail + 1.0 / (2 * k + 1)) * v2
+    return total * (v2 + (v + v2) * tail)
+
+
+def _lower_gamma_ratio_cf_scalar(s: float, x: float) -> float:
+    """``_lower_gamma_ratio_cf`` for one point."""
+    tiny = 1e-300
+    f = c = s
+    d = 0.0
+    for n in range(1, _LOWER_CF_MAX_TERMS + 1):
+        a_n = -(s + (n - 1) // 2) * x if n % 2 == 1 else (n // 2) * x
+        b_n = s + n
+        d = b_n + a_n * d
+        d = 1.0 / (tiny if abs(d) < tiny else d)
+        c = b_n + a_n / c
+        if abs(c) < tiny:
+            c = tiny
+        delta = c * d
+        f *= delta
+        if n % 8 == 0 and abs(delta - 1.0) < 1e-16:
+            break
+    return 1.0 / f
+
+
+def _log_upper_gamma_ratio_cf_scalar(s: float, x: float) -> float:
+    """``_log_upper_gamma_ratio_cf`` for one point."""
+    tiny = 1e-300
+    b = x + 1.0 - s
+    c = 1.0 / tiny
+    d = 1.0 / b
+    h = d
+    for i in range(1, _CF_ITERATIONS):
+        an = -i * (i - s)
+        b += 2.0
+        d = an * d + b
+        d = 1.0 / (tiny if abs(d) < tiny else d)
+        c = b + an / c
+        if abs(c) < tiny:
+            c = tiny
+        h *= d * c
+    return math.log(h)
+
+
+def _log_erlang_b_scalar(servers: float, load: float) -> float:
+    """ln B(c, a) for one point with c ≥ 1, a > 0: the array path's formulas, branch for branch."""
+    log_pmf = (
+        -_stirlerr_scalar(servers) - _bd0_scalar(servers, load) - _HALF_LOG_2PI - 0.5 * math.log(servers)
+    )
+    if load < servers:
+        s = servers + 1.0
+        upper_tail = float(special.gammainc(s, load))
+        z = (s - load) / math.sqrt(s)
+        if s > _LOWER_CF_MIN_SHAPE and _LOWER_CF_MIN_Z <= z <= _LOWER_CF_MAX_Z:
+            upper_tail = _lower_gamma_ratio_cf_scalar(s, load) * load * math.exp(log_pmf)
+        log_b = log_pmf - math.log1p(-upper_tail)
+    elif load - servers >= _CF_MIN_Z * math.sqrt(load):
+        log_b = -_log_upper_gamma_ratio_cf_scalar(servers + 1.0, load) - math.log(load)
+    else:
+        cdf = float(special.gammaincc(servers + 1.0, load))
+        log_b = log_pmf - math.log(cdf) if cdf > 0 else math.inf
+    return min(log_b, 0.0)
+
+
+def _log_erlang_c_scalar(servers: float, load: float) -> float:
+    """ln C(c, a) for one point with c ≥ 1, a ≥ 0 (−inf at a = 0, 0 for a ≥ c); see ``log_erlang_c``."""
+    if load == 0:
+        return -math.inf
+    if load >= servers:
+        return 0.0
+    log_b = _log_erlang_b_scalar(servers, load)
+    return min(log_b + math.log(servers) - math.log((servers - load) + load * math.exp(log_b)), 0.0)
+
+
+def _wait_statistics_scalar(
+    q: float, servers: float, arrival_rate_per_s: float, service_rate_per_s: float, service_scv: float,
+    arrival_scv: float = 1.0,
+) -> tuple[float, float]:  # fmt: skip
+    """(q-quantile, mean) of the wait for one point, unchecked (valid arguments assumed), seconds.
+
+    The same expressions, in the same order, as the array path of ``wait_quantile``/``mean_wait``.
+    """
+    capacity_per_s = servers * service_rate_per_s
+    if arrival_rate_per_s >= capacity_per_s:
+        return math.inf, math.inf
+    log_c = _log_erlang_c_scalar(servers, arrival_rate_per_s / service_rate_per_s)
+    variability = 0.5 * (arrival_scv + service_scv)
+    slack_per_s = capacity_per_s - arrival_rate_per_s
+    excess = max(log_c - math.log1p(-q), 0.0)
+    quantile_wait = excess * variability / slack_per_s if excess > 0 else 0.0
+    prob_wait = math.exp(log_c)
+    mean = prob_wait * variability / slack_per_s if prob_wait > 0 else 0.0
+    return quantile_wait, mean
+
+
+# ---------------------------------------------------------------------------------------------
 # Argument handling
 # ---------------------------------------------------------------------------------------------
 
@@ -237,6 +366,8 @@ def log_erlang_b(servers: Any, offered_load: Any) -> float | np.ndarray:
     ``offered_load`` a = λ/μ ≥ 0 in Erlangs. Broadcasts; scalars in → float out.
     """
     c, a, scalar = _servers_and_load(servers, offered_load)
+    if scalar:
+        return _log_erlang_b_scalar(float(c), float(a)) if a > 0 else -math.inf
     result = np.full(c.shape, -np.inf)
     positive = a > 0
     if np.any(positive):
@@ -258,6 +389,13 @@ def log_erlang_c(servers: Any, offered_load: Any) -> float | np.ndarray:
     Finite even where C underflows (e.g. c = 10⁵, a = 85,000: ln C ≈ −1256.3).
     """
     c, a, scalar = _servers_and_load(servers, offered_load)
+    if scalar:
+        return _log_erlang_c_scalar(float(c), float(a))
+    return _log_erlang_c_array(c, a)
+
+
+def _log_erlang_c_array(c: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """``log_erlang_c`` on valid, broadcast float arrays (unchecked)."""
     result = np.zeros(c.shape)
     result[a == 0] = -np.inf
     stable = (a > 0) & (a < c)
@@ -266,7 +404,7 @@ def log_erlang_c(servers: Any, offered_load: Any) -> float | np.ndarray:
         log_b = _log_erlang_b_array(cs, as_)
         # c − a is exact when a ≥ c/2 (Sterbenz), so 1 − ρ never loses digits as a → c.
         result[stable] = np.minimum(log_b + np.log(cs) - np.log((cs - as_) + as_ * np.exp(log_b)), 0.0)
-    return _out(result, scalar)
+    return result
 
 
 def erlang_c(servers: Any, offered_load: Any) -> float | np.ndarray:
@@ -325,7 +463,24 @@ def _waits(
     c, lam, mu, variability, scalar = _rates(
         servers, arrival_rate_per_s, service_rate_per_s, service_scv, arrival_scv
     )
-    log_c = np.asarray(log_erlang_c(c, lam / mu))
+    if scalar:
+        # (C_a² + C_s²)/2 is all that matters: pass it as C_s² = 2·variability, C_a² = 0 (exact).
+        quantile_wait, mean = _wait_statistics_scalar(
+            q, float(c), float(lam), float(mu), 2.0 * float(variability), 0.0
+        )
+        return np.float64(quantile_wait), np.float64(mean), True
+    quantile_wait, mean = _wait_statistics_array(q, c, lam, mu, variability)
+    return quantile_wait, mean, False
+
+
+def _wait_statistics_array(
+    q: float, c: np.ndarray, lam: np.ndarray, mu: np.ndarray, variability: np.ndarray | float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(q-quantile, mean) of the wait on valid, broadcast float arrays (unchecked), seconds.
+
+    ``variability`` is (C_a² + C_s²)/2.
+    """
+    log_c = _log_erlang_c_array(c, lam / mu)
     unstable = lam >= c * mu
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         slack_per_s = c * mu - lam
@@ -333,7 +488,7 @@ def _waits(
         quantile_wait = np.where(excess > 0, excess * variability / slack_per_s, 0.0)
         prob_wait = np.exp(log_c)
         mean = np.where(prob_wait > 0, prob_wait * variability / slack_per_s, 0.0)
-    return np.where(unstable, np.inf, quantile_wait), np.where(unstable, np.inf, mean), scalar
+    return np.where(unstable, np.inf, quantile_wait), np.where(unstable, np.inf, mean)
 
 
 def wait_quantile(

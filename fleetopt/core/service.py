@@ -7,6 +7,7 @@ its slot for I = ⌈L_in / chunk⌉ + L_out iterations.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -86,6 +87,54 @@ class SlotServiceTimes:
     iteration_s: np.ndarray
 
 
+@dataclass(frozen=True)
+class SlotServiceTime:
+    """:class:`SlotServiceTimes` for one slot count, as plain numbers (same attributes, same units)."""
+
+    slots: int
+    mean_service_s: float
+    service_scv: float
+    ttft_overhead_s: float
+    prefill_s: float
+    iteration_s: float
+
+
+def _service_formulas(
+    moments: PoolMoments, hardware: PoolHardware, slots: Any, service_model: str
+) -> tuple[Any, Any, Any, Any, Any]:
+    """(E[S], C_s², TTFT overhead, prefill, iteration time) for ``slots`` (a float or a float array).
+
+    Constants come back unbroadcast; see :func:`slot_service_times` for the formulas.
+    """
+    base_s, per_slot_s = hardware.iteration_base_s, hardware.iteration_per_slot_s
+    if service_model == "lockstep":
+        iteration_s = base_s + per_slot_s * slots
+        mean_service_s = iteration_s * moments.mean_iterations
+        prefill_s = moments.prefill_iterations_quantile * iteration_s
+        return mean_service_s, moments.iterations_scv, prefill_s + iteration_s, prefill_s, iteration_s
+    if service_model == "fleet-sim":
+        calibration = float(hardware.calibration_context_tokens)
+        k = per_slot_s * slots / calibration
+        mean_service_s = base_s * moments.mean_iterations + k * moments.mean_iter_x_len
+        second = (
+            base_s**2 * moments.mean_sq_iterations
+            + 2.0 * base_s * k * moments.mean_sq_iter_x_len
+            + k**2 * moments.mean_sq_iter_x_sq_len
+        )
+        raw_scv = second / mean_service_s**2 - 1.0
+        scv = (
+            np.maximum(FLEET_SIM_MIN_SCV, raw_scv)
+            if isinstance(raw_scv, np.ndarray)
+            else max(FLEET_SIM_MIN_SCV, raw_scv)
+        )
+        prefill_s = (
+            base_s * moments.mean_prefill_iterations + per_slot_s / calibration * moments.mean_prefill_x_len
+        )
+        iteration_s = base_s + k * moments.mean_total_tokens
+        return mean_service_s, scv, prefill_s, prefill_s, iteration_s
+    raise ValueError(f"unknown service model {service_model!r}; choose one of {', '.join(SERVICE_MODELS)}")
+
+
 def slot_service_times(
     moments: PoolMoments, hardware: PoolHardware, slots: np.ndarray, service_model: str
 ) -> SlotServiceTimes:
@@ -101,27 +150,18 @@ def slot_service_times(
     W·E[P] + (H / C_cal)·E[P·L], and no first-decode step.
     """
     s = np.asarray(slots, dtype=np.float64)
-    base_s, per_slot_s = hardware.iteration_base_s, hardware.iteration_per_slot_s
-    if service_model == "lockstep":
-        iteration_s = base_s + per_slot_s * s
-        mean_service_s = iteration_s * moments.mean_iterations
-        scv = np.full_like(s, moments.iterations_scv)
-        prefill_s = moments.prefill_iterations_quantile * iteration_s
-        return SlotServiceTimes(s, mean_service_s, scv, prefill_s + iteration_s, prefill_s, iteration_s)
-    if service_model == "fleet-sim":
-        calibration = float(hardware.calibration_context_tokens)
-        k = per_slot_s * s / calibration
-        mean_service_s = base_s * moments.mean_iterations + k * moments.mean_iter_x_len
-        second = (
-            base_s**2 * moments.mean_sq_iterations
-            + 2.0 * base_s * k * moments.mean_sq_iter_x_len
-            + k**2 * moments.mean_sq_iter_x_sq_len
-        )
-        scv = np.maximum(FLEET_SIM_MIN_SCV, second / mean_service_s**2 - 1.0)
-        prefill = (
-            base_s * moments.mean_prefill_iterations + per_slot_s / calibration * moments.mean_prefill_x_len
-        )
-        prefill_s = np.full_like(s, prefill)
-        iteration_s = base_s + k * moments.mean_total_tokens
-        return SlotServiceTimes(s, mean_service_s, scv, prefill_s, prefill_s, iteration_s)
-    raise ValueError(f"unknown service model {service_model!r}; choose one of {', '.join(SERVICE_MODELS)}")
+    values = _service_formulas(moments, hardware, s, service_model)
+    mean_s, scv, overhead_s, prefill_s, iteration_s = (
+        v if isinstance(v, np.ndarray) else np.full(s.shape, v) for v in values
+    )
+    return SlotServiceTimes(s, mean_s, scv, overhead_s, prefill_s, iteration_s)
+
+
+def one_slot_service_time(
+    moments: PoolMoments, hardware: PoolHardware, slots: int, service_model: str
+) -> SlotServiceTime:
+    """:func:`slot_service_times` for one slot count, in plain floats (the planner's hot path)."""
+    mean_s, scv, overhead_s, prefill_s, iteration_s = _service_formulas(
+        moments, hardware, float(slots), service_model
+    )
+    return SlotServiceTime(int(slots), mean_s, scv, overhead_s, prefill_s, iteration_s)

@@ -16,8 +16,14 @@ from functools import cached_property
 import numpy as np
 
 from fleetopt.core.poolstats import PoolMoments
-from fleetopt.core.queueing import mean_wait, wait_quantile
-from fleetopt.core.service import PoolHardware, SlotServiceTimes, slot_service_times
+from fleetopt.core.queueing import _wait_statistics_array, _wait_statistics_scalar, mean_wait
+from fleetopt.core.service import (
+    PoolHardware,
+    SlotServiceTime,
+    SlotServiceTimes,
+    one_slot_service_time,
+    slot_service_times,
+)
 from fleetopt.errors import ValidationError
 
 _MAX_DOUBLINGS = 64
@@ -131,6 +137,37 @@ def _surely_no_wait(servers: np.ndarray, offered_load: np.ndarray, quantile: flo
     return usable & (log_bound <= math.log1p(-quantile) - 1.0)
 
 
+_LOG_2 = math.log(2.0)
+
+
+def _surely_no_wait_one(servers: float, offered_load: float, quantile: float) -> bool:
+    """:func:`_surely_no_wait` for one point, in plain floats."""
+    if not (offered_load > 0 and servers >= offered_load + 1.0):
+        return False
+    log_factorial_lower = servers * math.log(servers) - servers + 0.5 * math.log(2.0 * math.pi * servers)
+    log_pmf_upper = servers * math.log(offered_load) - offered_load - log_factorial_lower
+    log_bound = _LOG_2 + log_pmf_upper - math.log1p(-offered_load / servers)
+    return log_bound <= math.log1p(-quantile) - 1.0
+
+
+def _wait_one(servers: float, rate: float, mean_service_s: float, scv: float, quantile: float) -> float:
+    """The q-quantile of the slot wait at c servers (one point, plain floats), seconds."""
+    if _surely_no_wait_one(servers, rate * mean_service_s, quantile):
+        return 0.0  # C ≤ 1 − q for certain, so the q-quantile of the wait is exactly 0
+    return _wait_statistics_scalar(quantile, servers, rate, 1.0 / mean_service_s, scv)[0]
+
+
+def _utilization_bound_one(rate: float, mean_service_s: float, slots: float, cap: float) -> int:
+    """:func:`_utilization_bound` for one slot count."""
+    load = rate * mean_service_s
+    n = max(1, math.ceil(load / (cap * slots)))
+    if load / (n * slots) > cap:
+        n += 1
+    if n - 1 >= 1 and load / ((n - 1) * slots) <= cap:
+        n -= 1
+    return n
+
+
 def _utilization_bound(rate: float, mean_service_s: np.ndarray, slots: np.ndarray, cap: float) -> np.ndarray:
     """Smallest n with λ·E[S] / (n·s) ≤ cap, per slot count (exact, guarding float rounding)."""
     load = rate * mean_service_s
@@ -149,24 +186,20 @@ def _describe(
     kv_limit: int,
     rate: float,
     instances: int,
-    index: int,
-    times: SlotServiceTimes,
+    times: SlotServiceTime,
     quantile: float,
     binding: str,
     slots_binding: str,
     feasible: bool = True,
     reason: str | None = None,
+    p99_wait: float | None = None,
 ) -> PoolSizing:
-    slots = int(times.slots[index])
-    mean_s = float(times.mean_service_s[index])
-    scv = float(times.service_scv[index])
+    """The PoolSizing of n instances of ``times.slots`` slots (``p99_wait``: already computed, s)."""
+    slots = times.slots
+    mean_s = times.mean_service_s
     servers = instances * slots
-    service_rate = 1.0 / mean_s
-    if _surely_no_wait(np.array([servers]), np.array([rate * mean_s]), quantile)[0]:
-        p99_wait = 0.0  # C ≤ 1 − q for certain, so the q-quantile of the wait is exactly 0
-    else:
-        p99_wait = float(wait_quantile(quantile, servers, rate, service_rate, scv))
-    overhead = float(times.ttft_overhead_s[index])
+    if p99_wait is None:
+        p99_wait = _wait_one(float(servers), rate, mean_s, times.service_scv, quantile)
     return PoolSizing(
         feasible=feasible,
         instances=instances,
@@ -177,19 +210,49 @@ def _describe(
         servers=servers,
         arrival_rate_per_s=rate,
         mean_service_s=mean_s,
-        service_scv=scv,
+        service_scv=times.service_scv,
         service_rate_per_instance_per_s=slots / mean_s,
         utilization=rate * mean_s / servers,
         p99_wait_s=p99_wait,
-        p99_prefill_s=float(times.prefill_s[index]),
-        iteration_s=float(times.iteration_s[index]),
-        p99_ttft_s=p99_wait + overhead,
+        p99_prefill_s=times.prefill_s,
+        iteration_s=times.iteration_s,
+        p99_ttft_s=p99_wait + times.ttft_overhead_s,
         binding_constraint=binding,
         slots_binding=slots_binding,
         reason=reason,
         min_achievable_ttft_s=None,
         cost_per_hour_usd=instances * hardware.instance_hour_usd,
     )
+
+
+def _one(times: SlotServiceTimes, index: int) -> SlotServiceTime:
+    """Entry ``index`` of per-slot-count arrays, as plain numbers."""
+    return SlotServiceTime(
+        int(times.slots[index]), float(times.mean_service_s[index]), float(times.service_scv[index]),
+        float(times.ttft_overhead_s[index]), float(times.prefill_s[index]), float(times.iteration_s[index]),
+    )  # fmt: skip
+
+
+def _tpot_reason(slots: int, iteration_s: float, tpot_slo_s: float) -> str:
+    return (
+        f"the iteration time at {slots} slot(s) is {iteration_s * 1e3:.1f} ms, "
+        f"above the TPOT SLO {tpot_slo_s * 1e3:.1f} ms"
+    )
+
+
+def _prefill_reason(best_ttft_s: float, slots: int, ttft_slo_s: float) -> str:
+    return (
+        f"prefill and first decode alone take {best_ttft_s * 1e3:.1f} ms at the best slot count "
+        f"({slots}), above the SLO {ttft_slo_s * 1e3:.1f} ms"
+    )
+
+
+def _binding(instances: int, n_util: int, rate: float, mean_s: float, slots: float, cap: float) -> str:
+    if instances > n_util:
+        return "ttft"
+    if instances == 1 and rate * mean_s < cap * slots:
+        return "minimum"  # one instance is the least a pool with traffic can have
+    return "utilization"
 
 
 def size_pool(
@@ -208,16 +271,15 @@ def size_pool(
 
     For every candidate slot count s (1 … KV limit, or ``fixed_slots``): the TTFT budget left for
     the wait is SLO − prefill − first decode; s is dropped if that is negative (or t_iter > TPOT
-    SLO). n*(s) = max(utilization bound, wait bound), the wait bound found by vectorized
-    bisection (the wait quantile is non-increasing in n). The answer is min_s n*(s), ties going
-    to the largest s. Never returns a pool that breaks its SLO or cap: if no s can meet them it
-    returns ``feasible=False`` with the reason and the smallest TTFT any size reaches.
+    SLO). n*(s) = max(utilization bound, wait bound), the wait bound found by bisection (the
+    wait quantile is non-increasing in n). The answer is min_s n*(s), ties going to the largest
+    s. Never returns a pool that breaks its SLO or cap: if no s can meet them it returns
+    ``feasible=False`` with the reason and the smallest TTFT any size reaches.
     """
     if not (0.0 < max_utilization <= 1.0):
         raise ValidationError(f"max utilization: {max_utilization!r} must be in (0, 1]")
     if arrival_rate_per_s < 0 or not math.isfinite(arrival_rate_per_s):
         raise ValidationError(f"arrival rate: {arrival_rate_per_s!r} req/s must be ≥ 0 and finite")
-    quantile = moments.quantile
     kv_limit = hardware.max_slots(context_tokens)
     if kv_limit < 1:
         return _infeasible(
@@ -232,8 +294,59 @@ def size_pool(
         )
     if arrival_rate_per_s == 0 or moments.is_empty:
         return _empty_pool(hardware, context_tokens, kv_limit, fixed_slots or kv_limit)
+    args = (arrival_rate_per_s, moments, hardware, context_tokens, kv_limit, service_model, ttft_slo_s)
+    if fixed_slots is not None:
+        return _size_fixed_slots(*args, max_utilization, tpot_slo_s, fixed_slots)
+    return _size_any_slots(*args, max_utilization, tpot_slo_s)
 
-    candidates = np.arange(1, kv_limit + 1) if fixed_slots is None else np.array([fixed_slots])
+
+def _size_fixed_slots(
+    rate: float, moments: PoolMoments, hardware: PoolHardware, context_tokens: int, kv_limit: int,
+    service_model: str, ttft_slo_s: float, cap: float, tpot_slo_s: float | None, slots: int,
+) -> PoolSizing:  # fmt: skip
+    """``size_pool`` with one slot count: the same search on plain floats (no array overhead)."""
+    times = one_slot_service_time(moments, hardware, slots, service_model)
+    if tpot_slo_s is not None and not times.iteration_s <= tpot_slo_s:
+        reason = _tpot_reason(slots, times.iteration_s, tpot_slo_s)
+        return _infeasible(hardware, context_tokens, kv_limit, rate, reason, None)
+    budget_s = ttft_slo_s - times.ttft_overhead_s
+    if not budget_s >= 0:
+        reason = _prefill_reason(times.ttft_overhead_s, slots, ttft_slo_s)
+        return _infeasible(hardware, context_tokens, kv_limit, rate, reason, times.ttft_overhead_s)
+    q = moments.quantile
+    mean_s, scv, s = times.mean_service_s, times.service_scv, float(slots)
+
+    def wait(instances: int) -> float:
+        return _wait_one(instances * s, rate, mean_s, scv, q)
+
+    n_util = _utilization_bound_one(rate, mean_s, s, cap)
+    instances, p99_wait = n_util, wait(n_util)
+    if not p99_wait <= budget_s:
+        lo, hi = n_util, n_util * 2  # the wait fails at lo; double hi until it passes, then bisect
+        for _ in range(_MAX_DOUBLINGS):
+            if wait(hi) <= budget_s:
+                break
+            hi *= 2
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if wait(mid) <= budget_s:
+                hi = mid
+            else:
+                lo = mid
+        instances, p99_wait = hi, None
+    binding = _binding(instances, n_util, rate, mean_s, s, cap)
+    return _describe(
+        hardware, context_tokens, kv_limit, rate, instances, times, q, binding, "fixed", p99_wait=p99_wait
+    )
+
+
+def _size_any_slots(
+    rate: float, moments: PoolMoments, hardware: PoolHardware, context_tokens: int, kv_limit: int,
+    service_model: str, ttft_slo_s: float, max_utilization: float, tpot_slo_s: float | None,
+) -> PoolSizing:  # fmt: skip
+    """``size_pool`` over every slot count 1 … KV limit, vectorized over the slot counts."""
+    quantile = moments.quantile
+    candidates = np.arange(1, kv_limit + 1)
     times = slot_service_times(moments, hardware, candidates, service_model)
     budget_s = ttft_slo_s - times.ttft_overhead_s
     allowed = budget_s >= 0
@@ -241,25 +354,53 @@ def size_pool(
     allowed &= tpot_ok
     if not allowed.any():
         if not tpot_ok.any():
-            reason = (
-                f"the iteration time at {int(candidates[0])} slot(s) is "
-                f"{times.iteration_s[0] * 1e3:.1f} ms, above the TPOT SLO {tpot_slo_s * 1e3:.1f} ms"
-            )
-            return _infeasible(hardware, context_tokens, kv_limit, arrival_rate_per_s, reason, None)
+            reason = _tpot_reason(int(candidates[0]), float(times.iteration_s[0]), tpot_slo_s)
+            return _infeasible(hardware, context_tokens, kv_limit, rate, reason, None)
         best = int(np.argmin(np.where(tpot_ok, times.ttft_overhead_s, np.inf)))
         best_ttft = float(times.ttft_overhead_s[best])
-        reason = (
-            f"prefill and first decode alone take {best_ttft * 1e3:.1f} ms at the best slot count "
-            f"({int(candidates[best])}), above the SLO {ttft_slo_s * 1e3:.1f} ms"
-        )
-        return _infeasible(hardware, context_tokens, kv_limit, arrival_rate_per_s, reason, best_ttft)
+        reason = _prefill_reason(best_ttft, int(candidates[best]), ttft_slo_s)
+        return _infeasible(hardware, context_tokens, kv_limit, rate, reason, best_ttft)
 
     index = np.flatnonzero(allowed)
     slots = candidates[index].astype(np.float64)
     mean_s = times.mean_service_s[index]
     scv = times.service_scv[index]
     budget = budget_s[index]
-    rate = arrival_rate_per_s
+    n_util = _utilization_bound(rate, mean_s, slots, max_utilization)
+
+    # No slot count can use fewer instances than the least utilization bound; if the largest slot
+    # count reaching it also meets the wait there, that is the answer (the usual case).
+    least = int(n_util.min())
+    last = int(np.flatnonzero(n_util == least)[-1])
+    at_last = (rate, float(mean_s[last]), float(scv[last]), quantile)
+    p99_wait: float | None = _wait_one(least * float(slots[last]), *at_last)
+    if p99_wait <= float(budget[last]):
+        instances, choice = least, last
+    else:
+        instances, choice = _search_slots(rate, slots, mean_s, scv, budget, n_util, quantile)
+        p99_wait = None
+
+    binding = _binding(instances, int(n_util[choice]), rate, float(mean_s[choice]), float(slots[choice]),
+                       max_utilization)  # fmt: skip
+    chosen_slots = int(slots[choice])
+    if chosen_slots == kv_limit:
+        slots_binding = "kv"
+    elif tpot_slo_s is not None and not tpot_ok[chosen_slots]:  # slot s+1 breaks the TPOT cap
+        slots_binding = "tpot"
+    else:
+        slots_binding = "ttft"
+    chosen = _one(times, int(index[choice]))
+    return _describe(
+        hardware, context_tokens, kv_limit, rate, instances, chosen, quantile, binding, slots_binding,
+        p99_wait=p99_wait,
+    )  # fmt: skip
+
+
+def _search_slots(
+    rate: float, slots: np.ndarray, mean_s: np.ndarray, scv: np.ndarray, budget: np.ndarray,
+    n_util: np.ndarray, quantile: float,
+) -> tuple[int, int]:  # fmt: skip
+    """(min_s n*(s), the largest s reaching it) by vectorized bisection over every slot count."""
 
     def wait_ok(instances: np.ndarray, subset: np.ndarray) -> np.ndarray:
         servers = instances * slots[subset]
@@ -268,13 +409,15 @@ def size_pool(
         unsure = ~passed
         if unsure.any():
             rest = subset[unsure]
-            waits = wait_quantile(quantile, servers[unsure], rate, 1.0 / mean_s[rest], scv[rest])
-            passed[unsure] = np.asarray(waits) <= budget[rest]
+            c = servers[unsure]
+            waits, _ = _wait_statistics_array(
+                quantile, c, np.full(c.shape, rate), 1.0 / mean_s[rest], 0.5 * (1.0 + scv[rest])
+            )
+            passed[unsure] = waits <= budget[rest]
         return passed
 
     never = np.iinfo(np.int64).max // 4
-    n_util = _utilization_bound(rate, mean_s, slots, max_utilization)
-    ok = wait_ok(n_util, np.arange(index.size))
+    ok = wait_ok(n_util, np.arange(slots.size))
     n_best = np.where(ok, n_util, never)
     best_ok = int(n_util[ok].min()) if ok.any() else None
     # Slot counts whose wait fails at their utilization bound: find their wait bound by bisection,
@@ -302,26 +445,7 @@ def size_pool(
         n_best[pending] = hi
 
     instances = int(n_best.min())
-    choice = int(np.flatnonzero(n_best == instances)[-1])  # ties: most slots
-    if instances > n_util[choice]:
-        binding = "ttft"
-    elif instances == 1 and rate * mean_s[choice] < max_utilization * slots[choice]:
-        binding = "minimum"  # one instance is the least a pool with traffic can have
-    else:
-        binding = "utilization"
-    chosen_slots = int(slots[choice])
-    if fixed_slots is not None:
-        slots_binding = "fixed"
-    elif chosen_slots == kv_limit:
-        slots_binding = "kv"
-    elif tpot_slo_s is not None and not tpot_ok[chosen_slots]:  # slot s+1 breaks the TPOT cap
-        slots_binding = "tpot"
-    else:
-        slots_binding = "ttft"
-    return _describe(
-        hardware, context_tokens, kv_limit, rate, instances, int(index[choice]), times, quantile, binding,
-        slots_binding,
-    )  # fmt: skip
+    return instances, int(np.flatnonzero(n_best == instances)[-1])  # ties: most slots
 
 
 def evaluate_pool(
@@ -344,7 +468,7 @@ def evaluate_pool(
     if arrival_rate_per_s == 0 or moments.is_empty:
         empty = _empty_pool(hardware, context_tokens, kv_limit, slots_per_instance)
         return _with_instances(empty, instances, hardware)
-    times = slot_service_times(moments, hardware, np.array([slots_per_instance]), service_model)
+    times = one_slot_service_time(moments, hardware, slots_per_instance, service_model)
     if instances < 1:
         return _infeasible(
             hardware, context_tokens, kv_limit, arrival_rate_per_s,
@@ -352,7 +476,7 @@ def evaluate_pool(
             None,
         )  # fmt: skip
     result = _describe(
-        hardware, context_tokens, kv_limit, arrival_rate_per_s, instances, 0, times, moments.quantile,
+        hardware, context_tokens, kv_limit, arrival_rate_per_s, instances, times, moments.quantile,
         "evaluated",
         "fixed",
     )  # fmt: skip

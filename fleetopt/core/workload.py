@@ -14,6 +14,7 @@ explicit model (:func:`split_total_tokens`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -55,12 +56,12 @@ class Workload:
     source: str = ""
     metadata: dict = field(default_factory=dict)
 
-    @property
+    @cached_property
     def total_weight(self) -> float:
         """Sum of the atom weights."""
         return float(self.weights.sum())
 
-    @property
+    @cached_property
     def max_total_tokens(self) -> int:
         """The longest routing length with positive weight."""
         return int(self.total_tokens[self.weights > 0][-1])
