@@ -1,24 +1,32 @@
-"""How fast is the planner? Times after loading, ratios against baselines measured in the same run.
+"""How fast is the planner? Times after loading the workload; ratios against baselines in the same run.
 
-    python benchmarks/bench_plan.py
+    python benchmarks/bench_plan.py [--rounds 51]
 
-Reports, each as the median of several runs:
+Every timed case runs once per round, the cases interleaved, and each reports its median over the
+rounds: on a shared, noisy machine a burst of load then hits every case alike instead of one.
+
+Reports:
   1. preparing the exact pool statistics of a workload (one O(N log N) pass, reused by every cell);
   2. the fleet-sim 11-γ sweep at one B_short on the papers' Azure, LMSYS and Agent-heavy CDFs
-     (FleetOpt claims < 1 ms; the reference tool takes 0.15–3.6 s, FACTS §1), at λ = 10, 1,000
-     and 10⁶ req/s (the time should not depend on λ);
+     (FleetOpt claims < 1 ms; the reference tool takes 0.15–3.6 s, FACTS §1) at λ = 10, 1,000
+     and 10⁶ req/s, after preparing the statistics, and at λ = 1,000 including that preparation;
   3. the full default plan (every B_short candidate × 11 γ, plus the homogeneous, pool-routing
-     and retrofit baselines) on the Azure 2023 trace, same three rates;
-  4. the whole `fleetopt plan` command end to end, next to `fleetopt --version` and a bare
-     `python -c pass` (interpreter start-up), in the same run.
+     and retrofit baselines) on the Azure 2023 trace from the loaded workload (every statistic,
+     band and sizing inside the timing), at the same three rates, with the ratio to λ = 10;
+  4. the whole `fleetopt plan` command end to end, next to `fleetopt --version`, `--help`, a bare
+     `python -c pass` (interpreter start-up) and a process that only imports what the command
+     needs, in the same run: the difference between the last two is import time, and the
+     difference between the command and the imports is loading, planning and rendering.
 """
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 from fleetopt.core.planner import Planner, PlanOptions
 from fleetopt.io.data import bundled_dir
@@ -26,35 +34,33 @@ from fleetopt.io.profiles import pool_hardware
 from fleetopt.io.workloads import load_workload
 
 RATES = (10.0, 1000.0, 1e6)
+PAPER_CDFS = (("azure", 4096, 1.0), ("lmsys", 1536, 1.0), ("agent-heavy", 8192, 0.75))
 
 
-def median_time(function, repeats: int = 9) -> float:
-    """Median wall time of ``function()`` over ``repeats`` runs, seconds."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+def interleaved_medians(cases: list[tuple[str, Callable[[], object]]], rounds: int) -> dict[str, float]:
+    """Median wall time (s) of each case over ``rounds`` rounds, every case once per round."""
+    for _, function in cases:
+        function()  # warm caches and lazy imports outside the timing
+    samples: dict[str, list[float]] = {label: [] for label, _ in cases}
+    for _ in range(rounds):
+        for label, function in cases:
+            start = time.perf_counter()
+            function()
+            samples[label].append(time.perf_counter() - start)
+    return {label: statistics.median(times) for label, times in samples.items()}
 
 
-def command_time(arguments: list[str], repeats: int = 5) -> float:
-    return median_time(lambda: subprocess.run(arguments, check=True, capture_output=True), repeats)
-
-
-def main() -> None:
+def planning_cases() -> list[tuple[str, Callable[[], object]]]:
     hardware = pool_hardware("llama-3-70b-a100-80gb-tp8", [bundled_dir("profiles")])
-    rows: list[tuple[str, float]] = []
-    for name, b_short, p_c in (("azure", 4096, 1.0), ("lmsys", 1536, 1.0), ("agent-heavy", 8192, 0.75)):
+    cases: list[tuple[str, Callable[[], object]]] = []
+    for name, b_short, p_c in PAPER_CDFS:
         cdf = load_workload(name)
         prepared = Planner(cdf, hardware, hardware, PlanOptions(arrival_rate_per_s=1.0, ttft_slo_s=0.5))
-        rows.append(
+        cases.append(
             (
                 f"prepare statistics, {name} CDF ({cdf.total_tokens.size:,} atoms)",
-                median_time(
-                    lambda cdf=cdf, options=prepared.options: Planner(cdf, hardware, hardware, options).stats(
-                        hardware
-                    )
+                lambda cdf=cdf, options=prepared.options: Planner(cdf, hardware, hardware, options).stats(
+                    hardware
                 ),
             )
         )
@@ -65,45 +71,73 @@ def main() -> None:
                 service_model="fleet-sim",
             )  # fmt: skip
 
-            def sweep(
-                options=options, cdf=cdf, shared=prepared.prepared_statistics(), b_short=b_short
-            ) -> None:
+            def sweep(options=options, cdf=cdf, shared=prepared.prepared_statistics(), b_short=b_short):
                 planner = Planner(cdf, hardware, hardware, options, shared)
-                for gamma in options.gammas:
-                    planner.candidate(b_short, gamma)
+                return [planner.candidate(b_short, gamma) for gamma in options.gammas]
 
-            rows.append((f"fleet-sim 11-γ sweep, {name} B = {b_short}, λ = {rate:g}/s", median_time(sweep, 101)))
+            cases.append((f"fleet-sim 11-γ sweep, {name} B = {b_short}, λ = {rate:g}/s", sweep))
+            if rate == 1000.0:
+
+                def sweep_from_scratch(options=options, cdf=cdf, b_short=b_short):
+                    planner = Planner(cdf, hardware, hardware, options)
+                    return [planner.candidate(b_short, gamma) for gamma in options.gammas]
+
+                cases.append(
+                    (f"  the same, {name} statistics prepared inside, λ = {rate:g}/s", sweep_from_scratch)
+                )
     trace = load_workload("azure-2023")
-    prepared = Planner(trace, hardware, hardware, PlanOptions(arrival_rate_per_s=1.0, ttft_slo_s=0.5))
-    prepared.stats(hardware)
     for rate in RATES:
         options = PlanOptions(arrival_rate_per_s=rate, ttft_slo_s=0.5)
-        plan = Planner(trace, hardware, hardware, options, prepared.prepared_statistics()).plan()
-        seconds = median_time(
-            lambda options=options: Planner(
-                trace, hardware, hardware, options, prepared.prepared_statistics()
-            ).plan(),
-            5,
+        cells = len(Planner(trace, hardware, hardware, options).plan().grid)
+        cases.append(
+            (
+                f"full default plan, azure-2023, λ = {rate:g}/s ({cells} cells + baselines)",
+                lambda options=options: Planner(trace, hardware, hardware, options).plan(),
+            )
         )
-        rows.append(
-            (f"full default plan, azure-2023, λ = {rate:g}/s ({len(plan.grid)} cells + baselines)", seconds)
-        )
+    return cases
+
+
+def command_cases() -> list[tuple[str, Callable[[], object]]]:
     python = sys.executable
-    startup = command_time([python, "-c", "pass"])
-    version = command_time([python, "-m", "fleetopt", "--version"])
-    help_time = command_time([python, "-m", "fleetopt", "--help"])
-    end_to_end = command_time([python, "-m", "fleetopt", "plan", "--cdf", "azure-2023", "--slo", "500ms"])
-    print(f"{'what':<76} {'time':>12}")
-    for label, seconds in rows:
-        print(f"{label:<76} {seconds * 1e3:>9.2f} ms")
-    print()
-    print(f"{'python -c pass (interpreter start-up)':<76} {startup * 1e3:>9.1f} ms   1.00×")
-    print(f"{'fleetopt --version':<76} {version * 1e3:>9.1f} ms   {version / startup:.2f}×")
-    print(f"{'fleetopt --help':<76} {help_time * 1e3:>9.1f} ms   {help_time / startup:.2f}×")
-    print(
-        f"{'fleetopt plan --cdf azure-2023 --slo 500ms (end to end)':<76} {end_to_end * 1e3:>9.1f} ms   "
-        f"{end_to_end / startup:.2f}×"
+
+    def command(*arguments: str) -> Callable[[], object]:
+        return lambda: subprocess.run([python, *arguments], check=True, capture_output=True)
+
+    return [
+        ("python -c pass (interpreter start-up)", command("-c", "pass")),
+        ("fleetopt --version", command("-m", "fleetopt", "--version")),
+        (
+            "import everything `fleetopt plan` needs (numpy, scipy.special, typer, rich)",
+            command("-c", "import fleetopt.cli, fleetopt.api, fleetopt.render.plan"),
+        ),
+        ("fleetopt --help", command("-m", "fleetopt", "--help")),
+        (
+            "fleetopt plan --cdf azure-2023 --slo 500ms (end to end)",
+            command("-m", "fleetopt", "plan", "--cdf", "azure-2023", "--slo", "500ms"),
+        ),
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=51, help="rounds of the in-process cases")
+    parser.add_argument("--command-rounds", type=int, default=7, help="rounds of the subprocess cases")
+    arguments = parser.parse_args()
+
+    planning = interleaved_medians(planning_cases(), arguments.rounds)
+    print(f"{'what (median of ' + str(arguments.rounds) + ' interleaved rounds)':<78} {'time':>12}")
+    full_at_10 = next(
+        seconds for label, seconds in planning.items() if label.startswith("full") and "λ = 10/" in label
     )
+    for label, seconds in planning.items():
+        ratio = f"   {seconds / full_at_10:.2f}× λ = 10" if label.startswith("full") else ""
+        print(f"{label:<78} {seconds * 1e3:>9.2f} ms{ratio}")
+    print()
+    commands = interleaved_medians(command_cases(), arguments.command_rounds)
+    startup = commands["python -c pass (interpreter start-up)"]
+    for label, seconds in commands.items():
+        print(f"{label:<78} {seconds * 1e3:>9.1f} ms   {seconds / startup:.2f}×")
 
 
 if __name__ == "__main__":

@@ -111,3 +111,15 @@ def test_short_and_long_pools_partition_the_traffic_on_the_azure_cdf(shared_dir)
     _check(stats, workload, 512, 4096, 1.5, 0.75)
     # FleetOpt Table 2 / FACTS §5: α = F(4,096) = 0.898 for the papers' Azure CDF.
     assert stats.cdf(4096) == pytest.approx(0.898, abs=5e-4)
+
+
+@settings(max_examples=30, deadline=None)
+@given(request_logs, st.integers(1, 1500))
+def test_one_statistics_object_answers_widening_and_narrowing_bands(pairs, b) -> None:
+    """The band above B is built up to max(γB, 2B) and rebuilt wider on demand: every query, in any
+    order, still equals brute force."""
+    inputs, outputs = np.array(pairs).T
+    workload = workload_from_requests(inputs, outputs, name="random")
+    stats = PoolStatistics(workload, 16)
+    for gamma in (1.2, 2.0, 3.0, 7.5, 1.5, 2.5):
+        _check(stats, workload, 16, b, gamma, 0.5)

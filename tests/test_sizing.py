@@ -10,7 +10,13 @@ from hypothesis import strategies as st
 
 from fleetopt.core.poolstats import PoolStatistics
 from fleetopt.core.service import PoolHardware, slot_service_times
-from fleetopt.core.sizing import _search_slots, _utilization_bound, evaluate_pool, size_pool
+from fleetopt.core.sizing import (
+    _most_allowed_slots,
+    _search_slots,
+    _utilization_bound,
+    evaluate_pool,
+    size_pool,
+)
 from fleetopt.core.workload import workload_from_requests
 
 # The papers' Llama-3-70B / A100-80GB TP8 calibration (FACTS §1): 256 slots at 4,096 tokens.
@@ -79,3 +85,51 @@ def test_the_shortcut_gives_what_the_search_over_every_slot_count_gives(pairs, s
     n_util = _utilization_bound(rate, mean_s, slots, 0.85)
     instances, choice = _search_slots(rate, slots, mean_s, scv, budget[allowed], n_util, moments.quantile)
     assert (sized.instances, sized.slots_per_instance) == (instances, int(slots[choice]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    logs,
+    st.sampled_from(["lockstep", "fleet-sim"]),
+    st.floats(0.01, 3.0),
+    st.one_of(st.none(), st.floats(0.005, 0.3)),
+    st.sampled_from([512, 4096, 16384]),
+)
+def test_the_slot_counts_that_fit_the_slo_are_exactly_one_to_the_largest(
+    pairs, model, slo_s, tpot_s, context
+):
+    """_most_allowed_slots (affine guess, then bisection) against checking every slot count."""
+    moments = _moments(pairs)
+    kv_limit = PAPER_A100.max_slots(context)
+    times = slot_service_times(moments, PAPER_A100, np.arange(1, kv_limit + 1), model)
+    fits = (slo_s - times.ttft_overhead_s >= 0) & (True if tpot_s is None else times.iteration_s <= tpot_s)
+    most = _most_allowed_slots(moments, PAPER_A100, kv_limit, model, slo_s, tpot_s)
+    assert most == int(fits.sum())
+    assert fits[:most].all()  # a prefix: 1 … most
+
+
+@settings(max_examples=40, deadline=None)
+@given(logs, st.floats(0.05, 3.0), st.floats(0.01, 2000.0), st.floats(0.005, 0.2))
+def test_sizing_under_a_tpot_cap_matches_brute_force(pairs, slo_s, rate, tpot_s) -> None:
+    """With --tpot-slo, the answer is the fewest instances over slot counts whose iteration time
+    meets the cap (ties: most slots), found here by scanning n for every allowed s."""
+    moments = _moments(pairs)
+    common = dict(
+        arrival_rate_per_s=rate, moments=moments, hardware=PAPER_A100, context_tokens=16384,
+        service_model="lockstep", ttft_slo_s=slo_s,
+    )  # fmt: skip
+    sized = size_pool(**common, tpot_slo_s=tpot_s)
+    kv_limit = PAPER_A100.max_slots(16384)
+    best = None
+    for slots in range(1, kv_limit + 1):
+        if size_pool(**common, fixed_slots=slots).iteration_s > tpot_s:
+            continue
+        fixed = size_pool(**common, fixed_slots=slots)
+        if fixed.feasible and (best is None or fixed.instances <= best[0]):
+            best = (fixed.instances, slots)
+    if best is None:
+        assert not sized.feasible
+        return
+    assert (sized.instances, sized.slots_per_instance) == best
+    if sized.slots_per_instance < kv_limit and sized.slots_binding == "tpot":
+        assert size_pool(**common, fixed_slots=sized.slots_per_instance + 1).iteration_s > tpot_s

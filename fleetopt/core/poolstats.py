@@ -72,26 +72,40 @@ class PoolMoments:
         return max(0.0, self.mean_sq_iterations / self.mean_iterations**2 - 1.0)
 
 
-def _moment_rows(
-    prefill_iterations: np.ndarray, output_tokens: np.ndarray, total_tokens: np.ndarray, weights: np.ndarray
+def _unweighted_columns(
+    prefill_iterations: np.ndarray, output_tokens: np.ndarray, total_tokens: np.ndarray
 ) -> np.ndarray:
-    """Per-atom table w·(1, I, I², I·L, I²·L, I²·L², P, P·L, L) as float64, shape (N, 9)."""
+    """Per-atom columns (1, I, I², I·L, I²·L, I²·L², P, P·L, L) as float64, shape (9, N)."""
     p = prefill_iterations.astype(np.float64)
     i = p + output_tokens
     length = total_tokens.astype(np.float64)
     i2 = i * i
     ones = np.ones_like(p)
-    rows = np.column_stack(
-        (ones, i, i2, i * length, i2 * length, i2 * length * length, p, p * length, length)
-    )
-    return rows * weights[:, None]
+    return np.stack((ones, i, i2, i * length, i2 * length, i2 * length * length, p, p * length, length))
 
 
-def _prefix(table: np.ndarray) -> np.ndarray:
-    """Cumulative sums with a leading zero row: prefix[k] = Σ_{j<k} table[j]."""
-    out = np.zeros((table.shape[0] + 1, table.shape[1]))
-    np.cumsum(table, axis=0, out=out[1:])
-    return out
+def _prefix_table(
+    prefill_iterations: np.ndarray, output_tokens: np.ndarray, total_tokens: np.ndarray, weights: np.ndarray
+) -> np.ndarray:
+    """Cumulative sums of w·(1, I, I², I·L, I²·L, I²·L², P, P·L, L) with a leading zero row,
+    shape (N + 1, 9): prefix[k] = Σ_{j<k} row[j]. Built in one buffer (fresh arrays cost page faults)."""
+    table = np.empty((weights.size + 1, len(_COLUMNS)))
+    table[0] = 0.0
+    body = table[1:]
+    p = prefill_iterations.astype(np.float64)
+    i = p + output_tokens
+    length = total_tokens.astype(np.float64)
+    body[:, _W] = weights
+    np.multiply(weights, i, out=body[:, _I])
+    np.multiply(body[:, _I], i, out=body[:, _I2])
+    np.multiply(body[:, _I], length, out=body[:, _IL])
+    np.multiply(body[:, _I2], length, out=body[:, _I2L])
+    np.multiply(body[:, _I2L], length, out=body[:, _I2L2])
+    np.multiply(weights, p, out=body[:, _P])
+    np.multiply(body[:, _P], length, out=body[:, _PL])
+    np.multiply(weights, length, out=body[:, _L])
+    np.cumsum(body, axis=0, out=body)
+    return table
 
 
 class _PrefillHistogram:
@@ -106,10 +120,24 @@ class _PrefillHistogram:
         self.modulus = int(total_tokens.max(initial=0)) + 1
         self.levels = int(prefill_iterations.max(initial=0)) + 1
         keys = prefill_iterations.astype(np.int64) * self.modulus + total_tokens
-        order = np.argsort(keys, kind="stable")
+        if self.levels <= 2**16 and bool(np.all(total_tokens[1:] >= total_tokens[:-1])):
+            # Atoms already in L order: a stable sort on P alone (a radix sort on 16 bits) gives
+            # the same order as sorting the composite key.
+            order = np.argsort(prefill_iterations.astype(np.uint16), kind="stable")
+        else:
+            order = np.argsort(keys, kind="stable")
+        self._order = order
         self.keys = keys[order]
         self.cumulative_weight = np.concatenate(([0.0], np.cumsum(weights[order])))
         self.level_offsets = np.arange(self.levels, dtype=np.int64) * self.modulus
+
+    def reweighted(self, weights: np.ndarray) -> _PrefillHistogram:
+        """The same atoms (same order, no new sort) with other weights."""
+        other = object.__new__(_PrefillHistogram)
+        other.modulus, other.levels, other.keys = self.modulus, self.levels, self.keys
+        other.level_offsets, other._order = self.level_offsets, self._order
+        other.cumulative_weight = np.concatenate(([0.0], np.cumsum(weights[self._order])))
+        return other
 
     def weights_by_level(self, lo_tokens: int, hi_tokens: int) -> np.ndarray:
         """Array h[k] = weight of atoms with P = k and lo < L ≤ hi (integers, clamped)."""
@@ -153,9 +181,7 @@ class PoolStatistics:
         self._weights = workload.weights / self._total_weight
         self._totals = workload.total_tokens
         self._prefill = -(-workload.input_tokens // self.prefill_chunk_tokens)  # ⌈L_in / chunk⌉
-        self._prefix = _prefix(
-            _moment_rows(self._prefill, workload.output_tokens, self._totals, self._weights)
-        )
+        self._prefix = _prefix_table(self._prefill, workload.output_tokens, self._totals, self._weights)
         self._histogram = _PrefillHistogram(self._prefill, self._totals, self._weights)
         # _last_positive[k]: index of the last atom below k with positive weight (−1 if none).
         positive_index = np.where(self._weights > 0, np.arange(self._weights.size), -1)
@@ -199,7 +225,7 @@ class PoolStatistics:
         histogram = self._histogram.weights_by_level(-1, b)
         max_total = self._max_total_between(0, i_b)
         if compressibility > 0 and hi > b:
-            band = self._band(b)
+            band = self._band(b, hi)
             band_sums = band.compressed_sums(hi)
             if band_sums[_W] > 0:
                 sums = sums + compressibility * band_sums
@@ -223,7 +249,7 @@ class PoolStatistics:
         histogram = self._histogram.weights_by_level(hi, 2**62)
         max_total = self._max_total_between(i_hi, i_end)
         if hi > b:
-            band = self._band(b)
+            band = self._band(b, hi)
             stay = 1.0 - compressibility
             stay_sums = band.incompressible_sums(hi) + stay * band.original_sums(hi)
             if stay_sums[_W] > 0:
@@ -237,13 +263,19 @@ class PoolStatistics:
         """Share of all requests in B < L ≤ γB with L_out < B (those C&R can compress)."""
         b = int(b_short_tokens)
         hi = _floor_tokens(gamma * b)
-        return float(self._band(b).original_sums(hi)[_W]) if hi > b else 0.0
+        return float(self._band(b, hi).original_sums(hi)[_W]) if hi > b else 0.0
 
     # -- helpers ----------------------------------------------------------------------------
-    def _band(self, b_short_tokens: int) -> _CompressionBand:
+    def _band(self, b_short_tokens: int, hi_tokens: int) -> _CompressionBand:
+        """The band above B, covering totals up to at least ``hi_tokens`` (kept per B).
+
+        Built up to max(hi, 2B) so that a γ ≤ 2 sweep builds each B's band once; a wider γ
+        rebuilds it (at least twice as wide).
+        """
         band = self._bands.get(b_short_tokens)
-        if band is None:
-            band = _CompressionBand(self, b_short_tokens)
+        if band is None or band.hi_tokens < hi_tokens:
+            covered = band.hi_tokens if band is not None else b_short_tokens
+            band = _CompressionBand(self, b_short_tokens, max(hi_tokens, 2 * covered))
             self._bands[b_short_tokens] = band
         return band
 
@@ -275,43 +307,50 @@ class PoolStatistics:
 
 
 class _CompressionBand:
-    """Prefix sums over the atoms above B, split into those C&R can compress (L_out < B) and not.
+    """Sums over the atoms in B < L ≤ ``hi_tokens``, split into those C&R can compress (L_out < B)
+    and not; queries must stay within ``hi_tokens``.
 
     Compressible atoms are kept twice, as compressed (L_in' = B − L_out) and as they are; all
-    histograms are keyed by the ORIGINAL total, so that (B, γB] selects the band.
+    histograms are keyed by the ORIGINAL total, so that (B, γB] selects the band. A band serves
+    about ten queries (one per γ), so each sum is one matrix-vector product over the atoms up to
+    γB rather than a prefix table over the whole band (a cumulative sum costs far more here).
     """
 
-    def __init__(self, stats: PoolStatistics, b_short_tokens: int):
-        start = stats._index(b_short_tokens)
-        totals = stats._totals[start:]
-        outputs = stats.workload.output_tokens[start:]
-        prefill = stats._prefill[start:]
+    def __init__(self, stats: PoolStatistics, b_short_tokens: int, hi_tokens: int):
+        start, end = stats._index(b_short_tokens), stats._index(hi_tokens)
+        self.hi_tokens = hi_tokens
+        totals = stats._totals[start:end]
+        outputs = stats.workload.output_tokens[start:end]
+        prefill = stats._prefill[start:end]
         compressible = outputs < b_short_tokens
-        weights = np.where(compressible, stats._weights[start:], 0.0)
-        fixed_weights = np.where(compressible, 0.0, stats._weights[start:])
+        weights = np.where(compressible, stats._weights[start:end], 0.0)
+        fixed_weights = np.where(compressible, 0.0, stats._weights[start:end])
         self.totals = totals
         compressed_prefill = -(
             -(b_short_tokens - np.minimum(outputs, b_short_tokens)) // stats.prefill_chunk_tokens
         )
         compressed_totals = np.full_like(totals, b_short_tokens)
-        self._compressed = _prefix(_moment_rows(compressed_prefill, outputs, compressed_totals, weights))
-        self._original = _prefix(_moment_rows(prefill, outputs, totals, weights))
-        self._incompressible = _prefix(_moment_rows(prefill, outputs, totals, fixed_weights))
+        self._weights, self._fixed_weights = weights, fixed_weights
+        self._compressed_columns = _unweighted_columns(compressed_prefill, outputs, compressed_totals)
+        self._columns = _unweighted_columns(prefill, outputs, totals)
         self.compressed_histogram = _PrefillHistogram(compressed_prefill, totals, weights)
         self.original_histogram = _PrefillHistogram(prefill, totals, weights)
-        self.incompressible_histogram = _PrefillHistogram(prefill, totals, fixed_weights)
+        self.incompressible_histogram = self.original_histogram.reweighted(fixed_weights)
 
     def _end(self, hi_tokens: int) -> int:
         return int(self.totals.searchsorted(hi_tokens, side="right"))
 
     def compressed_sums(self, hi_tokens: int) -> np.ndarray:
-        return self._compressed[self._end(hi_tokens)]
+        end = self._end(hi_tokens)
+        return self._compressed_columns[:, :end] @ self._weights[:end]
 
     def original_sums(self, hi_tokens: int) -> np.ndarray:
-        return self._original[self._end(hi_tokens)]
+        end = self._end(hi_tokens)
+        return self._columns[:, :end] @ self._weights[:end]
 
     def incompressible_sums(self, hi_tokens: int) -> np.ndarray:
-        return self._incompressible[self._end(hi_tokens)]
+        end = self._end(hi_tokens)
+        return self._columns[:, :end] @ self._fixed_weights[:end]
 
 
 def _pad(histogram: np.ndarray, levels: int) -> np.ndarray:

@@ -99,7 +99,7 @@ class SlotServiceTime:
     iteration_s: float
 
 
-def _service_formulas(
+def service_time_formulas(
     moments: PoolMoments, hardware: PoolHardware, slots: Any, service_model: str
 ) -> tuple[Any, Any, Any, Any, Any]:
     """(E[S], C_s², TTFT overhead, prefill, iteration time) for ``slots`` (a float or a float array).
@@ -150,7 +150,7 @@ def slot_service_times(
     W·E[P] + (H / C_cal)·E[P·L], and no first-decode step.
     """
     s = np.asarray(slots, dtype=np.float64)
-    values = _service_formulas(moments, hardware, s, service_model)
+    values = service_time_formulas(moments, hardware, s, service_model)
     mean_s, scv, overhead_s, prefill_s, iteration_s = (
         v if isinstance(v, np.ndarray) else np.full(s.shape, v) for v in values
     )
@@ -161,7 +161,7 @@ def one_slot_service_time(
     moments: PoolMoments, hardware: PoolHardware, slots: int, service_model: str
 ) -> SlotServiceTime:
     """:func:`slot_service_times` for one slot count, in plain floats (the planner's hot path)."""
-    mean_s, scv, overhead_s, prefill_s, iteration_s = _service_formulas(
+    mean_s, scv, overhead_s, prefill_s, iteration_s = service_time_formulas(
         moments, hardware, float(slots), service_model
     )
     return SlotServiceTime(int(slots), mean_s, scv, overhead_s, prefill_s, iteration_s)

@@ -22,6 +22,7 @@ from fleetopt.core.service import (
     SlotServiceTime,
     SlotServiceTimes,
     one_slot_service_time,
+    service_time_formulas,
     slot_service_times,
 )
 from fleetopt.errors import ValidationError
@@ -171,13 +172,11 @@ def _utilization_bound_one(rate: float, mean_service_s: float, slots: float, cap
 def _utilization_bound(rate: float, mean_service_s: np.ndarray, slots: np.ndarray, cap: float) -> np.ndarray:
     """Smallest n with λ·E[S] / (n·s) ≤ cap, per slot count (exact, guarding float rounding)."""
     load = rate * mean_service_s
-    n = np.maximum(1, np.ceil(load / (cap * slots))).astype(np.int64)
-    too_few = load / (n * slots) > cap
-    n[too_few] += 1
-    fewer = n - 1
-    fits = (fewer >= 1) & (load / (np.maximum(fewer, 1) * slots) <= cap)
-    n[fits] = fewer[fits]
-    return n
+    n = np.maximum(np.ceil(load / (cap * slots)), 1.0)  # whole numbers, exact in float64
+    n += load / (n * slots) > cap
+    fewer = n - 1.0
+    n -= (fewer >= 1.0) & (load / (np.maximum(fewer, 1.0) * slots) <= cap)
+    return n.astype(np.int64)
 
 
 def _describe(
@@ -346,26 +345,14 @@ def _size_any_slots(
 ) -> PoolSizing:  # fmt: skip
     """``size_pool`` over every slot count 1 … KV limit, vectorized over the slot counts."""
     quantile = moments.quantile
-    candidates = np.arange(1, kv_limit + 1)
-    times = slot_service_times(moments, hardware, candidates, service_model)
-    budget_s = ttft_slo_s - times.ttft_overhead_s
-    allowed = budget_s >= 0
-    tpot_ok = np.ones_like(allowed) if tpot_slo_s is None else times.iteration_s <= tpot_slo_s
-    allowed &= tpot_ok
-    if not allowed.any():
-        if not tpot_ok.any():
-            reason = _tpot_reason(int(candidates[0]), float(times.iteration_s[0]), tpot_slo_s)
-            return _infeasible(hardware, context_tokens, kv_limit, rate, reason, None)
-        best = int(np.argmin(np.where(tpot_ok, times.ttft_overhead_s, np.inf)))
-        best_ttft = float(times.ttft_overhead_s[best])
-        reason = _prefill_reason(best_ttft, int(candidates[best]), ttft_slo_s)
-        return _infeasible(hardware, context_tokens, kv_limit, rate, reason, best_ttft)
-
-    index = np.flatnonzero(allowed)
-    slots = candidates[index].astype(np.float64)
-    mean_s = times.mean_service_s[index]
-    scv = times.service_scv[index]
-    budget = budget_s[index]
+    most = _most_allowed_slots(moments, hardware, kv_limit, service_model, ttft_slo_s, tpot_slo_s)
+    if most == 0:
+        return _no_slot_count_fits(rate, moments, hardware, context_tokens, kv_limit, service_model,
+                                   ttft_slo_s, tpot_slo_s)  # fmt: skip
+    slots = np.arange(1.0, most + 1.0)  # every one of them is allowed
+    times = slot_service_times(moments, hardware, slots, service_model)
+    mean_s, scv = times.mean_service_s, times.service_scv
+    budget = ttft_slo_s - times.ttft_overhead_s
     n_util = _utilization_bound(rate, mean_s, slots, max_utilization)
 
     # No slot count can use fewer instances than the least utilization bound; if the largest slot
@@ -385,15 +372,83 @@ def _size_any_slots(
     chosen_slots = int(slots[choice])
     if chosen_slots == kv_limit:
         slots_binding = "kv"
-    elif tpot_slo_s is not None and not tpot_ok[chosen_slots]:  # slot s+1 breaks the TPOT cap
-        slots_binding = "tpot"
+    elif tpot_slo_s is not None and not (
+        one_slot_service_time(moments, hardware, chosen_slots + 1, service_model).iteration_s <= tpot_slo_s
+    ):
+        slots_binding = "tpot"  # one slot more breaks the TPOT cap
     else:
         slots_binding = "ttft"
-    chosen = _one(times, int(index[choice]))
+    chosen = _one(times, choice)
     return _describe(
         hardware, context_tokens, kv_limit, rate, instances, chosen, quantile, binding, slots_binding,
         p99_wait=p99_wait,
     )  # fmt: skip
+
+
+def _most_allowed_slots(
+    moments: PoolMoments, hardware: PoolHardware, kv_limit: int, service_model: str, ttft_slo_s: float,
+    tpot_slo_s: float | None,
+) -> int:  # fmt: skip
+    """The largest s ≤ the KV limit whose prefill + first decode leaves a wait budget ≥ 0 (and whose
+    iteration time meets the TPOT cap), or 0 if even s = 1 does not.
+
+    Both grow with s under either service model, and so do their float evaluations (each step
+    is a monotone IEEE operation on W + H·s), so the allowed slot counts are exactly 1 … s_max:
+    a binary search with the scalar formulas finds s_max, and the arrays stop there.
+    """
+
+    def margins(slots: int) -> tuple[float, float]:
+        _, _, overhead_s, _, iteration_s = service_time_formulas(
+            moments, hardware, float(slots), service_model
+        )
+        return ttft_slo_s - overhead_s, (math.inf if tpot_slo_s is None else tpot_slo_s - iteration_s)
+
+    def allowed(slots: int) -> bool:
+        ttft_margin, tpot_margin = margins(slots)
+        return ttft_margin >= 0 and tpot_margin >= 0
+
+    first, last = margins(1), margins(kv_limit)
+    if not (first[0] >= 0 and first[1] >= 0):
+        return 0
+    if last[0] >= 0 and last[1] >= 0:
+        return kv_limit
+    lo, hi = 1, kv_limit  # allowed at lo, not at hi
+    # Both margins are affine in s: probe where the binding one crosses zero, and one past it;
+    # when the guess is right (the usual case) that settles it, else bisection finishes the job.
+    crossings = [
+        1 + (kv_limit - 1) * a / (a - b) for a, b in zip(first, last, strict=True) if b < 0 and a - b > 0
+    ]
+    guess = math.floor(min(crossings)) if crossings else lo
+    for probe in (guess, guess + 1):
+        if lo < probe < hi:
+            if allowed(probe):
+                lo = probe
+            else:
+                hi = probe
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if allowed(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _no_slot_count_fits(
+    rate: float, moments: PoolMoments, hardware: PoolHardware, context_tokens: int, kv_limit: int,
+    service_model: str, ttft_slo_s: float, tpot_slo_s: float | None,
+) -> PoolSizing:  # fmt: skip
+    """The infeasible result when no slot count meets the SLO (or TPOT cap), with the reason."""
+    candidates = np.arange(1, kv_limit + 1)
+    times = slot_service_times(moments, hardware, candidates, service_model)
+    tpot_ok = np.ones(candidates.size, bool) if tpot_slo_s is None else times.iteration_s <= tpot_slo_s
+    if not tpot_ok.any():
+        reason = _tpot_reason(int(candidates[0]), float(times.iteration_s[0]), tpot_slo_s)
+        return _infeasible(hardware, context_tokens, kv_limit, rate, reason, None)
+    best = int(np.argmin(np.where(tpot_ok, times.ttft_overhead_s, np.inf)))
+    best_ttft = float(times.ttft_overhead_s[best])
+    reason = _prefill_reason(best_ttft, int(candidates[best]), ttft_slo_s)
+    return _infeasible(hardware, context_tokens, kv_limit, rate, reason, best_ttft)
 
 
 def _search_slots(
