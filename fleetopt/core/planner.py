@@ -238,10 +238,13 @@ class Planner:
         beta = short_stats.cdf(gamma * b_short) - alpha
         if o.service_model == "fleet-sim":
             short_fraction = min(1.0, alpha + beta * o.compressibility)
+            # fleet-sim uses the mean prefill only: no prefill quantile needed.
             if b_short not in self._short_ranges:  # the same for every γ
-                self._short_ranges[b_short] = short_stats.range_moments(-1, b_short, o.quantile)
+                self._short_ranges[b_short] = short_stats.range_moments(
+                    -1, b_short, o.quantile, prefill_quantile=False
+                )
             short = self._short_ranges[b_short]
-            long = long_stats.range_moments(gamma * b_short, math.inf, o.quantile)
+            long = long_stats.range_moments(gamma * b_short, math.inf, o.quantile, prefill_quantile=False)
         else:
             short = short_stats.short_pool(b_short, gamma, o.compressibility, o.quantile)
             long = long_stats.long_pool(b_short, gamma, o.compressibility, o.quantile)

@@ -39,7 +39,8 @@ class PoolMoments:
         mean_iterations: E[I], iterations a request holds its slot.
         mean_sq_iterations: E[I²].
         mean_prefill_iterations: E[P].
-        prefill_iterations_quantile: the q-quantile of P (smallest k with P(P ≤ k) ≥ q).
+        prefill_iterations_quantile: the q-quantile of P (smallest k with P(P ≤ k) ≥ q); None when
+            not asked for (the fleet-sim service model uses the mean prefill only).
         quantile: the q used above.
         mean_iter_x_len, mean_sq_iter_x_len, mean_sq_iter_x_sq_len: E[I·L], E[I²·L], E[I²·L²]
             (tokens; the length-scaled service model of the reference implementation needs them).
@@ -52,7 +53,7 @@ class PoolMoments:
     mean_iterations: float
     mean_sq_iterations: float
     mean_prefill_iterations: float
-    prefill_iterations_quantile: int
+    prefill_iterations_quantile: int | None
     quantile: float
     mean_iter_x_len: float
     mean_sq_iter_x_len: float
@@ -201,13 +202,18 @@ class PoolStatistics:
         """F(tokens): fraction of requests with total length ≤ tokens."""
         return float(self._prefix[self._index(_floor_tokens(tokens)), _W])
 
-    def range_moments(self, lo_tokens: float, hi_tokens: float, quantile: float = 0.99) -> PoolMoments:
-        """Moments of the requests with lo < L ≤ hi, at their original lengths."""
+    def range_moments(
+        self, lo_tokens: float, hi_tokens: float, quantile: float = 0.99, *, prefill_quantile: bool = True
+    ) -> PoolMoments:
+        """Moments of the requests with lo < L ≤ hi, at their original lengths.
+
+        ``prefill_quantile=False`` skips the prefill-iteration quantile (left None), the one part
+        that costs more than a few lookups."""
         lo, hi = _floor_tokens(lo_tokens), _floor_tokens(hi_tokens)
         i0, i1 = self._index(lo), self._index(hi)
         return self._moments(
             self._sums_between(i0, i1),
-            self._histogram.weights_by_level(lo, hi),
+            self._histogram.weights_by_level(lo, hi) if prefill_quantile else None,
             quantile,
             self._max_total_between(i0, i1),
         )
@@ -284,7 +290,9 @@ class PoolStatistics:
         return int(self._totals[last]) if last >= i0 else 0
 
     @staticmethod
-    def _moments(sums: np.ndarray, histogram: np.ndarray, quantile: float, max_total: int) -> PoolMoments:
+    def _moments(
+        sums: np.ndarray, histogram: np.ndarray | None, quantile: float, max_total: int
+    ) -> PoolMoments:
         weight = float(sums[_W])
         if weight <= 1e-15:
             nan = math.nan
@@ -295,7 +303,7 @@ class PoolStatistics:
             mean_iterations=mean[_I],
             mean_sq_iterations=mean[_I2],
             mean_prefill_iterations=mean[_P],
-            prefill_iterations_quantile=_quantile_level(histogram, quantile),
+            prefill_iterations_quantile=None if histogram is None else _quantile_level(histogram, quantile),
             quantile=quantile,
             mean_iter_x_len=mean[_IL],
             mean_sq_iter_x_len=mean[_I2L],

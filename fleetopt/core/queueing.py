@@ -210,7 +210,7 @@ def _stirlerr_scalar(n: float) -> float:
     if n >= _STIRLERR_SERIES_MIN_N:
         nn = n * n
         return (1.0 / 12 - (1.0 / 360 - (1.0 / 1260 - (1.0 / 1680 - (1.0 / 1188) / nn) / nn) / nn) / nn) / n
-    return float(special.gammaln(n + 1.0)) - (n + 0.5) * math.log(n) + n - _HALF_LOG_2PI
+    return math.lgamma(n + 1.0) - (n + 0.5) * math.log(n) + n - _HALF_LOG_2PI
 
 
 def _bd0_scalar(x: float, mean: float) -> float:

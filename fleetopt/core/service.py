@@ -108,6 +108,8 @@ def service_time_formulas(
     """
     base_s, per_slot_s = hardware.iteration_base_s, hardware.iteration_per_slot_s
     if service_model == "lockstep":
+        if moments.prefill_iterations_quantile is None:
+            raise ValueError("the lockstep model needs the pool's prefill-iteration quantile")
         iteration_s = base_s + per_slot_s * slots
         mean_service_s = iteration_s * moments.mean_iterations
         prefill_s = moments.prefill_iterations_quantile * iteration_s

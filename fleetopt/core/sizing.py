@@ -323,16 +323,18 @@ def _size_fixed_slots(
     if not p99_wait <= budget_s:
         lo, hi = n_util, n_util * 2  # the wait fails at lo; double hi until it passes, then bisect
         for _ in range(_MAX_DOUBLINGS):
-            if wait(hi) <= budget_s:
+            p99_wait = wait(hi)
+            if p99_wait <= budget_s:
                 break
             hi *= 2
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            if wait(mid) <= budget_s:
-                hi = mid
+            mid_wait = wait(mid)
+            if mid_wait <= budget_s:
+                hi, p99_wait = mid, mid_wait
             else:
                 lo = mid
-        instances, p99_wait = hi, None
+        instances = hi
     binding = _binding(instances, n_util, rate, mean_s, s, cap)
     return _describe(
         hardware, context_tokens, kv_limit, rate, instances, times, q, binding, "fixed", p99_wait=p99_wait
