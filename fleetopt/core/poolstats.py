@@ -1,11 +1,12 @@
 """Exact statistics of the requests that reach one pool, cheap enough for a sweep.
 
-After one O(N log N) preparation per prefill chunk size, every pool the planner asks about —
-a range (lo, hi] of total tokens, the Compress-and-Route band of a short pool, the long pool
-left behind — costs a handful of binary searches: O(log N) for the moments and O(K log N)
-for a prefill quantile, K being the number of distinct prefill-iteration counts (≤ 1 + max
-input / chunk). Nothing is sampled: every figure is a finite weighted sum over the
-workload's atoms (see :mod:`fleetopt.core.workload`).
+After one O(N log N) preparation per prefill chunk size, a range (lo, hi] of total tokens
+costs a handful of binary searches: O(log N) for the moments and O(K log N) for a prefill
+quantile, K being the number of distinct prefill-iteration counts (≤ 1 + max input / chunk).
+The Compress-and-Route pools at boundary B also need the band above B, prepared once per B
+over (B, max(γB, 2B)]; each γ then costs one matrix-vector product over the band's atoms up
+to γB. Nothing is sampled: every figure is a finite weighted sum over the workload's atoms
+(see :mod:`fleetopt.core.workload`).
 
 Per request (FleetOpt Eq. 4): prefill iterations P = ⌈L_in / chunk⌉, iterations
 I = P + L_out, routing length L = L_total. A request compressed by Compress-and-Route at
