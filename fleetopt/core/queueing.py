@@ -297,7 +297,7 @@ def _log_erlang_c_scalar(servers: float, load: float) -> float:
     return min(log_b + math.log(servers) - math.log((servers - load) + load * math.exp(log_b)), 0.0)
 
 
-def _wait_statistics_scalar(
+def unchecked_wait_statistics(
     q: float, servers: float, arrival_rate_per_s: float, service_rate_per_s: float, service_scv: float,
     arrival_scv: float = 1.0,
 ) -> tuple[float, float]:  # fmt: skip
@@ -465,15 +465,15 @@ def _waits(
     )
     if scalar:
         # (C_a² + C_s²)/2 is all that matters: pass it as C_s² = 2·variability, C_a² = 0 (exact).
-        quantile_wait, mean = _wait_statistics_scalar(
+        quantile_wait, mean = unchecked_wait_statistics(
             q, float(c), float(lam), float(mu), 2.0 * float(variability), 0.0
         )
         return np.float64(quantile_wait), np.float64(mean), True
-    quantile_wait, mean = _wait_statistics_array(q, c, lam, mu, variability)
+    quantile_wait, mean = unchecked_wait_statistics_arrays(q, c, lam, mu, variability)
     return quantile_wait, mean, False
 
 
-def _wait_statistics_array(
+def unchecked_wait_statistics_arrays(
     q: float, c: np.ndarray, lam: np.ndarray, mu: np.ndarray, variability: np.ndarray | float
 ) -> tuple[np.ndarray, np.ndarray]:
     """(q-quantile, mean) of the wait on valid, broadcast float arrays (unchecked), seconds.

@@ -16,7 +16,7 @@ from functools import cached_property
 import numpy as np
 
 from fleetopt.core.poolstats import PoolMoments
-from fleetopt.core.queueing import _wait_statistics_array, _wait_statistics_scalar, mean_wait
+from fleetopt.core.queueing import mean_wait, unchecked_wait_statistics, unchecked_wait_statistics_arrays
 from fleetopt.core.service import (
     PoolHardware,
     SlotServiceTime,
@@ -155,7 +155,7 @@ def _wait_one(servers: float, rate: float, mean_service_s: float, scv: float, qu
     """The q-quantile of the slot wait at c servers (one point, plain floats), seconds."""
     if _surely_no_wait_one(servers, rate * mean_service_s, quantile):
         return 0.0  # C ≤ 1 − q for certain, so the q-quantile of the wait is exactly 0
-    return _wait_statistics_scalar(quantile, servers, rate, 1.0 / mean_service_s, scv)[0]
+    return unchecked_wait_statistics(quantile, servers, rate, 1.0 / mean_service_s, scv)[0]
 
 
 def _utilization_bound_one(rate: float, mean_service_s: float, slots: float, cap: float) -> int:
@@ -467,7 +467,7 @@ def _search_slots(
         if unsure.any():
             rest = subset[unsure]
             c = servers[unsure]
-            waits, _ = _wait_statistics_array(
+            waits, _ = unchecked_wait_statistics_arrays(
                 quantile, c, np.full(c.shape, rate), 1.0 / mean_s[rest], 0.5 * (1.0 + scv[rest])
             )
             passed[unsure] = waits <= budget[rest]
