@@ -186,3 +186,31 @@ def test_text_where_a_number_belongs_and_conflicting_options_are_usage_errors(
     assert result.exit_code == 2
     assert result.output.endswith(f"Error: {message}\n")
     assert "Traceback" not in result.output
+
+
+def test_exact_gives_fifty_digits_of_hand_derivable_values() -> None:
+    """c = 3, a = 2: B = (8/6)/(1 + 2 + 2 + 8/6) = 4/19 and C = 3B/(3 − 2 + 2B) = 4/9, by hand."""
+    exact = _json("--servers", "3", "--load", "2", "--exact")["exact"]
+    assert exact["digits"] == 50
+    assert exact["erlang_c"] == "0." + "4" * 50
+    with mpmath.workdps(60):
+        assert exact["erlang_b"] == mpmath.nstr(mpmath.mpf(4) / 19, 50)
+    assert exact["method"] == "recursion"
+    assert exact["relative_difference_erlang_c"] < 1e-15
+
+
+def test_exact_reaches_below_double_precision_and_says_how_far_the_fast_path_is() -> None:
+    data = _json("--servers", "100000", "--load", "85000", "--exact")
+    exact = data["exact"]
+    assert exact["method"] == "incomplete gamma"
+    assert exact["erlang_c"].startswith("1.71639967214214") and exact["erlang_c"].endswith("e-546")
+    assert exact["log10_erlang_c"] == pytest.approx(data["erlang_c_log10"], rel=1e-14)
+    assert exact["relative_difference_erlang_c"] < 1e-13
+    table = runner.invoke(app, ["queue", "--servers", "100000", "--load", "85000", "--exact"])
+    assert table.exit_code == 0
+    assert "P(wait), mpmath 50 digits" in table.stdout
+    assert "1.7163996721421485009…e-546" in table.stdout
+
+
+def test_without_exact_there_is_no_exact_block() -> None:
+    assert "exact" not in _json("--servers", "3", "--load", "2")

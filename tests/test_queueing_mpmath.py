@@ -14,7 +14,7 @@ import mpmath
 import numpy as np
 import pytest
 
-from fleetopt.core.queueing import erlang_b, erlang_c, log_erlang_b, log_erlang_c, wait_quantile
+from fleetopt.core.queueing import erlang_b, erlang_c, exact_erlang, log_erlang_b, log_erlang_c, wait_quantile
 
 DIGITS = 50
 TOLERANCE = 1e-12  # the accuracy contract: relative, wherever C ≥ 1e-300; on ln C elsewhere
@@ -208,3 +208,20 @@ def test_random_sweep_against_mpmath() -> None:
             reference_c(int(servers), load),
             f"C({servers}, {load!r})",
         )
+
+
+@pytest.mark.parametrize(
+    ("servers", "load"),
+    [(1, 0.5), (55, 50.0), (2000, 1999.0), (2001, 1500.0), (100_000, 85_000.0), (10**7, 9.99e6)],
+)
+def test_exact_erlang_matches_the_independent_reference_to_40_digits(servers: int, load: float) -> None:
+    """fleetopt's --exact path (recursion up to c = 2,000, incomplete gamma above) against this
+    file's reference (direct sum up to c = 3,000, incomplete gamma above). The reference works at
+    50 digits and its ln p = c·ln a − a − ln Γ(c+1) cancels ~9 of them at c = 10⁷, hence 1e-40."""
+    exact = exact_erlang(servers, load)
+    with mpmath.workdps(DIGITS):
+        for computed, reference in (
+            (exact.erlang_c, reference_c(servers, load)),
+            (exact.erlang_b, reference_b(servers, load)),
+        ):
+            assert abs(mpmath.mpf(computed) / reference - 1) < mpmath.mpf("1e-40")

@@ -41,6 +41,9 @@ def queue(
         1.0, "--scv", help="Squared coefficient of variation of the service time, ≥ 0."
     ),
     quantile: float = typer.Option(0.99, "--quantile", "-q", help="Wait quantile to report, in (0, 1)."),
+    exact: bool = typer.Option(
+        False, "--exact", help="Also compute Erlang B and C with mpmath at 50 digits and show the difference."
+    ),
     fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
     """Erlang C (probability of waiting), Erlang B, utilization, mean and quantile wait of an M/G/c queue."""
@@ -75,7 +78,7 @@ def queue(
             if "is not a duration" not in message:
                 raise  # a duration, but a bad one (≤ 0): exit 1 like every bad number
             raise typer.BadParameter(message, ctx=ctx, param_hint="'--service-time'") from None
-    emit(queue_report(servers, load, rate, service_time_s, scv, quantile), fmt, _draw)
+    emit(queue_report(servers, load, rate, service_time_s, scv, quantile, exact), fmt, _draw)
 
 
 def queue_report(
@@ -85,8 +88,11 @@ def queue_report(
     service_time_s: float | None,
     service_scv: float,
     quantile: float,
+    exact: bool = False,
 ) -> dict[str, Any]:
-    """Validate the numbers, evaluate the queue and return the command's result dictionary."""
+    """Validate the numbers, evaluate the queue and return the command's result dictionary.
+
+    ``exact``: add ``exact`` (Erlang B and C at 50 digits, :func:`fleetopt.core.queueing.exact_erlang`)."""
     from fleetopt.core import queueing
     from fleetopt.errors import ValidationError
 
@@ -153,6 +159,10 @@ def queue_report(
             "wait_model": "P(W > t) ≈ C·exp(−2(cμ − λ)t/(1 + Cs²)); exact for M/M/c (Cs² = 1)",
         }
     )
+    if exact and offered_load > 0:
+        from dataclasses import asdict
+
+        data["exact"] = asdict(queueing.exact_erlang(servers, offered_load))
     return data
 
 
@@ -163,6 +173,20 @@ def _probability(value: float, log10_value: float | None) -> str:
         exponent = math.floor(log10_value)
         return f"{10 ** (log10_value - exponent):.4g}e{exponent}"
     return fmt_num(value, 6)
+
+
+def _leading_digits(decimal: str, digits: int) -> str:
+    """A decimal string cut to about ``digits`` significant digits, its exponent kept."""
+    mantissa, _, exponent = decimal.partition("e")
+    significant = 0
+    cut = len(mantissa)
+    for position, character in enumerate(mantissa):
+        if character.isdigit() and (significant or character != "0"):
+            significant += 1
+            if significant == digits:
+                cut = position + 1
+                break
+    return mantissa[:cut] + ("…" if cut < len(mantissa) else "") + (f"e{exponent}" if exponent else "")
 
 
 def _draw(console, data: Mapping[str, Any]) -> None:
@@ -195,6 +219,13 @@ def _draw(console, data: Mapping[str, Any]) -> None:
         ("mean wait", wait(data[f"mean_wait_{unit}"])),
         (f"P{data['quantile'] * 100:g} wait", wait(data[f"wait_quantile_{unit}"])),
     ]
+    exact = data.get("exact")
+    if exact is not None:
+        rows += [
+            (f"P(wait), mpmath {exact['digits']} digits", _leading_digits(exact["erlang_c"], 20)),
+            ("Erlang B, mpmath", _leading_digits(exact["erlang_b"], 20)),
+            ("fast vs exact, relative difference", f"{exact['relative_difference_erlang_c']:.1e}"),
+        ]
     for label, value in rows:
         table.add_row(Text(label), Text(value))
     console.print(table)

@@ -720,3 +720,84 @@ def min_instances(
         binding_constraint=binding,
         reason=None,
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Public: an arbitrary-precision reference (``fleetopt queue --exact``)
+# ---------------------------------------------------------------------------------------------
+
+#: Up to this many servers the exact path runs the Erlang-B recursion; above, the Poisson identity.
+EXACT_RECURSION_MAX_SERVERS = 2_000
+
+
+@dataclass(frozen=True)
+class ExactErlang:
+    """Erlang B and C at ``digits`` significant decimal digits (mpmath), as decimal strings.
+
+    Attributes:
+        digits: working precision, decimal digits.
+        erlang_b, erlang_c: the probabilities, to ``digits`` significant digits (strings, so that
+            values below double precision's range survive JSON).
+        log10_erlang_c: log₁₀ C as a float.
+        relative_difference_erlang_c: |fast / exact − 1| for the double-precision ``erlang_c`` where
+            C ≥ 1e-300, else the same on ln C (|Δ ln C| / max(1, |ln C|)).
+        method: ``recursion`` (B_k = a·B_{k−1} / (k + a·B_{k−1}), B_0 = 1) or ``incomplete gamma``
+            (B = p(c; a) / P(c; a) with mpmath's regularized upper incomplete gamma).
+    """
+
+    digits: int
+    erlang_b: str
+    erlang_c: str
+    log10_erlang_c: float
+    relative_difference_erlang_c: float
+    method: str
+
+
+def exact_erlang(servers: int, offered_load: float, digits: int = 50) -> ExactErlang:
+    """Erlang B and C of (c, a) with mpmath at ``digits`` digits, beside the fast double path.
+
+    c ≤ 2,000: the Erlang-B recursion, every term positive (no cancellation), O(c). Above it,
+    B = p(c; a) / P(c; a): ln p = c·ln a − a − ln Γ(c+1) and P = Γ(c+1, a)/Γ(c+1) (mpmath's
+    regularized incomplete gamma, the lower one when a ≤ 0.99c). C = c·B / (c − a + a·B). Needs
+    0 < a < c (a stable queue); slow by design (milliseconds to seconds at c = 10⁷).
+    """
+    import mpmath
+
+    c, a = int(servers), float(offered_load)
+    if not (c >= 1 and 0 < a < c):
+        raise ValidationError(
+            f"exact Erlang C needs servers ≥ 1 and 0 < load < servers; got servers {servers!r}, load {a!r}"
+        )
+    # ln p = c·ln a − a − ln Γ(c+1) cancels about log₁₀(20c) digits: carry them as guard digits.
+    with mpmath.workdps(digits + 10 + len(str(20 * c))):
+        load = mpmath.mpf(a)
+        if c <= EXACT_RECURSION_MAX_SERVERS:
+            b = mpmath.mpf(1)
+            for k in range(1, c + 1):
+                b = load * b / (k + load * b)
+            method = "recursion"
+        else:
+            n = mpmath.mpf(c)
+            log_pmf = n * mpmath.log(load) - load - mpmath.loggamma(n + 1)
+            if load <= mpmath.mpf("0.99") * n:
+                cdf = 1 - mpmath.gammainc(n + 1, 0, load, regularized=True)
+            else:
+                cdf = mpmath.gammainc(n + 1, load, mpmath.inf, regularized=True)
+            b = mpmath.exp(log_pmf) / cdf
+            method = "incomplete gamma"
+        n = mpmath.mpf(c)
+        erlang_c_exact = n * b / (n - load + load * b)
+        log_exact = mpmath.log(erlang_c_exact)
+        fast_log = _log_erlang_c_scalar(float(c), a)
+        if erlang_c_exact >= mpmath.mpf("1e-300"):
+            difference = abs(mpmath.mpf(math.exp(fast_log)) / erlang_c_exact - 1)
+        else:
+            difference = abs(mpmath.mpf(fast_log) - log_exact) / max(1, abs(log_exact))
+        return ExactErlang(
+            digits=digits,
+            erlang_b=mpmath.nstr(b, digits, min_fixed=-4, max_fixed=4),
+            erlang_c=mpmath.nstr(erlang_c_exact, digits, min_fixed=-4, max_fixed=4),
+            log10_erlang_c=float(log_exact / mpmath.log(10)),
+            relative_difference_erlang_c=float(difference),
+            method=method,
+        )
