@@ -395,28 +395,32 @@ def _most_allowed_slots(
     iteration time meets the TPOT cap), or 0 if even s = 1 does not.
 
     Both grow with s under either service model, and so do their float evaluations (each step
-    is a monotone IEEE operation on W + H·s), so the allowed slot counts are exactly 1 … s_max:
-    a binary search with the scalar formulas finds s_max, and the arrays stop there.
+    is a monotone IEEE operation on W + H·s), so the allowed slot counts are exactly 1 … s_max.
+    Both are affine in s, so s_max is guessed from the ends and checked at s and s + 1; bisection
+    with the same scalar formulas finishes if the guess is off. The arrays then stop at s_max.
     """
 
     def margins(slots: int) -> tuple[float, float]:
+        """(SLO − prefill − first decode, TPOT SLO − iteration time) at ``slots``, seconds."""
         _, _, overhead_s, _, iteration_s = service_time_formulas(
             moments, hardware, float(slots), service_model
         )
         return ttft_slo_s - overhead_s, (math.inf if tpot_slo_s is None else tpot_slo_s - iteration_s)
 
+    def fits(margin: tuple[float, float]) -> bool:
+        return margin[0] >= 0 and margin[1] >= 0
+
     def allowed(slots: int) -> bool:
-        ttft_margin, tpot_margin = margins(slots)
-        return ttft_margin >= 0 and tpot_margin >= 0
+        return fits(margins(slots))
 
     first, last = margins(1), margins(kv_limit)
-    if not (first[0] >= 0 and first[1] >= 0):
+    if not fits(first):
         return 0
-    if last[0] >= 0 and last[1] >= 0:
+    if fits(last):
         return kv_limit
     lo, hi = 1, kv_limit  # allowed at lo, not at hi
-    # Both margins are affine in s: probe where the binding one crosses zero, and one past it;
-    # when the guess is right (the usual case) that settles it, else bisection finishes the job.
+    # Probe where the binding margin crosses zero, and one past it: when the guess is right (the
+    # usual case) that settles it.
     crossings = [
         1 + (kv_limit - 1) * a / (a - b) for a, b in zip(first, last, strict=True) if b < 0 and a - b > 0
     ]
