@@ -124,6 +124,16 @@ def main() -> None:
     slots = np.arange(1, 10_001) * 8
     wait_rate = _rate(lambda: wait_quantile(0.99, slots, 1000.0, 0.5, 2.0), slots.size)
     print(f"wait_quantile over an array of {slots.size:,} slot counts: {wait_rate:.3g} evaluations/s")
+    # One point at a time (what the planner's sizing loops do): the plain-float path against the
+    # same point as a 1-element array through the vectorized path, in the same run.
+    points = [(int(c), float(c) * u) for c in (10, 1_000, 100_000) for u in (0.5, 0.9, 0.99)]
+    scalar_rate = _rate(lambda: [log_erlang_c(c, a) for c, a in points], len(points))
+    array_points = [(np.array([c]), np.array([a])) for c, a in points]
+    one_element_rate = _rate(lambda: [log_erlang_c(c, a) for c, a in array_points], len(points))
+    print(
+        f"one point per call: plain-float path {scalar_rate:.3g}/s, "
+        f"1-element arrays {one_element_rate:.3g}/s ({scalar_rate / one_element_rate:.1f}× faster)"
+    )
     sizing_cases = [(rate, 256) for rate in (1.0, 100.0, 10_000.0, 1_000_000.0)]
     start = time.perf_counter()
     for rate, slots_per_instance in sizing_cases * 25:

@@ -390,3 +390,14 @@ def test_scalar_and_array_erlang_agree_on_every_branch(servers: int, load: float
     one = wait_quantile(0.99, servers, load * 2.0, 2.0, 0.7)
     many = wait_quantile(0.99, np.array([servers]), load * 2.0, 2.0, 0.7)[0]
     assert one == pytest.approx(many, rel=1e-13, abs=1e-300)
+
+
+@pytest.mark.parametrize("servers", [0, 0.5, -3, math.inf, np.array([4, 0])])
+@pytest.mark.parametrize("function", [wait_quantile, mean_wait])
+def test_waits_reject_fewer_than_one_server_on_both_paths(function, servers) -> None:
+    """Scalars take the plain-float path, arrays the vectorized one: both refuse c < 1 the same way."""
+    args = (servers, 1.0, 1.0, 1.0)
+    with pytest.raises(
+        ValidationError, match=r"^servers: .* is not allowed; the number of servers must be ≥ 1$"
+    ):
+        function(0.99, *args) if function is wait_quantile else function(*args)

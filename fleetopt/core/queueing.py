@@ -333,12 +333,16 @@ def _as_array(value: Any, name: str) -> np.ndarray:
     return array
 
 
-def _servers_and_load(servers: Any, offered_load: Any) -> tuple[np.ndarray, np.ndarray, bool]:
-    c = _as_array(servers, "servers")
-    a = _as_array(offered_load, "offered_load")
+def _check_servers(c: np.ndarray) -> None:
     if np.any(~np.isfinite(c)) or np.any(c < 1):
         bad = c[~np.isfinite(c) | (c < 1)].flat[0]
         raise ValidationError(f"servers: {bad:g} is not allowed; the number of servers must be ≥ 1")
+
+
+def _servers_and_load(servers: Any, offered_load: Any) -> tuple[np.ndarray, np.ndarray, bool]:
+    c = _as_array(servers, "servers")
+    a = _as_array(offered_load, "offered_load")
+    _check_servers(c)
     if np.any(a < 0) or np.any(~np.isfinite(a)):
         bad = a[(a < 0) | ~np.isfinite(a)].flat[0]
         raise ValidationError(
@@ -347,6 +351,22 @@ def _servers_and_load(servers: Any, offered_load: Any) -> tuple[np.ndarray, np.n
     scalar = c.ndim == 0 and a.ndim == 0
     c, a = np.broadcast_arrays(c, a)
     return c, a, scalar
+
+
+def _plain(value: Any) -> float | None:
+    """``value`` as a float when it is one real number (Python or NumPy, not bool), else None."""
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def _valid_point(servers: Any, offered_load: Any) -> tuple[float, float] | None:
+    """(c, a) as floats when both are plain numbers in the domain (c ≥ 1, a ≥ 0, finite), else None
+    (then the checked array path runs and raises the usual errors)."""
+    c, a = _plain(servers), _plain(offered_load)
+    if c is None or a is None or not (math.isfinite(c) and c >= 1 and math.isfinite(a) and a >= 0):
+        return None
+    return c, a
 
 
 def _out(values: np.ndarray, scalar: bool) -> float | np.ndarray:
@@ -365,6 +385,9 @@ def log_erlang_b(servers: Any, offered_load: Any) -> float | np.ndarray:
     ``servers`` c ≥ 1 (integers; real c gives the usual incomplete-gamma extension),
     ``offered_load`` a = λ/μ ≥ 0 in Erlangs. Broadcasts; scalars in → float out.
     """
+    point = _valid_point(servers, offered_load)
+    if point is not None:
+        return _log_erlang_b_scalar(*point) if point[1] > 0 else -math.inf
     c, a, scalar = _servers_and_load(servers, offered_load)
     if scalar:
         return _log_erlang_b_scalar(float(c), float(a)) if a > 0 else -math.inf
@@ -388,6 +411,9 @@ def log_erlang_c(servers: Any, offered_load: Any) -> float | np.ndarray:
     Returns −inf at a = 0 and 0 (C = 1: every arrival waits; the queue is unstable) for a ≥ c.
     Finite even where C underflows (e.g. c = 10⁵, a = 85,000: ln C ≈ −1256.3).
     """
+    point = _valid_point(servers, offered_load)
+    if point is not None:
+        return _log_erlang_c_scalar(*point)
     c, a, scalar = _servers_and_load(servers, offered_load)
     if scalar:
         return _log_erlang_c_scalar(float(c), float(a))
@@ -431,6 +457,7 @@ def _rates(
     mu = _as_array(service_rate_per_s, "service_rate_per_s")
     cs2 = _as_array(service_scv, "service_scv")
     ca2 = _as_array(arrival_scv, "arrival_scv")
+    _check_servers(c)
     if np.any(~np.isfinite(mu) | (mu <= 0)):
         bad = mu[~np.isfinite(mu) | (mu <= 0)].flat[0]
         raise ValidationError(f"service_rate_per_s: {bad:g} is not allowed; it must be positive and finite")
@@ -460,6 +487,15 @@ def _waits(
     """(q-quantile, mean) of the wait from one evaluation of ln C; see ``wait_quantile``/``mean_wait``."""
     if not (isinstance(q, (int, float)) and 0.0 < q < 1.0):
         raise ValidationError(f"quantile: {q!r} is not allowed; it must be strictly between 0 and 1")
+    point = [_plain(v) for v in (servers, arrival_rate_per_s, service_rate_per_s, service_scv, arrival_scv)]
+    if all(v is not None for v in point):
+        c, lam, mu, cs2, ca2 = point
+        if (
+            math.isfinite(c) and c >= 1 and math.isfinite(lam) and lam >= 0 and math.isfinite(mu) and mu > 0
+            and math.isfinite(cs2) and cs2 >= 0 and math.isfinite(ca2) and ca2 >= 0
+        ):  # fmt: skip
+            quantile_wait, mean = unchecked_wait_statistics(q, c, lam, mu, cs2, ca2)
+            return np.float64(quantile_wait), np.float64(mean), True
     c, lam, mu, variability, scalar = _rates(
         servers, arrival_rate_per_s, service_rate_per_s, service_scv, arrival_scv
     )
