@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 from hypothesis import given, settings
@@ -63,18 +64,29 @@ def test_one_slot_count_is_the_fewest_instances_that_fit(pairs, model, slots, sl
         assert not evaluate_pool(**common, instances=sized.instances - 1, slots_per_instance=slots).feasible
 
 
-@settings(max_examples=40, deadline=None)
-@given(logs, st.floats(0.05, 3.0), st.floats(0.01, 1e5))
-def test_the_shortcut_gives_what_the_search_over_every_slot_count_gives(pairs, slo_s, rate) -> None:
-    """Where the largest slot count at the least utilization bound meets the wait, size_pool stops
-    there; the vectorized bisection over all 256 slot counts must agree (instances and slots)."""
+# The same calibration with W = 0: every slot count has the same load per slot, so the
+# array-free shortcut must stand aside and the arrays decide.
+FLAT_PER_SLOT = replace(PAPER_A100, iteration_base_s=0.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    logs,
+    st.floats(0.05, 3.0),
+    st.floats(0.01, 1e5),
+    st.sampled_from([PAPER_A100, FLAT_PER_SLOT]),
+    st.sampled_from(["lockstep", "fleet-sim"]),
+)
+def test_the_shortcuts_give_what_the_search_over_every_slot_count_gives(pairs, slo_s, rate, hardware, model):
+    """size_pool stops early where it can (the largest allowed slot count at the least utilization
+    bound meets the wait); the vectorized bisection over all 256 slot counts must agree."""
     moments = _moments(pairs)
     sized = size_pool(
-        arrival_rate_per_s=rate, moments=moments, hardware=PAPER_A100, context_tokens=4096,
-        service_model="lockstep", ttft_slo_s=slo_s,
+        arrival_rate_per_s=rate, moments=moments, hardware=hardware, context_tokens=4096,
+        service_model=model, ttft_slo_s=slo_s,
     )  # fmt: skip
     candidates = np.arange(1, 257)
-    times = slot_service_times(moments, PAPER_A100, candidates, "lockstep")
+    times = slot_service_times(moments, hardware, candidates, model)
     budget = slo_s - times.ttft_overhead_s
     allowed = np.flatnonzero(budget >= 0)
     if allowed.size == 0:
@@ -85,6 +97,11 @@ def test_the_shortcut_gives_what_the_search_over_every_slot_count_gives(pairs, s
     n_util = _utilization_bound(rate, mean_s, slots, 0.85)
     instances, choice = _search_slots(rate, slots, mean_s, scv, budget[allowed], n_util, moments.quantile)
     assert (sized.instances, sized.slots_per_instance) == (instances, int(slots[choice]))
+    again = evaluate_pool(
+        arrival_rate_per_s=rate, moments=moments, hardware=hardware, context_tokens=4096, service_model=model,
+        instances=sized.instances, slots_per_instance=sized.slots_per_instance, ttft_slo_s=slo_s,
+    )  # fmt: skip
+    assert again.feasible and again.p99_ttft_s == sized.p99_ttft_s
 
 
 @settings(max_examples=60, deadline=None)

@@ -351,6 +351,21 @@ def _size_any_slots(
     if most == 0:
         return _no_slot_count_fits(rate, moments, hardware, context_tokens, kv_limit, service_model,
                                    ttft_slo_s, tpot_slo_s)  # fmt: skip
+    # The usual answer without arrays: when λ·E[S](s)/s falls with s by far more than rounding,
+    # the utilization bound is least at s_max, and s_max is the largest slot count reaching it; if
+    # the wait fits there too, that is (fewest instances, most slots).
+    at_most = one_slot_service_time(moments, hardware, most, service_model)
+    if _load_per_slot_falls(moments, hardware, most, service_model):
+        least = _utilization_bound_one(rate, at_most.mean_service_s, float(most), max_utilization)
+        p99_wait = _wait_one(least * float(most), rate, at_most.mean_service_s, at_most.service_scv, quantile)
+        if p99_wait <= ttft_slo_s - at_most.ttft_overhead_s:
+            binding = _binding(least, least, rate, at_most.mean_service_s, float(most), max_utilization)
+            slots_binding = _slots_binding(moments, hardware, most, kv_limit, service_model, tpot_slo_s)
+            return _describe(
+                hardware, context_tokens, kv_limit, rate, least, at_most, quantile, binding, slots_binding,
+                p99_wait=p99_wait,
+            )  # fmt: skip
+
     slots = np.arange(1.0, most + 1.0)  # every one of them is allowed
     times = slot_service_times(moments, hardware, slots, service_model)
     mean_s, scv = times.mean_service_s, times.service_scv
@@ -371,20 +386,46 @@ def _size_any_slots(
 
     binding = _binding(instances, int(n_util[choice]), rate, float(mean_s[choice]), float(slots[choice]),
                        max_utilization)  # fmt: skip
-    chosen_slots = int(slots[choice])
-    if chosen_slots == kv_limit:
-        slots_binding = "kv"
-    elif tpot_slo_s is not None and not (
-        one_slot_service_time(moments, hardware, chosen_slots + 1, service_model).iteration_s <= tpot_slo_s
-    ):
-        slots_binding = "tpot"  # one slot more breaks the TPOT cap
-    else:
-        slots_binding = "ttft"
+    slots_binding = _slots_binding(moments, hardware, int(slots[choice]), kv_limit, service_model, tpot_slo_s)
     chosen = _one(times, choice)
     return _describe(
         hardware, context_tokens, kv_limit, rate, instances, chosen, quantile, binding, slots_binding,
         p99_wait=p99_wait,
     )  # fmt: skip
+
+
+def _slots_binding(
+    moments: PoolMoments, hardware: PoolHardware, slots: int, kv_limit: int, service_model: str,
+    tpot_slo_s: float | None,
+) -> str:  # fmt: skip
+    """What set a chosen slot count below the KV limit: ``kv`` (none: it is the limit), ``tpot`` (one
+    slot more breaks the TPOT cap) or ``ttft`` (the SLO made fewer slots cheaper or feasible)."""
+    if slots == kv_limit:
+        return "kv"
+    if tpot_slo_s is not None and not (
+        one_slot_service_time(moments, hardware, slots + 1, service_model).iteration_s <= tpot_slo_s
+    ):
+        return "tpot"
+    return "ttft"
+
+
+def _load_per_slot_falls(moments: PoolMoments, hardware: PoolHardware, most: int, service_model: str) -> bool:
+    """True when E[S](s)/s strictly falls over s = 1 … ``most`` by a relative step above 1e-9.
+
+    Under both service models E[S] = a + b·s (a, b ≥ 0). With a > 0 the step from s to s + 1 is
+    a / ((s + 1)(a + b·s)) of the value, smallest at s = ``most``; far above float rounding
+    (~1e-16), the computed utilization bound is then non-increasing in s, exactly as its array
+    form. False (use the arrays) when a = 0, or when E[S] is not affine after all.
+    """
+    at_one = service_time_formulas(moments, hardware, 1.0, service_model)[0]
+    slope = service_time_formulas(moments, hardware, 2.0, service_model)[0] - at_one
+    intercept = at_one - slope
+    at_most = service_time_formulas(moments, hardware, float(most), service_model)[0]
+    if not (intercept > 0 and slope >= 0):
+        return False
+    if abs(intercept + slope * most - at_most) > 1e-9 * at_most:
+        return False
+    return intercept / ((most + 1) * (intercept + slope * most)) > 1e-9
 
 
 def _most_allowed_slots(
