@@ -283,16 +283,16 @@ def evaluate_fleet(planner: Planner, fleet: PlannedFleet, arrival_rate_per_s: fl
 
     homogeneous = fleet.pool("homogeneous")
     if homogeneous is not None:
-        moments = planner.stats(homogeneous.hardware).range_moments(-1, math.inf, o.quantile)
+        ((_, moments),) = planner.pool_traffic(None, arrival_rate_per_s=rate)
         sizing = evaluate(homogeneous, rate, moments)
         return FleetFit(rate, None, None, None, (_pool_fit("homogeneous", sizing, o),))
     short, long = fleet.pool("short"), fleet.pool("long")
     if short is None or long is None or fleet.b_short_tokens is None:
         raise ValidationError("a two-pool plan needs a short pool, a long pool and B_short")
-    alpha, beta, short_fraction, short_moments, long_moments = planner.split(
-        fleet.b_short_tokens, fleet.gamma
+    alpha, beta, short_fraction, _, _ = planner.split(fleet.b_short_tokens, fleet.gamma)
+    (short_rate, short_moments), (long_rate, long_moments) = planner.pool_traffic(
+        fleet.b_short_tokens, fleet.gamma, rate
     )
-    short_rate, long_rate = planner.pool_rates(short_fraction, long_moments, rate)
     pools = (
         _pool_fit("short", evaluate(short, short_rate, short_moments), o),
         _pool_fit("long", evaluate(long, long_rate, long_moments), o),

@@ -275,6 +275,21 @@ class Planner:
             long_rate = rate * long_moments.traffic_fraction
         return rate * short_fraction, max(0.0, long_rate)
 
+    def pool_traffic(
+        self, b_short_tokens: int | None, gamma: float = 1.0, arrival_rate_per_s: float | None = None
+    ) -> tuple[tuple[float, PoolMoments], ...]:
+        """(λ req/s, moments) of each pool of a fleet routed at (B, γ): (short, long), split as
+        :meth:`split` and :meth:`pool_rates` split it; or of the one homogeneous pool (all traffic,
+        on the long pool's hardware) when ``b_short_tokens`` is None. Rate: the options' unless given."""
+        rate = self.options.arrival_rate_per_s if arrival_rate_per_s is None else arrival_rate_per_s
+        if b_short_tokens is None:
+            return (
+                (rate, self.stats(self.long_hardware).range_moments(-1, math.inf, self.options.quantile)),
+            )
+        _, _, short_fraction, short_moments, long_moments = self.split(b_short_tokens, gamma)
+        short_rate, long_rate = self.pool_rates(short_fraction, long_moments, rate)
+        return ((short_rate, short_moments), (long_rate, long_moments))
+
     def _size_cell(self, b_short: int, gamma: float) -> FleetCandidate:
         o = self.options
         alpha, beta, short_fraction, short_moments, long_moments = self.split(b_short, gamma)
@@ -285,9 +300,8 @@ class Planner:
 
     def homogeneous(self) -> FleetCandidate:
         """One pool at the long context taking all traffic (on the long pool's hardware)."""
-        o = self.options
-        moments = self.stats(self.long_hardware).range_moments(-1, math.inf, o.quantile)
-        pool = self._size(o.arrival_rate_per_s, moments, self.long_hardware, o.long_context_tokens)
+        ((rate, moments),) = self.pool_traffic(None)
+        pool = self._size(rate, moments, self.long_hardware, self.options.long_context_tokens)
         return _combine("homogeneous", None, 1.0, 1.0, 0.0, 0.0, None, pool)
 
     def retrofit(self, routed: FleetCandidate, gamma: float) -> FleetCandidate:

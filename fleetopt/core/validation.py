@@ -303,15 +303,9 @@ def reevaluate(
         max_utilization=setup.max_utilization,
         quantile=setup.quantile,
     )
-    planner = Planner(workload, short_hw, long_hw, options)
-    if routing.b_short_tokens is None:
-        traffic = [(arrival_rate_per_s, planner.stats(long_hw).range_moments(-1, math.inf, setup.quantile))]
-    else:
-        _, _, short_fraction, short_moments, long_moments = planner.split(
-            routing.b_short_tokens, routing.gamma
-        )
-        short_rate, long_rate = planner.pool_rates(short_fraction, long_moments)
-        traffic = [(short_rate, short_moments), (long_rate, long_moments)]
+    traffic = Planner(workload, short_hw, long_hw, options).pool_traffic(
+        routing.b_short_tokens, routing.gamma
+    )
     pools = []
     for prediction, (rate, moments) in zip(setup.pools, traffic, strict=True):
         pool = prediction.simulated
