@@ -1,4 +1,8 @@
-"""Defaults shared by the API and the CLI (no heavy imports here: the CLI reads them at start-up)."""
+"""The one place for fleetopt's constants and defaults, shared by core, io, the API and the CLI.
+
+No heavy imports here: the CLI reads these at start-up, and core may import this module (it is
+plain numbers, no files, printing or presentation libraries).
+"""
 
 #: The papers' Llama-3-70B / A100-80GB TP8 calibration (FACTS §1).
 DEFAULT_SERVING = "llama-3-70b-a100-80gb-tp8"
@@ -6,3 +10,15 @@ DEFAULT_SERVING = "llama-3-70b-a100-80gb-tp8"
 DEFAULT_RATE_PER_S = 1000.0
 #: The papers' long-pool (and homogeneous) context window, tokens.
 DEFAULT_LONG_CONTEXT_TOKENS = 65_536
+#: Utilization cap ρ_max of every pool (FleetOpt §4.1, Eq. 11).
+DEFAULT_MAX_UTILIZATION = 0.85
+#: The TTFT quantile an SLO is stated at (P99).
+DEFAULT_QUANTILE = 0.99
+#: Hours in a (non-leap) year: annual cost = GPUs × $/GPU-hour × this.
+HOURS_PER_YEAR = 8760.0
+#: The papers' A100-80GB price, USD per GPU-hour (FleetOpt §7.1; FACTS §1).
+PAPER_GPU_HOUR_USD = 2.21
+#: The compression bands γ the planner sweeps by default: 1.0, 1.1, …, 2.0.
+DEFAULT_GAMMAS = tuple(round(1.0 + 0.1 * k, 1) for k in range(11))
+#: Pools a plan may use by default (the papers' short/long split).
+DEFAULT_POOL_COUNT = 2

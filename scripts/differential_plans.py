@@ -57,9 +57,7 @@ def _candidate(candidate: Any) -> dict[str, Any] | None:
     if candidate is None:
         return None
     routing = getattr(candidate, "routing", None)
-    boundaries = (
-        list(routing.boundaries_tokens) if routing is not None else [candidate.b_short_tokens]
-    )
+    boundaries = list(routing.boundaries_tokens) if routing is not None else [candidate.b_short_tokens]
     if boundaries == [None]:
         boundaries = []
     return {
@@ -120,7 +118,9 @@ def _differences(a: Any, b: Any, where: str) -> list[str]:
     if isinstance(a, list) and isinstance(b, list):
         if len(a) != len(b):
             return [f"{where}: length {len(a)} != {len(b)}"]
-        return [d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in _differences(x, y, f"{where}[{i}]")]
+        return [
+            d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in _differences(x, y, f"{where}[{i}]")
+        ]
     if isinstance(a, float) and isinstance(b, float):
         if math.isnan(a) and math.isnan(b):
             return []

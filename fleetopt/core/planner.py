@@ -20,11 +20,15 @@ from fleetopt.core.poolstats import PoolMoments, PoolStatistics
 from fleetopt.core.service import SERVICE_MODELS, PoolHardware
 from fleetopt.core.sizing import PoolSizing, evaluate_pool, size_pool
 from fleetopt.core.workload import Workload
-from fleetopt.defaults import DEFAULT_LONG_CONTEXT_TOKENS
+from fleetopt.defaults import (
+    DEFAULT_GAMMAS,
+    DEFAULT_LONG_CONTEXT_TOKENS,
+    DEFAULT_MAX_UTILIZATION,
+    DEFAULT_QUANTILE,
+    HOURS_PER_YEAR,
+)
 from fleetopt.errors import ValidationError
 
-HOURS_PER_YEAR = 8760.0
-DEFAULT_GAMMAS = tuple(round(1.0 + 0.1 * k, 1) for k in range(11))
 #: The reference implementation treats a long pool with λ_l ≤ 0.01 req/s as empty (FACTS §1).
 FLEET_SIM_EMPTY_RATE_PER_S = 0.01
 
@@ -40,8 +44,8 @@ class PlanOptions:
     gammas: tuple[float, ...] = DEFAULT_GAMMAS
     compressibility: float = 1.0
     service_model: str = "lockstep"
-    max_utilization: float = 0.85
-    quantile: float = 0.99
+    max_utilization: float = DEFAULT_MAX_UTILIZATION
+    quantile: float = DEFAULT_QUANTILE
     tpot_slo_s: float | None = None
 
     def validate(self) -> None:

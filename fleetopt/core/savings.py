@@ -25,14 +25,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from fleetopt.defaults import HOURS_PER_YEAR, PAPER_GPU_HOUR_USD
 from fleetopt.errors import ValidationError
-
-#: Hours in a (non-leap) year, the papers' annualisation (FleetOpt Table 3: "× 8,760 hr/yr").
-HOURS_PER_YEAR = 8760.0
-
-#: The papers' default GPU price: A100-80GB at $2.21/GPU-hour (AWS p4d.24xlarge per GPU;
-#: pool-routing §4.2, FleetOpt Table 3).
-PAPER_GPU_HOUR_USD = 2.21
 
 #: Queueing-headroom factors of the pool-routing paper (Appendix A, §4.3): each pool is sized
 #: ⌈λ_pool/μ_pool × β⌉.

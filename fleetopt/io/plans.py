@@ -25,6 +25,7 @@ from fleetopt.core.service import PoolHardware
 from fleetopt.core.sizing import PoolSizing
 from fleetopt.core.workload import Workload
 from fleetopt.core.workload_stats import arrival_statistics
+from fleetopt.defaults import HOURS_PER_YEAR
 from fleetopt.errors import ValidationError
 
 SCHEMA_VERSION = 1
@@ -107,7 +108,7 @@ def pool_document(pool: PoolSizing, hardware: PoolHardware, total_rate_per_s: fl
         "feasible": pool.feasible,
         "reason": pool.reason,
         "min_achievable_ttft_s": pool.min_achievable_ttft_s,
-        "cost_per_year_usd": pool.cost_per_hour_usd * 8760.0 if pool.feasible else None,
+        "cost_per_year_usd": pool.cost_per_hour_usd * HOURS_PER_YEAR if pool.feasible else None,
     }
 
 

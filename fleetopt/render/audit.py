@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from fleetopt.core.audit import WorkloadAudit
-from fleetopt.core.planner import HOURS_PER_YEAR
 from fleetopt.core.service import PoolHardware
+from fleetopt.defaults import HOURS_PER_YEAR
 from fleetopt.render.output import fmt_count, fmt_num, fmt_pct, fmt_seconds, fmt_usd, to_jsonable
 
 
