@@ -1,4 +1,4 @@
-"""The planner: the cheapest two-pool fleet that meets the SLO (FleetOpt Algorithm 1, extended).
+"""The planner: the cheapest routed fleet that meets the SLO (FleetOpt Algorithm 1, extended to K pools).
 
 For every candidate boundary B and compression band γ, the traffic splits into a short pool
 (context B) and a long pool (the long context); each pool is sized exactly
@@ -6,36 +6,46 @@ For every candidate boundary B and compression band γ, the traffic splits into 
 (:class:`fleetopt.core.poolstats.PoolStatistics`), and the cheapest feasible cell wins. Beside
 it: the homogeneous fleet (one pool at the long context), pool routing (the best B at γ = 1),
 and the retrofit (the pool-routing fleet with C&R added later: short pool resized, long pool
-kept).
+kept). With ``max_pools`` = K > 2 the planner also finds the cheapest fleet of 3 … K pools by
+dynamic programming over the candidate boundaries (exact: a fleet's cost is the sum of its
+pools' costs, and each pool's sizing depends only on its own boundaries and the C&R band).
+
+How a pool's traffic and service times follow from the routing is the service model's
+(:class:`fleetopt.core.service.ServiceModel`); this module never asks which model it is.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from fleetopt.core.poolstats import PoolMoments, PoolStatistics
-from fleetopt.core.service import SERVICE_MODELS, PoolHardware
+from fleetopt.core.routing import Routing, pool_names
+from fleetopt.core.service import PoolHardware, PoolShare, ServiceModel, get_service_model
 from fleetopt.core.sizing import PoolSizing, evaluate_pool, size_pool
 from fleetopt.core.workload import Workload
 from fleetopt.defaults import (
     DEFAULT_GAMMAS,
     DEFAULT_LONG_CONTEXT_TOKENS,
     DEFAULT_MAX_UTILIZATION,
+    DEFAULT_POOL_COUNT,
     DEFAULT_QUANTILE,
     HOURS_PER_YEAR,
 )
 from fleetopt.errors import ValidationError
 
-#: The reference implementation treats a long pool with λ_l ≤ 0.01 req/s as empty (FACTS §1).
-FLEET_SIM_EMPTY_RATE_PER_S = 0.01
+#: The most pools ``--pools`` accepts (the K-pool sweep grows as (boundary candidates)^2 per pool).
+MAX_POOLS = 8
 
 
 @dataclass(frozen=True)
 class PlanOptions:
-    """What the planner is asked: rate, SLO, sweep ranges and model choices (seconds, tokens)."""
+    """What the planner is asked: rate, SLO, sweep ranges and model choices (seconds, tokens).
+
+    ``max_pools``: the most pools a fleet may have (2 = the papers' short/long split; K > 2 also
+    sweeps fleets of 3 … K pools exactly, see :meth:`Planner.plan`)."""
 
     arrival_rate_per_s: float
     ttft_slo_s: float
@@ -47,6 +57,12 @@ class PlanOptions:
     max_utilization: float = DEFAULT_MAX_UTILIZATION
     quantile: float = DEFAULT_QUANTILE
     tpot_slo_s: float | None = None
+    max_pools: int = DEFAULT_POOL_COUNT
+
+    @property
+    def model(self) -> ServiceModel:
+        """The service model named by ``service_model``."""
+        return get_service_model(self.service_model)
 
     def validate(self) -> None:
         """Raise ValidationError for values outside the model's domain."""
@@ -62,10 +78,9 @@ class PlanOptions:
             raise ValidationError(f"compressibility: {self.compressibility!r} must be in [0, 1]")
         if not (0 < self.quantile < 1):
             raise ValidationError(f"quantile: {self.quantile!r} must be in (0, 1)")
-        if self.service_model not in SERVICE_MODELS:
-            raise ValidationError(
-                f"service model: {self.service_model!r} is not one of {', '.join(SERVICE_MODELS)}"
-            )
+        get_service_model(self.service_model)
+        if not (2 <= self.max_pools <= MAX_POOLS):
+            raise ValidationError(f"pools: {self.max_pools!r} must be a whole number from 2 to {MAX_POOLS}")
         if not self.gammas or any(not (1.0 <= g and math.isfinite(g)) for g in self.gammas):
             raise ValidationError(f"gamma: {list(self.gammas)} — every γ must be ≥ 1")
         if self.tpot_slo_s is not None and not self.tpot_slo_s > 0:
@@ -80,26 +95,50 @@ class PlanOptions:
 
 @dataclass(frozen=True)
 class FleetCandidate:
-    """One fleet: a (B, γ) cell of the sweep, or a baseline.
+    """One fleet: a cell of the sweep, a K-pool fleet, or a baseline.
 
-    ``short`` is None for the homogeneous fleet; ``b_short_tokens`` is None there too.
-    α = F(B), β = F(γB) − F(B), ``short_traffic_fraction`` = α' (what really reaches the short pool).
+    ``pools`` and ``hardware`` run from the shortest pool to the longest; one pool is the
+    homogeneous fleet. α = F(B₁), β = F(γB₁) − F(B₁), ``short_traffic_fraction`` = α' (what
+    really reaches the first pool; 0 for the homogeneous fleet).
     """
 
     label: str
-    b_short_tokens: int | None
-    gamma: float
+    routing: Routing
     alpha: float
     beta: float
     short_traffic_fraction: float
-    short: PoolSizing | None
-    long: PoolSizing
+    pools: tuple[PoolSizing, ...]
+    hardware: tuple[PoolHardware, ...]
     feasible: bool
     reason: str | None
 
     @property
-    def pools(self) -> tuple[PoolSizing, ...]:
-        return (self.long,) if self.short is None else (self.short, self.long)
+    def pool_count(self) -> int:
+        return len(self.pools)
+
+    @property
+    def pool_names(self) -> tuple[str, ...]:
+        """``homogeneous``; ``short``, ``long``; or ``pool-1`` … ``pool-K``."""
+        return self.routing.pool_names
+
+    @property
+    def b_short_tokens(self) -> int | None:
+        """B₁, the first boundary (None for the homogeneous fleet)."""
+        return self.routing.b_short_tokens
+
+    @property
+    def gamma(self) -> float:
+        return self.routing.gamma
+
+    @property
+    def short(self) -> PoolSizing | None:
+        """The first (shortest) pool, or None for the homogeneous fleet."""
+        return self.pools[0] if len(self.pools) > 1 else None
+
+    @property
+    def long(self) -> PoolSizing:
+        """The last pool, at the long context (the only pool of a homogeneous fleet)."""
+        return self.pools[-1]
 
     @property
     def total_instances(self) -> int:
@@ -120,7 +159,11 @@ class FleetCandidate:
 
 @dataclass(frozen=True)
 class FleetPlan:
-    """The planner's answer: the best fleet, the baselines and the whole (B, γ) grid."""
+    """The planner's answer: the best fleet, the baselines and the whole (B, γ) grid.
+
+    ``best_by_pool_count`` holds the cheapest feasible fleet with exactly k pools, for
+    k = 1 … ``options.max_pools`` (None where no such fleet is feasible).
+    """
 
     options: PlanOptions
     short_hardware: PoolHardware
@@ -132,6 +175,7 @@ class FleetPlan:
     grid: tuple[FleetCandidate, ...]
     b_short_candidates: tuple[int, ...]
     notes: tuple[str, ...] = field(default_factory=tuple)
+    best_by_pool_count: tuple[FleetCandidate | None, ...] = ()
 
     @property
     def feasible(self) -> bool:
@@ -163,8 +207,10 @@ def default_b_short_candidates(workload: Workload, long_context_tokens: int) -> 
 class Planner:
     """Sizes fleets for one workload, two hardware profiles and one set of options.
 
-    Keeps the exact pool statistics (one per prefill chunk size) so that many cells, baselines
-    and re-evaluations cost only their sizing.
+    The first pools of a routed fleet run on ``short_hardware``, the last (long-context) pool and
+    the homogeneous fleet on ``long_hardware``. Keeps the exact pool statistics (one per prefill
+    chunk size) and every pool it has sized, so that many cells, baselines and re-evaluations
+    cost only their sizing.
     """
 
     def __init__(
@@ -182,10 +228,11 @@ class Planner:
         self.short_hardware = short_hardware
         self.long_hardware = long_hardware
         self.options = options
+        self.model: ServiceModel = options.model
         self._stats: dict[int, PoolStatistics] = {} if statistics is None else statistics
-        self._cells: dict[tuple[int, float], FleetCandidate] = {}
-        self._splits: dict[tuple[int, float], tuple[float, float, float, PoolMoments, PoolMoments]] = {}
-        self._short_ranges: dict[int, PoolMoments] = {}
+        self._fleets: dict[Routing, FleetCandidate] = {}
+        self._shares: dict[tuple, PoolShare] = {}
+        self._pools: dict[tuple, PoolSizing] = {}
         longest = workload.max_total_tokens
         if longest > options.long_context_tokens:
             share = 1.0 - self.stats(long_hardware).cdf(options.long_context_tokens)
@@ -204,109 +251,140 @@ class Planner:
             self._stats[chunk] = PoolStatistics(self.workload, chunk)
         return self._stats[chunk]
 
-    # -- pools --------------------------------------------------------------------------
+    def routing(self, b_short_tokens: int | None, gamma: float = 1.0) -> Routing:
+        """The two-pool routing at (B, γ) with the options' p_c (one pool when B is None)."""
+        return Routing.two_pool(b_short_tokens, gamma, self.options.compressibility)
+
+    # -- traffic --------------------------------------------------------------------------
+    def pool_hardware(self, routing: Routing) -> tuple[PoolHardware, ...]:
+        """Each pool's hardware: the short profile for all but the last pool, the long one last."""
+        return (self.short_hardware,) * (routing.pool_count - 1) + (self.long_hardware,)
+
+    @staticmethod
+    def _pool_key(routing: Routing, index: int) -> tuple:
+        """What pool ``index`` of ``routing`` depends on (pools with equal keys are identical)."""
+        bounds = routing.boundaries_tokens
+        if not bounds:
+            return ("homogeneous",)
+        lo, hi = routing.pool_ranges()[index]
+        if index <= 1:
+            return (index, bounds[0], routing.gamma, routing.compressibility, hi)
+        return (True, lo, hi)
+
+    def pool_share(self, routing: Routing, index: int) -> PoolShare:
+        """Pool ``index`` of ``routing``: its share of requests and their moments (memoized)."""
+        if index >= 2:
+            return self._range_share(*routing.pool_ranges()[index])
+        key = self._pool_key(routing, index)
+        if key not in self._shares:
+            hardware = self.pool_hardware(routing)[index]
+            self._shares[key] = self.model.pool_share(
+                self.stats(hardware), routing, index, self.options.quantile
+            )
+        return self._shares[key]
+
+    def _range_share(self, lo_tokens: float, hi_tokens: float) -> PoolShare:
+        key = (True, lo_tokens, hi_tokens)
+        if key not in self._shares:
+            hardware = self.long_hardware if math.isinf(hi_tokens) else self.short_hardware
+            self._shares[key] = self.model.range_share(
+                self.stats(hardware), lo_tokens, hi_tokens, self.options.quantile
+            )
+        return self._shares[key]
+
+    # -- pools and fleets -------------------------------------------------------------------
+    def pool_traffic(
+        self, routing: Routing | int | None, gamma: float = 1.0, arrival_rate_per_s: float | None = None
+    ) -> tuple[tuple[float, PoolMoments], ...]:
+        """(λ req/s, moments) of each pool of a routed fleet, as the service model splits it.
+
+        ``routing``: a :class:`Routing`, or a B_short (two pools at γ) or None (one pool).
+        Rate: the options' unless given."""
+        if not isinstance(routing, Routing):
+            routing = self.routing(routing, gamma)
+        rate = self.options.arrival_rate_per_s if arrival_rate_per_s is None else arrival_rate_per_s
+        shares = [self.pool_share(routing, k) for k in range(routing.pool_count)]
+        return tuple((self.model.pool_rate(sh, k, rate), sh.moments) for k, sh in enumerate(shares))
+
+    def split(self, b_short: int, gamma: float) -> tuple[float, float, float, PoolMoments, PoolMoments]:
+        """(α, β, α', short moments, long moments) of the two-pool cell (B, γ)."""
+        routing = self.routing(b_short, gamma)
+        alpha, beta = self._alpha_beta(routing)
+        short, long = (self.pool_share(routing, k) for k in (0, 1))
+        return alpha, beta, short.traffic_fraction, short.moments, long.moments
+
+    def _alpha_beta(self, routing: Routing) -> tuple[float, float]:
+        """(α, β) = (F(B₁), F(γB₁) − F(B₁)), by the first pool's statistics."""
+        stats = self.stats(self.pool_hardware(routing)[0])
+        b = routing.boundaries_tokens[0]
+        alpha = stats.cdf(b)
+        return alpha, stats.cdf(routing.gamma * b) - alpha
+
+    # -- pools and fleets -------------------------------------------------------------------
     def _size(self, rate: float, moments: PoolMoments, hardware: PoolHardware, context: int) -> PoolSizing:
         o = self.options
-        fixed = hardware.max_slots(context) if o.service_model == "fleet-sim" else None
-        if fixed is not None and fixed < 1:
-            fixed = None  # size_pool reports the KV misfit
         return size_pool(
             arrival_rate_per_s=rate,
             moments=moments,
             hardware=hardware,
             context_tokens=context,
-            service_model=o.service_model,
+            service_model=self.model,
             ttft_slo_s=o.ttft_slo_s,
             max_utilization=o.max_utilization,
             tpot_slo_s=o.tpot_slo_s,
-            fixed_slots=fixed,
+            fixed_slots=self.model.fixed_slots(hardware, context),
         )
 
-    def split(self, b_short: int, gamma: float) -> tuple[float, float, float, PoolMoments, PoolMoments]:
-        """(α, β, α', short moments, long moments) of the cell (B, γ) under the service model.
+    def sized_pool(self, routing: Routing, index: int) -> PoolSizing:
+        """Pool ``index`` of ``routing``, sized (memoized: the K-pool sweep reuses pools)."""
+        if index >= 2:
+            return self.range_pool(*routing.pool_ranges()[index])
+        key = self._pool_key(routing, index)
+        if key not in self._pools:
+            share = self.pool_share(routing, index)
+            rate = self.model.pool_rate(share, index, self.options.arrival_rate_per_s)
+            hardware = self.pool_hardware(routing)[index]
+            context = routing.context_tokens(self.options.long_context_tokens)[index]
+            self._pools[key] = self._size(rate, share.moments, hardware, context)
+        return self._pools[key]
 
-        lockstep: the exact mixture — the short pool holds L ≤ B plus the compressed share of the
-        band (at L_in = B − L_out), the long pool everything else at its own lengths; α' is the
-        short pool's exact share. fleet-sim (FACTS §1): the short pool's statistics come from
-        L ≤ B only, the long pool's from L > γB only, and α' = α + p_c·(F(γB) − α).
-        """
-        key = (int(b_short), float(gamma))
-        if key not in self._splits:
-            self._splits[key] = self._split(*key)
-        return self._splits[key]
+    def range_pool(self, lo_tokens: float, hi_tokens: float) -> PoolSizing:
+        """Pool k ≥ 3 of a fleet, serving lo < L ≤ hi (the last pool when hi = ∞), sized (memoized).
 
-    def _split(self, b_short: int, gamma: float) -> tuple[float, float, float, PoolMoments, PoolMoments]:
-        o = self.options
-        short_stats, long_stats = self.stats(self.short_hardware), self.stats(self.long_hardware)
-        alpha = short_stats.cdf(b_short)
-        beta = short_stats.cdf(gamma * b_short) - alpha
-        if o.service_model == "fleet-sim":
-            short_fraction = min(1.0, alpha + beta * o.compressibility)
-            # fleet-sim uses the mean prefill only: no prefill quantile needed.
-            if b_short not in self._short_ranges:  # the same for every γ
-                self._short_ranges[b_short] = short_stats.range_moments(
-                    -1, b_short, o.quantile, prefill_quantile=False
-                )
-            short = self._short_ranges[b_short]
-            long = long_stats.range_moments(gamma * b_short, math.inf, o.quantile, prefill_quantile=False)
-        else:
-            short = short_stats.short_pool(b_short, gamma, o.compressibility, o.quantile)
-            long = long_stats.long_pool(b_short, gamma, o.compressibility, o.quantile)
-            short_fraction = short.traffic_fraction
-        return alpha, beta, short_fraction, short, long
+        Such a pool depends on its own range only (the C&R band ends within the second pool), so it
+        is the same pool in every routing that has it."""
+        key = (True, lo_tokens, hi_tokens)
+        if key not in self._pools:
+            last = math.isinf(hi_tokens)
+            share = self._range_share(lo_tokens, hi_tokens)
+            rate = self.model.pool_rate(share, 2, self.options.arrival_rate_per_s)
+            hardware = self.long_hardware if last else self.short_hardware
+            context = self.options.long_context_tokens if last else int(hi_tokens)
+            self._pools[key] = self._size(rate, share.moments, hardware, context)
+        return self._pools[key]
+
+    def fleet(self, routing: Routing, label: str = "cell") -> FleetCandidate:
+        """The fleet routed by ``routing``, every pool sized (memoized)."""
+        if routing not in self._fleets:
+            pools = tuple(self.sized_pool(routing, k) for k in range(routing.pool_count))
+            if routing.boundaries_tokens:
+                alpha, beta = self._alpha_beta(routing)
+                first = self.pool_share(routing, 0).traffic_fraction
+            else:
+                alpha, beta, first = 1.0, 0.0, 0.0
+            self._fleets[routing] = _combine(
+                label, routing, alpha, beta, first, pools, self.pool_hardware(routing)
+            )
+        fleet = self._fleets[routing]
+        return fleet if fleet.label == label else replace(fleet, label=label)
 
     def candidate(self, b_short: int, gamma: float) -> FleetCandidate:
-        """Size both pools of the cell (B, γ) (memoized)."""
-        key = (int(b_short), float(gamma))
-        if key not in self._cells:
-            self._cells[key] = self._size_cell(*key)
-        return self._cells[key]
-
-    def pool_rates(
-        self, short_fraction: float, long_moments: PoolMoments, arrival_rate_per_s: float | None = None
-    ) -> tuple[float, float]:
-        """(λ_s, λ_l) of a split at the options' rate (or ``arrival_rate_per_s``), req/s.
-
-        lockstep: λ_s = α'λ and λ_l = the long pool's exact share of λ. fleet-sim (FACTS §1):
-        λ_l = (1 − α')λ, and a long pool with λ_l ≤ 0.01 req/s is empty.
-        """
-        rate = self.options.arrival_rate_per_s if arrival_rate_per_s is None else arrival_rate_per_s
-        if self.options.service_model == "fleet-sim":
-            long_rate = rate * (1.0 - short_fraction)
-            if long_rate <= FLEET_SIM_EMPTY_RATE_PER_S:
-                long_rate = 0.0
-        else:
-            long_rate = rate * long_moments.traffic_fraction
-        return rate * short_fraction, max(0.0, long_rate)
-
-    def pool_traffic(
-        self, b_short_tokens: int | None, gamma: float = 1.0, arrival_rate_per_s: float | None = None
-    ) -> tuple[tuple[float, PoolMoments], ...]:
-        """(λ req/s, moments) of each pool of a fleet routed at (B, γ): (short, long), split as
-        :meth:`split` and :meth:`pool_rates` split it; or of the one homogeneous pool (all traffic,
-        on the long pool's hardware) when ``b_short_tokens`` is None. Rate: the options' unless given."""
-        rate = self.options.arrival_rate_per_s if arrival_rate_per_s is None else arrival_rate_per_s
-        if b_short_tokens is None:
-            return (
-                (rate, self.stats(self.long_hardware).range_moments(-1, math.inf, self.options.quantile)),
-            )
-        _, _, short_fraction, short_moments, long_moments = self.split(b_short_tokens, gamma)
-        short_rate, long_rate = self.pool_rates(short_fraction, long_moments, rate)
-        return ((short_rate, short_moments), (long_rate, long_moments))
-
-    def _size_cell(self, b_short: int, gamma: float) -> FleetCandidate:
-        o = self.options
-        alpha, beta, short_fraction, short_moments, long_moments = self.split(b_short, gamma)
-        short_rate, long_rate = self.pool_rates(short_fraction, long_moments)
-        short = self._size(short_rate, short_moments, self.short_hardware, b_short)
-        long = self._size(long_rate, long_moments, self.long_hardware, o.long_context_tokens)
-        return _combine("cell", b_short, gamma, alpha, beta, short_fraction, short, long)
+        """Size both pools of the two-pool cell (B, γ) (memoized)."""
+        return self.fleet(self.routing(int(b_short), float(gamma)))
 
     def homogeneous(self) -> FleetCandidate:
         """One pool at the long context taking all traffic (on the long pool's hardware)."""
-        ((rate, moments),) = self.pool_traffic(None)
-        pool = self._size(rate, moments, self.long_hardware, self.options.long_context_tokens)
-        return _combine("homogeneous", None, 1.0, 1.0, 0.0, 0.0, None, pool)
+        return self.fleet(Routing.homogeneous(), "homogeneous")
 
     def retrofit(self, routed: FleetCandidate, gamma: float) -> FleetCandidate:
         """The pool-routing fleet ``routed`` (γ = 1) with C&R added at γ: short pool resized, long kept.
@@ -317,43 +395,103 @@ class Planner:
         o = self.options
         assert routed.b_short_tokens is not None
         cell = self.candidate(routed.b_short_tokens, gamma)
-        _, _, short_fraction, _, long_moments = self.split(routed.b_short_tokens, gamma)
-        long_rate = cell.long.arrival_rate_per_s
+        long_rate, long_moments = self.pool_traffic(cell.routing)[-1]
         kept_long = evaluate_pool(
             arrival_rate_per_s=long_rate,
             moments=long_moments,
             hardware=self.long_hardware,
             context_tokens=o.long_context_tokens,
-            service_model=o.service_model,
+            service_model=self.model,
             instances=routed.long.instances,
             slots_per_instance=routed.long.slots_per_instance,
             ttft_slo_s=o.ttft_slo_s,
             max_utilization=o.max_utilization,
         )
         return _combine(
-            "retrofit",
-            routed.b_short_tokens,
-            gamma,
-            cell.alpha,
-            cell.beta,
-            short_fraction,
-            cell.short,
-            kept_long,
-        )
+            "retrofit", cell.routing, cell.alpha, cell.beta, cell.short_traffic_fraction,
+            (cell.pools[0], kept_long), cell.hardware,
+        )  # fmt: skip
+
+    # -- K pools ---------------------------------------------------------------------------
+    def best_k_pool_fleet(self, pool_count: int, candidates: tuple[int, ...]) -> FleetCandidate | None:
+        """The cheapest feasible fleet of exactly ``pool_count`` ≥ 3 pools (None if there is none).
+
+        Boundaries come from ``candidates`` (increasing), γ from the options; the C&R band must end
+        within the second pool. Exact dynamic programming: a fleet's (cost, GPUs) is the sum over
+        its pools, pool 1 depends on (B₁, γ), pool 2 on (B₁, γ, B₂), pool k ≥ 3 on (B_{k−1}, B_k)
+        only, so the cheapest path through increasing boundaries is the cheapest fleet. Ties go to
+        fewer GPUs, then smaller γ, then smaller boundaries (lexicographically).
+        """
+        bounds = tuple(sorted(set(candidates)))
+        m, inner = len(bounds), pool_count - 1  # inner = number of boundaries
+        if m < inner:
+            return None
+        best_path: tuple | None = None
+        for gamma in self.options.gammas:
+            # head[j]: the cheapest (cost, gpus, boundaries) of the first two pools with B₂ = bounds[j].
+            head: list[tuple | None] = [None] * m
+            for i, b1 in enumerate(bounds):
+                for j in range(i + 1, m):
+                    if math.floor(gamma * b1) > bounds[j]:
+                        continue
+                    routing = Routing((b1, bounds[j]), gamma, self.options.compressibility)
+                    pools = (self.sized_pool(routing, 0), self.sized_pool(routing, 1))
+                    score = _score(pools)
+                    if score is not None:
+                        path = (*score, (b1, bounds[j]))
+                        if head[j] is None or path < head[j]:
+                            head[j] = path
+            # extend with middle pools (B_{k−1}, B_k], then close with the last pool (B_{K−1}, ∞).
+            layer = head
+            for _ in range(inner - 2):
+                nxt: list[tuple | None] = [None] * m
+                for i in range(m):
+                    if layer[i] is None:
+                        continue
+                    for j in range(i + 1, m):
+                        extra = _score((self.range_pool(bounds[i], bounds[j]),))
+                        if extra is None:
+                            continue
+                        path = (layer[i][0] + extra[0], layer[i][1] + extra[1], (*layer[i][2], bounds[j]))
+                        if nxt[j] is None or path < nxt[j]:
+                            nxt[j] = path
+                layer = nxt
+            for i in range(m):
+                if layer[i] is None:
+                    continue
+                extra = _score((self.range_pool(bounds[i], math.inf),))
+                if extra is None:
+                    continue
+                path = (layer[i][0] + extra[0], layer[i][1] + extra[1], gamma, layer[i][2])
+                if best_path is None or path < best_path:
+                    best_path = path
+        if best_path is None:
+            return None
+        routing = Routing(best_path[3], best_path[2], self.options.compressibility)
+        return self.fleet(routing, f"{pool_count}-pool")
 
     # -- the sweep ------------------------------------------------------------------------
     def plan(self) -> FleetPlan:
-        """Sweep every (B, γ), pick the cheapest feasible cell, and build the baselines."""
+        """Sweep every (B, γ), pick the cheapest feasible cell, and build the baselines.
+
+        With ``max_pools`` > 2, fleets of 3 … K pools are swept too (:meth:`best_k_pool_fleet`),
+        and the best plan is the cheapest over every pool count 1 … K (so a K-pool plan is never
+        dearer than the best two-pool plan on the same inputs).
+        """
         o = self.options
         candidates = o.b_short_candidates or default_b_short_candidates(self.workload, o.long_context_tokens)
         grid = tuple(self.candidate(b, g) for b in candidates for g in o.gammas)
         homogeneous = self.homogeneous()
-        best = _cheapest([*grid, homogeneous])
+        two_pool = _cheapest(grid)
+        by_count: list[FleetCandidate | None] = [homogeneous if homogeneous.feasible else None, two_pool]
+        for count in range(3, o.max_pools + 1):
+            by_count.append(self.best_k_pool_fleet(count, tuple(candidates)))
+        best = _cheapest([*grid, homogeneous, *(c for c in by_count[2:] if c is not None)])
         routed = _cheapest([c for c in grid if c.gamma == 1.0])
         if routed is None and 1.0 not in o.gammas:
             routed = _cheapest([self.candidate(b, 1.0) for b in candidates])
         if routed is not None:
-            routed = _relabel(routed, "pool_routing")
+            routed = replace(routed, label="pool_routing")
         retrofit = None
         if routed is not None:
             options = [self.retrofit(routed, g) for g in o.gammas if g > 1.0]
@@ -367,62 +505,63 @@ class Planner:
             options=o,
             short_hardware=self.short_hardware,
             long_hardware=self.long_hardware,
-            best=_relabel(best, "best") if best is not None else None,
+            best=replace(best, label="best") if best is not None else None,
             homogeneous=homogeneous,
             pool_routing=routed,
             retrofit=retrofit,
             grid=grid,
             b_short_candidates=tuple(candidates),
             notes=tuple(notes),
+            best_by_pool_count=tuple(by_count),
         )
+
+
+def _score(pools: tuple[PoolSizing, ...]) -> tuple[float, int] | None:
+    """(cost $/h, GPUs) of feasible pools, or None if one is infeasible."""
+    if not all(p.feasible for p in pools):
+        return None
+    return sum(p.cost_per_hour_usd for p in pools), sum(p.gpus for p in pools)
 
 
 def _combine(
     label: str,
-    b_short: int | None,
-    gamma: float,
+    routing: Routing,
     alpha: float,
     beta: float,
     short_fraction: float,
-    short: PoolSizing | None,
-    long: PoolSizing,
+    pools: tuple[PoolSizing, ...],
+    hardware: tuple[PoolHardware, ...],
 ) -> FleetCandidate:
-    pools = [p for p in (short, long) if p is not None]
-    reasons = [
-        f"{name} pool: {p.reason}"
-        for name, p in zip(("short", "long"), (short, long), strict=True)
-        if p and not p.feasible
-    ]
-    if short is None:
-        reasons = [f"pool: {long.reason}"] if not long.feasible else []
+    names = pool_names(len(pools)) if len(pools) > 1 else ("",)
+    reasons = [f"{name} pool: {p.reason}" if name else f"pool: {p.reason}"
+               for name, p in zip(names, pools, strict=True) if not p.feasible]  # fmt: skip
     return FleetCandidate(
         label=label,
-        b_short_tokens=b_short,
-        gamma=gamma,
+        routing=routing,
         alpha=alpha,
         beta=beta,
         short_traffic_fraction=short_fraction,
-        short=short,
-        long=long,
+        pools=pools,
+        hardware=hardware,
         feasible=all(p.feasible for p in pools),
         reason="; ".join(reasons) or None,
     )
 
 
 def _cheapest(cells) -> FleetCandidate | None:
-    """The feasible cell of least cost; ties go to fewer GPUs, then smaller γ, then smaller B."""
+    """The feasible fleet of least cost; ties go to fewer GPUs, then smaller γ, then smaller boundaries."""
     feasible = [c for c in cells if c.feasible]
     if not feasible:
         return None
     return min(
-        feasible, key=lambda c: (round(c.cost_per_hour_usd, 9), c.total_gpus, c.gamma, c.b_short_tokens or 0)
+        feasible,
+        key=lambda c: (
+            round(c.cost_per_hour_usd, 9),
+            c.total_gpus,
+            c.gamma,
+            c.routing.boundaries_tokens or (0,),
+        ),
     )
-
-
-def _relabel(candidate: FleetCandidate, label: str) -> FleetCandidate:
-    from dataclasses import replace
-
-    return replace(candidate, label=label)
 
 
 def plan_fleet(

@@ -189,6 +189,7 @@ class PoolStatistics:
         positive_index = np.where(self._weights > 0, np.arange(self._weights.size), -1)
         self._last_positive = np.concatenate(([-1], np.maximum.accumulate(positive_index)))
         self._bands: dict[int, _CompressionBand] = {}
+        self._ranges: dict[tuple[int, int, float, bool], PoolMoments] = {}
 
     # -- plain ranges ---------------------------------------------------------------------
     def _index(self, bound_tokens: int) -> int:
@@ -211,13 +212,16 @@ class PoolStatistics:
         ``prefill_quantile=False`` skips the prefill-iteration quantile (left None), the one part
         that costs more than a few lookups."""
         lo, hi = _floor_tokens(lo_tokens), _floor_tokens(hi_tokens)
-        i0, i1 = self._index(lo), self._index(hi)
-        return self._moments(
-            self._sums_between(i0, i1),
-            self._histogram.weights_by_level(lo, hi) if prefill_quantile else None,
-            quantile,
-            self._max_total_between(i0, i1),
-        )
+        key = (lo, hi, quantile, prefill_quantile)
+        if key not in self._ranges:
+            i0, i1 = self._index(lo), self._index(hi)
+            self._ranges[key] = self._moments(
+                self._sums_between(i0, i1),
+                self._histogram.weights_by_level(lo, hi) if prefill_quantile else None,
+                quantile,
+                self._max_total_between(i0, i1),
+            )
+        return self._ranges[key]
 
     # -- Compress-and-Route pools ------------------------------------------------------------
     def short_pool(self, b_short_tokens: int, gamma: float, compressibility: float, quantile: float = 0.99):
@@ -242,18 +246,30 @@ class PoolStatistics:
                 max_total = b
         return self._moments(sums, histogram, quantile, max_total)
 
-    def long_pool(self, b_short_tokens: int, gamma: float, compressibility: float, quantile: float = 0.99):
-        """The long pool: L > γB, plus the band requests that were not compressed (original lengths).
+    def long_pool(
+        self,
+        b_short_tokens: int,
+        gamma: float,
+        compressibility: float,
+        quantile: float = 0.99,
+        hi_tokens: float = math.inf,
+    ):
+        """The pool above B: γB < L ≤ ``hi_tokens``, plus the band requests that were not
+        compressed (original lengths). The band must end by ``hi_tokens`` (γB ≤ hi).
 
         A band request stays long when it is not compressed (probability 1 − p_c) or cannot be
         (L_out ≥ B). With p_c = 1 this is exactly "the requests above γB" (FleetOpt §6, the
-        recalibrated μ_l).
+        recalibrated μ_l). A finite ``hi_tokens`` makes it the second pool of a K-pool fleet.
         """
         b = int(b_short_tokens)
         hi = _floor_tokens(gamma * b)
-        i_hi, i_end = self._index(hi), self._totals.size
+        top = _floor_tokens(hi_tokens)
+        if hi > top:
+            raise ValueError(f"the C&R band ends at {hi} tokens, above the pool's top {top}")
+        i_hi = self._index(hi)
+        i_end = self._totals.size if math.isinf(hi_tokens) else self._index(top)
         sums = self._sums_between(i_hi, i_end)
-        histogram = self._histogram.weights_by_level(hi, 2**62)
+        histogram = self._histogram.weights_by_level(hi, top)
         max_total = self._max_total_between(i_hi, i_end)
         if hi > b:
             band = self._band(b, hi)

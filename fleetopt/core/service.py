@@ -1,18 +1,24 @@
 """The service model of a pool: what one serving instance is and how long a request holds a slot.
 
 FleetOpt Eq. 3–4: an iteration costs t_iter = W + H·n (n slots in lock step); a request holds
-its slot for I = ⌈L_in / chunk⌉ + L_out iterations.
+its slot for I = ⌈L_in / chunk⌉ + L_out iterations. Each service model is one
+:class:`ServiceModel` implementation in :data:`SERVICE_MODEL_REGISTRY`; the rest of fleetopt
+asks the model, never its name.
 """
 
 from __future__ import annotations
 
+import math
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from fleetopt.core.kv import block_slots_per_instance
-from fleetopt.core.poolstats import PoolMoments
+from fleetopt.core.poolstats import PoolMoments, PoolStatistics
+from fleetopt.core.routing import Routing
+from fleetopt.errors import ValidationError
 
 
 @dataclass(frozen=True)
@@ -57,11 +63,224 @@ class PoolHardware:
         return self.gpus_per_instance * self.gpu_hour_usd
 
 
-#: The service models ``--service-model`` accepts.
-SERVICE_MODELS = ("lockstep", "fleet-sim")
-
 #: The reference implementation floors the service-time SCV at this value (FACTS §1).
 FLEET_SIM_MIN_SCV = 0.01
+#: The reference implementation treats a pool after the first with λ ≤ 0.01 req/s as empty (FACTS §1).
+FLEET_SIM_EMPTY_RATE_PER_S = 0.01
+
+
+@dataclass(frozen=True)
+class PoolShare:
+    """The traffic one pool of a routed fleet receives: its share of requests and their moments."""
+
+    traffic_fraction: float
+    moments: PoolMoments
+
+
+class ServiceModel(ABC):
+    """How a pool serves requests: the seam every service model implements.
+
+    A model answers four questions, and nothing outside its implementation branches on which
+    model it is: (1) the service-time moments and TTFT terms of a pool at s slots
+    (:meth:`service_times`); (2) whether slots are a decision or fixed at the KV limit
+    (:meth:`fixed_slots`); (3) which requests, at which lengths, each pool of a routing receives
+    (:meth:`pool_share`, :meth:`pool_rate`); (4) what the request-level simulator charges each
+    request (:meth:`request_times`). Register new models in :data:`SERVICE_MODELS`.
+    """
+
+    #: The name ``--service-model`` and plan documents use.
+    name: ClassVar[str]
+    #: One line for help texts and documents.
+    summary: ClassVar[str]
+    #: Whether the TTFT uses the q-quantile of prefill iterations (else only moments are needed).
+    uses_prefill_quantile: ClassVar[bool]
+
+    @abstractmethod
+    def service_times(self, moments: PoolMoments, hardware: PoolHardware, slots: Any) -> tuple[Any, ...]:
+        """(E[S], C_s², TTFT overhead, prefill, iteration time), seconds, for ``slots`` (a float or
+        a float array); constants come back unbroadcast."""
+
+    @abstractmethod
+    def fixed_slots(self, hardware: PoolHardware, context_tokens: int) -> int | None:
+        """The slot count this model always uses, or None when the sizer chooses it."""
+
+    @abstractmethod
+    def pool_share(self, stats: PoolStatistics, routing: Routing, index: int, quantile: float) -> PoolShare:
+        """Pool ``index`` of ``routing``: its share of all requests and the moments of its requests
+        (``stats``: the pool statistics at this pool's prefill chunk)."""
+
+    def range_share(
+        self, stats: PoolStatistics, lo_tokens: float, hi_tokens: float, quantile: float
+    ) -> PoolShare:
+        """A pool after the second, serving lo < L ≤ hi at original lengths (both models alike)."""
+        moments = stats.range_moments(
+            lo_tokens, hi_tokens, quantile, prefill_quantile=self.uses_prefill_quantile
+        )
+        return PoolShare(moments.traffic_fraction, moments)
+
+    @abstractmethod
+    def pool_rate(self, share: PoolShare, index: int, arrival_rate_per_s: float) -> float:
+        """Requests per second reaching pool ``index`` when the fleet receives ``arrival_rate_per_s``."""
+
+    @abstractmethod
+    def request_times(
+        self,
+        iteration_base_s: float,
+        iteration_per_slot_s: float,
+        calibration_context_tokens: int,
+        slots: int,
+        prefill_iterations: np.ndarray,
+        total_tokens: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(time per output token, delay from slot start to first token), seconds, per request."""
+
+
+class LockstepModel(ServiceModel):
+    """FleetOpt Eq. 3–4 and 7 as written: every iteration costs t = W + H·s (all s slots busy).
+
+    S = I·t, E[S] = t·E[I], C_s² = Var[I]/E[I]², TTFT overhead = P_q·t + t (the q-quantile of
+    prefill iterations, then the first decode). Pools receive the exact mixture of routed
+    requests: compressed band requests at their compressed lengths, the rest at their own.
+    """
+
+    name = "lockstep"
+    summary = "FleetOpt Eq. 3 as written: t_iter = W + H·s at full occupancy"
+    uses_prefill_quantile = True
+
+    def service_times(self, moments: PoolMoments, hardware: PoolHardware, slots: Any) -> tuple[Any, ...]:
+        if moments.prefill_iterations_quantile is None:
+            raise ValueError("the lockstep model needs the pool's prefill-iteration quantile")
+        iteration_s = hardware.iteration_base_s + hardware.iteration_per_slot_s * slots
+        mean_service_s = iteration_s * moments.mean_iterations
+        prefill_s = moments.prefill_iterations_quantile * iteration_s
+        return mean_service_s, moments.iterations_scv, prefill_s + iteration_s, prefill_s, iteration_s
+
+    def fixed_slots(self, hardware: PoolHardware, context_tokens: int) -> int | None:
+        return None
+
+    def pool_share(self, stats: PoolStatistics, routing: Routing, index: int, quantile: float) -> PoolShare:
+        bounds = routing.boundaries_tokens
+        if not bounds:
+            return PoolShare(1.0, stats.range_moments(-1, math.inf, quantile))
+        b, gamma, p_c = bounds[0], routing.gamma, routing.compressibility
+        if index == 0:
+            moments = stats.short_pool(b, gamma, p_c, quantile)
+        elif index == 1:
+            hi = bounds[1] if len(bounds) > 1 else math.inf
+            moments = stats.long_pool(b, gamma, p_c, quantile, hi_tokens=hi)
+        else:
+            return self.range_share(stats, *routing.pool_ranges()[index], quantile)
+        return PoolShare(moments.traffic_fraction, moments)
+
+    def pool_rate(self, share: PoolShare, index: int, arrival_rate_per_s: float) -> float:
+        return max(0.0, arrival_rate_per_s * share.traffic_fraction)
+
+    def request_times(
+        self, iteration_base_s: float, iteration_per_slot_s: float, calibration_context_tokens: int,
+        slots: int, prefill_iterations: np.ndarray, total_tokens: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+        tpot = np.full(prefill_iterations.size, iteration_base_s + iteration_per_slot_s * slots)
+        return tpot, (prefill_iterations + 1) * tpot
+
+
+class FleetSimModel(ServiceModel):
+    """The papers' reference implementation (FACTS §1): iteration time scales with the request's length.
+
+    A request of total length L iterates in t_L = W + H·(L / C_cal)·s, so S = I·t_L with
+    E[S] = W·E[I] + k·E[I·L], E[S²] = W²E[I²] + 2Wk·E[I²L] + k²E[I²L²], k = H·s / C_cal;
+    C_s² is floored at 0.01; the TTFT adds the *mean* prefill at one active sequence,
+    W·E[P] + (H / C_cal)·E[P·L], and no first-decode step. Slots are fixed at the KV limit.
+    Routing statistics (FACTS §1): the first pool's moments come from L ≤ B₁ only and its share
+    is α' = α + p_c·β; the second pool's moments from γB₁ < L ≤ B₂ only, with share F(B₂) − α'
+    (1 − α' when it is the last); later pools are plain ranges. A pool after the first with
+    λ ≤ 0.01 req/s is empty.
+    """
+
+    name = "fleet-sim"
+    summary = "the papers' reference implementation: t_L = W + H·(L/C_cal)·s, slots at the KV limit"
+    uses_prefill_quantile = False
+
+    def service_times(self, moments: PoolMoments, hardware: PoolHardware, slots: Any) -> tuple[Any, ...]:
+        base_s, per_slot_s = hardware.iteration_base_s, hardware.iteration_per_slot_s
+        calibration = float(hardware.calibration_context_tokens)
+        k = per_slot_s * slots / calibration
+        mean_service_s = base_s * moments.mean_iterations + k * moments.mean_iter_x_len
+        second = (
+            base_s**2 * moments.mean_sq_iterations
+            + 2.0 * base_s * k * moments.mean_sq_iter_x_len
+            + k**2 * moments.mean_sq_iter_x_sq_len
+        )
+        raw_scv = second / mean_service_s**2 - 1.0
+        scv = (
+            np.maximum(FLEET_SIM_MIN_SCV, raw_scv)
+            if isinstance(raw_scv, np.ndarray)
+            else max(FLEET_SIM_MIN_SCV, raw_scv)
+        )
+        prefill_s = (
+            base_s * moments.mean_prefill_iterations + per_slot_s / calibration * moments.mean_prefill_x_len
+        )
+        iteration_s = base_s + k * moments.mean_total_tokens
+        return mean_service_s, scv, prefill_s, prefill_s, iteration_s
+
+    def fixed_slots(self, hardware: PoolHardware, context_tokens: int) -> int | None:
+        slots = hardware.max_slots(context_tokens)
+        return slots if slots >= 1 else None  # below one slot the sizer reports the KV misfit
+
+    def pool_share(self, stats: PoolStatistics, routing: Routing, index: int, quantile: float) -> PoolShare:
+        bounds = routing.boundaries_tokens
+        if not bounds:
+            return PoolShare(1.0, stats.range_moments(-1, math.inf, quantile))
+        b, gamma = bounds[0], routing.gamma
+        if index == 0:
+            alpha = stats.cdf(b)
+            first_fraction = min(1.0, alpha + (stats.cdf(gamma * b) - alpha) * routing.compressibility)
+            return PoolShare(first_fraction, stats.range_moments(-1, b, quantile, prefill_quantile=False))
+        if index >= 2:
+            return self.range_share(stats, *routing.pool_ranges()[index], quantile)
+        hi = routing.pool_ranges()[1][1]
+        below = 1.0 if math.isinf(hi) else stats.cdf(hi)
+        first = self.pool_share(stats, routing, 0, quantile).traffic_fraction
+        return PoolShare(below - first, stats.range_moments(gamma * b, hi, quantile, prefill_quantile=False))
+
+    def range_share(
+        self, stats: PoolStatistics, lo_tokens: float, hi_tokens: float, quantile: float
+    ) -> PoolShare:
+        below = 1.0 if math.isinf(hi_tokens) else stats.cdf(hi_tokens)
+        moments = stats.range_moments(lo_tokens, hi_tokens, quantile, prefill_quantile=False)
+        return PoolShare(below - stats.cdf(lo_tokens), moments)
+
+    def pool_rate(self, share: PoolShare, index: int, arrival_rate_per_s: float) -> float:
+        rate = arrival_rate_per_s * share.traffic_fraction
+        if index > 0 and rate <= FLEET_SIM_EMPTY_RATE_PER_S:
+            return 0.0
+        return max(0.0, rate)
+
+    def request_times(
+        self, iteration_base_s: float, iteration_per_slot_s: float, calibration_context_tokens: int,
+        slots: int, prefill_iterations: np.ndarray, total_tokens: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+        length_share = total_tokens / calibration_context_tokens
+        tpot = iteration_base_s + iteration_per_slot_s * length_share * slots
+        return tpot, prefill_iterations * (iteration_base_s + iteration_per_slot_s * length_share)
+
+
+LOCKSTEP = LockstepModel()
+FLEET_SIM = FleetSimModel()
+
+#: Every service model by name (what ``--service-model`` accepts). Add new models here.
+SERVICE_MODEL_REGISTRY: dict[str, ServiceModel] = {m.name: m for m in (LOCKSTEP, FLEET_SIM)}
+#: Their names, in order.
+SERVICE_MODELS = tuple(SERVICE_MODEL_REGISTRY)
+
+
+def get_service_model(model: ServiceModel | str) -> ServiceModel:
+    """The registered model of that name (a model object is returned as is)."""
+    if isinstance(model, ServiceModel):
+        return model
+    try:
+        return SERVICE_MODEL_REGISTRY[model]
+    except (KeyError, TypeError):
+        raise ValidationError(f"service model: {model!r} is not one of {', '.join(SERVICE_MODELS)}") from None
 
 
 @dataclass(frozen=True)
@@ -100,57 +319,20 @@ class SlotServiceTime:
 
 
 def service_time_formulas(
-    moments: PoolMoments, hardware: PoolHardware, slots: Any, service_model: str
+    moments: PoolMoments, hardware: PoolHardware, slots: Any, service_model: ServiceModel | str
 ) -> tuple[Any, Any, Any, Any, Any]:
     """(E[S], C_s², TTFT overhead, prefill, iteration time) for ``slots`` (a float or a float array).
 
-    Constants come back unbroadcast; see :func:`slot_service_times` for the formulas.
+    Constants come back unbroadcast; the formulas are the model's :meth:`ServiceModel.service_times`.
     """
-    base_s, per_slot_s = hardware.iteration_base_s, hardware.iteration_per_slot_s
-    if service_model == "lockstep":
-        if moments.prefill_iterations_quantile is None:
-            raise ValueError("the lockstep model needs the pool's prefill-iteration quantile")
-        iteration_s = base_s + per_slot_s * slots
-        mean_service_s = iteration_s * moments.mean_iterations
-        prefill_s = moments.prefill_iterations_quantile * iteration_s
-        return mean_service_s, moments.iterations_scv, prefill_s + iteration_s, prefill_s, iteration_s
-    if service_model == "fleet-sim":
-        calibration = float(hardware.calibration_context_tokens)
-        k = per_slot_s * slots / calibration
-        mean_service_s = base_s * moments.mean_iterations + k * moments.mean_iter_x_len
-        second = (
-            base_s**2 * moments.mean_sq_iterations
-            + 2.0 * base_s * k * moments.mean_sq_iter_x_len
-            + k**2 * moments.mean_sq_iter_x_sq_len
-        )
-        raw_scv = second / mean_service_s**2 - 1.0
-        scv = (
-            np.maximum(FLEET_SIM_MIN_SCV, raw_scv)
-            if isinstance(raw_scv, np.ndarray)
-            else max(FLEET_SIM_MIN_SCV, raw_scv)
-        )
-        prefill_s = (
-            base_s * moments.mean_prefill_iterations + per_slot_s / calibration * moments.mean_prefill_x_len
-        )
-        iteration_s = base_s + k * moments.mean_total_tokens
-        return mean_service_s, scv, prefill_s, prefill_s, iteration_s
-    raise ValueError(f"unknown service model {service_model!r}; choose one of {', '.join(SERVICE_MODELS)}")
+    return get_service_model(service_model).service_times(moments, hardware, slots)
 
 
 def slot_service_times(
-    moments: PoolMoments, hardware: PoolHardware, slots: np.ndarray, service_model: str
+    moments: PoolMoments, hardware: PoolHardware, slots: np.ndarray, service_model: ServiceModel | str
 ) -> SlotServiceTimes:
-    """Service-time moments and TTFT overhead of a pool for each slot count in ``slots``.
-
-    ``lockstep`` (FleetOpt Eq. 3–4, 7–8 as written): every iteration costs t = W + H·s, so
-    S = I·t, E[S] = t·E[I], C_s² = Var[I]/E[I]², prefill = P_q·t, first decode = t.
-
-    ``fleet-sim`` (the reference implementation, FACTS §1): a request of total length L
-    iterates in t_L = W + H·(L / C_cal)·s, so S = I·t_L with
-    E[S] = W·E[I] + k·E[I·L], E[S²] = W²E[I²] + 2Wk·E[I²L] + k²E[I²L²], k = H·s / C_cal;
-    C_s² is floored at 0.01; the TTFT adds the *mean* prefill at one active sequence,
-    W·E[P] + (H / C_cal)·E[P·L], and no first-decode step.
-    """
+    """Service-time moments and TTFT overhead of a pool for each slot count in ``slots`` (see
+    :class:`LockstepModel` and :class:`FleetSimModel` for the formulas)."""
     s = np.asarray(slots, dtype=np.float64)
     values = service_time_formulas(moments, hardware, s, service_model)
     mean_s, scv, overhead_s, prefill_s, iteration_s = (
@@ -160,7 +342,7 @@ def slot_service_times(
 
 
 def one_slot_service_time(
-    moments: PoolMoments, hardware: PoolHardware, slots: int, service_model: str
+    moments: PoolMoments, hardware: PoolHardware, slots: int, service_model: ServiceModel | str
 ) -> SlotServiceTime:
     """:func:`slot_service_times` for one slot count, in plain floats (the planner's hot path)."""
     mean_s, scv, overhead_s, prefill_s, iteration_s = service_time_formulas(

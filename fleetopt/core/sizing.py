@@ -19,12 +19,15 @@ from fleetopt.core.poolstats import PoolMoments
 from fleetopt.core.queueing import mean_wait, unchecked_wait_statistics, unchecked_wait_statistics_arrays
 from fleetopt.core.service import (
     PoolHardware,
+    ServiceModel,
     SlotServiceTime,
     SlotServiceTimes,
+    get_service_model,
     one_slot_service_time,
     service_time_formulas,
     slot_service_times,
 )
+from fleetopt.defaults import DEFAULT_MAX_UTILIZATION
 from fleetopt.errors import ValidationError
 
 _MAX_DOUBLINGS = 64
@@ -260,9 +263,9 @@ def size_pool(
     moments: PoolMoments,
     hardware: PoolHardware,
     context_tokens: int,
-    service_model: str,
+    service_model: ServiceModel | str,
     ttft_slo_s: float,
-    max_utilization: float = 0.85,
+    max_utilization: float = DEFAULT_MAX_UTILIZATION,
     tpot_slo_s: float | None = None,
     fixed_slots: int | None = None,
 ) -> PoolSizing:
@@ -279,6 +282,7 @@ def size_pool(
         raise ValidationError(f"max utilization: {max_utilization!r} must be in (0, 1]")
     if arrival_rate_per_s < 0 or not math.isfinite(arrival_rate_per_s):
         raise ValidationError(f"arrival rate: {arrival_rate_per_s!r} req/s must be ≥ 0 and finite")
+    service_model = get_service_model(service_model)
     kv_limit = hardware.max_slots(context_tokens)
     if kv_limit < 1:
         return _infeasible(
@@ -301,7 +305,7 @@ def size_pool(
 
 def _size_fixed_slots(
     rate: float, moments: PoolMoments, hardware: PoolHardware, context_tokens: int, kv_limit: int,
-    service_model: str, ttft_slo_s: float, cap: float, tpot_slo_s: float | None, slots: int,
+    service_model: ServiceModel, ttft_slo_s: float, cap: float, tpot_slo_s: float | None, slots: int,
 ) -> PoolSizing:  # fmt: skip
     """``size_pool`` with one slot count: the same search on plain floats (no array overhead)."""
     times = one_slot_service_time(moments, hardware, slots, service_model)
@@ -343,7 +347,7 @@ def _size_fixed_slots(
 
 def _size_any_slots(
     rate: float, moments: PoolMoments, hardware: PoolHardware, context_tokens: int, kv_limit: int,
-    service_model: str, ttft_slo_s: float, max_utilization: float, tpot_slo_s: float | None,
+    service_model: ServiceModel, ttft_slo_s: float, max_utilization: float, tpot_slo_s: float | None,
 ) -> PoolSizing:  # fmt: skip
     """``size_pool`` over every slot count 1 … KV limit, vectorized over the slot counts."""
     quantile = moments.quantile
@@ -395,7 +399,7 @@ def _size_any_slots(
 
 
 def _slots_binding(
-    moments: PoolMoments, hardware: PoolHardware, slots: int, kv_limit: int, service_model: str,
+    moments: PoolMoments, hardware: PoolHardware, slots: int, kv_limit: int, service_model: ServiceModel,
     tpot_slo_s: float | None,
 ) -> str:  # fmt: skip
     """What set a chosen slot count below the KV limit: ``kv`` (none: it is the limit), ``tpot`` (one
@@ -409,7 +413,9 @@ def _slots_binding(
     return "ttft"
 
 
-def _load_per_slot_falls(moments: PoolMoments, hardware: PoolHardware, most: int, service_model: str) -> bool:
+def _load_per_slot_falls(
+    moments: PoolMoments, hardware: PoolHardware, most: int, service_model: ServiceModel
+) -> bool:
     """True when E[S](s)/s strictly falls over s = 1 … ``most`` by a relative step above 1e-9.
 
     Under both service models E[S] = a + b·s (a, b ≥ 0). With a > 0 the step from s to s + 1 is
@@ -429,8 +435,8 @@ def _load_per_slot_falls(moments: PoolMoments, hardware: PoolHardware, most: int
 
 
 def _most_allowed_slots(
-    moments: PoolMoments, hardware: PoolHardware, kv_limit: int, service_model: str, ttft_slo_s: float,
-    tpot_slo_s: float | None,
+    moments: PoolMoments, hardware: PoolHardware, kv_limit: int, service_model: ServiceModel,
+    ttft_slo_s: float, tpot_slo_s: float | None,
 ) -> int:  # fmt: skip
     """The largest s ≤ the KV limit whose prefill + first decode leaves a wait budget ≥ 0 (and whose
     iteration time meets the TPOT cap), or 0 if even s = 1 does not.
@@ -483,7 +489,7 @@ def _most_allowed_slots(
 
 def _no_slot_count_fits(
     rate: float, moments: PoolMoments, hardware: PoolHardware, context_tokens: int, kv_limit: int,
-    service_model: str, ttft_slo_s: float, tpot_slo_s: float | None,
+    service_model: ServiceModel, ttft_slo_s: float, tpot_slo_s: float | None,
 ) -> PoolSizing:  # fmt: skip
     """The infeasible result when no slot count meets the SLO (or TPOT cap), with the reason."""
     candidates = np.arange(1, kv_limit + 1)
@@ -556,16 +562,17 @@ def evaluate_pool(
     moments: PoolMoments,
     hardware: PoolHardware,
     context_tokens: int,
-    service_model: str,
+    service_model: ServiceModel | str,
     instances: int,
     slots_per_instance: int,
     ttft_slo_s: float,
-    max_utilization: float = 0.85,
+    max_utilization: float = DEFAULT_MAX_UTILIZATION,
 ) -> PoolSizing:
     """A given pool (n instances of s slots) under the given traffic: its latencies and whether it fits.
 
     ``feasible`` is true when utilization ≤ cap and P99 TTFT ≤ SLO; ``reason`` lists what breaks.
     """
+    service_model = get_service_model(service_model)
     kv_limit = hardware.max_slots(context_tokens)
     if arrival_rate_per_s == 0 or moments.is_empty:
         empty = _empty_pool(hardware, context_tokens, kv_limit, slots_per_instance)
