@@ -16,10 +16,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fleetopt.core.planner import DEFAULT_GAMMAS, FleetPlan, PlanOptions, plan_fleet
+from fleetopt.core.planner import FleetPlan, PlanOptions, plan_fleet
 from fleetopt.core.service import PoolHardware
 from fleetopt.core.workload import Workload
-from fleetopt.defaults import DEFAULT_LONG_CONTEXT_TOKENS, DEFAULT_RATE_PER_S, DEFAULT_SERVING
+from fleetopt.defaults import (
+    DEFAULT_GAMMAS,
+    DEFAULT_LONG_CONTEXT_TOKENS,
+    DEFAULT_MAX_UTILIZATION,
+    DEFAULT_POOL_COUNT,
+    DEFAULT_RATE_PER_S,
+    DEFAULT_SERVING,
+)
 from fleetopt.errors import ValidationError
 
 
@@ -91,8 +98,9 @@ def plan_workload(
     gammas: Sequence[float] = DEFAULT_GAMMAS,
     compressibility: float = 1.0,
     service_model: str = "lockstep",
-    max_utilization: float = 0.85,
+    max_utilization: float = DEFAULT_MAX_UTILIZATION,
     tpot_slo_s: float | None = None,
+    max_pools: int = DEFAULT_POOL_COUNT,
     profiles_dir: Path | None = None,
     reader_options: dict[str, Any] | None = None,
     workload_label: str | None = None,
@@ -118,6 +126,7 @@ def plan_workload(
         service_model=service_model,
         max_utilization=max_utilization,
         tpot_slo_s=tpot_slo_s,
+        max_pools=int(max_pools),
     )
     plan = plan_fleet(loaded, short_hardware, long_hardware, options)
     document = plan_document(

@@ -1,4 +1,4 @@
-"""``fleetopt plan``: the cheapest two-pool fleet that meets the SLO."""
+"""``fleetopt plan``: the cheapest routed fleet (two pools, or up to ``--pools K``) that meets the SLO."""
 
 from __future__ import annotations
 
@@ -15,7 +15,12 @@ from fleetopt.cli.common import (
     SPLIT_OPTION,
     TIME_COLUMN_OPTION,
 )
-from fleetopt.defaults import DEFAULT_LONG_CONTEXT_TOKENS, DEFAULT_SERVING
+from fleetopt.defaults import (
+    DEFAULT_LONG_CONTEXT_TOKENS,
+    DEFAULT_MAX_UTILIZATION,
+    DEFAULT_POOL_COUNT,
+    DEFAULT_SERVING,
+)
 from fleetopt.render.output import OutputFormat
 
 
@@ -62,7 +67,14 @@ def plan(
         "lockstep", "--service-model", help="lockstep (Eq. 3 as written) or fleet-sim."
     ),
     max_utilization: float = typer.Option(
-        0.85, "--max-utilization", help="Utilization cap ρ_max, in (0, 1]."
+        DEFAULT_MAX_UTILIZATION, "--max-utilization", help="Utilization cap ρ_max, in (0, 1]."
+    ),
+    pools: int = typer.Option(
+        DEFAULT_POOL_COUNT,
+        "--pools",
+        min=2,
+        max=8,
+        help="Most pools a fleet may have: 2 = short/long; K > 2 also sweeps 3 … K pools exactly.",
     ),
     tpot_slo: str | None = typer.Option(
         None, "--tpot-slo", help="Cap on the iteration time (TPOT), e.g. 80ms."
@@ -108,6 +120,7 @@ def plan(
         compressibility=compressibility,
         service_model=service_model,
         max_utilization=max_utilization,
+        max_pools=pools,
         tpot_slo=tpot_slo,
         reader_options={
             "input_format": input_format,
