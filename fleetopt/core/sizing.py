@@ -17,6 +17,7 @@ import numpy as np
 
 from fleetopt.core.poolstats import PoolMoments
 from fleetopt.core.queueing import mean_wait, unchecked_wait_statistics, unchecked_wait_statistics_arrays
+from fleetopt.core.search import MAX_DOUBLINGS, smallest_passing
 from fleetopt.core.service import (
     PoolHardware,
     ServiceModel,
@@ -29,8 +30,6 @@ from fleetopt.core.service import (
 )
 from fleetopt.defaults import DEFAULT_MAX_UTILIZATION
 from fleetopt.errors import ValidationError
-
-_MAX_DOUBLINGS = 64
 
 
 @dataclass(frozen=True)
@@ -319,26 +318,15 @@ def _size_fixed_slots(
     q = moments.quantile
     mean_s, scv, s = times.mean_service_s, times.service_scv, float(slots)
 
-    def wait(instances: int) -> float:
-        return _wait_one(instances * s, rate, mean_s, scv, q)
+    def wait(instances: int) -> tuple[bool, float]:
+        p99_wait = _wait_one(instances * s, rate, mean_s, scv, q)
+        return p99_wait <= budget_s, p99_wait
 
     n_util = _utilization_bound_one(rate, mean_s, s, cap)
-    instances, p99_wait = n_util, wait(n_util)
-    if not p99_wait <= budget_s:
-        lo, hi = n_util, n_util * 2  # the wait fails at lo; double hi until it passes, then bisect
-        for _ in range(_MAX_DOUBLINGS):
-            p99_wait = wait(hi)
-            if p99_wait <= budget_s:
-                break
-            hi *= 2
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            mid_wait = wait(mid)
-            if mid_wait <= budget_s:
-                hi, p99_wait = mid, mid_wait
-            else:
-                lo = mid
-        instances = hi
+    fits, p99_wait = wait(n_util)
+    instances = n_util
+    if not fits:
+        instances, p99_wait = smallest_passing(wait, failing=n_util)
     binding = _binding(instances, n_util, rate, mean_s, s, cap)
     return _describe(
         hardware, context_tokens, kv_limit, rate, instances, times, q, binding, "fixed", p99_wait=p99_wait
@@ -478,13 +466,8 @@ def _most_allowed_slots(
                 lo = probe
             else:
                 hi = probe
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if allowed(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    first_refused, _ = smallest_passing(lambda slots: (not allowed(slots), None), failing=lo, passing=hi)
+    return first_refused - 1
 
 
 def _no_slot_count_fits(
@@ -536,7 +519,7 @@ def _search_slots(
         hi = np.full(pending.size, best_ok, dtype=np.int64)
     elif pending.size:
         hi = n_util[pending] * 2
-        for _ in range(_MAX_DOUBLINGS):
+        for _ in range(MAX_DOUBLINGS):
             passed = wait_ok(hi, pending)
             if passed.all():
                 break
