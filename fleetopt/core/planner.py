@@ -266,18 +266,28 @@ class Planner:
         bounds = routing.boundaries_tokens
         if not bounds:
             return ("homogeneous",)
-        lo, hi = routing.pool_ranges()[index]
-        if index <= 1:
-            return (index, bounds[0], routing.gamma, routing.compressibility, hi)
-        return (True, lo, hi)
+        if index == 0:
+            return (0, bounds[0], routing.gamma, routing.compressibility, bounds[0])
+        if index == 1:
+            return (
+                1,
+                bounds[0],
+                routing.gamma,
+                routing.compressibility,
+                bounds[1] if len(bounds) > 1 else math.inf,
+            )
+        return (True, *routing.pool_ranges[index])
+
+    def _hardware_of(self, routing: Routing, index: int) -> PoolHardware:
+        return self.long_hardware if index == len(routing.boundaries_tokens) else self.short_hardware
 
     def pool_share(self, routing: Routing, index: int) -> PoolShare:
         """Pool ``index`` of ``routing``: its share of requests and their moments (memoized)."""
         if index >= 2:
-            return self._range_share(*routing.pool_ranges()[index])
+            return self._range_share(*routing.pool_ranges[index])
         key = self._pool_key(routing, index)
         if key not in self._shares:
-            hardware = self.pool_hardware(routing)[index]
+            hardware = self._hardware_of(routing, index)
             self._shares[key] = self.model.pool_share(
                 self.stats(hardware), routing, index, self.options.quantile
             )
@@ -315,7 +325,7 @@ class Planner:
 
     def _alpha_beta(self, routing: Routing) -> tuple[float, float]:
         """(α, β) = (F(B₁), F(γB₁) − F(B₁)), by the first pool's statistics."""
-        stats = self.stats(self.pool_hardware(routing)[0])
+        stats = self.stats(self._hardware_of(routing, 0))
         b = routing.boundaries_tokens[0]
         alpha = stats.cdf(b)
         return alpha, stats.cdf(routing.gamma * b) - alpha
@@ -338,12 +348,12 @@ class Planner:
     def sized_pool(self, routing: Routing, index: int) -> PoolSizing:
         """Pool ``index`` of ``routing``, sized (memoized: the K-pool sweep reuses pools)."""
         if index >= 2:
-            return self.range_pool(*routing.pool_ranges()[index])
+            return self.range_pool(*routing.pool_ranges[index])
         key = self._pool_key(routing, index)
         if key not in self._pools:
             share = self.pool_share(routing, index)
             rate = self.model.pool_rate(share, index, self.options.arrival_rate_per_s)
-            hardware = self.pool_hardware(routing)[index]
+            hardware = self._hardware_of(routing, index)
             context = routing.context_tokens(self.options.long_context_tokens)[index]
             self._pools[key] = self._size(rate, share.moments, hardware, context)
         return self._pools[key]

@@ -190,6 +190,7 @@ class PoolStatistics:
         self._last_positive = np.concatenate(([-1], np.maximum.accumulate(positive_index)))
         self._bands: dict[int, _CompressionBand] = {}
         self._ranges: dict[tuple[int, int, float, bool], PoolMoments] = {}
+        self._cdf: dict[int, float] = {}
 
     # -- plain ranges ---------------------------------------------------------------------
     def _index(self, bound_tokens: int) -> int:
@@ -201,8 +202,12 @@ class PoolStatistics:
         return self._prefix[i1] - self._prefix[i0]
 
     def cdf(self, tokens: float) -> float:
-        """F(tokens): fraction of requests with total length ≤ tokens."""
-        return float(self._prefix[self._index(_floor_tokens(tokens)), _W])
+        """F(tokens): fraction of requests with total length ≤ tokens (memoized by ⌊tokens⌋)."""
+        bound = _floor_tokens(tokens)
+        value = self._cdf.get(bound)
+        if value is None:
+            value = self._cdf[bound] = float(self._prefix[self._index(bound), _W])
+        return value
 
     def range_moments(
         self, lo_tokens: float, hi_tokens: float, quantile: float = 0.99, *, prefill_quantile: bool = True

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -95,6 +96,7 @@ class Routing:
         b = self.b_short_tokens
         return None if b is None else math.floor(self.gamma * b)
 
+    @cached_property
     def pool_ranges(self) -> tuple[tuple[float, float], ...]:
         """(lo, hi] of each pool's own (uncompressed) totals, tokens; the last hi is ∞."""
         edges = (-1.0, *(float(b) for b in self.boundaries_tokens), math.inf)

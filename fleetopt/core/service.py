@@ -169,7 +169,7 @@ class LockstepModel(ServiceModel):
             hi = bounds[1] if len(bounds) > 1 else math.inf
             moments = stats.long_pool(b, gamma, p_c, quantile, hi_tokens=hi)
         else:
-            return self.range_share(stats, *routing.pool_ranges()[index], quantile)
+            return self.range_share(stats, *routing.pool_ranges[index], quantile)
         return PoolShare(moments.traffic_fraction, moments)
 
     def pool_rate(self, share: PoolShare, index: int, arrival_rate_per_s: float) -> float:
@@ -232,15 +232,23 @@ class FleetSimModel(ServiceModel):
             return PoolShare(1.0, stats.range_moments(-1, math.inf, quantile))
         b, gamma = bounds[0], routing.gamma
         if index == 0:
-            alpha = stats.cdf(b)
-            first_fraction = min(1.0, alpha + (stats.cdf(gamma * b) - alpha) * routing.compressibility)
+            first_fraction = self._first_fraction(stats, routing)
             return PoolShare(first_fraction, stats.range_moments(-1, b, quantile, prefill_quantile=False))
         if index >= 2:
-            return self.range_share(stats, *routing.pool_ranges()[index], quantile)
-        hi = routing.pool_ranges()[1][1]
+            return self.range_share(stats, *routing.pool_ranges[index], quantile)
+        hi = routing.pool_ranges[1][1]
         below = 1.0 if math.isinf(hi) else stats.cdf(hi)
-        first = self.pool_share(stats, routing, 0, quantile).traffic_fraction
-        return PoolShare(below - first, stats.range_moments(gamma * b, hi, quantile, prefill_quantile=False))
+        return PoolShare(
+            below - self._first_fraction(stats, routing),
+            stats.range_moments(gamma * b, hi, quantile, prefill_quantile=False),
+        )
+
+    @staticmethod
+    def _first_fraction(stats: PoolStatistics, routing: Routing) -> float:
+        """α' = min(1, α + p_c·β) at B₁ (FACTS §1: every band request counts as compressible)."""
+        b = routing.boundaries_tokens[0]
+        alpha = stats.cdf(b)
+        return min(1.0, alpha + (stats.cdf(routing.gamma * b) - alpha) * routing.compressibility)
 
     def range_share(
         self, stats: PoolStatistics, lo_tokens: float, hi_tokens: float, quantile: float
