@@ -10,8 +10,10 @@ faster (t = W + H·s), which can make a pool whose SLO binds cheaper below its K
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -122,35 +124,51 @@ def _infeasible(
     )  # fmt: skip
 
 
-def _surely_no_wait(servers: np.ndarray, offered_load: np.ndarray, quantile: float) -> np.ndarray:
-    """True where Erlang C ≤ 1 − q is certain from a cheap bound (then the q-wait is exactly 0).
+@dataclass(frozen=True)
+class _Ops:
+    """The few elementwise operations the sizing bounds need, for plain floats or numpy arrays,
+    so that each bound is written once and serves both the scalar hot path and the arrays."""
+
+    log: Callable[[Any], Any]
+    log1p: Callable[[Any], Any]
+    ceil: Callable[[Any], Any]
+    maximum: Callable[[Any, Any], Any]
+
+
+_FLOAT_OPS = _Ops(math.log, math.log1p, math.ceil, max)
+_ARRAY_OPS = _Ops(np.log, np.log1p, np.ceil, np.maximum)
+_LOG_2 = math.log(2.0)
+
+
+def _no_wait_log_bound(servers: Any, offered_load: Any, ops: _Ops) -> Any:
+    """An upper bound on ln C(c, a), valid where c ≥ a + 1 and a > 0.
 
     C = B / (1 − ρ(1 − B)) ≤ B / (1 − ρ) and B = pmf(c; a) / cdf(c; a) ≤ 2·pmf(c; a) once
     c ≥ a + 1 (the Poisson median is below a + 1/3). ln c! is bounded below by Stirling,
-    c·ln c − c + ½·ln(2πc), so the bound on ln pmf is an upper bound; an extra e⁻¹ margin absorbs
-    rounding. Skips the exact Erlang C in the many-server regime, where C is astronomically small.
+    c·ln c − c + ½·ln(2πc), so the bound on ln pmf is an upper bound.
     """
+    log_factorial_lower = servers * ops.log(servers) - servers + 0.5 * ops.log(2.0 * math.pi * servers)
+    log_pmf_upper = servers * ops.log(offered_load) - offered_load - log_factorial_lower
+    return _LOG_2 + log_pmf_upper - ops.log1p(-offered_load / servers)
+
+
+def _surely_no_wait(servers: np.ndarray, offered_load: np.ndarray, quantile: float) -> np.ndarray:
+    """True where Erlang C ≤ 1 − q is certain from :func:`_no_wait_log_bound` (then the q-wait is
+    exactly 0); an extra e⁻¹ margin absorbs rounding. Skips the exact Erlang C in the many-server
+    regime, where C is astronomically small."""
     c = np.asarray(servers, dtype=np.float64)
     a = np.asarray(offered_load, dtype=np.float64)
     usable = (c >= a + 1.0) & (a > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        log_factorial_lower = c * np.log(c) - c + 0.5 * np.log(2.0 * math.pi * c)
-        log_pmf_upper = c * np.log(a) - a - log_factorial_lower
-        log_bound = math.log(2.0) + log_pmf_upper - np.log1p(-a / c)
+        log_bound = _no_wait_log_bound(c, a, _ARRAY_OPS)
     return usable & (log_bound <= math.log1p(-quantile) - 1.0)
-
-
-_LOG_2 = math.log(2.0)
 
 
 def _surely_no_wait_one(servers: float, offered_load: float, quantile: float) -> bool:
     """:func:`_surely_no_wait` for one point, in plain floats."""
     if not (offered_load > 0 and servers >= offered_load + 1.0):
         return False
-    log_factorial_lower = servers * math.log(servers) - servers + 0.5 * math.log(2.0 * math.pi * servers)
-    log_pmf_upper = servers * math.log(offered_load) - offered_load - log_factorial_lower
-    log_bound = _LOG_2 + log_pmf_upper - math.log1p(-offered_load / servers)
-    return log_bound <= math.log1p(-quantile) - 1.0
+    return _no_wait_log_bound(servers, offered_load, _FLOAT_OPS) <= math.log1p(-quantile) - 1.0
 
 
 def _wait_one(servers: float, rate: float, mean_service_s: float, scv: float, quantile: float) -> float:
@@ -160,25 +178,23 @@ def _wait_one(servers: float, rate: float, mean_service_s: float, scv: float, qu
     return unchecked_wait_statistics(quantile, servers, rate, 1.0 / mean_service_s, scv)[0]
 
 
+def _utilization_bound_with(rate: float, mean_service_s: Any, slots: Any, cap: float, ops: _Ops) -> Any:
+    """Smallest n with λ·E[S] / (n·s) ≤ cap (exact, guarding float rounding on both sides)."""
+    load = rate * mean_service_s
+    n = ops.maximum(ops.ceil(load / (cap * slots)), 1)
+    n = n + (load / (n * slots) > cap)
+    fewer = n - 1
+    return n - ((fewer >= 1) & (load / (ops.maximum(fewer, 1) * slots) <= cap))
+
+
 def _utilization_bound_one(rate: float, mean_service_s: float, slots: float, cap: float) -> int:
     """:func:`_utilization_bound` for one slot count."""
-    load = rate * mean_service_s
-    n = max(1, math.ceil(load / (cap * slots)))
-    if load / (n * slots) > cap:
-        n += 1
-    if n - 1 >= 1 and load / ((n - 1) * slots) <= cap:
-        n -= 1
-    return n
+    return int(_utilization_bound_with(rate, mean_service_s, slots, cap, _FLOAT_OPS))
 
 
 def _utilization_bound(rate: float, mean_service_s: np.ndarray, slots: np.ndarray, cap: float) -> np.ndarray:
     """Smallest n with λ·E[S] / (n·s) ≤ cap, per slot count (exact, guarding float rounding)."""
-    load = rate * mean_service_s
-    n = np.maximum(np.ceil(load / (cap * slots)), 1.0)  # whole numbers, exact in float64
-    n += load / (n * slots) > cap
-    fewer = n - 1.0
-    n -= (fewer >= 1.0) & (load / (np.maximum(fewer, 1.0) * slots) <= cap)
-    return n.astype(np.int64)
+    return _utilization_bound_with(rate, mean_service_s, slots, cap, _ARRAY_OPS).astype(np.int64)
 
 
 def _describe(
