@@ -302,7 +302,6 @@ class Planner:
             )
         return self._shares[key]
 
-    # -- pools and fleets -------------------------------------------------------------------
     def pool_traffic(
         self, routing: Routing | int | None, gamma: float = 1.0, arrival_rate_per_s: float | None = None
     ) -> tuple[tuple[float, PoolMoments], ...]:
@@ -349,28 +348,30 @@ class Planner:
         """Pool ``index`` of ``routing``, sized (memoized: the K-pool sweep reuses pools)."""
         if index >= 2:
             return self.range_pool(*routing.pool_ranges[index])
-        key = self._pool_key(routing, index)
-        if key not in self._pools:
-            share = self.pool_share(routing, index)
-            rate = self.model.pool_rate(share, index, self.options.arrival_rate_per_s)
-            hardware = self._hardware_of(routing, index)
-            context = routing.context_tokens(self.options.long_context_tokens)[index]
-            self._pools[key] = self._size(rate, share.moments, hardware, context)
-        return self._pools[key]
+        context = routing.context_tokens(self.options.long_context_tokens)[index]
+        return self._sized_once(
+            self._pool_key(routing, index), self.pool_share(routing, index), index,
+            self._hardware_of(routing, index), context,
+        )  # fmt: skip
 
     def range_pool(self, lo_tokens: float, hi_tokens: float) -> PoolSizing:
         """Pool k ≥ 3 of a fleet, serving lo < L ≤ hi (the last pool when hi = ∞), sized (memoized).
 
         Such a pool depends on its own range only (the C&R band ends within the second pool), so it
         is the same pool in every routing that has it."""
-        key = (True, lo_tokens, hi_tokens)
+        last = math.isinf(hi_tokens)
+        return self._sized_once(
+            (True, lo_tokens, hi_tokens), self._range_share(lo_tokens, hi_tokens), 2,
+            self.long_hardware if last else self.short_hardware,
+            self.options.long_context_tokens if last else int(hi_tokens),
+        )  # fmt: skip
+
+    def _sized_once(
+        self, key: tuple, share: PoolShare, index: int, hardware: PoolHardware, context_tokens: int
+    ) -> PoolSizing:
         if key not in self._pools:
-            last = math.isinf(hi_tokens)
-            share = self._range_share(lo_tokens, hi_tokens)
-            rate = self.model.pool_rate(share, 2, self.options.arrival_rate_per_s)
-            hardware = self.long_hardware if last else self.short_hardware
-            context = self.options.long_context_tokens if last else int(hi_tokens)
-            self._pools[key] = self._size(rate, share.moments, hardware, context)
+            rate = self.model.pool_rate(share, index, self.options.arrival_rate_per_s)
+            self._pools[key] = self._size(rate, share.moments, hardware, context_tokens)
         return self._pools[key]
 
     def fleet(self, routing: Routing, label: str = "cell") -> FleetCandidate:
