@@ -22,7 +22,12 @@ from typing import Any
 import typer
 
 from fleetopt.cli.common import FORMAT_OPTION, PROFILES_DIR_OPTION
-from fleetopt.defaults import DEFAULT_LONG_CONTEXT_TOKENS, DEFAULT_SERVING
+from fleetopt.defaults import (
+    DEFAULT_LONG_CONTEXT_TOKENS,
+    DEFAULT_MAX_UTILIZATION,
+    DEFAULT_SERVING,
+    PAPER_GPU_HOUR_USD,
+)
 from fleetopt.render.output import OutputFormat
 
 _HELP = """Estimate the savings of pool routing (and Compress-and-Route), by every estimate.
@@ -220,7 +225,8 @@ _GPU_HOUR_USD = typer.Option(
     None,
     "--gpu-hour-usd",
     callback=_non_negative,
-    help="Price of one GPU-hour, USD. [default: 2.21, the papers' A100-80GB, AWS p4d.24xlarge per GPU]",
+    help=f"Price of one GPU-hour, USD. [default: {PAPER_GPU_HOUR_USD:g}, the papers' A100-80GB, "
+    "AWS p4d.24xlarge per GPU]",
     show_default=False,
 )
 _CURRENT_GPUS = typer.Option(
@@ -265,7 +271,9 @@ _SERVICE_MODEL = typer.Option(
     help="Workload mode: lockstep (Eq. 3 as written) or fleet-sim. [default: lockstep]",
 )
 _MAX_UTILIZATION = typer.Option(
-    None, "--max-utilization", help="Workload mode: utilization cap ρ_max in (0, 1]. [default: 0.85]"
+    None,
+    "--max-utilization",
+    help=f"Workload mode: utilization cap ρ_max in (0, 1]. [default: {DEFAULT_MAX_UTILIZATION:g}]",
 )
 _B_SHORT = typer.Option(
     None,

@@ -35,7 +35,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from fleetopt.core.planner import (
-    HOURS_PER_YEAR,
     FleetCandidate,
     FleetPlan,
     Planner,
@@ -58,6 +57,7 @@ from fleetopt.core.service import PoolHardware, slot_service_times
 from fleetopt.core.sizing import PoolSizing, evaluate_pool
 from fleetopt.core.workload import Workload
 from fleetopt.core.workload_stats import archetype_statistics
+from fleetopt.defaults import HOURS_PER_YEAR
 from fleetopt.errors import ValidationError
 
 #: Default arrival-rate multipliers of the rate sweep (FleetOpt Table 6 spans 100–2,000 req/s).
