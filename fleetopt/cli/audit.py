@@ -422,7 +422,7 @@ def audit(
     profiles_dir: Path | None = PROFILES_DIR_OPTION,
     output_format: OutputFormat = FORMAT_OPTION,
 ) -> None:
-    given = dict(locals())
+    given = dict(locals())  # first statement: exactly the options, by parameter name
     numbers, workload = _pick(NumbersArgs, given), _pick(WorkloadArgs, given)
     if cdf is not None:
         mixed = _given_flags(numbers)
