@@ -18,6 +18,7 @@ from fleetopt.core.audit import (
     PLANNER_CR,
     PLANNER_PR,
     WorkloadAuditOptions,
+    WorkloadFinding,
     audit_workload,
     eq8_instances,
 )
@@ -26,6 +27,7 @@ from fleetopt.core.workload_stats import classify_archetype
 from fleetopt.defaults import DEFAULT_SERVING
 from fleetopt.errors import ValidationError
 from fleetopt.io.workloads import load_workload
+from fleetopt.render.audit import order_text, workload_reasons
 
 
 @cache
@@ -60,10 +62,13 @@ def test_azure_2023_order_closed_form_under_predicts_because_long_requests_are_c
     assert mu.long_per_s > mu.homogeneous_per_s  # the reason
     assert closed.savings_fraction < planner.savings_fraction <= eq8.savings_fraction
     assert closed.over_prediction_factor < 1.0
-    assert audit.order.startswith(EQ8) and audit.order.endswith(
-        f"{CLOSED_FORM} ({closed.savings_fraction:.1%})"
-    )
-    assert any("faster" in r and "under-prediction" in r for r in audit.reasons)
+    assert [r.kind for r in audit.order] == [EQ8, PLANNER_PR, CLOSED_FORM]
+    assert audit.order[1].close_to_previous and not audit.order[2].close_to_previous  # 0.4 vs 12.7 points
+    assert order_text(audit).endswith(f"> {CLOSED_FORM.value} ({closed.savings_fraction:.1%})")
+    # the closed form's gap (1 − α)(μ_homo/μ_l − 1) is negative here: it under-predicts
+    assert audit.long_pool_gap_fraction < 0
+    assert WorkloadFinding.LONG_POOL_SPEED in audit.findings
+    assert any("faster" in r and "under-prediction" in r for r in workload_reasons(audit))
     # The cliff-ratio reading over-predicts: 512 vs 16 slots at B = 2,048 (FACTS §1 slot formula).
     assert mu.cliff_ratio == 512 / 16
     cliff = audit.estimate(CLOSED_FORM_CLIFF)
@@ -100,6 +105,7 @@ def test_eq8_minus_closed_form_is_the_long_pool_term(name: str) -> None:
     alpha = audit.alpha
     difference = audit.estimate(EQ8).savings_fraction - audit.estimate(CLOSED_FORM).savings_fraction
     assert difference == pytest.approx((1 - alpha) * (1 - mu.homogeneous_per_s / mu.long_per_s), abs=1e-12)
+    assert audit.long_pool_gap_fraction == pytest.approx(-difference, abs=1e-12)
 
 
 def test_eq8_at_the_planners_own_utilization_is_the_planners_instance_count() -> None:

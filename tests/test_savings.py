@@ -15,6 +15,8 @@ from fleetopt.core.savings import (
     PAPER_HEADROOM_LONG,
     PAPER_HEADROOM_SHORT,
     AuditInputs,
+    EstimateKind,
+    SavingsFinding,
     annual_cost_usd,
     audit_savings,
     ceil_instances,
@@ -33,6 +35,7 @@ from fleetopt.core.savings import (
     two_pool_instances,
 )
 from fleetopt.errors import ValidationError
+from fleetopt.render.audit import numbers_reasons
 
 fractions = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 ratios = st.floats(min_value=0.05, max_value=100.0, allow_nan=False)
@@ -262,7 +265,7 @@ def test_audit_azure_paper_numbers_closed_form_vs_eq8() -> None:
     homogeneous = estimates["homogeneous fleet"]
     routed = estimates["two pools, routed μ_long"]
     closed = estimates["closed form"]
-    assert result.baseline_name == "homogeneous fleet" and homogeneous.is_baseline
+    assert result.baseline is EstimateKind.HOMOGENEOUS and homogeneous.is_baseline
     assert homogeneous.instances == pytest.approx(1000 / 3.0)
     assert routed.instances == pytest.approx(917 / 13.5 + 83 / 0.37)
     assert result.throughput_ratio == pytest.approx(4.5)
@@ -273,10 +276,11 @@ def test_audit_azure_paper_numbers_closed_form_vs_eq8() -> None:
     assert closed.over_prediction_factor == pytest.approx(expected_closed / expected_routed)
     # dollars at the default $2.21/GPU-hour, 1 GPU per instance
     assert routed.cost_per_year_usd == pytest.approx(routed.instances * 2.21 * 8760)
-    assert routed.savings_usd_per_year == pytest.approx(
+    assert routed.saved_usd_per_year == pytest.approx(
         (homogeneous.instances - routed.instances) * 2.21 * 8760
     )
-    assert any("8.11× slower" in line for line in result.explanations)
+    assert SavingsFinding.CLOSED_FORM_VS_EQ8 in result.findings
+    assert any("8.11× slower" in line for line in numbers_reasons(result))  # μ_homo/μ_long = 3/0.37
 
 
 def test_audit_with_paper_headroom_reproduces_table2_azure_fleet() -> None:
@@ -293,7 +297,7 @@ def test_audit_with_paper_headroom_reproduces_table2_azure_fleet() -> None:
     )
     routed = _by_name(result)["two pools, routed μ_long"]
     assert (routed.short_instances, routed.long_instances, routed.instances) == (72.0, 229.0, 301.0)
-    assert result.baseline_name is None and routed.savings_fraction is None
+    assert result.baseline is None and routed.savings_fraction is None
 
 
 def test_audit_closed_form_applied_to_current_fleet() -> None:
@@ -301,10 +305,10 @@ def test_audit_closed_form_applied_to_current_fleet() -> None:
         AuditInputs(short_fraction=0.8, throughput_ratio=4.0, current_gpus=1000, gpus_per_instance=8)
     )
     closed = _by_name(result)["closed form"]
-    assert result.baseline_name == "current fleet"
+    assert result.baseline is EstimateKind.CURRENT
     assert closed.gpus == pytest.approx(400.0)  # 1000 × (1 − 0.6)
     assert closed.instances == pytest.approx(50.0)
-    assert closed.savings_usd_per_year == pytest.approx(600 * 2.21 * 8760)
+    assert closed.saved_usd_per_year == pytest.approx(600 * 2.21 * 8760)
 
 
 def test_audit_slots_give_cliff_and_lockstep_rows() -> None:

@@ -1,30 +1,34 @@
 """`fleetopt audit`: how much would pool routing (and Compress-and-Route) save, by which estimate?
 
-Back-of-envelope mode: numbers alone — a short-traffic fraction α, a throughput ratio ρ or
-profiled per-instance throughputs, an arrival rate, a fleet you run today — turned into every
-estimate they allow (closed form, Eq. 8, C&R increment), priced in GPUs and dollars, side by side
-with why they differ (:func:`fleetopt.core.savings.audit_savings`).
+One command, two paths, each parse → one API call → render:
 
-Workload mode (``--cdf``): the same estimates computed from a real token-length distribution with
-the planner's statistics and service model, next to the planner's own answer, plus savings
-versus B_short and fleet size versus arrival rate (:func:`fleetopt.core.audit.audit_workload`).
+- numbers (back-of-envelope): α, ρ or per-instance throughputs, a rate, a fleet you run today →
+  :func:`fleetopt.api.audit_numbers` (:func:`fleetopt.core.savings.audit_savings`) →
+  :func:`fleetopt.render.audit.numbers_audit_document`;
+- workload (``--cdf``): a token-length distribution with the planner's statistics and service
+  model → :func:`fleetopt.api.audit_workload_from_options`
+  (:func:`fleetopt.core.audit.audit_workload`) → :func:`fleetopt.render.audit.workload_audit_document`.
+
+This module only declares the options, refuses missing, contradictory or mixed options (usage
+errors, exit 2) and picks the path.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from fleetopt.cli.common import FORMAT_OPTION, PROFILES_DIR_OPTION
-from fleetopt.defaults import DEFAULT_LONG_CONTEXT_TOKENS, DEFAULT_SERVING
-from fleetopt.render.output import OutputFormat, fmt_count, fmt_pct, fmt_usd
-
-#: The workload mode's default P99 TTFT SLO: the papers' 500 ms (FleetOpt §7.1).
-DEFAULT_SLO = "500ms"
+from fleetopt.defaults import (
+    DEFAULT_LONG_CONTEXT_TOKENS,
+    DEFAULT_MAX_UTILIZATION,
+    DEFAULT_SERVING,
+    PAPER_GPU_HOUR_USD,
+)
+from fleetopt.render.output import OutputFormat
 
 _HELP = """Estimate the savings of pool routing (and Compress-and-Route), by every estimate.
 
@@ -68,64 +72,20 @@ def _usage(message: str) -> Exception:
     return _UsageError(message)
 
 
-def _draw(console, data: Mapping[str, Any]) -> None:
-    from rich.table import Table
-
-    pricing = data["pricing"]
-    table = Table(title="fleetopt audit (numbers)", title_justify="left")
-    table.add_column("Estimate", no_wrap=True)
-    for header in ("Short + long", "Instances", "GPUs", "$/yr", "Savings", "Saved/yr", "Over-pred."):
-        table.add_column(header, justify="right")
-    for row in data["estimates"]:
-        short, long = row["short_instances"], row["long_instances"]
-        pools = "–" if short is None else f"{fmt_count(short)} + {fmt_count(long)}"
-        factor = row["over_prediction_factor"]
-        table.add_row(
-            row["name"] + (" *" if row["is_baseline"] else ""),
-            pools,
-            fmt_count(row["instances"]),
-            fmt_count(row["gpus"]),
-            fmt_usd(row["cost_per_year_usd"]),
-            fmt_pct(row["savings_fraction"]),
-            fmt_usd(row["savings_usd_per_year"]),
-            "–" if factor is None else f"{factor:.2f}×",
-        )
-    console.print(table)
-    rho = data["throughput_ratio"]
-    rho_text = "–" if rho is None else f"{rho:.4g} ({data['throughput_ratio_source']})"
-    console.print(
-        f"ρ = {rho_text}; ${pricing['gpu_hour_usd']:g}/GPU-hour × {pricing['hours_per_year']:,.0f} h/yr, "
-        f"{pricing['gpus_per_instance']} GPU(s) per instance."
-    )
-    if data["baseline"] is not None:
-        console.print(f"* baseline: savings are measured against the {data['baseline']}.")
-    console.print("Why they differ:")
-    for line in data["why_they_differ"]:
-        console.print(f"  - {line}")
-    console.print("Assumptions:")
-    for row in data["estimates"]:
-        console.print(f"  - {row['name']} ({row['source']}): {row['assumptions']}")
-
-
 def _check_combinations(
-    *,
-    alpha: str | None,
-    rho: float | None,
-    mu_short: float | None,
-    mu_long: float | None,
-    mu_homo: float | None,
-    rate: float | None,
-    slots_short: int | None,
-    slots_long: int | None,
-    iteration_base: str | None,
-    iteration_per_slot: str | None,
-    sizing_options_given: bool,
-    beta: str | None,
-    compressibility: str | None,
-    current_gpus: int | None,
-    proposed_gpus: int | None,
+    args: NumbersArgs, *, rate: float | None, compressibility: str | None, current_gpus: int | None
 ) -> None:
     """Refuse missing or contradictory numbers with a usage error (exit 2)."""
+    alpha, rho, mu_short, mu_long, mu_homo = args.alpha, args.rho, args.mu_short, args.mu_long, args.mu_homo
+    slots_short, slots_long, beta, proposed_gpus = (
+        args.slots_short,
+        args.slots_long,
+        args.beta,
+        args.proposed_gpus,
+    )
+    sizing_options_given = args.whole_instances or any(
+        value is not None for value in (args.headroom_short, args.headroom_long, args.headroom_homo)
+    )
     if rho is not None and mu_short is not None and mu_homo is not None:
         raise _usage(
             "--rho contradicts --mu-short/--mu-homo (ρ = μ_short/μ_homo): "
@@ -133,7 +93,7 @@ def _check_combinations(
         )
     if (slots_short is None) != (slots_long is None):
         raise _usage("--slots-short and --slots-long go together (the lock-step throughput ratio needs both)")
-    if slots_short is None and (iteration_base is not None or iteration_per_slot is not None):
+    if slots_short is None and (args.iteration_base is not None or args.iteration_per_slot is not None):
         raise _usage("--iteration-base/--iteration-per-slot need --slots-short and --slots-long")
     if mu_long is not None and (alpha is None or mu_short is None or rate is None):
         raise _usage(
@@ -174,426 +134,366 @@ def _check_combinations(
         )
 
 
+# --- the options (shared declarations; the command below only lists them) -------------------------
+
+_ALPHA = typer.Option(
+    None, "--alpha", help="Short-traffic fraction α = F(B_short), e.g. 0.8 or 80%.", show_default=False
+)
+_RHO = typer.Option(
+    None, "--rho", callback=_positive, help="Throughput gain ratio ρ = μ_short/μ_homo (not a slot ratio)."
+)
+_MU_SHORT = typer.Option(
+    None,
+    "--mu-short",
+    callback=_positive,
+    help="Short-pool throughput, req/s per instance (on short traffic).",
+)
+_MU_LONG = typer.Option(
+    None,
+    "--mu-long",
+    callback=_positive,
+    help="Long-pool throughput, req/s per instance, measured on the ROUTED long traffic (Eq. 8).",
+)
+_MU_HOMO = typer.Option(
+    None,
+    "--mu-homo",
+    callback=_positive,
+    help="Homogeneous-pool throughput, req/s per instance (full mix).",
+)
+_RATE = typer.Option(None, "--rate", callback=_positive, help="Arrival rate λ, requests per second.")
+_SLOTS_SHORT = typer.Option(
+    None,
+    "--slots-short",
+    callback=_positive,
+    help="Slots per short-pool instance (lock-step ρ, cliff ratio).",
+)
+_SLOTS_LONG = typer.Option(
+    None,
+    "--slots-long",
+    callback=_positive,
+    help="Slots per long-pool instance (lock-step ρ, cliff ratio).",
+)
+_ITERATION_BASE = typer.Option(
+    None,
+    "--iteration-base",
+    help="W of t(n) = W + H·n, e.g. 8ms. [default: 8ms, the papers' A100 calibration]",
+)
+_ITERATION_PER_SLOT = typer.Option(
+    None, "--iteration-per-slot", help="H of t(n) = W + H·n, e.g. 0.65ms. [default: 0.65ms]"
+)
+_HEADROOM_SHORT = typer.Option(
+    None,
+    "--headroom-short",
+    callback=_headroom,
+    help="Short-pool headroom factor (paper: 1.05). [default: 1]",
+)
+_HEADROOM_LONG = typer.Option(
+    None,
+    "--headroom-long",
+    callback=_headroom,
+    help="Long-pool headroom factor (paper: 1.02). [default: 1]",
+)
+_HEADROOM_HOMO = typer.Option(
+    None,
+    "--headroom-homo",
+    callback=_headroom,
+    help="Homogeneous headroom factor (paper: 1.08). [default: 1]",
+)
+_WHOLE_INSTANCES = typer.Option(
+    False, "--whole-instances", help="Round each pool up to whole instances (Eq. 6's ceilings)."
+)
+_BETA = typer.Option(
+    None,
+    "--beta",
+    help="C&R borderline fraction β = F(γB) − F(B), e.g. 0.078 or 7.8%.",
+    show_default=False,
+)
+_COMPRESSIBILITY = typer.Option(
+    None,
+    "--compressibility",
+    help="C&R: share p_c of the borderline traffic compressible below B. [default: 1, as in the papers]",
+    show_default=False,
+)
+_GPUS_PER_INSTANCE = typer.Option(
+    None,
+    "--gpus-per-instance",
+    callback=_positive,
+    help="GPUs in one serving instance (tensor-parallel size). [default: 1]",
+    show_default=False,
+)
+_GPU_HOUR_USD = typer.Option(
+    None,
+    "--gpu-hour-usd",
+    callback=_non_negative,
+    help=f"Price of one GPU-hour, USD. [default: {PAPER_GPU_HOUR_USD:g}, the papers' A100-80GB, "
+    "AWS p4d.24xlarge per GPU]",
+    show_default=False,
+)
+_CURRENT_GPUS = typer.Option(
+    None,
+    "--current-gpus",
+    callback=_positive,
+    help="GPUs you run today; the savings baseline when given.",
+)
+_PROPOSED_GPUS = typer.Option(
+    None,
+    "--proposed-gpus",
+    callback=_positive,
+    help="A fleet size from elsewhere (a planner, a paper, a quote), priced against the baseline.",
+)
+_CDF = typer.Option(
+    None,
+    "--cdf",
+    help="Workload mode: a bundled workload (e.g. azure-2023) or a request log / CDF file.",
+)
+_SLO = typer.Option(
+    None, "--slo", help="Workload mode: P99 TTFT SLO, e.g. 500ms. [default: 500ms, the papers' SLO]"
+)
+_SERVING = typer.Option(
+    None,
+    "--serving",
+    help=f"Workload mode: serving profile of the short pool. [default: {DEFAULT_SERVING}]",
+)
+_SERVING_LONG = typer.Option(
+    None, "--serving-long", help="Workload mode: serving profile of the long and homogeneous pools."
+)
+_GPU = typer.Option(None, "--gpu", help="Workload mode: the --serving model on this GPU.")
+_GPU_LONG = typer.Option(None, "--gpu-long", help="Workload mode: the long pool on this GPU.")
+_LONG_CONTEXT = typer.Option(
+    None,
+    "--long-context",
+    callback=_positive,
+    help=f"Workload mode: context of the long pool, tokens. [default: {DEFAULT_LONG_CONTEXT_TOKENS}]",
+)
+_SERVICE_MODEL = typer.Option(
+    None,
+    "--service-model",
+    help="Workload mode: lockstep (Eq. 3 as written) or fleet-sim. [default: lockstep]",
+)
+_MAX_UTILIZATION = typer.Option(
+    None,
+    "--max-utilization",
+    help=f"Workload mode: utilization cap ρ_max in (0, 1]. [default: {DEFAULT_MAX_UTILIZATION:g}]",
+)
+_B_SHORT = typer.Option(
+    None,
+    "--b-short",
+    help="Workload mode: boundaries to sweep (tokens, comma list). [default: the planner's candidates]",
+)
+_AT_B_SHORT = typer.Option(
+    None,
+    "--at-b-short",
+    callback=_positive,
+    help="Workload mode: the boundary audited in detail. [default: the pool-routing optimum]",
+)
+_GAMMA = typer.Option(
+    None,
+    "--gamma",
+    help="Workload mode: C&R band γ of the increment. [default: the planner's cheapest γ at that B]",
+)
+_RATES = typer.Option(
+    None,
+    "--rates",
+    help="Workload mode: arrival rates of the rate sweep, req/s (comma list). [default: 0.1x…10x --rate]",
+)
+_CURRENT_CONTEXT = typer.Option(
+    None,
+    "--current-context",
+    callback=_positive,
+    help="Workload mode: context of the current (homogeneous) fleet, tokens. [default: --long-context]",
+)
+_PLOT = typer.Option(
+    None,
+    "--plot",
+    help="Workload mode: draw the sensitivity views to this .png/.svg/.pdf (needs matplotlib).",
+)
+_INPUT_FORMAT = typer.Option(None, "--input-format", help="Workload mode: the file format.")
+_INPUT_COLUMN = typer.Option(None, "--input-column", help="CSV/JSONL column of input tokens.")
+_OUTPUT_COLUMN = typer.Option(None, "--output-column", help="CSV/JSONL column of output tokens.")
+_TIME_COLUMN = typer.Option(None, "--time-column", help="CSV/JSONL column of arrival times.")
+_SPLIT = typer.Option(
+    None, "--split", help="Input/output split of a CDF (docs/workloads.md). [default: fleet-sim]"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class NumbersArgs:
+    """The numbers-only options, as given (None: not given); field order = the flags' order."""
+
+    alpha: str | None
+    rho: float | None
+    mu_short: float | None
+    mu_long: float | None
+    mu_homo: float | None
+    slots_short: int | None
+    slots_long: int | None
+    iteration_base: str | None
+    iteration_per_slot: str | None
+    headroom_short: float | None
+    headroom_long: float | None
+    headroom_homo: float | None
+    whole_instances: bool
+    beta: str | None
+    gpus_per_instance: int | None
+    gpu_hour_usd: float | None
+    proposed_gpus: int | None
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkloadArgs:
+    """The workload-only options, as given (None: not given); field order = the flags' order."""
+
+    slo: str | None
+    serving: str | None
+    serving_long: str | None
+    gpu: str | None
+    gpu_long: str | None
+    long_context: int | None
+    service_model: str | None
+    max_utilization: float | None
+    b_short: str | None
+    at_b_short: int | None
+    gamma: float | None
+    rates: str | None
+    current_context: int | None
+    plot: Path | None
+    input_format: str | None
+    input_column: str | None
+    output_column: str | None
+    time_column: str | None
+    split: str | None
+    profiles_dir: Path | None
+
+
+def _pick(cls: type, given: dict[str, Any]) -> Any:
+    return cls(**{f.name: given[f.name] for f in dataclasses.fields(cls)})
+
+
+def _given_flags(args: NumbersArgs | WorkloadArgs) -> list[str]:
+    """The flags of the options that were given (``--whole-instances`` counts only when set)."""
+    return [
+        "--" + f.name.replace("_", "-")
+        for f in dataclasses.fields(args)
+        if getattr(args, f.name) not in (None, False)
+    ]
+
+
 def audit(
-    alpha: str | None = typer.Option(
-        None, "--alpha", help="Short-traffic fraction α = F(B_short), e.g. 0.8 or 80%.", show_default=False
-    ),
-    rho: float | None = typer.Option(
-        None, "--rho", callback=_positive, help="Throughput gain ratio ρ = μ_short/μ_homo (not a slot ratio)."
-    ),
-    mu_short: float | None = typer.Option(
-        None,
-        "--mu-short",
-        callback=_positive,
-        help="Short-pool throughput, req/s per instance (on short traffic).",
-    ),
-    mu_long: float | None = typer.Option(
-        None,
-        "--mu-long",
-        callback=_positive,
-        help="Long-pool throughput, req/s per instance, measured on the ROUTED long traffic (Eq. 8).",
-    ),
-    mu_homo: float | None = typer.Option(
-        None,
-        "--mu-homo",
-        callback=_positive,
-        help="Homogeneous-pool throughput, req/s per instance (full mix).",
-    ),
-    rate: float | None = typer.Option(
-        None, "--rate", callback=_positive, help="Arrival rate λ, requests per second."
-    ),
-    slots_short: int | None = typer.Option(
-        None,
-        "--slots-short",
-        callback=_positive,
-        help="Slots per short-pool instance (lock-step ρ, cliff ratio).",
-    ),
-    slots_long: int | None = typer.Option(
-        None,
-        "--slots-long",
-        callback=_positive,
-        help="Slots per long-pool instance (lock-step ρ, cliff ratio).",
-    ),
-    iteration_base: str | None = typer.Option(
-        None,
-        "--iteration-base",
-        help="W of t(n) = W + H·n, e.g. 8ms. [default: 8ms, the papers' A100 calibration]",
-    ),
-    iteration_per_slot: str | None = typer.Option(
-        None, "--iteration-per-slot", help="H of t(n) = W + H·n, e.g. 0.65ms. [default: 0.65ms]"
-    ),
-    headroom_short: float | None = typer.Option(
-        None,
-        "--headroom-short",
-        callback=_headroom,
-        help="Short-pool headroom factor (paper: 1.05). [default: 1]",
-    ),
-    headroom_long: float | None = typer.Option(
-        None,
-        "--headroom-long",
-        callback=_headroom,
-        help="Long-pool headroom factor (paper: 1.02). [default: 1]",
-    ),
-    headroom_homo: float | None = typer.Option(
-        None,
-        "--headroom-homo",
-        callback=_headroom,
-        help="Homogeneous headroom factor (paper: 1.08). [default: 1]",
-    ),
-    whole_instances: bool = typer.Option(
-        False, "--whole-instances", help="Round each pool up to whole instances (Eq. 6's ceilings)."
-    ),
-    beta: str | None = typer.Option(
-        None,
-        "--beta",
-        help="C&R borderline fraction β = F(γB) − F(B), e.g. 0.078 or 7.8%.",
-        show_default=False,
-    ),
-    compressibility: str | None = typer.Option(
-        None,
-        "--compressibility",
-        help="C&R: share p_c of the borderline traffic compressible below B. [default: 1, as in the papers]",
-        show_default=False,
-    ),
-    gpus_per_instance: int | None = typer.Option(
-        None,
-        "--gpus-per-instance",
-        callback=_positive,
-        help="GPUs in one serving instance (tensor-parallel size). [default: 1]",
-        show_default=False,
-    ),
-    gpu_hour_usd: float | None = typer.Option(
-        None,
-        "--gpu-hour-usd",
-        callback=_non_negative,
-        help="Price of one GPU-hour, USD. [default: 2.21, the papers' A100-80GB, AWS p4d.24xlarge per GPU]",
-        show_default=False,
-    ),
-    current_gpus: int | None = typer.Option(
-        None,
-        "--current-gpus",
-        callback=_positive,
-        help="GPUs you run today; the savings baseline when given.",
-    ),
-    proposed_gpus: int | None = typer.Option(
-        None,
-        "--proposed-gpus",
-        callback=_positive,
-        help="A fleet size from elsewhere (a planner, a paper, a quote), priced against the baseline.",
-    ),
-    cdf: str | None = typer.Option(
-        None,
-        "--cdf",
-        help="Workload mode: a bundled workload (e.g. azure-2023) or a request log / CDF file.",
-    ),
-    slo: str | None = typer.Option(
-        None, "--slo", help="Workload mode: P99 TTFT SLO, e.g. 500ms. [default: 500ms, the papers' SLO]"
-    ),
-    serving: str | None = typer.Option(
-        None,
-        "--serving",
-        help=f"Workload mode: serving profile of the short pool. [default: {DEFAULT_SERVING}]",
-    ),
-    serving_long: str | None = typer.Option(
-        None, "--serving-long", help="Workload mode: serving profile of the long and homogeneous pools."
-    ),
-    gpu: str | None = typer.Option(None, "--gpu", help="Workload mode: the --serving model on this GPU."),
-    gpu_long: str | None = typer.Option(None, "--gpu-long", help="Workload mode: the long pool on this GPU."),
-    long_context: int | None = typer.Option(
-        None,
-        "--long-context",
-        callback=_positive,
-        help=f"Workload mode: context of the long pool, tokens. [default: {DEFAULT_LONG_CONTEXT_TOKENS}]",
-    ),
-    service_model: str | None = typer.Option(
-        None,
-        "--service-model",
-        help="Workload mode: lockstep (Eq. 3 as written) or fleet-sim. [default: lockstep]",
-    ),
-    max_utilization: float | None = typer.Option(
-        None, "--max-utilization", help="Workload mode: utilization cap ρ_max in (0, 1]. [default: 0.85]"
-    ),
-    b_short: str | None = typer.Option(
-        None,
-        "--b-short",
-        help="Workload mode: boundaries to sweep (tokens, comma list). [default: the planner's candidates]",
-    ),
-    at_b_short: int | None = typer.Option(
-        None,
-        "--at-b-short",
-        callback=_positive,
-        help="Workload mode: the boundary audited in detail. [default: the pool-routing optimum]",
-    ),
-    gamma: float | None = typer.Option(
-        None,
-        "--gamma",
-        help="Workload mode: C&R band γ of the increment. [default: the planner's cheapest γ at that B]",
-    ),
-    rates: str | None = typer.Option(
-        None,
-        "--rates",
-        help="Workload mode: arrival rates of the rate sweep, req/s (comma list). [default: 0.1x…10x --rate]",
-    ),
-    current_context: int | None = typer.Option(
-        None,
-        "--current-context",
-        callback=_positive,
-        help="Workload mode: context of the current (homogeneous) fleet, tokens. [default: --long-context]",
-    ),
-    plot: Path | None = typer.Option(
-        None,
-        "--plot",
-        help="Workload mode: draw the sensitivity views to this .png/.svg/.pdf (needs matplotlib).",
-    ),
-    input_format: str | None = typer.Option(None, "--input-format", help="Workload mode: the file format."),
-    input_column: str | None = typer.Option(None, "--input-column", help="CSV/JSONL column of input tokens."),
-    output_column: str | None = typer.Option(
-        None, "--output-column", help="CSV/JSONL column of output tokens."
-    ),
-    time_column: str | None = typer.Option(None, "--time-column", help="CSV/JSONL column of arrival times."),
-    split: str | None = typer.Option(
-        None, "--split", help="Input/output split of a CDF (docs/workloads.md). [default: fleet-sim]"
-    ),
+    alpha: str | None = _ALPHA,
+    rho: float | None = _RHO,
+    mu_short: float | None = _MU_SHORT,
+    mu_long: float | None = _MU_LONG,
+    mu_homo: float | None = _MU_HOMO,
+    rate: float | None = _RATE,
+    slots_short: int | None = _SLOTS_SHORT,
+    slots_long: int | None = _SLOTS_LONG,
+    iteration_base: str | None = _ITERATION_BASE,
+    iteration_per_slot: str | None = _ITERATION_PER_SLOT,
+    headroom_short: float | None = _HEADROOM_SHORT,
+    headroom_long: float | None = _HEADROOM_LONG,
+    headroom_homo: float | None = _HEADROOM_HOMO,
+    whole_instances: bool = _WHOLE_INSTANCES,
+    beta: str | None = _BETA,
+    compressibility: str | None = _COMPRESSIBILITY,
+    gpus_per_instance: int | None = _GPUS_PER_INSTANCE,
+    gpu_hour_usd: float | None = _GPU_HOUR_USD,
+    current_gpus: int | None = _CURRENT_GPUS,
+    proposed_gpus: int | None = _PROPOSED_GPUS,
+    cdf: str | None = _CDF,
+    slo: str | None = _SLO,
+    serving: str | None = _SERVING,
+    serving_long: str | None = _SERVING_LONG,
+    gpu: str | None = _GPU,
+    gpu_long: str | None = _GPU_LONG,
+    long_context: int | None = _LONG_CONTEXT,
+    service_model: str | None = _SERVICE_MODEL,
+    max_utilization: float | None = _MAX_UTILIZATION,
+    b_short: str | None = _B_SHORT,
+    at_b_short: int | None = _AT_B_SHORT,
+    gamma: float | None = _GAMMA,
+    rates: str | None = _RATES,
+    current_context: int | None = _CURRENT_CONTEXT,
+    plot: Path | None = _PLOT,
+    input_format: str | None = _INPUT_FORMAT,
+    input_column: str | None = _INPUT_COLUMN,
+    output_column: str | None = _OUTPUT_COLUMN,
+    time_column: str | None = _TIME_COLUMN,
+    split: str | None = _SPLIT,
     profiles_dir: Path | None = PROFILES_DIR_OPTION,
     output_format: OutputFormat = FORMAT_OPTION,
 ) -> None:
-    numbers_options = {
-        "--alpha": alpha, "--rho": rho, "--mu-short": mu_short, "--mu-long": mu_long, "--mu-homo": mu_homo,
-        "--slots-short": slots_short, "--slots-long": slots_long, "--iteration-base": iteration_base,
-        "--iteration-per-slot": iteration_per_slot, "--headroom-short": headroom_short,
-        "--headroom-long": headroom_long, "--headroom-homo": headroom_homo,
-        "--whole-instances": whole_instances or None, "--beta": beta,
-        "--gpus-per-instance": gpus_per_instance, "--gpu-hour-usd": gpu_hour_usd,
-        "--proposed-gpus": proposed_gpus,
-    }  # fmt: skip
-    workload_options = {
-        "--slo": slo, "--serving": serving, "--serving-long": serving_long, "--gpu": gpu,
-        "--gpu-long": gpu_long, "--long-context": long_context, "--service-model": service_model,
-        "--max-utilization": max_utilization,
-        "--b-short": b_short, "--at-b-short": at_b_short, "--gamma": gamma, "--rates": rates,
-        "--current-context": current_context, "--plot": plot, "--input-format": input_format,
-        "--input-column": input_column, "--output-column": output_column, "--time-column": time_column,
-        "--split": split, "--profiles-dir": profiles_dir,
-    }  # fmt: skip
+    given = dict(locals())  # first statement: exactly the options, by parameter name
+    numbers, workload = _pick(NumbersArgs, given), _pick(WorkloadArgs, given)
     if cdf is not None:
-        mixed = [name for name, value in numbers_options.items() if value is not None]
+        mixed = _given_flags(numbers)
         if mixed:
             raise _usage(
                 f"--cdf (workload mode) cannot be combined with {', '.join(mixed)}: with a workload, α, ρ, "
                 "the throughputs and the prices come from the workload and the profiles"
             )
-        _workload_mode(
-            cdf=cdf, slo=slo, rate=rate, serving=serving, serving_long=serving_long, gpu=gpu,
-            gpu_long=gpu_long,
-            long_context=long_context, service_model=service_model, max_utilization=max_utilization,
-            compressibility=compressibility, b_short=b_short, at_b_short=at_b_short, gamma=gamma, rates=rates,
-            current_gpus=current_gpus, current_context=current_context, plot=plot,
-            reader_options={
-                "input_format": input_format, "input_column": input_column, "output_column": output_column,
-                "time_column": time_column, "split": split or "fleet-sim",
-            },
-            profiles_dir=profiles_dir, output_format=output_format,
-        )  # fmt: skip
+        _workload_path(cdf, workload, rate, compressibility, current_gpus, output_format)
         return
-    stray = [name for name, value in workload_options.items() if value is not None]
+    stray = _given_flags(workload)
     if stray:
         raise _usage(f"{', '.join(stray)} {'needs' if len(stray) == 1 else 'need'} --cdf (the workload mode)")
-    gpus_per_instance = 1 if gpus_per_instance is None else gpus_per_instance
-    gpu_hour_usd = 2.21 if gpu_hour_usd is None else gpu_hour_usd
-    from fleetopt.core.savings import (
-        HOURS_PER_YEAR,
-        PAPER_ITERATION_BASE_S,
-        PAPER_ITERATION_PER_SLOT_S,
-        AuditInputs,
-        audit_savings,
-    )
-    from fleetopt.errors import ValidationError
-    from fleetopt.io.units import parse_duration_s, parse_fraction
-    from fleetopt.render.output import emit
-
-    sizing_options_given = whole_instances or any(
-        value is not None for value in (headroom_short, headroom_long, headroom_homo)
-    )
-    _check_combinations(
-        alpha=alpha,
-        rho=rho,
-        mu_short=mu_short,
-        mu_long=mu_long,
-        mu_homo=mu_homo,
-        rate=rate,
-        slots_short=slots_short,
-        slots_long=slots_long,
-        iteration_base=iteration_base,
-        iteration_per_slot=iteration_per_slot,
-        sizing_options_given=sizing_options_given,
-        beta=beta,
-        compressibility=compressibility,
-        current_gpus=current_gpus,
-        proposed_gpus=proposed_gpus,
-    )
-    short_fraction = None if alpha is None else parse_fraction(alpha, field="--alpha")
-    borderline_fraction = None if beta is None else parse_fraction(beta, field="--beta")
-    compressible_fraction = (
-        1.0 if compressibility is None else parse_fraction(compressibility, field="--compressibility")
-    )
-    if (
-        short_fraction is not None
-        and borderline_fraction is not None
-        and short_fraction + borderline_fraction > 1.0
-    ):
-        raise ValidationError(
-            f"--alpha {alpha} plus --beta {beta} is {short_fraction + borderline_fraction:g}; "
-            "the borderline band (B, γB] lies above B, so α + β = F(γB) must be ≤ 1"
-        )
-    inputs = AuditInputs(
-        short_fraction=short_fraction,
-        throughput_ratio=rho,
-        arrival_rate_per_s=rate,
-        short_throughput_per_s=mu_short,
-        long_throughput_per_s=mu_long,
-        homogeneous_throughput_per_s=mu_homo,
-        short_slots=slots_short,
-        long_slots=slots_long,
-        iteration_base_s=(
-            PAPER_ITERATION_BASE_S
-            if iteration_base is None
-            else parse_duration_s(iteration_base, field="--iteration-base")
-        ),
-        iteration_per_slot_s=(
-            PAPER_ITERATION_PER_SLOT_S
-            if iteration_per_slot is None
-            else parse_duration_s(iteration_per_slot, field="--iteration-per-slot")
-        ),
-        headroom_short=1.0 if headroom_short is None else headroom_short,
-        headroom_long=1.0 if headroom_long is None else headroom_long,
-        headroom_homogeneous=1.0 if headroom_homo is None else headroom_homo,
-        round_up=whole_instances,
-        borderline_fraction=borderline_fraction,
-        compressible_fraction=compressible_fraction,
-        gpus_per_instance=gpus_per_instance,
-        gpu_hour_usd=gpu_hour_usd,
-        current_gpus=current_gpus,
-        proposed_gpus=proposed_gpus,
-    )
-    result = audit_savings(inputs)
-    data = {
-        "mode": "numbers",
-        "inputs": {
-            "short_fraction": inputs.short_fraction,
-            "throughput_ratio": inputs.throughput_ratio,
-            "arrival_rate_per_s": inputs.arrival_rate_per_s,
-            "short_throughput_per_s": inputs.short_throughput_per_s,
-            "long_throughput_per_s": inputs.long_throughput_per_s,
-            "homogeneous_throughput_per_s": inputs.homogeneous_throughput_per_s,
-            "short_slots": inputs.short_slots,
-            "long_slots": inputs.long_slots,
-            "iteration_base_s": inputs.iteration_base_s if slots_short is not None else None,
-            "iteration_per_slot_s": inputs.iteration_per_slot_s if slots_short is not None else None,
-            "headroom_short": inputs.headroom_short,
-            "headroom_long": inputs.headroom_long,
-            "headroom_homogeneous": inputs.headroom_homogeneous,
-            "whole_instances": inputs.round_up,
-            "borderline_fraction": inputs.borderline_fraction,
-            "compressible_fraction": inputs.compressible_fraction
-            if borderline_fraction is not None
-            else None,
-            "current_gpus": inputs.current_gpus,
-            "proposed_gpus": inputs.proposed_gpus,
-        },
-        "pricing": {
-            "gpu_hour_usd": inputs.gpu_hour_usd,
-            "gpus_per_instance": inputs.gpus_per_instance,
-            "hours_per_year": HOURS_PER_YEAR,
-        },
-        "throughput_ratio": result.throughput_ratio,
-        "throughput_ratio_source": result.throughput_ratio_source,
-        "baseline": result.baseline_name,
-        "estimates": [dataclasses.asdict(estimate) for estimate in result.estimates],
-        "why_they_differ": list(result.explanations),
-    }
-    emit(data, output_format, _draw)
+    _numbers_path(numbers, rate, compressibility, current_gpus, output_format)
 
 
-def _workload_mode(
-    *,
-    cdf: str,
-    slo: str | None,
+def _numbers_path(
+    args: NumbersArgs,
     rate: float | None,
-    serving: str | None,
-    serving_long: str | None,
-    gpu: str | None,
-    gpu_long: str | None,
-    long_context: int | None,
-    service_model: str | None,
-    max_utilization: float | None,
     compressibility: str | None,
-    b_short: str | None,
-    at_b_short: int | None,
-    gamma: float | None,
-    rates: str | None,
     current_gpus: int | None,
-    current_context: int | None,
-    plot: Path | None,
-    reader_options: dict,
-    profiles_dir: Path | None,
     output_format: OutputFormat,
 ) -> None:
-    """``fleetopt audit --cdf``: parse → load the workload and profiles → audit_workload → render."""
-    from fleetopt.api import profile_search_path, rate_with_origin, resolve_pool_hardware_pair
-    from fleetopt.core.audit import WorkloadAuditOptions, audit_workload
-    from fleetopt.core.planner import PlanOptions
-    from fleetopt.io.units import parse_duration_s, parse_fraction, parse_number_list
-    from fleetopt.io.workloads import load_workload
+    """Back-of-envelope mode: check the combination → :func:`fleetopt.api.audit_numbers` → render."""
+    from fleetopt.api import audit_numbers
+    from fleetopt.render.audit import draw_numbers_audit, numbers_audit_document
+    from fleetopt.render.output import emit
+
+    _check_combinations(args, rate=rate, compressibility=compressibility, current_gpus=current_gpus)
+    result = audit_numbers(
+        **dataclasses.asdict(args), rate=rate, compressibility=compressibility, current_gpus=current_gpus
+    )
+    emit(numbers_audit_document(result), output_format, draw_numbers_audit)
+
+
+def _workload_path(
+    cdf: str,
+    args: WorkloadArgs,
+    rate: float | None,
+    compressibility: str | None,
+    current_gpus: int | None,
+    output_format: OutputFormat,
+) -> None:
+    """Workload mode: check the plot → :func:`fleetopt.api.audit_workload_from_options` → render."""
+    from fleetopt.api import audit_workload_from_options
     from fleetopt.render.audit import draw_workload_audit, workload_audit_document
     from fleetopt.render.output import emit
     from fleetopt.render.plots import check_plot_path, plot_audit, require_matplotlib
 
-    if plot is not None:  # refuse a bad path or a missing matplotlib before any work
-        check_plot_path(plot)
+    if args.plot is not None:  # refuse a bad path or a missing matplotlib before any work
+        check_plot_path(args.plot)
         require_matplotlib()
-    ttft_slo_s = parse_duration_s(slo or DEFAULT_SLO, field="--slo")
-    p_c = 1.0 if compressibility is None else parse_fraction(compressibility, field="--compressibility")
-    b_values = tuple(parse_number_list(b_short, field="--b-short", integer=True)) if b_short else None
-    rate_values = tuple(parse_number_list(rates, field="--rates")) if rates else None
-    workload = load_workload(cdf, **reader_options)
-    dirs = profile_search_path(profiles_dir)
-    short_hardware, long_hardware = resolve_pool_hardware_pair(
-        serving or DEFAULT_SERVING, serving_long, gpu, gpu_long, dirs
-    )
-    rate, origin = rate_with_origin(workload, rate)
-    plan_options = PlanOptions(
-        arrival_rate_per_s=float(rate),
-        ttft_slo_s=ttft_slo_s,
-        long_context_tokens=DEFAULT_LONG_CONTEXT_TOKENS if long_context is None else long_context,
-        b_short_candidates=b_values,
-        compressibility=p_c,
-        service_model=service_model or "lockstep",
-        max_utilization=0.85 if max_utilization is None else max_utilization,
-    )
-    result = audit_workload(
-        workload,
-        short_hardware,
-        long_hardware,
-        WorkloadAuditOptions(
-            plan=plan_options,
-            b_short_tokens=at_b_short,
-            gamma=gamma,
-            current_gpus=None if current_gpus is None else float(current_gpus),
-            current_context_tokens=current_context,
-            rates_per_s=rate_values,
-        ),
-    )
+    options = dataclasses.asdict(args)
+    reader_options = {
+        key: options.pop(key) for key in ("input_format", "input_column", "output_column", "time_column")
+    }
+    reader_options["split"] = options.pop("split") or "fleet-sim"
+    plot = options.pop("plot")
+    run = audit_workload_from_options(
+        cdf=cdf, rate=rate, compressibility=compressibility, current_gpus=current_gpus,
+        reader_options=reader_options, **options,
+    )  # fmt: skip
     if plot is not None:
-        plot_audit(
-            list(result.threshold_rows),
-            list(result.rate_rows),
-            plot,
-            title=f"fleetopt audit — {cdf}, {rate:,g} req/s, {plan_options.service_model}",
-        )
+        plan_options = run.audit.options.plan
+        rate_text = f"{plan_options.arrival_rate_per_s:,g} req/s"
+        title = f"fleetopt audit — {cdf}, {rate_text}, {plan_options.service_model}"
+        plot_audit(list(run.audit.threshold_rows), list(run.audit.rate_rows), plot, title=title)
     document = workload_audit_document(
-        result,
+        run.audit,
         workload_label=cdf,
-        arrival_rate_origin=origin,
+        arrival_rate_origin=run.arrival_rate_origin,
         plot_path=None if plot is None else str(plot),
     )
     emit(document, output_format, draw_workload_audit)

@@ -27,6 +27,7 @@ per instance of the pool's hardware.
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -34,7 +35,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from fleetopt.core.planner import (
-    HOURS_PER_YEAR,
     FleetCandidate,
     FleetPlan,
     Planner,
@@ -43,6 +43,8 @@ from fleetopt.core.planner import (
 )
 from fleetopt.core.poolstats import PoolMoments
 from fleetopt.core.savings import (
+    EstimateKind,
+    SavingsEstimate,
     ceil_instances,
     closed_form_savings_fraction,
     compress_and_route_increment,
@@ -55,6 +57,7 @@ from fleetopt.core.service import PoolHardware, slot_service_times
 from fleetopt.core.sizing import PoolSizing, evaluate_pool
 from fleetopt.core.workload import Workload
 from fleetopt.core.workload_stats import archetype_statistics
+from fleetopt.defaults import HOURS_PER_YEAR
 from fleetopt.errors import ValidationError
 
 #: Default arrival-rate multipliers of the rate sweep (FleetOpt Table 6 spans 100–2,000 req/s).
@@ -64,17 +67,55 @@ DEFAULT_RATE_MULTIPLIERS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
 #: homogeneous fleet's cost.
 LEVER_MIN_GAIN_FRACTION = 0.02
 
-#: Names of the estimates, as they appear in the result and the CLI output.
-HOMOGENEOUS = "homogeneous (planner)"
-CURRENT = "current fleet"
-CLOSED_FORM = "closed form"
-CLOSED_FORM_CLIFF = "closed form, cliff ratio as ρ"
-EQ8 = "Eq. 8 (routed μ_l)"
-CLOSED_FORM_CR = "closed form + C&R"
-EQ8_CR = "Eq. 8 + C&R (recalibrated μ)"
-PLANNER_PR = "planner: pool routing"
-PLANNER_CR = "planner: C&R"
-PLANNER_BEST = "planner: best plan"
+#: Two estimates whose savings differ by less than this are ranked "≥" rather than ">".
+ORDER_TIE_FRACTION = 0.01
+
+#: The workload audit's estimates (short names for :class:`fleetopt.core.savings.EstimateKind`).
+HOMOGENEOUS = EstimateKind.PLANNER_HOMOGENEOUS
+CURRENT = EstimateKind.CURRENT
+CLOSED_FORM = EstimateKind.CLOSED_FORM
+CLOSED_FORM_CLIFF = EstimateKind.CLOSED_FORM_CLIFF
+EQ8 = EstimateKind.EQ8
+CLOSED_FORM_CR = EstimateKind.CLOSED_FORM_CR
+EQ8_CR = EstimateKind.EQ8_CR
+PLANNER_PR = EstimateKind.PLANNER_PR
+PLANNER_CR = EstimateKind.PLANNER_CR
+PLANNER_BEST = EstimateKind.PLANNER_BEST
+
+
+class SlotsBasis(str, enum.Enum):
+    """At which slot counts the throughputs were taken."""
+
+    PLANNER = "planner"  # each pool at the slot count the planner chose
+    KV_LIMIT = "kv-limit"  # each pool at its KV limit (the planner has no feasible pool there)
+
+
+class Lever(str, enum.Enum):
+    """The lever the planner's costs favour at the audited boundary."""
+
+    RAISE_B = "raise B"
+    LOWER_B = "lower B"
+    ADD_CR = "add C&R"
+    NEITHER = "neither"
+
+
+class WorkloadFinding(str, enum.Enum):
+    """A reason the workload audit's estimates differ (worded by ``fleetopt.render.audit``)."""
+
+    LONG_POOL_SPEED = "long-pool-speed"  # μ_l ≠ μ_homo: the closed form's gap (1 − α)(μ_homo/μ_l − 1)
+    NO_LONG_TRAFFIC = "no-long-traffic"  # every request fits below B: Eq. 7 = Eq. 8
+    RHO_VS_CLIFF = "rho-vs-cliff"  # ρ is a throughput ratio, the cliff ratio counts slots
+    PLANNER_OVER_EQ8 = "planner-over-eq8"  # whole instances and the SLO on top of Eq. 8's fluid limit
+    PLANNER_INFEASIBLE = "planner-infeasible"  # no feasible pool-routing fleet at this B
+    CR_RECALIBRATED = "cr-recalibrated"  # the closed-form C&R increment vs the planner's
+
+
+class AuditNote(str, enum.Enum):
+    """Something about the workload audit's inputs worth telling (worded by ``fleetopt.render.audit``)."""
+
+    NO_FEASIBLE_BOUNDARY = "no-feasible-boundary"  # auditing the first candidate B
+    KV_LIMIT_THROUGHPUTS = "kv-limit-throughputs"  # μ's at the KV limits, not the planner's slots
+    CURRENT_PARTIAL_INSTANCE = "current-partial-instance"  # current GPUs not a whole number of instances
 
 
 @dataclass(frozen=True)
@@ -105,8 +146,8 @@ class WorkloadAuditOptions:
 class Throughputs:
     """Per-instance throughputs (req/s) of the three pools at one boundary, and how they were taken.
 
-    ``slots_basis`` is ``"planner"`` (each pool at the slot count the planner chose) or
-    ``"kv-limit"`` (at the KV limit; used where the planner has no feasible pool). The ``*_kv``
+    ``slots_basis`` is :class:`SlotsBasis`: ``planner`` (each pool at the slot count the planner
+    chose) or ``kv-limit`` (used where the planner has no feasible pool). The ``*_kv``
     fields are always at the KV limit. ``long_per_s`` is None when no traffic is long.
     """
 
@@ -116,7 +157,7 @@ class Throughputs:
     homogeneous_slots: int
     short_slots: int
     long_slots: int | None
-    slots_basis: str
+    slots_basis: SlotsBasis
     homogeneous_kv_per_s: float
     short_kv_per_s: float
     long_kv_per_s: float | None
@@ -140,62 +181,51 @@ class Throughputs:
 
 
 @dataclass(frozen=True)
-class AuditEstimate:
-    """One fleet as one method sees it, priced and compared.
+class LeverAdvice:
+    """Which lever the numbers favour at the audited B (gains are fractions of the homogeneous cost).
 
     Attributes:
-        name, source: label and the equation or method.
-        short_instances, long_instances: the two pools (fractional for formulas), or None.
-        instances: total serving instances (fractional for formulas).
-        whole_instances: the same rounded up per pool, or None for a closed form (a fraction of a fleet).
-        gpus, cost_per_year_usd: of ``whole_instances`` when sized, else of ``instances``.
-        savings_fraction: the savings the method itself states, against its own homogeneous
-            fleet (closed forms: the formula; Eq. 8: against λ/(μ_homo·ρ_max); planner: against
-            the planner's homogeneous fleet).
-        savings_vs_current: 1 − GPUs / current GPUs, when the current fleet is given.
-        saved_usd_per_year: baseline $/yr − this $/yr (baseline: current fleet, else homogeneous).
-        reference: the planner estimate this one is compared with, or None.
-        over_prediction_factor: savings_fraction / the reference's savings_fraction (None when the
-            reference saves nothing).
-        feasible: False for a planner fleet that breaks the SLO or cap (then ``reason`` says why).
-        assumptions: what the method takes for granted.
+        lever: the advice.
+        move_b_gain_fraction: (pool routing at B − pool routing at the best B, γ = 1) / homogeneous.
+        best_b_short_tokens: that best B (None: no B gives a feasible pool-routing fleet).
+        compress_gain_fraction: (pool routing at B − the cheapest γ at B) / homogeneous.
+        compress_gain_at_best_b_fraction: the same at the best B.
+        threshold_fraction: the least gain worth a lever (LEVER_MIN_GAIN_FRACTION).
+        b_short_tokens: the audited B.
+        routed_feasible: pool routing at B is feasible (else ``routed_reason`` is the planner's why).
+        best_savings_fraction: pool routing at the best B vs the homogeneous cost.
+        also_other_lever: the lever not advised also clears the threshold.
     """
 
-    name: str
-    source: str
-    short_instances: float | None
-    long_instances: float | None
-    instances: float | None
-    whole_instances: int | None
-    gpus: float | None
-    cost_per_year_usd: float | None
-    savings_fraction: float | None
-    savings_vs_current: float | None
-    saved_usd_per_year: float | None
-    reference: str | None
-    over_prediction_factor: float | None
-    feasible: bool
-    reason: str | None
-    assumptions: str
-
-
-@dataclass(frozen=True)
-class LeverAdvice:
-    """Which lever the numbers favour at the audited B (fractions of the homogeneous cost).
-
-    ``move_b_gain_fraction``: (cost of pool routing at B − cost at the best B, γ = 1) / homogeneous;
-    ``best_b_short_tokens`` is that best B. ``compress_gain_fraction``: (pool routing at B − the
-    cheapest γ at B) / homogeneous, ``compress_gain_at_best_b_fraction`` the same at the best B.
-    ``lever``: "raise B", "lower B", "add C&R" or "neither".
-    """
-
-    lever: str
-    text: str
+    lever: Lever
     move_b_gain_fraction: float | None
     best_b_short_tokens: int | None
     compress_gain_fraction: float | None
     compress_gain_at_best_b_fraction: float | None
     threshold_fraction: float
+    b_short_tokens: int
+    routed_feasible: bool = True
+    routed_reason: str | None = None
+    best_savings_fraction: float | None = None
+    also_other_lever: bool = False
+
+
+@dataclass(frozen=True)
+class RankedEstimate:
+    """One of the three headline estimates in the order of their stated savings, largest first."""
+
+    kind: EstimateKind
+    savings_fraction: float
+    close_to_previous: bool  # within ORDER_TIE_FRACTION of the one ranked above
+
+
+@dataclass(frozen=True)
+class RateSweepScope:
+    """How the rate sweep was restricted: B held fixed, and the rates left out (req/s)."""
+
+    routed_b_short_tokens: int | None
+    best_b_short_tokens: int | None
+    skipped_rates_per_s: tuple[float, ...]
 
 
 @dataclass(frozen=True)
@@ -220,17 +250,24 @@ class WorkloadAudit:
         compressibility: p_c.
         throughputs: μ_homo, μ_s, μ_l and how they were taken.
         estimates: every estimate, baselines first.
-        order: the three estimates (closed form, Eq. 8, planner) as text, largest savings first.
-        reasons: why they differ, from the numbers.
+        order: the three estimates (closed form, Eq. 8, planner), largest stated savings first.
+        findings: why they differ, in the order they are told.
         archetype: :func:`fleetopt.core.workload_stats.archetype_statistics` at B.
         lever: the lever advice.
         current: the current fleet evaluated under the workload, or None.
         threshold_rows: savings versus B_short (one dict per feasible candidate).
         thresholds: every candidate B with its figures (including infeasible ones).
         rate_rows: fleet size versus arrival rate.
-        rate_sweep_note: how the rate sweep was restricted.
-        plan: the planner's full plan at the audited rate.
-        notes: anything else worth saying.
+        rate_sweep: how the rate sweep was restricted (None: no sweep).
+        plan: the planner's full plan at the audited rate (its own notes in ``plan.notes``).
+        notes: the audit's own notes.
+        routed_cell, compressed_cell: the planner's cells (B, 1) and (B, γ).
+        compressed_short_fraction: α' = α + β·p_c.
+        compress_increment_fraction: the closed-form C&R increment β·p_c·(1 − 1/ρ).
+        planner_compress_increment_fraction: planner C&R savings − planner pool-routing savings.
+        long_pool_gap_fraction: (1 − α)(μ_homo/μ_l − 1), Eq. 8 − closed form (None: no long pool).
+        planner_extra_short_instances, planner_extra_long_instances: the planner's pools minus
+            Eq. 8's fractional ones (None unless both are available).
     """
 
     options: WorkloadAuditOptions
@@ -240,25 +277,33 @@ class WorkloadAudit:
     beta: float
     compressibility: float
     throughputs: Throughputs
-    estimates: tuple[AuditEstimate, ...]
-    order: str
-    reasons: tuple[str, ...]
+    estimates: tuple[SavingsEstimate, ...]
+    order: tuple[RankedEstimate, ...]
+    findings: tuple[WorkloadFinding, ...]
     archetype: dict
     lever: LeverAdvice
     current: CurrentFleet | None
     threshold_rows: tuple[dict, ...]
     thresholds: tuple[dict, ...]
     rate_rows: tuple[dict, ...]
-    rate_sweep_note: str | None
+    rate_sweep: RateSweepScope | None
     plan: FleetPlan
-    notes: tuple[str, ...]
+    notes: tuple[AuditNote, ...]
+    routed_cell: FleetCandidate
+    compressed_cell: FleetCandidate
+    compressed_short_fraction: float
+    compress_increment_fraction: float
+    planner_compress_increment_fraction: float | None
+    long_pool_gap_fraction: float | None
+    planner_extra_short_instances: float | None
+    planner_extra_long_instances: float | None
 
-    def estimate(self, name: str) -> AuditEstimate:
-        """The estimate called ``name`` (KeyError if absent)."""
+    def estimate(self, kind: EstimateKind | str) -> SavingsEstimate:
+        """The estimate of ``kind`` (or with that label); KeyError if absent."""
         for estimate in self.estimates:
-            if estimate.name == name:
+            if estimate.kind == kind:
                 return estimate
-        raise KeyError(name)
+        raise KeyError(kind)
 
 
 # --- throughputs --------------------------------------------------------------------------------
@@ -304,14 +349,14 @@ def boundary_throughputs(planner: Planner, b_short: int) -> Throughputs:
             homogeneous_slots=homogeneous.long.slots_per_instance,
             short_slots=cell.short.slots_per_instance,
             long_slots=cell.long.slots_per_instance if has_long else None,
-            slots_basis="planner",
+            slots_basis=SlotsBasis.PLANNER,
             homogeneous_kv_per_s=mu_homo_kv, short_kv_per_s=mu_short_kv, long_kv_per_s=mu_long_kv,
             homogeneous_kv_slots=homo_kv, short_kv_slots=short_kv,
         )  # fmt: skip
     return Throughputs(
         homogeneous_per_s=mu_homo_kv, short_per_s=mu_short_kv, long_per_s=mu_long_kv,
         homogeneous_slots=homo_kv, short_slots=short_kv, long_slots=homo_kv if has_long else None,
-        slots_basis="kv-limit",
+        slots_basis=SlotsBasis.KV_LIMIT,
         homogeneous_kv_per_s=mu_homo_kv, short_kv_per_s=mu_short_kv, long_kv_per_s=mu_long_kv,
         homogeneous_kv_slots=homo_kv, short_kv_slots=short_kv,
     )  # fmt: skip
@@ -348,10 +393,6 @@ def _clip_fraction(value: float) -> float:
     return min(1.0, max(0.0, value))
 
 
-def _pct(fraction: float | None) -> str:
-    return "–" if fraction is None else f"{100.0 * fraction:.1f}%"
-
-
 class _Pricer:
     """GPUs and $/yr of a two-pool fleet on the audit's hardware, and comparisons with the baselines."""
 
@@ -381,39 +422,36 @@ class _Pricer:
 
 
 def _planner_estimate(
-    name: str, source: str, cell: FleetCandidate, pricer: _Pricer, homo_cost: float, assumptions: str
-) -> AuditEstimate:
+    kind: EstimateKind, cell: FleetCandidate, pricer: _Pricer, homo_cost: float
+) -> SavingsEstimate:
     short = None if cell.short is None else float(cell.short.instances)
     long = float(cell.long.instances)
     if not cell.feasible:
-        return AuditEstimate(
-            name, source, short, long, None, None, None, None, None, None, None, None, None, False,
-            cell.reason, assumptions,
-        )  # fmt: skip
+        return SavingsEstimate(kind, None, short, long, feasible=False, reason=cell.reason)
     cost = cell.cost_per_year_usd
     versus_current, saved = pricer.compare(float(cell.total_gpus), cost)
-    return AuditEstimate(
-        name, source, short, long, float(cell.total_instances), cell.total_instances, float(cell.total_gpus),
-        cost, 1.0 - cost / homo_cost, versus_current, saved, None, None, True, None, assumptions,
+    return SavingsEstimate(
+        kind, float(cell.total_instances), short, long, whole_instances=cell.total_instances,
+        gpus=float(cell.total_gpus), cost_per_year_usd=cost, savings_fraction=1.0 - cost / homo_cost,
+        savings_vs_current=versus_current, saved_usd_per_year=saved,
     )  # fmt: skip
 
 
 def _formula_estimate(
-    name: str, source: str, fraction: float, pricer: _Pricer, homogeneous: FleetCandidate, assumptions: str
-) -> AuditEstimate:
+    kind: EstimateKind, fraction: float, pricer: _Pricer, homogeneous: FleetCandidate
+) -> SavingsEstimate:
     instances = homogeneous.total_instances * (1.0 - fraction)
     gpus = pricer.homo_gpus * (1.0 - fraction)
     cost = pricer.homo_cost * (1.0 - fraction)
     versus_current, saved = pricer.compare(gpus, cost)
-    return AuditEstimate(
-        name, source, None, None, instances, None, gpus, cost, fraction, versus_current, saved, None, None,
-        True, None, assumptions,
+    return SavingsEstimate(
+        kind, instances, gpus=gpus, cost_per_year_usd=cost, savings_fraction=fraction,
+        savings_vs_current=versus_current, saved_usd_per_year=saved,
     )  # fmt: skip
 
 
 def _eq8_estimate(
-    name: str,
-    source: str,
+    kind: EstimateKind,
     rate: float,
     short_fraction: float,
     mu_short: float,
@@ -421,36 +459,39 @@ def _eq8_estimate(
     mu_homo: float,
     cap: float,
     pricer: _Pricer,
-    assumptions: str,
-) -> AuditEstimate:
+) -> SavingsEstimate:
     short, long = eq8_instances(rate, short_fraction, mu_short, mu_long, cap)
     whole_short, whole_long = ceil_instances(short), ceil_instances(long)
     gpus, cost = pricer.two_pools(whole_short, whole_long)
     fluid_homogeneous = rate / mu_homo / cap
     versus_current, saved = pricer.compare(gpus, cost)
-    return AuditEstimate(
-        name, source, short, long, short + long, whole_short + whole_long, gpus, cost,
-        1.0 - (short + long) / fluid_homogeneous, versus_current, saved, None, None, True, None, assumptions,
+    return SavingsEstimate(
+        kind, short + long, short, long, whole_instances=whole_short + whole_long, gpus=gpus,
+        cost_per_year_usd=cost, savings_fraction=1.0 - (short + long) / fluid_homogeneous,
+        savings_vs_current=versus_current, saved_usd_per_year=saved,
     )  # fmt: skip
 
 
-def _with_reference(estimate: AuditEstimate, reference: AuditEstimate) -> AuditEstimate:
+def _with_reference(estimate: SavingsEstimate, reference: SavingsEstimate) -> SavingsEstimate:
     factor = None
     if estimate.savings_fraction is not None and reference.savings_fraction is not None:
         factor = over_prediction_factor(estimate.savings_fraction, reference.savings_fraction)
-    return replace(estimate, reference=reference.name, over_prediction_factor=factor)
+    return replace(estimate, reference=reference.kind, over_prediction_factor=factor)
 
 
-def _order_text(estimates: Sequence[AuditEstimate]) -> str:
-    """ "A (x%) > B (y%) ≥ C (z%)": by stated savings, '≥' for differences under 1 point."""
+def _ranked(estimates: Sequence[SavingsEstimate]) -> tuple[RankedEstimate, ...]:
+    """By stated savings, largest first; ties are differences under ORDER_TIE_FRACTION."""
     ranked = sorted(
         (e for e in estimates if e.savings_fraction is not None), key=lambda e: -e.savings_fraction
     )
-    parts = [f"{ranked[0].name} ({_pct(ranked[0].savings_fraction)})"] if ranked else []
-    for previous, current in zip(ranked, ranked[1:], strict=False):
-        sign = "≥" if previous.savings_fraction - current.savings_fraction < 0.01 else ">"
-        parts.append(f"{sign} {current.name} ({_pct(current.savings_fraction)})")
-    return " ".join(parts)
+    return tuple(
+        RankedEstimate(
+            e.kind,
+            e.savings_fraction,
+            i > 0 and ranked[i - 1].savings_fraction - e.savings_fraction < ORDER_TIE_FRACTION,
+        )
+        for i, e in enumerate(ranked)
+    )
 
 
 def _lever(
@@ -466,11 +507,12 @@ def _lever(
     threshold = LEVER_MIN_GAIN_FRACTION
     if not feasible:
         return LeverAdvice(
-            "neither", "No boundary gives a feasible pool-routing fleet: no lever applies.",
-            None, None, None, None, threshold,
+            Lever.NEITHER, None, None, None, None, threshold, b_short,
+            routed_feasible=False, routed_reason=routed[b_short].reason,
         )  # fmt: skip
     best_b = min(feasible, key=lambda b: (round(feasible[b].cost_per_hour_usd, 9), feasible[b].total_gpus, b))
     best_cost = feasible[best_b].cost_per_year_usd
+    best_savings = 1.0 - best_cost / homo_cost
 
     def compress_gain(b: int) -> float | None:
         if b not in feasible:
@@ -481,44 +523,27 @@ def _lever(
         return (feasible[b].cost_per_year_usd - cheapest.cost_per_year_usd) / homo_cost
 
     at_b, at_best = compress_gain(b_short), compress_gain(best_b)
-    move = None if b_short not in feasible else (feasible[b_short].cost_per_year_usd - best_cost) / homo_cost
+    direction = Lever.RAISE_B if best_b > b_short else Lever.LOWER_B
     if b_short not in feasible:
-        direction = "raise B" if best_b > b_short else "lower B"
-        text = (
-            f"Pool routing at B = {b_short:,} is infeasible ({routed[b_short].reason}); "
-            f"{direction} to {best_b:,}, where it saves "
-            f"{_pct(1.0 - best_cost / homo_cost)} of the homogeneous cost."
-        )
-        return LeverAdvice(direction, text, None, best_b, None, at_best, threshold)
-    move_gain = move or 0.0
+        return LeverAdvice(
+            direction, None, best_b, None, at_best, threshold, b_short,
+            routed_feasible=False, routed_reason=routed[b_short].reason, best_savings_fraction=best_savings,
+        )  # fmt: skip
+    move = (feasible[b_short].cost_per_year_usd - best_cost) / homo_cost
     compress = at_b or 0.0
-    compress_text = f"adding C&R at B = {b_short:,} saves {_pct(compress)} more" + (
-        "" if at_best is None or best_b == b_short else f" ({_pct(at_best)} at B = {best_b:,})"
-    )
-    if best_b == b_short:
-        move_text = f"B = {b_short:,} is already the cheapest boundary for pool routing"
+    if max(move, compress) < threshold:
+        lever, also = Lever.NEITHER, False
+    elif move > compress:
+        lever, also = direction, compress >= threshold
     else:
-        move_text = f"moving B from {b_short:,} to {best_b:,} saves {_pct(move_gain)} at γ = 1"
-    if max(move_gain, compress) < threshold:
-        lever = "neither"
-        verdict = f"neither lever saves {_pct(threshold)} of the homogeneous cost"
-    elif move_gain > compress:
-        lever = "raise B" if best_b > b_short else "lower B"
-        verdict = f"{lever} first"
-        if compress >= threshold:
-            verdict += ", then add C&R"
-    else:
-        lever = "add C&R"
-        verdict = "add C&R"
-        if move_gain >= threshold:
-            verdict += f" (moving B to {best_b:,} helps too)"
-    text = f"{move_text}; {compress_text}: {verdict}."
-    return LeverAdvice(lever, text, move, best_b, at_b, at_best, threshold)
+        lever, also = Lever.ADD_CR, move >= threshold
+    return LeverAdvice(
+        lever, move, best_b, at_b, at_best, threshold, b_short,
+        best_savings_fraction=best_savings, also_other_lever=also,
+    )  # fmt: skip
 
 
-def _evaluate_current(
-    planner: Planner, current_gpus: float, context_tokens: int | None
-) -> tuple[CurrentFleet, str | None]:
+def _evaluate_current(planner: Planner, current_gpus: float, context_tokens: int | None) -> CurrentFleet:
     o = planner.options
     hw = planner.long_hardware
     context = o.long_context_tokens if context_tokens is None else int(context_tokens)
@@ -535,12 +560,6 @@ def _evaluate_current(
             f"({hw.kv_capacity_tokens:,} tokens)"
         )
     instances = int(current_gpus // hw.gpus_per_instance)
-    note = None
-    if instances * hw.gpus_per_instance != current_gpus:
-        note = (
-            f"current fleet: {current_gpus:g} GPUs is not a whole number of {hw.gpus_per_instance}-GPU "
-            f"instances; evaluated as {instances} instance(s)"
-        )
     moments = planner.stats(hw).range_moments(-1, math.inf, o.quantile)
     sizing = evaluate_pool(
         arrival_rate_per_s=o.arrival_rate_per_s,
@@ -553,7 +572,7 @@ def _evaluate_current(
         ttft_slo_s=o.ttft_slo_s,
         max_utilization=o.max_utilization,
     )
-    return CurrentFleet(float(current_gpus), instances, context, slots, sizing), note
+    return CurrentFleet(float(current_gpus), instances, context, slots, sizing)
 
 
 def _threshold_figures(
@@ -615,7 +634,7 @@ def _rate_sweep(
     routed_b: int | None,
     best: FleetCandidate | None,
     gammas: Sequence[float],
-) -> tuple[list[dict], str]:
+) -> tuple[list[dict], RateSweepScope]:
     """Homogeneous, pool routing at the audited rate's best B (γ = 1), and the best γ at the best plan's B."""
     homogeneous, routed, compressed, kept, skipped = [], [], [], [], []
     best_b = None if best is None else best.b_short_tokens
@@ -633,16 +652,7 @@ def _rate_sweep(
         routed.append(float(cell.total_gpus))
         compressed.append(float(min(cheapest.total_gpus, cell.total_gpus)))
     rows = rate_sensitivity_rows(kept, homogeneous, routed, compressed) if kept else []
-    note = (
-        f"re-planned at each rate with B fixed: pool routing at B = {routed_b if routed_b else '–':,}"
-        if routed_b
-        else "re-planned at each rate"
-    )
-    if best_b is not None:
-        note += f" (γ = 1); best = the cheapest γ of the grid at B = {best_b:,}"
-    if skipped:
-        note += "; no feasible fleet at " + ", ".join(f"{r:g}" for r in skipped) + " req/s (omitted)"
-    return rows, note
+    return rows, RateSweepScope(routed_b, best_b, tuple(skipped))
 
 
 def audit_workload(
@@ -676,7 +686,7 @@ def audit_workload(
             "relax --slo or --max-utilization"
         )
     homo_cost = homogeneous.cost_per_year_usd
-    notes: list[str] = list(plan.notes)
+    notes: list[AuditNote] = []
 
     if options.b_short_tokens is not None:
         b_short = int(options.b_short_tokens)
@@ -684,7 +694,7 @@ def audit_workload(
         b_short = int(plan.pool_routing.b_short_tokens)
     else:
         b_short = candidates[0]
-        notes.append(f"no boundary gives a feasible pool-routing fleet; auditing B = {b_short:,}")
+        notes.append(AuditNote.NO_FEASIBLE_BOUNDARY)
     routed_cell = planner.candidate(b_short, 1.0)
     if options.gamma is not None:
         gamma = float(options.gamma)
@@ -696,148 +706,34 @@ def audit_workload(
     beta = min(_clip_fraction(cr_cell.beta), 1.0 - alpha)
     p_c = o.compressibility
     mu = boundary_throughputs(planner, b_short)
-    if mu.slots_basis == "kv-limit":
-        notes.append(
-            f"the planner has no feasible pool-routing fleet at B = {b_short:,}: μ_homo, μ_s and μ_l are "
-            "taken at the KV limits, so the formula rows' GPUs are not on the planner's homogeneous "
-            "fleet's footing (which may need fewer slots per instance to meet the SLO)"
-        )
-    rho = mu.throughput_ratio
-    cliff = mu.cliff_ratio
-    pricer = _Pricer(planner, homogeneous, options.current_gpus)
-    rate = o.arrival_rate_per_s
-    cap = o.max_utilization
-
+    if mu.slots_basis is SlotsBasis.KV_LIMIT:
+        notes.append(AuditNote.KV_LIMIT_THROUGHPUTS)
     current = None
     if options.current_gpus is not None:
-        current, note = _evaluate_current(planner, options.current_gpus, options.current_context_tokens)
-        if note:
-            notes.append(note)
-
-    mu_long_text = "–" if mu.long_per_s is None else f"{mu.long_per_s:.4g}"
-    slots_text = (
-        "each pool at the slot count the planner chose"
-        if mu.slots_basis == "planner"
-        else "each pool at its KV limit (the planner has no feasible pool here)"
-    )
-    planner_pr = _planner_estimate(
-        PLANNER_PR, "fleetopt planner, γ = 1", routed_cell, pricer, homo_cost,
-        f"Both pools sized exactly (M/G/c, P99 TTFT ≤ SLO, utilization ≤ {cap:g}) at B = {b_short:,}.",
-    )  # fmt: skip
-    planner_cr = _planner_estimate(
-        PLANNER_CR, f"fleetopt planner, γ = {gamma:g}", cr_cell, pricer, homo_cost,
-        f"C&R band (B, {gamma:g}B] compressed with p_c = {p_c:g}; long pool recalibrated on what is left.",
-    )  # fmt: skip
-    best = plan.best
-    if best is not None:
-        where = (
-            "one pool" if best.b_short_tokens is None else f"B = {best.b_short_tokens:,}, γ = {best.gamma:g}"
-        )
-        planner_best = _planner_estimate(
-            PLANNER_BEST, "fleetopt planner, full sweep", best, pricer, homo_cost,
-            f"The cheapest feasible cell over {len(candidates)} boundaries × {len(o.gammas)} γ ({where}).",
-        )  # fmt: skip
-    else:
-        planner_best = AuditEstimate(
-            PLANNER_BEST, "fleetopt planner, full sweep", None, None, None, None, None, None, None, None,
-            None, None, None, False, "no fleet meets the SLO and the utilization cap", "",
-        )  # fmt: skip
-
-    closed = _formula_estimate(
-        CLOSED_FORM, "pool-routing Eq. 7", closed_form_savings_fraction(alpha, rho), pricer, homogeneous,
-        f"α = {alpha:.4g}, ρ = μ_s/μ_homo = {mu.short_per_s:.4g}/{mu.homogeneous_per_s:.4g} = {rho:.4g} "
-        f"({slots_text}); the long pool is assumed to run at μ_homo. Applied to the homogeneous fleet.",
-    )  # fmt: skip
-    closed_cliff = _formula_estimate(
-        CLOSED_FORM_CLIFF, "FleetOpt §2.2 reading of Eq. 7", closed_form_savings_fraction(alpha, cliff),
-        pricer, homogeneous,
-        f"ρ = n_max(B)/n_max(long) = {mu.short_kv_slots}/{mu.homogeneous_kv_slots} = {cliff:.4g}: "
-        "a slot ratio taken for a throughput ratio, as the papers do.",
-    )  # fmt: skip
-    eq8 = _eq8_estimate(
-        EQ8, "pool-routing Eq. 8", rate, alpha, mu.short_per_s, mu.long_per_s, mu.homogeneous_per_s, cap,
-        pricer,
-        f"G = αλ/μ_s + (1 − α)λ/μ_l with μ_s = {mu.short_per_s:.4g}, μ_l = {mu_long_text} req/s per instance "
-        f"(μ_l on the requests above B), each pool divided by ρ_max = {cap:g}; no queueing, no SLO. "
-        "Savings against λ/(μ_homo·ρ_max).",
-    )  # fmt: skip
+        current = _evaluate_current(planner, options.current_gpus, options.current_context_tokens)
+        if current.instances * long_hardware.gpus_per_instance != current.gpus:
+            notes.append(AuditNote.CURRENT_PARTIAL_INSTANCE)
+    pricer = _Pricer(planner, homogeneous, options.current_gpus)
     alpha_compressed = compressed_short_fraction(alpha, beta, p_c)
-    increment = compress_and_route_increment(beta, p_c, rho)
-    closed_cr = _formula_estimate(
-        CLOSED_FORM_CR, "pool-routing Eq. 7 + FleetOpt Eq. 14",
-        closed_form_savings_fraction(alpha_compressed, rho), pricer, homogeneous,
-        f"α' = α + β·p_c = {alpha:.4g} + {beta:.4g}·{p_c:g} = {alpha_compressed:.4g} at γ = {gamma:g}; adds "
-        f"β·p_c·(1 − 1/ρ) = {_pct(increment)} at an unchanged ρ.",
-    )  # fmt: skip
-    estimates_cr = [closed_cr]
-    if cr_cell.short is not None and _usable(cr_cell.short):
-        cr_long = cr_cell.long
-        mu_long_cr = cr_long.service_rate_per_instance_per_s if _usable(cr_long) else None
-        if mu_long_cr is None and cr_long.arrival_rate_per_s > 0:
-            _, _, _, _, long_moments = planner.split(b_short, gamma)
-            mu_long_cr = pool_throughput_per_s(
-                long_moments, long_hardware, long_hardware.max_slots(o.long_context_tokens), o.service_model
-            )
-        estimates_cr.append(
-            _eq8_estimate(
-                EQ8_CR, "pool-routing Eq. 8 with FleetOpt Eq. 14", rate, cr_cell.short_traffic_fraction,
-                cr_cell.short.service_rate_per_instance_per_s, mu_long_cr, mu.homogeneous_per_s, cap, pricer,
-                f"Eq. 8 at α' = {cr_cell.short_traffic_fraction:.4g} with the planner's μ on the "
-                "post-compression pools (the long pool keeps only requests above γB).",
-            )
-        )  # fmt: skip
-
-    homo_row = _planner_estimate(
-        HOMOGENEOUS, "fleetopt planner, one pool", homogeneous, pricer, homo_cost,
-        f"One pool at {o.long_context_tokens:,} tokens taking all traffic, sized like every planner pool.",
-    )  # fmt: skip
-    rows: list[AuditEstimate] = [homo_row]
-    if current is not None:
-        sizing = current.sizing
-        state = (
-            f"utilization {sizing.utilization:.1%}, P99 TTFT {sizing.p99_ttft_s * 1e3:.1f} ms"
-            if math.isfinite(sizing.utilization)
-            else "no usable figures"
-        )
-        versus, saved = pricer.compare(current.gpus, pricer.current_cost)
-        rows.append(
-            AuditEstimate(
-                CURRENT, "given", None, float(current.instances), float(current.instances), current.instances,
-                current.gpus, pricer.current_cost, 1.0 - pricer.current_cost / homo_cost, versus, saved, None,
-                None, sizing.feasible, sizing.reason,
-                f"Homogeneous at {current.context_tokens:,} tokens, {current.slots_per_instance} slots per "
-                f"instance; under this workload: {state}.",
-            )
-        )  # fmt: skip
-    rows += [
-        _with_reference(closed, planner_pr),
-        _with_reference(closed_cliff, planner_pr),
-        _with_reference(eq8, planner_pr),
-        planner_pr,
-    ]
-    rows += [_with_reference(e, planner_cr) for e in estimates_cr]
-    rows += [planner_cr, planner_best]
-
-    reasons = _reasons(
-        alpha, mu, rho, cliff, rows, routed_cell, increment, planner_cr, planner_pr, gamma, p_c
+    increment = compress_and_route_increment(beta, p_c, mu.throughput_ratio)
+    rows = _estimates(
+        planner, plan, mu, alpha, alpha_compressed, routed_cell, cr_cell, pricer, current, b_short, gamma
     )
-    order = _order_text([rows[[r.name for r in rows].index(n)] for n in (CLOSED_FORM, EQ8, PLANNER_PR)])
-    lever = _lever(planner, b_short, candidates, o.gammas, homo_cost)
-    archetype = archetype_statistics(workload, b_short)
+    by_kind = {r.kind: r for r in rows}
+    planner_pr, planner_cr, eq8 = by_kind[PLANNER_PR], by_kind[PLANNER_CR], by_kind[EQ8]
+    real_increment = None
+    if planner_cr.savings_fraction is not None and planner_pr.savings_fraction is not None:
+        real_increment = planner_cr.savings_fraction - planner_pr.savings_fraction
+    gap = None if mu.long_per_s is None else (1.0 - alpha) * (mu.homogeneous_per_s / mu.long_per_s - 1.0)
+    extra_short = extra_long = None
+    if planner_pr.feasible and eq8.short_instances is not None and routed_cell.short is not None:
+        extra_short = routed_cell.short.instances - eq8.short_instances
+        extra_long = routed_cell.long.instances - (eq8.long_instances or 0.0)
 
     figures, threshold_rows = ([], [])
     if options.sweep_thresholds:
         figures, threshold_rows = _threshold_figures(planner, candidates, o.gammas, homogeneous)
-    rates = options.rates_per_s
-    if rates is None:
-        rates = tuple(m * rate for m in DEFAULT_RATE_MULTIPLIERS) if rate > 0 else ()
-    rate_rows, rate_note = [], None
-    if rates:
-        for value in rates:
-            if not (value > 0 and math.isfinite(value)):
-                raise ValidationError(f"rates: {value!r} req/s must be positive and finite")
-        pr_b = None if plan.pool_routing is None else plan.pool_routing.b_short_tokens
-        rate_rows, rate_note = _rate_sweep(workload, planner, rates, pr_b, best, o.gammas)
+    rate_rows, rate_sweep = _rate_rows(workload, planner, plan, options.rates_per_s)
     return WorkloadAudit(
         options=replace(options, plan=plan_options),
         b_short_tokens=b_short,
@@ -847,80 +743,121 @@ def audit_workload(
         compressibility=p_c,
         throughputs=mu,
         estimates=tuple(rows),
-        order=order,
-        reasons=tuple(reasons),
-        archetype=archetype,
-        lever=lever,
+        order=_ranked([by_kind[k] for k in (CLOSED_FORM, EQ8, PLANNER_PR)]),
+        findings=_findings(mu, planner_pr, planner_cr, extra_short),
+        archetype=archetype_statistics(workload, b_short),
+        lever=_lever(planner, b_short, candidates, o.gammas, homo_cost),
         current=current,
         threshold_rows=tuple(threshold_rows),
         thresholds=tuple(figures),
         rate_rows=tuple(rate_rows),
-        rate_sweep_note=rate_note,
+        rate_sweep=rate_sweep,
         plan=plan,
         notes=tuple(notes),
+        routed_cell=routed_cell,
+        compressed_cell=cr_cell,
+        compressed_short_fraction=alpha_compressed,
+        compress_increment_fraction=increment,
+        planner_compress_increment_fraction=real_increment,
+        long_pool_gap_fraction=gap,
+        planner_extra_short_instances=extra_short,
+        planner_extra_long_instances=extra_long,
     )
 
 
-def _reasons(
-    alpha: float,
+def _estimates(
+    planner: Planner,
+    plan: FleetPlan,
     mu: Throughputs,
-    rho: float,
-    cliff: float,
-    rows: Sequence[AuditEstimate],
+    alpha: float,
+    alpha_compressed: float,
     routed_cell: FleetCandidate,
-    increment: float,
-    planner_cr: AuditEstimate,
-    planner_pr: AuditEstimate,
+    cr_cell: FleetCandidate,
+    pricer: _Pricer,
+    current: CurrentFleet | None,
+    b_short: int,
     gamma: float,
-    p_c: float,
-) -> list[str]:
-    """Why the estimates differ, each sentence computed from the audit's numbers."""
-    by_name = {r.name: r for r in rows}
-    closed, eq8 = by_name[CLOSED_FORM], by_name[EQ8]
-    reasons = []
-    if mu.long_per_s is not None:
-        difference = (1.0 - alpha) * (mu.homogeneous_per_s / mu.long_per_s - 1.0)
-        slower = mu.long_per_s < mu.homogeneous_per_s
-        reasons.append(
-            f"Closed form vs Eq. 8: Eq. 7 assumes the long pool runs at μ_homo = {mu.homogeneous_per_s:.4g} "
-            f"req/s per instance, but on the requests above B it runs at μ_l = {mu.long_per_s:.4g} "
-            f"({max(mu.homogeneous_per_s / mu.long_per_s, mu.long_per_s / mu.homogeneous_per_s):.3g}× "
-            f"{'slower' if slower else 'faster'}"
-            + (" per request" if slower else ": these requests need fewer iterations than the average one")
-            + "); "
-            f"the closed form is off by (1 − α)(μ_homo/μ_l − 1) = {_pct(difference)} "
-            f"({'over' if difference > 0 else 'under'}-prediction)."
-        )
+) -> list[SavingsEstimate]:
+    """Every row of the audit, baselines first, each formula compared with its planner fleet."""
+    o = planner.options
+    rate, cap, homogeneous = o.arrival_rate_per_s, o.max_utilization, plan.homogeneous
+    homo_cost = homogeneous.cost_per_year_usd
+    planner_pr = _planner_estimate(PLANNER_PR, routed_cell, pricer, homo_cost)
+    planner_cr = _planner_estimate(PLANNER_CR, cr_cell, pricer, homo_cost)
+    if plan.best is not None:
+        planner_best = _planner_estimate(PLANNER_BEST, plan.best, pricer, homo_cost)
     else:
-        reasons.append("Every request fits below B: no long pool, so Eq. 7 and Eq. 8 agree.")
-    reasons.append(
-        f"ρ = μ_s/μ_homo = {rho:.3g} is a throughput ratio "
-        f"(slots {mu.short_slots} vs {mu.homogeneous_slots}, "
-        f"{'as the planner chose them' if mu.slots_basis == 'planner' else 'at the KV limit'}; "
-        f"{mu.throughput_ratio_kv:.3g} with every pool at its KV limit); the cliff ratio "
-        f"{mu.short_kv_slots}/{mu.homogeneous_kv_slots} = {cliff:.4g} counts slots, not throughput "
-        f"(FACTS §2 item 1): read as ρ it gives {_pct(by_name[CLOSED_FORM_CLIFF].savings_fraction)}."
+        planner_best = SavingsEstimate(PLANNER_BEST, None, feasible=False)
+    rho, cliff = mu.throughput_ratio, mu.cliff_ratio
+    closed = _formula_estimate(CLOSED_FORM, closed_form_savings_fraction(alpha, rho), pricer, homogeneous)
+    closed_cliff = _formula_estimate(
+        CLOSED_FORM_CLIFF, closed_form_savings_fraction(alpha, cliff), pricer, homogeneous
     )
-    if planner_pr.feasible and eq8.short_instances is not None and routed_cell.short is not None:
-        extra_short = routed_cell.short.instances - eq8.short_instances
-        extra_long = routed_cell.long.instances - (eq8.long_instances or 0.0)
-        binding = (
-            f"short pool {routed_cell.short.binding_constraint}, "
-            f"long pool {routed_cell.long.binding_constraint}"
-        )
-        reasons.append(
-            f"Eq. 8 vs planner: Eq. 8 at ρ_max is the planner's fluid limit (same μ's); the planner adds "
-            f"{extra_short:.2f} short and {extra_long:.2f} long instances for whole instances and the "
-            f"P99 TTFT SLO (what binds: {binding}) and compares with its own homogeneous fleet."
-        )
+    eq8 = _eq8_estimate(EQ8, rate, alpha, mu.short_per_s, mu.long_per_s, mu.homogeneous_per_s, cap, pricer)
+    closed_cr = _formula_estimate(
+        CLOSED_FORM_CR, closed_form_savings_fraction(alpha_compressed, rho), pricer, homogeneous
+    )
+    estimates_cr = [closed_cr]
+    if cr_cell.short is not None and _usable(cr_cell.short):
+        cr_long = cr_cell.long
+        mu_long_cr = cr_long.service_rate_per_instance_per_s if _usable(cr_long) else None
+        if mu_long_cr is None and cr_long.arrival_rate_per_s > 0:
+            _, _, _, _, long_moments = planner.split(b_short, gamma)
+            long_hw = planner.long_hardware
+            mu_long_cr = pool_throughput_per_s(
+                long_moments, long_hw, long_hw.max_slots(o.long_context_tokens), o.service_model
+            )
+        estimates_cr.append(
+            _eq8_estimate(
+                EQ8_CR, rate, cr_cell.short_traffic_fraction, cr_cell.short.service_rate_per_instance_per_s,
+                mu_long_cr, mu.homogeneous_per_s, cap, pricer,
+            )
+        )  # fmt: skip
+    rows = [_planner_estimate(HOMOGENEOUS, homogeneous, pricer, homo_cost)]
+    if current is not None:
+        versus, saved = pricer.compare(current.gpus, pricer.current_cost)
+        rows.append(
+            SavingsEstimate(
+                CURRENT, float(current.instances), None, float(current.instances),
+                whole_instances=current.instances, gpus=current.gpus, cost_per_year_usd=pricer.current_cost,
+                savings_fraction=1.0 - pricer.current_cost / homo_cost, savings_vs_current=versus,
+                saved_usd_per_year=saved, feasible=current.sizing.feasible, reason=current.sizing.reason,
+            )
+        )  # fmt: skip
+    rows += [_with_reference(e, planner_pr) for e in (closed, closed_cliff, eq8)] + [planner_pr]
+    rows += [_with_reference(e, planner_cr) for e in estimates_cr]
+    return rows + [planner_cr, planner_best]
+
+
+def _findings(
+    mu: Throughputs, planner_pr: SavingsEstimate, planner_cr: SavingsEstimate, extra_short: float | None
+) -> tuple[WorkloadFinding, ...]:
+    """Which reasons for the estimates' differences apply, in the order they are told."""
+    findings = [
+        WorkloadFinding.NO_LONG_TRAFFIC if mu.long_per_s is None else WorkloadFinding.LONG_POOL_SPEED,
+        WorkloadFinding.RHO_VS_CLIFF,
+    ]
+    if extra_short is not None:
+        findings.append(WorkloadFinding.PLANNER_OVER_EQ8)
     elif not planner_pr.feasible:
-        reasons.append(f"The planner finds no feasible pool-routing fleet at this B: {planner_pr.reason}.")
+        findings.append(WorkloadFinding.PLANNER_INFEASIBLE)
     if planner_cr.savings_fraction is not None and planner_pr.savings_fraction is not None:
-        real = planner_cr.savings_fraction - planner_pr.savings_fraction
-        reasons.append(
-            f"C&R at γ = {gamma:g}, p_c = {p_c:g}: the closed-form increment β·p_c·(1 − 1/ρ) = "
-            f"{_pct(increment)} "
-            f"keeps ρ and μ_l fixed; the planner, which recalibrates both pools, finds {_pct(real)}."
-        )
-    del closed
-    return reasons
+        findings.append(WorkloadFinding.CR_RECALIBRATED)
+    return tuple(findings)
+
+
+def _rate_rows(
+    workload: Workload, planner: Planner, plan: FleetPlan, rates_per_s: tuple[float, ...] | None
+) -> tuple[list[dict], RateSweepScope | None]:
+    """The rate sweep's rows at the given rates (default: DEFAULT_RATE_MULTIPLIERS × the rate)."""
+    rate = planner.options.arrival_rate_per_s
+    rates = rates_per_s
+    if rates is None:
+        rates = tuple(m * rate for m in DEFAULT_RATE_MULTIPLIERS) if rate > 0 else ()
+    if not rates:
+        return [], None
+    for value in rates:
+        if not (value > 0 and math.isfinite(value)):
+            raise ValidationError(f"rates: {value!r} req/s must be positive and finite")
+    pr_b = None if plan.pool_routing is None else plan.pool_routing.b_short_tokens
+    return _rate_sweep(workload, planner, rates, pr_b, plan.best, planner.options.gammas)

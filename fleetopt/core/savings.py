@@ -21,9 +21,10 @@ p_c (compressible share of the borderline traffic).
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from fleetopt.defaults import HOURS_PER_YEAR, PAPER_GPU_HOUR_USD
 from fleetopt.errors import ValidationError
@@ -274,36 +275,66 @@ def over_prediction_factor(
 # --- the audit of a set of numbers ----------------------------------------------------------------
 
 
+class EstimateKind(str, enum.Enum):
+    """Which fleet an estimate is; the value is its label (both audit modes share these)."""
+
+    CURRENT = "current fleet"
+    HOMOGENEOUS = "homogeneous fleet"
+    TWO_POOLS = "two pools, routed μ_long"
+    PROPOSED = "proposed fleet"
+    CLOSED_FORM = "closed form"
+    CLOSED_FORM_LOCKSTEP = "closed form, lock-step ρ"
+    CLOSED_FORM_CLIFF = "closed form, cliff ratio as ρ"
+    CLOSED_FORM_CR = "closed form + C&R"
+    PLANNER_HOMOGENEOUS = "homogeneous (planner)"
+    EQ8 = "Eq. 8 (routed μ_l)"
+    EQ8_CR = "Eq. 8 + C&R (recalibrated μ)"
+    PLANNER_PR = "planner: pool routing"
+    PLANNER_CR = "planner: C&R"
+    PLANNER_BEST = "planner: best plan"
+
+
 @dataclass(frozen=True)
 class SavingsEstimate:
-    """One line of an audit: a fleet and its savings as one formula sees them.
+    """One fleet as one method sees it, priced and compared (both audit modes).
 
     Attributes:
-        name: short label, e.g. ``"closed form"``.
-        source: the equation it implements, e.g. ``"pool-routing Eq. 7"``.
-        instances: serving instances (fractional unless rounded up), ``None`` if not sizable.
-        short_instances, long_instances: the two pools of a two-pool estimate, else ``None``.
-        gpus: instances × GPUs per instance.
-        cost_per_year_usd: gpus × $/GPU-hour × 8,760.
-        savings_fraction: 1 − gpus/baseline GPUs (or α(1 − 1/ρ) when there is no baseline fleet).
-        savings_usd_per_year: baseline cost − this cost.
-        over_prediction_factor: this estimate's savings / the Eq. 8 estimate's savings.
-        is_baseline: this is the fleet the savings are measured against.
-        assumptions: what the formula takes for granted, in one or two sentences.
+        kind: which fleet (:class:`EstimateKind`); ``name`` is its label.
+        instances: total serving instances (fractional for formulas), None if not sizable.
+        short_instances, long_instances: the two pools of a two-pool estimate, else None.
+        whole_instances: workload mode: the same rounded up per pool (None for a closed form).
+        gpus, cost_per_year_usd: GPUs and GPUs × $/GPU-hour × 8,760 h.
+        savings_fraction: the savings the method states (numbers mode: 1 − GPUs/baseline GPUs, or
+            α(1 − 1/ρ) without a baseline; workload mode: against the method's own homogeneous fleet).
+        savings_vs_current: workload mode: 1 − GPUs / current GPUs, when the current fleet is given.
+        saved_usd_per_year: baseline $/yr − this $/yr.
+        reference: the estimate the over-prediction factor is relative to, or None.
+        over_prediction_factor: savings_fraction / the reference's (None when it saves nothing).
+        is_baseline: numbers mode: the fleet the savings are measured against.
+        feasible: False for a planner fleet that breaks the SLO or cap.
+        reason: why not, as the planner or pool evaluation reported it (passed through), else None.
     """
 
-    name: str
-    source: str
+    kind: EstimateKind
     instances: float | None
-    short_instances: float | None
-    long_instances: float | None
-    gpus: float | None
-    cost_per_year_usd: float | None
-    savings_fraction: float | None
-    savings_usd_per_year: float | None
-    over_prediction_factor: float | None
-    is_baseline: bool
-    assumptions: str
+    short_instances: float | None = None
+    long_instances: float | None = None
+    whole_instances: int | None = None
+    gpus: float | None = None
+    cost_per_year_usd: float | None = None
+    savings_fraction: float | None = None
+    savings_vs_current: float | None = None
+    saved_usd_per_year: float | None = None
+    reference: EstimateKind | None = None
+    over_prediction_factor: float | None = None
+    is_baseline: bool = False
+    feasible: bool = True
+    reason: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The estimate's label, e.g. ``"closed form"``."""
+        return self.kind.value
 
 
 @dataclass(frozen=True)
@@ -349,36 +380,68 @@ class AuditInputs:
     proposed_gpus: float | None = None
 
 
+class ThroughputRatioSource(str, enum.Enum):
+    """Where the closed form's ρ came from; the value is its label."""
+
+    GIVEN = "given"
+    MEASURED = "μ_short/μ_homo"
+    LOCKSTEP = "lock-step n_s/t(n_s) ÷ n_l/t(n_l)"
+
+
+class SavingsFinding(str, enum.Enum):
+    """A reason the numbers-mode estimates differ (worded by ``fleetopt.render.audit``)."""
+
+    NO_BASELINE = "no-baseline"  # closed-form savings are a fraction of an unspecified fleet
+    CLOSED_FORM_VS_EQ8 = "closed-form-vs-eq8"  # Eq. 7 assumes the long pool runs at μ_homo
+    CLIFF_RATIO_COUNTS_SLOTS = "cliff-ratio-counts-slots"  # n_s/n_l is not a throughput ratio
+    CR_KEEPS_RHO = "cr-keeps-rho"  # the C&R increment holds ρ fixed
+    ROUNDED_UP = "rounded-up"  # each pool rounded up to whole instances
+
+
 @dataclass(frozen=True)
 class AuditResult:
-    """The estimates of an audit, the baseline they are measured against, and why they differ.
+    """The estimates of a numbers audit, the baseline they are measured against, and why they differ.
 
     Attributes:
+        inputs: the numbers audited.
         estimates: one :class:`SavingsEstimate` per formula that the inputs allow.
-        throughput_ratio: the ρ used by the closed forms (``None`` if none could be formed).
+        throughput_ratio: the ρ used by the closed forms (None if none could be formed).
         throughput_ratio_source: how ρ was obtained.
-        baseline_name: the estimate the savings are relative to (``None``: the closed form's own).
-        explanations: short sentences on why the estimates differ.
+        baseline: the estimate the savings are relative to (None: the closed form's own).
+        findings: why the estimates differ, in order.
+        lockstep_throughput_ratio, cliff_ratio: from the slots, when given.
+        short_iteration_s, long_iteration_s: t(n_s), t(n_l) in seconds, when slots are given.
+        compressed_short_fraction: α' = α + β·p_c, when β is given.
+        compress_increment_fraction: β·p_c·(1 − 1/ρ), when β is given.
     """
 
+    inputs: AuditInputs
     estimates: tuple[SavingsEstimate, ...]
     throughput_ratio: float | None
-    throughput_ratio_source: str | None
-    baseline_name: str | None
-    explanations: tuple[str, ...] = field(default_factory=tuple)
+    throughput_ratio_source: ThroughputRatioSource | None
+    baseline: EstimateKind | None
+    findings: tuple[SavingsFinding, ...] = ()
+    lockstep_throughput_ratio: float | None = None
+    cliff_ratio: float | None = None
+    short_iteration_s: float | None = None
+    long_iteration_s: float | None = None
+    compressed_short_fraction: float | None = None
+    compress_increment_fraction: float | None = None
+
+    def estimate(self, kind: EstimateKind) -> SavingsEstimate | None:
+        """The estimate of ``kind``, or None if the inputs did not allow it."""
+        return next((e for e in self.estimates if e.kind == kind), None)
 
 
-LOCKSTEP_SOURCE = "lock-step n_s/t(n_s) ÷ n_l/t(n_l)"
-
-
-def _resolve_throughput_ratio(inputs: AuditInputs) -> tuple[float | None, str | None]:
+def _resolve_throughput_ratio(inputs: AuditInputs) -> tuple[float | None, ThroughputRatioSource | None]:
     if inputs.throughput_ratio is not None:
         _require_positive(inputs.throughput_ratio, "throughput ratio ρ")
-        return inputs.throughput_ratio, "given"
+        return inputs.throughput_ratio, ThroughputRatioSource.GIVEN
     if inputs.short_throughput_per_s is not None and inputs.homogeneous_throughput_per_s is not None:
         _require_positive(inputs.short_throughput_per_s, "short-pool throughput μ_short")
         _require_positive(inputs.homogeneous_throughput_per_s, "homogeneous throughput μ_homo")
-        return inputs.short_throughput_per_s / inputs.homogeneous_throughput_per_s, "μ_short/μ_homo"
+        ratio = inputs.short_throughput_per_s / inputs.homogeneous_throughput_per_s
+        return ratio, ThroughputRatioSource.MEASURED
     if inputs.short_slots is not None and inputs.long_slots is not None:
         ratio = lockstep_throughput_ratio(
             inputs.short_slots,
@@ -386,12 +449,46 @@ def _resolve_throughput_ratio(inputs: AuditInputs) -> tuple[float | None, str | 
             iteration_base_s=inputs.iteration_base_s,
             iteration_per_slot_s=inputs.iteration_per_slot_s,
         )
-        return ratio, LOCKSTEP_SOURCE
+        return ratio, ThroughputRatioSource.LOCKSTEP
     return None, None
 
 
-def _pct(fraction: float) -> str:
-    return f"{100.0 * fraction:.1f}%"
+def _sized_fleets(inputs: AuditInputs) -> list[tuple[EstimateKind, float | None, float | None, float]]:
+    """(kind, short, long, total instances) of every fleet the inputs size, in output order."""
+    rate, alpha, per_instance = inputs.arrival_rate_per_s, inputs.short_fraction, inputs.gpus_per_instance
+    sized: list[tuple[EstimateKind, float | None, float | None, float]] = []
+    if inputs.current_gpus is not None:
+        _require_positive(inputs.current_gpus, "current fleet (GPUs)")
+        sized.append((EstimateKind.CURRENT, None, None, inputs.current_gpus / per_instance))
+    if rate is not None and inputs.homogeneous_throughput_per_s is not None:
+        homogeneous = homogeneous_instances(
+            rate,
+            inputs.homogeneous_throughput_per_s,
+            headroom=inputs.headroom_homogeneous,
+            round_up=inputs.round_up,
+        )
+        sized.append((EstimateKind.HOMOGENEOUS, None, None, homogeneous))
+    if rate is not None and alpha is not None and inputs.short_throughput_per_s is not None:
+        if alpha < 1.0 and inputs.long_throughput_per_s is None:
+            raise ValidationError(
+                "the two-pool fleet (Eq. 8) needs the long-pool throughput μ_long when α < 1"
+            )
+        routed = two_pool_instances(
+            rate,
+            alpha,
+            inputs.short_throughput_per_s,
+            inputs.long_throughput_per_s,
+            headroom_short=inputs.headroom_short,
+            headroom_long=inputs.headroom_long,
+            round_up=inputs.round_up,
+        )
+        sized.append(
+            (EstimateKind.TWO_POOLS, routed.short_instances, routed.long_instances, routed.total_instances)
+        )
+    if inputs.proposed_gpus is not None:
+        _require_positive(inputs.proposed_gpus, "proposed fleet (GPUs)")
+        sized.append((EstimateKind.PROPOSED, None, None, inputs.proposed_gpus / per_instance))
+    return sized
 
 
 def audit_savings(inputs: AuditInputs) -> AuditResult:
@@ -411,129 +508,32 @@ def audit_savings(inputs: AuditInputs) -> AuditResult:
     if alpha is not None:
         _require_fraction(alpha, "short fraction α")
     rho, rho_source = _resolve_throughput_ratio(inputs)
-    rate = inputs.arrival_rate_per_s
-    explanations: list[str] = []
+    sized = _sized_fleets(inputs)
+    totals = {kind: total for kind, _, _, total in sized}
+    baseline: EstimateKind | None = next(
+        (k for k in (EstimateKind.CURRENT, EstimateKind.HOMOGENEOUS) if k in totals), None
+    )
+    baseline_instances = None if baseline is None else totals[baseline]
 
-    # Fleets that are sized in instances: (name, source, short, long, total, assumptions).
-    sized: list[tuple[str, str, float | None, float | None, float, str]] = []
-    if inputs.current_gpus is not None:
-        _require_positive(inputs.current_gpus, "current fleet (GPUs)")
-        sized.append(
-            (
-                "current fleet",
-                "given",
-                None,
-                None,
-                inputs.current_gpus / gpus_per_instance,
-                "The fleet you run today.",
-            )
-        )
-    homogeneous: float | None = None
-    if rate is not None and inputs.homogeneous_throughput_per_s is not None:
-        homogeneous = homogeneous_instances(
-            rate,
-            inputs.homogeneous_throughput_per_s,
-            headroom=inputs.headroom_homogeneous,
-            round_up=inputs.round_up,
-        )
-        sized.append(
-            (
-                "homogeneous fleet",
-                "pool-routing §3",
-                None,
-                None,
-                homogeneous,
-                f"One pool at the longest context, μ_homo = {inputs.homogeneous_throughput_per_s:g} req/s "
-                f"per instance on the full mix; headroom β_homo = {inputs.headroom_homogeneous:g}.",
-            )
-        )
-    routed: TwoPoolInstances | None = None
-    if rate is not None and alpha is not None and inputs.short_throughput_per_s is not None:
-        if alpha < 1.0 and inputs.long_throughput_per_s is None:
-            raise ValidationError(
-                "the two-pool fleet (Eq. 8) needs the long-pool throughput μ_long when α < 1"
-            )
-        routed = two_pool_instances(
-            rate,
-            alpha,
-            inputs.short_throughput_per_s,
-            inputs.long_throughput_per_s,
-            headroom_short=inputs.headroom_short,
-            headroom_long=inputs.headroom_long,
-            round_up=inputs.round_up,
-        )
-        mu_long_text = "–" if inputs.long_throughput_per_s is None else f"{inputs.long_throughput_per_s:g}"
-        sized.append(
-            (
-                "two pools, routed μ_long",
-                "pool-routing Eq. 8",
-                routed.short_instances,
-                routed.long_instances,
-                routed.total_instances,
-                f"μ_short = {inputs.short_throughput_per_s:g} and μ_long = {mu_long_text} req/s per "
-                "instance, each measured on the traffic its pool receives after routing; "
-                f"headroom β_short = {inputs.headroom_short:g}, β_long = {inputs.headroom_long:g}.",
-            )
-        )
-    if inputs.proposed_gpus is not None:
-        _require_positive(inputs.proposed_gpus, "proposed fleet (GPUs)")
-        sized.append(
-            (
-                "proposed fleet",
-                "given",
-                None,
-                None,
-                inputs.proposed_gpus / gpus_per_instance,
-                "A fleet size from elsewhere (a planner, a paper, a quote), priced on the same terms.",
-            )
-        )
-
-    baseline_name: str | None = None
-    baseline_instances: float | None = None
-    if inputs.current_gpus is not None:
-        baseline_name, baseline_instances = "current fleet", inputs.current_gpus / gpus_per_instance
-    elif homogeneous is not None:
-        baseline_name, baseline_instances = "homogeneous fleet", homogeneous
-
-    # Closed forms: (name, source, savings fraction, assumptions).
-    closed: list[tuple[str, str, float, str]] = []
-    if alpha is not None and rho is not None:
-        closed.append(
-            (
-                "closed form",
-                "pool-routing Eq. 7",
-                closed_form_savings_fraction(alpha, rho),
-                f"α = {alpha:g}, ρ = {rho:.4g} ({rho_source}); the long pool is assumed to run at μ_homo, "
-                "i.e. to serve the same mix as a homogeneous pool.",
-            )
-        )
-    if alpha is not None and inputs.short_slots is not None and inputs.long_slots is not None:
-        if rho_source != LOCKSTEP_SOURCE:
-            lockstep = lockstep_throughput_ratio(
-                inputs.short_slots,
-                inputs.long_slots,
-                iteration_base_s=inputs.iteration_base_s,
-                iteration_per_slot_s=inputs.iteration_per_slot_s,
-            )
-            closed.append(
-                (
-                    "closed form, lock-step ρ",
-                    "pool-routing Eq. 7",
-                    closed_form_savings_fraction(alpha, lockstep),
-                    f"ρ = {lockstep:.4g} from {inputs.short_slots} vs {inputs.long_slots} slots under "
-                    "t(n) = W + H·n on the same mix; the long pool is assumed to run at μ_homo.",
-                )
-            )
+    has_slots = inputs.short_slots is not None and inputs.long_slots is not None
+    lockstep = cliff = t_short_s = t_long_s = None
+    if has_slots:
+        timing = {
+            "iteration_base_s": inputs.iteration_base_s,
+            "iteration_per_slot_s": inputs.iteration_per_slot_s,
+        }
+        t_short_s = iteration_time_s(inputs.short_slots, **timing)
+        t_long_s = iteration_time_s(inputs.long_slots, **timing)
+        lockstep = lockstep_throughput_ratio(inputs.short_slots, inputs.long_slots, **timing)
         cliff = cliff_ratio(inputs.short_slots, inputs.long_slots)
-        closed.append(
-            (
-                "closed form, cliff ratio as ρ",
-                "FleetOpt §2.2 reading of Eq. 7",
-                closed_form_savings_fraction(alpha, cliff),
-                f"ρ = n_s/n_l = {inputs.short_slots}/{inputs.long_slots} = {cliff:.4g}: a slot ratio taken "
-                "for a throughput ratio (as the papers do).",
-            )
-        )
+    closed: list[tuple[EstimateKind, float]] = []
+    if alpha is not None and rho is not None:
+        closed.append((EstimateKind.CLOSED_FORM, closed_form_savings_fraction(alpha, rho)))
+    if alpha is not None and has_slots:
+        if rho_source is not ThroughputRatioSource.LOCKSTEP:
+            closed.append((EstimateKind.CLOSED_FORM_LOCKSTEP, closed_form_savings_fraction(alpha, lockstep)))
+        closed.append((EstimateKind.CLOSED_FORM_CLIFF, closed_form_savings_fraction(alpha, cliff)))
+    alpha_compressed = increment = None
     if inputs.borderline_fraction is not None:
         if alpha is None or rho is None:
             raise ValidationError("the C&R increment needs the short fraction α and a throughput ratio ρ")
@@ -543,133 +543,97 @@ def audit_savings(inputs: AuditInputs) -> AuditResult:
         increment = compress_and_route_increment(
             inputs.borderline_fraction, inputs.compressible_fraction, rho
         )
-        closed.append(
-            (
-                "closed form + C&R",
-                "pool-routing Eq. 7 + FleetOpt Eq. 14",
-                closed_form_savings_fraction(alpha_compressed, rho),
-                f"α' = α + β·p_c = {alpha:g} + {inputs.borderline_fraction:g}"
-                f"·{inputs.compressible_fraction:g} = {alpha_compressed:.4g}; "
-                f"adds β·p_c·(1 − 1/ρ) = {_pct(increment)} at an unchanged ρ.",
-            )
-        )
+        closed.append((EstimateKind.CLOSED_FORM_CR, closed_form_savings_fraction(alpha_compressed, rho)))
+
+    estimates = _priced_estimates(inputs, sized, closed, baseline, baseline_instances)
+    findings = _savings_findings(inputs, estimates, baseline, rho_source)
+    return AuditResult(
+        inputs=inputs,
+        estimates=tuple(estimates),
+        throughput_ratio=rho,
+        throughput_ratio_source=rho_source,
+        baseline=baseline,
+        findings=tuple(findings),
+        lockstep_throughput_ratio=lockstep,
+        cliff_ratio=cliff,
+        short_iteration_s=t_short_s,
+        long_iteration_s=t_long_s,
+        compressed_short_fraction=alpha_compressed,
+        compress_increment_fraction=increment,
+    )
+
+
+def _priced_estimates(
+    inputs: AuditInputs,
+    sized: list[tuple[EstimateKind, float | None, float | None, float]],
+    closed: list[tuple[EstimateKind, float]],
+    baseline: EstimateKind | None,
+    baseline_instances: float | None,
+) -> list[SavingsEstimate]:
+    """GPUs, $/yr and savings of every estimate against the baseline; closed forms applied to it."""
 
     def price(instances: float | None) -> tuple[float | None, float | None]:
         if instances is None:
             return None, None
-        gpus = gpus_from_instances(instances, gpus_per_instance)
+        gpus = gpus_from_instances(instances, inputs.gpus_per_instance)
         return gpus, annual_cost_usd(gpus, inputs.gpu_hour_usd)
 
     _, baseline_cost = price(baseline_instances)
     estimates: list[SavingsEstimate] = []
-    for name, source, short, long, total, assumptions in sized:
+    for kind, short, long, total in sized:
         gpus, cost = price(total)
         fraction = saved = None
-        if (
-            baseline_instances is not None
-            and gpus is not None
-            and cost is not None
-            and baseline_cost is not None
-        ):
+        if baseline_instances is not None and cost is not None and baseline_cost is not None:
             fraction = savings_fraction(total, baseline_instances)
             saved = baseline_cost - cost
         estimates.append(
             SavingsEstimate(
-                name,
-                source,
-                total,
-                short,
-                long,
-                gpus,
-                cost,
-                fraction,
-                saved,
-                None,
-                name == baseline_name,
-                assumptions,
+                kind, total, short, long, gpus=gpus, cost_per_year_usd=cost, savings_fraction=fraction,
+                saved_usd_per_year=saved, is_baseline=kind == baseline,
             )
-        )
-    reference = next((e for e in estimates if e.source == "pool-routing Eq. 8"), None)
-    for name, source, fraction, assumptions in closed:
+        )  # fmt: skip
+    reference = next((e for e in estimates if e.kind == EstimateKind.TWO_POOLS), None)
+    for kind, fraction in closed:
         instances = None if baseline_instances is None else baseline_instances * (1.0 - fraction)
         gpus, cost = price(instances)
         saved = None if (cost is None or baseline_cost is None) else baseline_cost - cost
         factor = None
-        if reference is not None and reference.savings_fraction is not None and not source.endswith("Eq. 14"):
+        if (
+            reference is not None
+            and reference.savings_fraction is not None
+            and kind != EstimateKind.CLOSED_FORM_CR
+        ):
             factor = over_prediction_factor(fraction, reference.savings_fraction)
-        if baseline_name is not None:
-            assumptions += (
-                " Applied to the homogeneous fleet."
-                if baseline_name == "homogeneous fleet"
-                else f" Applied to the {baseline_name} as if it were a homogeneous fleet."
-            )
         estimates.append(
             SavingsEstimate(
-                name, source, instances, None, None, gpus, cost, fraction, saved, factor, False, assumptions
+                kind, instances, gpus=gpus, cost_per_year_usd=cost, savings_fraction=fraction,
+                saved_usd_per_year=saved, over_prediction_factor=factor,
             )
-        )
+        )  # fmt: skip
+    return estimates
 
-    by_name = {e.name: e for e in estimates}
-    if baseline_name is None:
-        explanations.append(
-            "No baseline fleet (give --current-gpus, or --rate with --mu-homo): the closed form's savings "
-            "are a fraction of an unspecified homogeneous fleet."
-        )
-    eq7, eq8 = by_name.get("closed form"), reference
-    if (
-        eq7 is not None
-        and eq8 is not None
-        and eq8.savings_fraction is not None
-        and eq7.savings_fraction is not None
-    ):
-        text = (
-            f"Eq. 7 predicts {_pct(eq7.savings_fraction)} but the routed fleet of Eq. 8 saves "
-            f"{_pct(eq8.savings_fraction)}"
-        )
-        if eq7.over_prediction_factor is not None:
-            text += f" ({eq7.over_prediction_factor:.2f}× over-prediction)"
-        mu_homo, mu_long = inputs.homogeneous_throughput_per_s, inputs.long_throughput_per_s
-        if mu_homo is not None and mu_long is not None:
-            text += (
-                f": Eq. 7 assumes the long pool runs at μ_homo = {mu_homo:g} req/s per instance, but on the "
-                f"routed long requests it runs at μ_long = {mu_long:g}, {mu_homo / mu_long:.3g}× slower."
-            )
-        else:
-            text += ": Eq. 7 assumes the long pool runs at μ_homo; routed long requests are slower."
-        explanations.append(text)
+
+def _savings_findings(
+    inputs: AuditInputs,
+    estimates: list[SavingsEstimate],
+    baseline: EstimateKind | None,
+    rho_source: ThroughputRatioSource | None,
+) -> list[SavingsFinding]:
+    """Which reasons for the estimates' differences apply, in the order they are told."""
+    by_kind = {e.kind: e for e in estimates}
+    findings = []
+    if baseline is None:
+        findings.append(SavingsFinding.NO_BASELINE)
+    eq7, eq8 = by_kind.get(EstimateKind.CLOSED_FORM), by_kind.get(EstimateKind.TWO_POOLS)
+    if eq7 is not None and eq8 is not None and None not in (eq7.savings_fraction, eq8.savings_fraction):
+        findings.append(SavingsFinding.CLOSED_FORM_VS_EQ8)
     if inputs.short_slots is not None and inputs.long_slots is not None and rho_source is not None:
-        t_short_s = iteration_time_s(
-            inputs.short_slots,
-            iteration_base_s=inputs.iteration_base_s,
-            iteration_per_slot_s=inputs.iteration_per_slot_s,
-        )
-        t_long_s = iteration_time_s(
-            inputs.long_slots,
-            iteration_base_s=inputs.iteration_base_s,
-            iteration_per_slot_s=inputs.iteration_per_slot_s,
-        )
-        lockstep = lockstep_throughput_ratio(
-            inputs.short_slots,
-            inputs.long_slots,
-            iteration_base_s=inputs.iteration_base_s,
-            iteration_per_slot_s=inputs.iteration_per_slot_s,
-        )
-        explanations.append(
-            f"The cliff ratio n_s/n_l = {cliff_ratio(inputs.short_slots, inputs.long_slots):.4g} counts "
-            f"slots, not throughput: an iteration over {inputs.short_slots} slots takes "
-            f"{t_short_s * 1e3:.4g} ms vs {t_long_s * 1e3:.4g} ms over {inputs.long_slots}, "
-            "so the throughput ratio on the same mix is "
-            f"{lockstep:.3g}× (lock-step t(n) = W + H·n; FACTS §2 item 1)."
-        )
+        findings.append(SavingsFinding.CLIFF_RATIO_COUNTS_SLOTS)
     if inputs.borderline_fraction is not None:
-        explanations.append(
-            "C&R's increment β·p_c·(1 − 1/ρ) keeps ρ fixed; the long pool then keeps only its heaviest "
-            "requests, so its throughput falls and the real increment is smaller (the planner re-derives "
-            "μ_long)."
-        )
+        findings.append(SavingsFinding.CR_KEEPS_RHO)
     if inputs.round_up:
-        explanations.append("Each pool is rounded up to whole instances (Eq. 6's ceilings).")
-    return AuditResult(tuple(estimates), rho, rho_source, baseline_name, tuple(explanations))
+        findings.append(SavingsFinding.ROUNDED_UP)
+    return findings
 
 
 # --- sensitivity rows (for the workload mode; tables and plots are drawn by fleetopt.render) -----
