@@ -22,7 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from fleetopt.core.simulate import DISPATCH_POLICIES, SERVICE_MODELS, Routing, SimulatedPool, simulate_fleet
+from fleetopt.core.routing import Routing
+from fleetopt.core.simulate import DISPATCH_POLICIES, SERVICE_MODELS, SimulatedPool, simulate_fleet
 from fleetopt.core.workload import Workload, workload_from_requests
 
 TRACE_DIR = Path(__file__).resolve().parents[2] / "shared" / "traces" / "azure-2023"
@@ -122,7 +123,7 @@ def main() -> None:
         result = simulate_fleet(
             workload,
             pools,
-            Routing(B_SHORT, args.gamma, 1.0),
+            Routing.two_pool(B_SHORT, args.gamma, 1.0),
             arrival_rate_per_s=ARRIVAL_RATE_PER_S,
             service_model=model,
             dispatch=dispatch,

@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import t as student_t
 
+from fleetopt.core.routing import Routing
 from fleetopt.core.simulate import (
-    Routing,
     SimulatedPool,
     fcfs_start_times,
     simulate_fleet,
@@ -289,7 +289,7 @@ def test_routing_fractions_equal_alpha_prime() -> None:
     result = simulate_fleet(
         workload,
         pools,
-        Routing(1500, 2.0, 0.6),
+        Routing.two_pool(1500, 2.0, 0.6),
         arrival_rate_per_s=100.0,
         requests=50_000,
         warmup_fraction=0.0,
@@ -317,7 +317,7 @@ def test_band_requests_with_long_outputs_are_never_compressed() -> None:
     result = simulate_fleet(
         workload,
         pools,
-        Routing(1000, 2.0, 1.0),
+        Routing.two_pool(1000, 2.0, 1.0),
         arrival_rate_per_s=5.0,
         requests=20_000,
         warmup_fraction=0.0,
@@ -404,10 +404,10 @@ def test_request_longer_than_the_last_pool_context_is_refused() -> None:
         simulate_fleet(workload, [_one_pool()], Routing(), arrival_rate_per_s=1.0, requests=10)
 
 
-def test_two_pool_routing_needs_two_pools() -> None:
+def test_a_routing_needs_one_pool_per_range() -> None:
     workload = workload_from_requests(np.array([10]), np.array([1]), name="one")
-    with pytest.raises(ValidationError, match="two-pool routing takes 2 pools"):
-        simulate_fleet(workload, [_one_pool()], Routing(1000), arrival_rate_per_s=1.0, requests=10)
+    with pytest.raises(ValidationError, match=r"a routing with 1 boundaries takes 2 pool\(s\), got 1"):
+        simulate_fleet(workload, [_one_pool()], Routing.two_pool(1000), arrival_rate_per_s=1.0, requests=10)
 
 
 def test_short_warm_up_is_flagged_and_biases_the_time_average_low() -> None:

@@ -16,8 +16,8 @@ import pytest
 
 from fleetopt.api import plan_workload
 from fleetopt.core.poolstats import PoolStatistics
+from fleetopt.core.routing import Routing
 from fleetopt.core.service import PoolHardware
-from fleetopt.core.simulate import Routing
 from fleetopt.core.sizing import size_pool
 from fleetopt.core.validation import (
     ValidationSetup,
@@ -214,13 +214,15 @@ def test_longest_service_routes_compressed_requests_at_total_b() -> None:
                 0
             ]
         )
-    setup = ValidationSetup(tuple(pools), Routing(1000, 2.0, 1.0), 1.0, 100.0, 0.85, 0.99, 8192, "lockstep")
+    setup = ValidationSetup(
+        tuple(pools), Routing.two_pool(1000, 2.0, 1.0), 1.0, 100.0, 0.85, 0.99, 8192, "lockstep"
+    )
     assert longest_service_s(workload, setup, "lockstep") == pytest.approx(1008 * 0.018)
-    no_long = replace(setup, routing=Routing(1000, 2.0, 1.0))
+    no_long = replace(setup, routing=Routing.two_pool(1000, 2.0, 1.0))
     short_only = _pool_workload(workload, 0, 2000)
     assert longest_service_s(short_only, no_long, "lockstep") == pytest.approx(302 * 0.018)
     # p_c = 0: L = 1500 is not compressed and goes long at its own lengths, ⌈1200/512⌉ + 300 = 303
-    uncompressed = replace(setup, routing=Routing(1000, 2.0, 0.0))
+    uncompressed = replace(setup, routing=Routing.two_pool(1000, 2.0, 0.0))
     assert longest_service_s(short_only, uncompressed, "lockstep") == pytest.approx(303 * 0.018)
     # N = ⌈1.25 · λ · S_max / 0.5⌉, floored at 100,000
     assert default_request_count(workload, setup, 1.0, "lockstep") == 100_000

@@ -5,10 +5,10 @@ slots (FleetOpt §3.1, Eq. 3–6). This module replays that model request by req
 ``physical`` service model, at the level of engine iterations, so a plan can be checked against
 simulated utilization, waits and TTFT (FleetOpt §7.4 does the same with inference-fleet-sim).
 
-Routing (FleetOpt §2.1, §5.1, Eq. 1–2): a request of total length L goes to the short pool when
-L ≤ B; when B < L ≤ γB and L_out < B it is compressed with probability p_c to
-L_in' = B − L_out (total B) and goes to the short pool; otherwise it goes to the long pool with
-its own lengths. With ``b_short_tokens=None`` one pool takes everything.
+Routing (FleetOpt §2.1, §5.1, Eq. 1–2; :class:`fleetopt.core.routing.Routing`): a request of
+total length L goes to the pool whose range (B_{k−1}, B_k] holds L; when B₁ < L ≤ γB₁ and
+L_out < B₁ it is compressed with probability p_c to L_in' = B₁ − L_out (total B₁) and goes to the
+first pool. With no boundaries one pool takes everything. Any number of pools.
 
 Service models, with I = ⌈L_in / chunk⌉ + L_out iterations and P = ⌈L_in / chunk⌉:
 
@@ -43,10 +43,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fleetopt.core.routing import Routing
+from fleetopt.core.service import SERVICE_MODELS as PLANNER_SERVICE_MODELS
+from fleetopt.core.service import get_service_model
 from fleetopt.core.workload import Workload
 from fleetopt.errors import ValidationError
 
-SERVICE_MODELS = ("lockstep", "fleet-sim", "physical")
+#: The simulator's own iteration-level engine, beside every planner service model.
+PHYSICAL = "physical"
+SERVICE_MODELS = (*PLANNER_SERVICE_MODELS, PHYSICAL)
 DISPATCH_POLICIES = ("pooled", "round-robin", "least-loaded")
 DEFAULT_SEEDS = (1, 2, 3)
 
@@ -82,21 +87,6 @@ class SimulatedPool:
     def servers(self) -> int:
         """c = instances × slots_per_instance."""
         return self.instances * self.slots_per_instance
-
-
-@dataclass(frozen=True)
-class Routing:
-    """Two-pool routing with a Compress-and-Route band (FleetOpt Eq. 1–2, §5.1).
-
-    Attributes:
-        b_short_tokens: B, the short pool's boundary on total tokens; ``None`` = one pool.
-        gamma: γ ≥ 1, the band (B, γB] whose requests may be compressed to total B.
-        compressibility: p_c ∈ [0, 1], the probability a band request is compressed.
-    """
-
-    b_short_tokens: int | None = None
-    gamma: float = 1.0
-    compressibility: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -246,23 +236,16 @@ def _validate(
         raise ValidationError(f"warm-up fraction: {warmup_fraction!r} must be in [0, 1)")
     if len(seeds) == 0:
         raise ValidationError("seeds: at least one seed is needed")
-    if routing.b_short_tokens is None:
-        if len(pools) != 1:
-            raise ValidationError(f"pools: a homogeneous fleet (no B_short) takes 1 pool, got {len(pools)}")
-    else:
-        if len(pools) != 2:
-            raise ValidationError(f"pools: two-pool routing takes 2 pools (short, long), got {len(pools)}")
-        if routing.b_short_tokens < 1:
-            raise ValidationError(f"B_short: {routing.b_short_tokens} tokens must be ≥ 1")
-        if pools[0].context_tokens < routing.b_short_tokens:
+    if len(pools) != routing.pool_count:
+        raise ValidationError(
+            f"pools: a routing with {len(routing.boundaries_tokens)} boundaries takes {routing.pool_count} "
+            f"pool(s), got {len(pools)}"
+        )
+    for pool, boundary in zip(pools, routing.boundaries_tokens, strict=False):
+        if pool.context_tokens < boundary:
             raise ValidationError(
-                f"pool {pools[0].name!r}: context {pools[0].context_tokens} tokens is below "
-                f"B_short = {routing.b_short_tokens}"
+                f"pool {pool.name!r}: context {pool.context_tokens} tokens is below its boundary {boundary}"
             )
-    if not routing.gamma >= 1.0:
-        raise ValidationError(f"gamma: {routing.gamma!r} must be ≥ 1")
-    if not 0.0 <= routing.compressibility <= 1.0:
-        raise ValidationError(f"compressibility: {routing.compressibility!r} must be in [0, 1]")
     if len({pool.name for pool in pools}) != len(pools):
         raise ValidationError(f"pools: names must be distinct, got {[pool.name for pool in pools]}")
     for pool in pools:
@@ -317,25 +300,6 @@ def _arrival_times(
     copies = -(-count // times.size)
     offsets = np.arange(copies, dtype=np.float64) * (span + mean_gap)
     return (times[None, :] + offsets[:, None]).ravel()[:count]
-
-
-def _route(
-    total: np.ndarray,
-    inputs: np.ndarray,
-    outputs: np.ndarray,
-    routing: Routing,
-    coin: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Pool index (0 short, 1 long) and the possibly compressed (input, total) of each request."""
-    if routing.b_short_tokens is None:
-        return np.zeros(total.size, dtype=np.int64), inputs, total
-    b = routing.b_short_tokens
-    in_band = (total > b) & (total <= routing.gamma * b) & (outputs < b)
-    compressed = in_band & (coin < routing.compressibility)
-    short = (total <= b) | compressed
-    new_inputs = np.where(compressed, b - outputs, inputs)
-    new_total = np.where(compressed, b, total)
-    return np.where(short, 0, 1).astype(np.int64), new_inputs, new_total
 
 
 # --------------------------------------------------------------------------------------------
@@ -684,7 +648,7 @@ def _simulate_pool(
     w, h, s = pool.iteration_base_s, pool.iteration_per_slot_s, pool.slots_per_instance
     prefill = -(-inputs // pool.prefill_chunk_tokens)
     iterations = prefill + outputs
-    if service_model == "physical":
+    if service_model == PHYSICAL:
         engine = _PhysicalPool(pool, arrival_s, prefill, iterations, dispatch, progress)
         engine.run()
         admission = np.asarray(engine.admission)
@@ -702,13 +666,9 @@ def _simulate_pool(
         )
         tpot = (departure - admission) / iterations if arrival_s.size else np.empty(0)
         return trace, tpot
-    if service_model == "lockstep":
-        tpot = np.full(arrival_s.size, w + h * s)
-        first_token_delay = (prefill + 1) * tpot
-    else:  # fleet-sim
-        length_share = totals / pool.calibration_context_tokens
-        tpot = w + h * length_share * s
-        first_token_delay = prefill * (w + h * length_share)
+    tpot, first_token_delay = get_service_model(service_model).request_times(
+        w, h, pool.calibration_context_tokens, s, prefill, totals
+    )
     service = iterations * tpot
     start = _dispatch_known_service(arrival_s, service, pool.instances, s, dispatch)
     if progress is not None:
@@ -752,8 +712,8 @@ def simulate_fleet(
     Lengths are drawn independently by atom weight from ``workload`` (a Workload keeps
     aggregated atoms only, so a log's own (time, length) pairing is not available). Arrivals are
     Poisson at ``arrival_rate_per_s``, or, with ``arrival_times_s``, the given times replayed
-    (scaled to ``arrival_rate_per_s`` when it is given; see :func:`_arrival_times`). Pools are
-    ``(short, long)`` with a B_short, else a single pool. See the module docstring for the
+    (scaled to ``arrival_rate_per_s`` when it is given; see :func:`_arrival_times`). Pools run from
+    the shortest to the longest, one per pool of ``routing``. See the module docstring for the
     service models, dispatch policies and the measurement window.
     """
     _validate(
@@ -792,7 +752,7 @@ def simulate_fleet(
         outputs = np.maximum(1, workload.output_tokens[atoms])
         inputs = np.maximum(0, total - outputs)  # a zero-output request is served with one token
         total = inputs + outputs
-        pool_index, inputs, total = _route(total, inputs, outputs, routing, coin)
+        pool_index, inputs, total = routing.route(total, inputs, outputs, coin)
         measured_all = np.arange(requests) >= warmup
         window = (float(arrival[warmup]), float(arrival[-1]))
         windows.append(window[1] - window[0])

@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 
 from fleetopt.core.planner import FleetPlan, Planner, PlanOptions
+from fleetopt.core.routing import Routing
 from fleetopt.core.service import PoolHardware
 from fleetopt.core.simulate import (
     ProgressCallback,
-    Routing,
     SimulatedPool,
     SimulationResult,
     simulate_fleet,
@@ -178,13 +178,13 @@ def setup_from_plan(plan: FleetPlan) -> ValidationSetup:
     o = plan.options
     if best.short is None:
         pools = (_prediction("homogeneous", best.long, plan.long_hardware),)
-        routing = Routing(None, 1.0, 0.0)
+        routing = Routing.homogeneous()
     else:
         pools = (
             _prediction("short", best.short, plan.short_hardware),
             _prediction("long", best.long, plan.long_hardware),
         )
-        routing = Routing(best.b_short_tokens, best.gamma, o.compressibility)
+        routing = Routing.two_pool(best.b_short_tokens, best.gamma, o.compressibility)
     return ValidationSetup(
         pools=pools,
         routing=routing,
@@ -210,7 +210,7 @@ def single_pool_setup(
     """One sized pool taking all the traffic it is given (``size_pool`` / ``evaluate_pool`` output)."""
     return ValidationSetup(
         pools=(_prediction(name, sizing, hardware),),
-        routing=Routing(None, 1.0, 0.0),
+        routing=Routing.homogeneous(),
         arrival_rate_per_s=sizing.arrival_rate_per_s,
         ttft_slo_s=ttft_slo_s,
         max_utilization=max_utilization,
@@ -265,9 +265,11 @@ def setup_from_document(
             )
         )
     if names == ("homogeneous",):
-        routing = Routing(None, 1.0, 0.0)
+        routing = Routing.homogeneous()
     else:
-        routing = Routing(int(best["b_short_tokens"]), float(best["gamma"]), float(inputs["compressibility"]))
+        routing = Routing.two_pool(
+            int(best["b_short_tokens"]), float(best["gamma"]), float(inputs["compressibility"])
+        )
     return ValidationSetup(
         pools=tuple(pools),
         routing=routing,
