@@ -203,56 +203,85 @@ def test_truncated_yaml_plan(tmp_path, plans) -> None:
 
 
 def test_incompatible_schema_version(tmp_path, plans) -> None:
-    path = _broken(tmp_path, plans["two_pool"], "v2.yaml", lambda d: d.update(schema_version=2))
+    path = _broken(tmp_path, plans["two_pool"], "v3.yaml", lambda d: d.update(schema_version=3))
     _assert_refused(
         _drift("--plan", str(path), "--cdf", "azure-2023-conv"),
-        f"plan {path}: schema_version 2 is not supported (this fleetopt reads version 1); "
+        f"plan {path}: schema_version 3 is not supported (this fleetopt reads versions 1, 2); "
         "re-run fleetopt plan --output to regenerate it",
     )
 
 
-@pytest.mark.parametrize(
-    ("edit", "message"),
-    [
-        (
-            lambda d: d["best"]["pools"]["short"].update(slots_per_instance="many"),
-            "best.pools.short.slots_per_instance = 'many' is invalid; expected an integer ≥ 0",
-        ),
-        (
-            lambda d: d["inputs"]["profiles"]["long"].update(kv_capacity_tokens=-5),
-            "inputs.profiles.long.kv_capacity_tokens = -5 is invalid; expected an integer ≥ 1",
-        ),
-        (
-            lambda d: d["inputs"]["profiles"]["short"].pop("iteration_base_s"),
-            "inputs.profiles.short.iteration_base_s = None is invalid; expected a positive number",
-        ),
-        (
-            lambda d: d["inputs"]["workload_fingerprint"].pop("total_tokens_quantiles"),
-            "inputs.workload_fingerprint.total_tokens_quantiles = None is invalid; "
-            "expected a non-empty list of integers",
-        ),
-        (
-            lambda d: d["inputs"].update(gammas=[0.5]),
-            "inputs: gamma: [0.5] — every γ must be ≥ 1",
-        ),
-        (
-            lambda d: d["best"].update(total_gpus=1),
-            "best.total_gpus = 1 does not match the pools' instances × GPUs",
-        ),
-        (
-            lambda d: d["best"]["pools"]["long"].update(serving_profile="other"),
-            "best.pools.long.serving_profile = 'other' does not match inputs.profiles.long.serving_name "
-            f"{DEFAULT_SERVING!r}",
-        ),
-        (
-            lambda d: d["best"]["pools"].pop("long"),
-            "best.pools has short; expected short and long, or homogeneous",
-        ),
-    ],
-)
+#: Hand edits of a valid two-pool plan and what the one plan reader says of each (drift and
+#: simulate both read plans through fleetopt.io.plans.read_plan).
+HAND_EDITS = [
+    (
+        lambda d: d["best"]["pools"]["short"].update(slots_per_instance="many"),
+        "best.pools.short.slots_per_instance = 'many' is invalid; expected an integer ≥ 1",
+    ),
+    (
+        lambda d: d["inputs"]["profiles"]["long"].update(kv_capacity_tokens=-5),
+        "inputs.profiles.long.kv_capacity_tokens = -5 is invalid; expected an integer ≥ 1",
+    ),
+    (
+        lambda d: d["inputs"]["profiles"]["short"].pop("iteration_base_s"),
+        "inputs.profiles.short.iteration_base_s = None is invalid; expected a positive number",
+    ),
+    (
+        lambda d: d["inputs"]["workload_fingerprint"].pop("total_tokens_quantiles"),
+        "inputs.workload_fingerprint.total_tokens_quantiles is missing (the file may be truncated); "
+        "expected a non-empty list of integers",
+    ),
+    (
+        lambda d: d["inputs"].update(gammas=[0.5]),
+        "inputs: gamma: [0.5] — every γ must be ≥ 1",
+    ),
+    (
+        lambda d: d["best"].update(total_gpus=1),
+        "best.total_gpus = 1 does not match the pools' instances × GPUs",
+    ),
+    (
+        lambda d: d["best"]["pools"]["long"].update(serving_profile="other"),
+        "best.pools.long.serving_profile = 'other' does not match inputs.profiles.long.serving_name "
+        f"{DEFAULT_SERVING!r}",
+    ),
+    (
+        lambda d: d["best"]["pools"].pop("long"),
+        "best.pools = ['short'] is invalid; expected homogeneous; short and long; or pool-1 … pool-K (K ≥ 3)",
+    ),
+    (
+        lambda d: d["best"]["pools"]["short"].update(gpus_per_instance=0),
+        "best.pools.short.gpus_per_instance = 0 is invalid; expected an integer ≥ 1",
+    ),
+    (
+        lambda d: d["inputs"].update(ttft_slo_s=float("nan")),
+        "inputs.ttft_slo_s = nan is invalid; expected a non-negative number",
+    ),
+    (
+        lambda d: d["best"]["routing"].update(boundaries_tokens=[2048, 4096]),
+        "best.routing.boundaries_tokens = [2048, 4096] is invalid; expected 1 boundaries for 2 pools",
+    ),
+]
+
+
+@pytest.mark.parametrize(("edit", "message"), HAND_EDITS)
 def test_hand_edited_plans_say_what_is_wrong(tmp_path, plans, edit, message) -> None:
     path = _broken(tmp_path, plans["two_pool"], "edited.yaml", edit)
     _assert_refused(_drift("--plan", str(path), "--cdf", "azure-2023-conv"), f"plan {path}: {message}")
+
+
+@pytest.mark.parametrize(("edit", "message"), HAND_EDITS)
+def test_simulate_refuses_exactly_the_plans_drift_refuses(tmp_path, plans, edit, message) -> None:
+    path = _broken(tmp_path, plans["two_pool"], "edited.yaml", edit)
+    result = runner.invoke(app, ["simulate", "--plan", str(path), "--requests", "2000", "--seeds", "1"])
+    assert result.exit_code == 1, result.output
+    assert result.stderr == f"Error: plan {path}: {message}\n"
+
+
+def test_the_unedited_plan_is_accepted_by_both(tmp_path, plans) -> None:
+    path = _broken(tmp_path, plans["two_pool"], "same.yaml", lambda d: None)
+    assert _drift("--plan", str(path), "--cdf", "azure-2023-conv", "--rate", "200").exit_code == 0
+    simulated = runner.invoke(app, ["simulate", "--plan", str(path), "--requests", "2000", "--seeds", "1"])
+    assert simulated.exit_code == 0, simulated.output
 
 
 def test_missing_plan_unknown_workload_and_bad_tolerances(tmp_path, plans) -> None:
@@ -275,3 +304,43 @@ def test_missing_plan_unknown_workload_and_bad_tolerances(tmp_path, plans) -> No
     )
     result = _drift("--plan", str(plans["two_pool"]))
     assert result.exit_code == 2 and "Missing option '--cdf'." in result.stderr
+
+
+def test_a_version_1_plan_is_still_read(tmp_path, plans) -> None:
+    def as_version_1(document: dict) -> None:
+        document["schema_version"] = 1
+        document["inputs"].pop("max_pools")
+        document.pop("best_by_pool_count")
+        for fleet in (document["best"], *document["baselines"].values()):
+            fleet.pop("pool_count")
+            if fleet["routing"]:
+                fleet["routing"].pop("boundaries_tokens")
+
+    path = _broken(tmp_path, plans["two_pool"], "v1.yaml", as_version_1)
+    assert _drift("--plan", str(path), "--cdf", "azure-2023-conv", "--rate", "200").exit_code == 0
+    simulated = runner.invoke(app, ["simulate", "--plan", str(path), "--requests", "2000", "--seeds", "1"])
+    assert simulated.exit_code == 0, simulated.output
+
+
+def test_a_three_pool_plan_is_simulated_and_checked_for_drift(tmp_path) -> None:
+    path = tmp_path / "three.yaml"
+    planned = runner.invoke(
+        app,
+        ["plan", "--cdf", "azure-2023", "--slo", "500ms", "--rate", "1000", "--pools", "3", "-o", str(path)],
+    )
+    assert planned.exit_code == 0, planned.output
+    document = yaml.safe_load(path.read_text())
+    assert document["best"]["pool_count"] == 3
+    assert list(document["best"]["pools"]) == ["pool-1", "pool-2", "pool-3"]
+    bounds = document["best"]["routing"]["boundaries_tokens"]
+    assert [document["best"]["pools"][f"pool-{k}"]["context_tokens"] for k in (1, 2)] == bounds
+    fits = _drift("--plan", str(path), "--cdf", "azure-2023", "--rate", "1000", "-f", "json")
+    assert fits.exit_code == 0, fits.output
+    assert list(_json(fits)["fit"]["pools"]) == ["pool-1", "pool-2", "pool-3"]
+    overloaded = _drift("--plan", str(path), "--cdf", "azure-2023", "--rate", "1500")
+    assert overloaded.exit_code == 1
+    simulated = runner.invoke(
+        app, ["simulate", "--plan", str(path), "--requests", "20000", "--seeds", "1", "-f", "json"]
+    )
+    assert simulated.exit_code == 0, simulated.output
+    assert list(json.loads(simulated.stdout)["pools"]) == ["pool-1", "pool-2", "pool-3"]

@@ -87,10 +87,12 @@ def test_output_writes_a_plan_that_reads_back(tmp_path) -> None:
     )
     assert result.exit_code == 0, result.output
     assert f"plan written to {path}" in result.output
-    document = read_plan(path)
-    assert document == yaml.safe_load(path.read_text())
-    assert document["best"]["b_short_tokens"] == 4096
-    assert document["inputs"]["gammas"] == [1.0, 1.5]
+    plan = read_plan(path)
+    assert plan.document == yaml.safe_load(path.read_text())
+    assert plan.fleet.routing.boundaries_tokens == (4096,)
+    assert plan.options.gammas == (1.0, 1.5)
+    assert [p.name for p in plan.fleet.pools] == ["short", "long"]
+    assert plan.fleet.total_gpus == plan.document["best"]["total_gpus"]
 
 
 @pytest.mark.parametrize(

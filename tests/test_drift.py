@@ -17,6 +17,7 @@ from fleetopt.core.drift import (
     relative_change,
 )
 from fleetopt.core.planner import Planner, PlanOptions
+from fleetopt.core.routing import Routing
 from fleetopt.core.service import PoolHardware
 from fleetopt.core.workload import workload_from_requests
 from fleetopt.core.workload_stats import ks_distance
@@ -131,8 +132,7 @@ def planned():
     best = planner.plan().best
     assert best is not None and best.short is not None
     fleet = PlannedFleet(
-        b_short_tokens=best.b_short_tokens,
-        gamma=best.gamma,
+        routing=best.routing,
         pools=(
             PlannedPool(
                 "short", HARDWARE, best.short.instances, best.short.slots_per_instance, best.b_short_tokens
@@ -160,7 +160,7 @@ def test_utilization_by_hand_lockstep(planned) -> None:
     """ρ = λ·E[S]/(n·s), E[S] = (W + H·s)·E[I], I = ⌈L_in/chunk⌉ + L_out (FleetOpt Eq. 3–4), at γ = 1."""
     planner, _, fleet = planned
     b = fleet.b_short_tokens
-    flat = PlannedFleet(b, 1.0, fleet.pools, fleet.total_gpus, fleet.cost_per_hour_usd)
+    flat = PlannedFleet(Routing.two_pool(b, 1.0, 1.0), fleet.pools, fleet.total_gpus, fleet.cost_per_hour_usd)
     rate = 55.0
     fit = evaluate_fleet(planner, flat, rate)
     weights = WORKLOAD.weights / WORKLOAD.total_weight
@@ -191,8 +191,7 @@ def test_homogeneous_fleet_is_evaluated_as_one_pool(planned) -> None:
     planner, _, _ = planned
     homogeneous = planner.homogeneous()
     fleet = PlannedFleet(
-        None,
-        1.0,
+        Routing.homogeneous(),
         (
             PlannedPool(
                 "homogeneous",

@@ -68,7 +68,7 @@ def test_every_plan_meets_its_slo_and_cap_and_is_minimal(pairs, slo_s, rate, cap
         if cell.short is None:
             pools = [(cell.long, planner.stats(SMALL).range_moments(-1, math.inf))]
         else:
-            _, _, _, short_moments, long_moments = planner.split(cell.b_short_tokens, cell.gamma)
+            (_, short_moments), (_, long_moments) = planner.pool_traffic(cell.routing)
             pools = [(cell.short, short_moments), (cell.long, long_moments)]
         for pool, moments in pools:
             if pool.instances == 0:

@@ -159,36 +159,25 @@ def simulate(
     fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
     """Simulate a plan's fleet and compare utilization, TTFT, wait and TPOT with its predictions."""
-    from fleetopt.core.validation import setup_from_document
+    from fleetopt.core.validation import setup_from_planned
     from fleetopt.errors import FleetoptError, ValidationError
-    from fleetopt.io.plans import hardware_from_document, read_plan, workload_fingerprint
+    from fleetopt.io.plans import read_plan, workload_fingerprint
     from fleetopt.io.workloads import load_workload
     from fleetopt.render.output import emit
     from fleetopt.render.simulate import draw_validation
 
-    document = read_plan(plan)
-    inputs = document["inputs"]
-    model = _choice(service_model or inputs["service_model"], SIM_SERVICE_MODELS, "--service-model")
+    plan_file = read_plan(plan)
+    model = _choice(service_model or plan_file.options.service_model, SIM_SERVICE_MODELS, "--service-model")
     _choice(dispatch, DISPATCH_POLICIES, "--dispatch")
     if rate is not None and not rate > 0:
         raise ValidationError(f"--rate: {rate:g} req/s must be > 0")
     if not 0.0 <= warmup_fraction < 1.0:
         raise ValidationError(f"--warmup-fraction: {warmup_fraction:g} must be in [0, 1)")
-    profiles = inputs.get("profiles") or {}
-    source = f"plan {plan}"
-    short_hw = hardware_from_document(profiles.get("short"), source=source, field="inputs.profiles.short")
-    long_hw = hardware_from_document(profiles.get("long"), source=source, field="inputs.profiles.long")
-    setup = setup_from_document(document, short_hw, long_hw)
-    name = cdf if cdf is not None else inputs.get("workload")
-    if not isinstance(name, str) or not name:
-        raise ValidationError(f"plan {plan}: inputs.workload = {name!r} is invalid; pass --cdf")
-    reader: dict[str, Any] = {}
-    if cdf is None:  # read the plan's workload the way the plan read it
-        recorded = inputs.get("workload_reader") or {}
-        keys = ("input_format", "input_column", "output_column", "time_column")
-        reader = {key: recorded[key] for key in keys if isinstance(recorded.get(key), str)}
-        if isinstance(recorded.get("split_model"), str):
-            reader["split"] = recorded["split_model"]
+    setup = setup_from_planned(plan_file.fleet, plan_file.options)
+    name = cdf if cdf is not None else plan_file.workload
+    if name is None:
+        raise ValidationError(f"plan {plan}: inputs.workload = None is invalid; pass --cdf")
+    reader = plan_file.workload_reader if cdf is None else {}  # read the plan's workload as the plan did
     try:
         workload = load_workload(name, **reader)
     except FleetoptError as exc:
@@ -196,7 +185,7 @@ def simulate(
             raise
         raise ValidationError(f"plan {plan}: its workload cannot be loaded ({exc}); pass --cdf") from None
     notes = []
-    planned_digest = (inputs.get("workload_fingerprint") or {}).get("sha256")
+    planned_digest = plan_file.summary.digest
     if workload_fingerprint(workload, None, None)["sha256"] != planned_digest:
         from fleetopt.core.validation import reevaluate
 

@@ -327,7 +327,7 @@ def boundary_throughputs(planner: Planner, b_short: int) -> Throughputs:
     short_hw, long_hw = planner.short_hardware, planner.long_hardware
     homogeneous = planner.homogeneous()
     cell = planner.candidate(b_short, 1.0)
-    _, _, _, short_moments, long_moments = planner.split(b_short, 1.0)
+    (_, short_moments), (_, long_moments) = planner.pool_traffic(planner.routing(b_short, 1.0))
     full_moments = planner.stats(long_hw).range_moments(-1, math.inf, o.quantile)
     homo_kv = long_hw.max_slots(o.long_context_tokens)
     short_kv = short_hw.max_slots(b_short)
@@ -802,7 +802,7 @@ def _estimates(
         cr_long = cr_cell.long
         mu_long_cr = cr_long.service_rate_per_instance_per_s if _usable(cr_long) else None
         if mu_long_cr is None and cr_long.arrival_rate_per_s > 0:
-            _, _, _, _, long_moments = planner.split(b_short, gamma)
+            _, long_moments = planner.pool_traffic(planner.routing(b_short, gamma))[-1]
             long_hw = planner.long_hardware
             mu_long_cr = pool_throughput_per_s(
                 long_moments, long_hw, long_hw.max_slots(o.long_context_tokens), o.service_model

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fleetopt.core.planner import FleetCandidate, Planner, PlanOptions
+from fleetopt.core.routing import Routing
 from fleetopt.core.service import PoolHardware
 from fleetopt.core.sizing import PoolSizing, evaluate_pool
 from fleetopt.core.workload import Workload
@@ -49,17 +50,27 @@ class PlannedPool:
     planned_arrival_rate_per_s: float | None = None
     planned_utilization: float | None = None
     planned_p99_ttft_s: float | None = None
+    planned_p99_wait_s: float | None = None
+    planned_iteration_s: float | None = None
+    planned_mean_service_s: float | None = None
 
 
 @dataclass(frozen=True)
 class PlannedFleet:
-    """The deployed fleet of a plan: pools ``short``/``long``, or one ``homogeneous`` pool."""
+    """The deployed fleet of a plan: its routing and its pools, shortest first (one per routed range)."""
 
-    b_short_tokens: int | None
-    gamma: float
+    routing: Routing
     pools: tuple[PlannedPool, ...]
     total_gpus: int
     cost_per_hour_usd: float
+
+    @property
+    def b_short_tokens(self) -> int | None:
+        return self.routing.b_short_tokens
+
+    @property
+    def gamma(self) -> float:
+        return self.routing.gamma
 
     def pool(self, name: str) -> PlannedPool | None:
         return next((p for p in self.pools if p.name == name), None)
@@ -261,9 +272,9 @@ def _pool_fit(name: str, sizing: PoolSizing, options: PlanOptions) -> PoolFit:
 def evaluate_fleet(planner: Planner, fleet: PlannedFleet, arrival_rate_per_s: float) -> FleetFit:
     """The planned pools, unchanged, under ``planner``'s workload at ``arrival_rate_per_s``.
 
-    Traffic splits as the planner splits it (:meth:`Planner.split`): lockstep sends α' = the short
-    pool's exact share to the short pool and the long pool's own share to the long pool; fleet-sim
-    sends α' = α + p_c·β short and 1 − α' long (a long pool at ≤ 0.01 req/s counts as empty, FACTS §1).
+    Traffic splits as the planner splits it (:meth:`Planner.pool_traffic`, the service model's
+    rules): under lockstep each pool gets its exact share; under fleet-sim α' = α + p_c·β goes to the
+    first pool (a later pool at ≤ 0.01 req/s counts as empty, FACTS §1). Any number of pools.
     """
     o = planner.options
     rate = float(arrival_rate_per_s)
@@ -281,23 +292,19 @@ def evaluate_fleet(planner: Planner, fleet: PlannedFleet, arrival_rate_per_s: fl
             max_utilization=o.max_utilization,
         )
 
-    homogeneous = fleet.pool("homogeneous")
-    if homogeneous is not None:
-        ((_, moments),) = planner.pool_traffic(None, arrival_rate_per_s=rate)
-        sizing = evaluate(homogeneous, rate, moments)
-        return FleetFit(rate, None, None, None, (_pool_fit("homogeneous", sizing, o),))
-    short, long = fleet.pool("short"), fleet.pool("long")
-    if short is None or long is None or fleet.b_short_tokens is None:
-        raise ValidationError("a two-pool plan needs a short pool, a long pool and B_short")
-    alpha, beta, short_fraction, _, _ = planner.split(fleet.b_short_tokens, fleet.gamma)
-    (short_rate, short_moments), (long_rate, long_moments) = planner.pool_traffic(
-        fleet.b_short_tokens, fleet.gamma, rate
+    traffic = planner.pool_traffic(fleet.routing, arrival_rate_per_s=rate)
+    if len(traffic) != len(fleet.pools):
+        raise ValidationError(
+            f"the plan's routing has {len(traffic)} pool(s) but the plan lists {len(fleet.pools)}"
+        )
+    pools = tuple(
+        _pool_fit(pool.name, evaluate(pool, pool_rate, moments), o)
+        for pool, (pool_rate, moments) in zip(fleet.pools, traffic, strict=True)
     )
-    pools = (
-        _pool_fit("short", evaluate(short, short_rate, short_moments), o),
-        _pool_fit("long", evaluate(long, long_rate, long_moments), o),
-    )
-    return FleetFit(rate, alpha, beta, short_fraction, pools)
+    if not fleet.routing.boundaries_tokens:
+        return FleetFit(rate, None, None, None, pools)
+    alpha, beta, first_fraction = planner.routing_fractions(fleet.routing)
+    return FleetFit(rate, alpha, beta, first_fraction, pools)
 
 
 def check_drift(
@@ -316,8 +323,7 @@ def check_drift(
     (``replan``), a KS lower bound above ``max_ks`` (``distribution``), requests longer than the
     long pool's context (``context``).
     """
-    short_hw = (fleet.pool("short") or fleet.pool("homogeneous") or fleet.pools[0]).hardware
-    long_hw = (fleet.pool("long") or fleet.pool("homogeneous") or fleet.pools[-1]).hardware
+    short_hw, long_hw = fleet.pools[0].hardware, fleet.pools[-1].hardware
     same_data = planned.digest is not None and planned.digest == current.digest
     ks = ks_against_quantiles(today, planned.quantile_levels, planned.total_tokens_quantiles, exact=same_data)
     reasons: list[DriftReason] = []

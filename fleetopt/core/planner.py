@@ -315,12 +315,10 @@ class Planner:
         shares = [self.pool_share(routing, k) for k in range(routing.pool_count)]
         return tuple((self.model.pool_rate(sh, k, rate), sh.moments) for k, sh in enumerate(shares))
 
-    def split(self, b_short: int, gamma: float) -> tuple[float, float, float, PoolMoments, PoolMoments]:
-        """(α, β, α', short moments, long moments) of the two-pool cell (B, γ)."""
-        routing = self.routing(b_short, gamma)
+    def routing_fractions(self, routing: Routing) -> tuple[float, float, float]:
+        """(α, β, α') of a routed fleet: F(B₁), F(γB₁) − F(B₁), and the first pool's real share."""
         alpha, beta = self._alpha_beta(routing)
-        short, long = (self.pool_share(routing, k) for k in (0, 1))
-        return alpha, beta, short.traffic_fraction, short.moments, long.moments
+        return alpha, beta, self.pool_share(routing, 0).traffic_fraction
 
     def _alpha_beta(self, routing: Routing) -> tuple[float, float]:
         """(α, β) = (F(B₁), F(γB₁) − F(B₁)), by the first pool's statistics."""
@@ -379,8 +377,7 @@ class Planner:
         if routing not in self._fleets:
             pools = tuple(self.sized_pool(routing, k) for k in range(routing.pool_count))
             if routing.boundaries_tokens:
-                alpha, beta = self._alpha_beta(routing)
-                first = self.pool_share(routing, 0).traffic_fraction
+                alpha, beta, first = self.routing_fractions(routing)
             else:
                 alpha, beta, first = 1.0, 0.0, 0.0
             self._fleets[routing] = _combine(

@@ -16,12 +16,13 @@ than the simulation shows). See docs/validation.md.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
+from fleetopt.core.drift import PlannedFleet
 from fleetopt.core.planner import FleetPlan, Planner, PlanOptions
 from fleetopt.core.routing import Routing
 from fleetopt.core.service import PoolHardware
@@ -171,23 +172,18 @@ def _prediction(name: str, sizing: PoolSizing, hw: PoolHardware) -> PoolPredicti
 
 
 def setup_from_plan(plan: FleetPlan) -> ValidationSetup:
-    """The best fleet of an in-memory plan (``fleetopt plan --validate``)."""
+    """The best fleet of an in-memory plan (``fleetopt plan --validate``), any number of pools."""
     best = plan.best
     if best is None:
         raise ValidationError("plan: no feasible fleet to validate")
     o = plan.options
-    if best.short is None:
-        pools = (_prediction("homogeneous", best.long, plan.long_hardware),)
-        routing = Routing.homogeneous()
-    else:
-        pools = (
-            _prediction("short", best.short, plan.short_hardware),
-            _prediction("long", best.long, plan.long_hardware),
-        )
-        routing = Routing.two_pool(best.b_short_tokens, best.gamma, o.compressibility)
+    pools = tuple(
+        _prediction(name, sizing, hardware)
+        for name, sizing, hardware in zip(best.pool_names, best.pools, best.hardware, strict=True)
+    )
     return ValidationSetup(
         pools=pools,
-        routing=routing,
+        routing=best.routing,
         arrival_rate_per_s=o.arrival_rate_per_s,
         ttft_slo_s=o.ttft_slo_s,
         max_utilization=o.max_utilization,
@@ -220,65 +216,40 @@ def single_pool_setup(
     )
 
 
-def _number(document: Mapping[str, Any], field: str, where: str, *, allow_none: bool = False) -> float:
-    value = document.get(field)
-    if value is None and allow_none:
-        return math.nan
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
-        raise ValidationError(f"plan: {where}.{field} = {value!r} is invalid; expected a number")
-    return float(value)
+def setup_from_planned(fleet: PlannedFleet, options: PlanOptions) -> ValidationSetup:
+    """The best fleet of a plan file (as read by ``fleetopt.io.plans.read_plan``), any number of pools.
 
-
-def setup_from_document(
-    document: Mapping[str, Any], short_hardware: PoolHardware, long_hardware: PoolHardware
-) -> ValidationSetup:
-    """The best fleet of a plan document (as read by ``fleetopt.io.plans.read_plan``).
-
-    ``short_hardware`` / ``long_hardware`` are ``inputs.profiles.short/long`` (checked by the io
-    layer); the homogeneous pool runs on the long hardware, as the planner sized it.
+    The plan's own figures are the predictions; a figure the plan does not carry is NaN.
     """
-    inputs, best = document["inputs"], document["best"]
-    pools_doc = best["pools"]
-    names = ("short", "long") if "short" in pools_doc else ("homogeneous",)
-    if set(pools_doc) != set(names):
-        raise ValidationError(
-            f"plan: best.pools has {sorted(pools_doc)}; expected short and long, or homogeneous"
+
+    def figure(value: float | None) -> float:
+        return math.nan if value is None else value
+
+    pools = tuple(
+        PoolPrediction(
+            name=pool.name,
+            simulated=_simulated_pool(
+                pool.name, pool.instances, pool.slots_per_instance, pool.context_tokens, pool.hardware
+            ),
+            hardware=pool.hardware,
+            arrival_rate_per_s=figure(pool.planned_arrival_rate_per_s),
+            utilization=figure(pool.planned_utilization),
+            p99_wait_s=figure(pool.planned_p99_wait_s),
+            p99_ttft_s=figure(pool.planned_p99_ttft_s),
+            tpot_s=figure(pool.planned_iteration_s),
+            mean_service_s=figure(pool.planned_mean_service_s),
         )
-    pools = []
-    for name in names:
-        pool = pools_doc[name]
-        where = f"best.pools.{name}"
-        hw = short_hardware if name == "short" else long_hardware
-        pools.append(
-            PoolPrediction(
-                name=name,
-                simulated=_simulated_pool(
-                    name, pool["instances"], pool["slots_per_instance"], pool["context_tokens"], hw
-                ),
-                hardware=hw,
-                arrival_rate_per_s=_number(pool, "arrival_rate_per_s", where),
-                utilization=_number(pool, "utilization", where),
-                p99_wait_s=_number(pool, "p99_wait_s", where),
-                p99_ttft_s=_number(pool, "p99_ttft_s", where),
-                tpot_s=_number(pool, "iteration_s", where, allow_none=True),
-                mean_service_s=_number(pool, "mean_service_s", where, allow_none=True),
-            )
-        )
-    if names == ("homogeneous",):
-        routing = Routing.homogeneous()
-    else:
-        routing = Routing.two_pool(
-            int(best["b_short_tokens"]), float(best["gamma"]), float(inputs["compressibility"])
-        )
+        for pool in fleet.pools
+    )
     return ValidationSetup(
-        pools=tuple(pools),
-        routing=routing,
-        arrival_rate_per_s=float(inputs["arrival_rate_per_s"]),
-        ttft_slo_s=float(inputs["ttft_slo_s"]),
-        max_utilization=float(inputs["max_utilization"]),
-        quantile=float(inputs.get("quantile", 0.99)),
-        long_context_tokens=int(inputs.get("long_context_tokens", pools[-1].simulated.context_tokens)),
-        analytical_model=str(inputs["service_model"]),
+        pools=pools,
+        routing=fleet.routing,
+        arrival_rate_per_s=options.arrival_rate_per_s,
+        ttft_slo_s=options.ttft_slo_s,
+        max_utilization=options.max_utilization,
+        quantile=options.quantile,
+        long_context_tokens=options.long_context_tokens,
+        analytical_model=options.service_model,
     )
 
 
@@ -287,7 +258,7 @@ def reevaluate(
 ) -> ValidationSetup:
     """The same pools evaluated analytically under another workload, rate or service model.
 
-    The traffic split and pool moments come from ``Planner(...).split(B, γ)`` (or the whole
+    The traffic split and pool moments come from ``Planner(...).pool_traffic(routing)`` (or the whole
     workload for a homogeneous fleet), each pool from :func:`fleetopt.core.sizing.evaluate_pool`
     with its planned instances and slots — the planner's own formulas, so the comparison with a
     simulation of that traffic is like for like.
@@ -298,16 +269,14 @@ def reevaluate(
         arrival_rate_per_s=arrival_rate_per_s,
         ttft_slo_s=setup.ttft_slo_s,
         long_context_tokens=setup.long_context_tokens,
-        b_short_candidates=(routing.b_short_tokens,) if routing.b_short_tokens is not None else None,
+        b_short_candidates=routing.boundaries_tokens or None,
         gammas=(routing.gamma,),
         compressibility=routing.compressibility,
         service_model=service_model,
         max_utilization=setup.max_utilization,
         quantile=setup.quantile,
     )
-    traffic = Planner(workload, short_hw, long_hw, options).pool_traffic(
-        routing.b_short_tokens, routing.gamma
-    )
+    traffic = Planner(workload, short_hw, long_hw, options).pool_traffic(routing)
     pools = []
     for prediction, (rate, moments) in zip(setup.pools, traffic, strict=True):
         pool = prediction.simulated

@@ -13,14 +13,16 @@ import json
 import math
 import os
 import tempfile
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
 from fleetopt import __version__
-from fleetopt.core.planner import FleetCandidate, FleetPlan
+from fleetopt.core.drift import PlannedFleet, PlannedPool, WorkloadSummary
+from fleetopt.core.planner import FleetCandidate, FleetPlan, PlanOptions
+from fleetopt.core.routing import Routing, pool_names
 from fleetopt.core.service import PoolHardware
 from fleetopt.core.sizing import PoolSizing
 from fleetopt.core.workload import Workload
@@ -28,7 +30,11 @@ from fleetopt.core.workload_stats import arrival_statistics
 from fleetopt.defaults import HOURS_PER_YEAR
 from fleetopt.errors import ValidationError
 
-SCHEMA_VERSION = 1
+#: Version 2 (fleetopt 0.2): fleets of any number of pools (``pool-1`` … ``pool-K`` beyond two),
+#: ``routing.boundaries_tokens``, ``pool_count``, ``inputs.max_pools``, ``best_by_pool_count``.
+SCHEMA_VERSION = 2
+#: Versions this fleetopt reads (version 1 plans are two-pool or homogeneous plans).
+READABLE_SCHEMA_VERSIONS = (1, 2)
 PLAN_KIND = "fleetopt-plan"
 #: Quantile levels of the total-token distribution kept in a plan's workload fingerprint
 #: (0.000, 0.001, …, 1.000: a KS distance against it is pinned to within 0.001).
@@ -112,32 +118,38 @@ def pool_document(pool: PoolSizing, hardware: PoolHardware, total_rate_per_s: fl
     }
 
 
+def routing_rule(routing: Routing) -> str:
+    """The routing rule in words, for the people reading a plan file (shortest pool first)."""
+    names, bounds = routing.pool_names, routing.boundaries_tokens
+    b, band_top = bounds[0], routing.band_top_tokens
+    parts = [f"{names[0]} if L_in + max_tokens ≤ {b}"]
+    if band_top is not None and band_top > b:
+        parts.append(
+            f"compress prompts with {b} < L_in + max_tokens ≤ {band_top} to L_in = {b} − max_tokens"
+            f" (p_c = {routing.compressibility:g}), then {names[0]}"
+        )
+    parts += [
+        f"{name} if L_in + max_tokens ≤ {bound}" for name, bound in zip(names[1:], bounds[1:], strict=False)
+    ]
+    return "; ".join(parts) + f"; otherwise {names[-1]}"
+
+
 def fleet_document(candidate: FleetCandidate, plan: FleetPlan) -> dict[str, Any]:
-    """One fleet (best, a baseline or a grid cell) with its pools and its routing rule."""
+    """One fleet (best, a baseline or a grid cell) with its pools, by name, and its routing rule."""
     rate = plan.options.arrival_rate_per_s
-    pools: dict[str, Any] = {}
-    if candidate.short is not None:
-        pools["short"] = pool_document(candidate.short, plan.short_hardware, rate)
-        pools["long"] = pool_document(candidate.long, plan.long_hardware, rate)
-    else:
-        pools["homogeneous"] = pool_document(candidate.long, plan.long_hardware, rate)
+    pools = {
+        name: pool_document(pool, hardware, rate)
+        for name, pool, hardware in zip(
+            candidate.pool_names, candidate.pools, candidate.hardware, strict=True
+        )
+    }
     routing = None
-    if candidate.b_short_tokens is not None:
-        b = candidate.b_short_tokens
-        band_top = math.floor(candidate.gamma * b)
+    if candidate.routing.boundaries_tokens:
         routing = {
-            "rule": (
-                f"short if L_in + max_tokens ≤ {b}"
-                + (
-                    f"; compress prompts with {b} < L_in + max_tokens ≤ {band_top} to L_in = {b} − max_tokens"
-                    f" (p_c = {plan.options.compressibility:g}), then short"
-                    if band_top > b
-                    else ""
-                )
-                + "; otherwise long"
-            ),
-            "b_short_tokens": b,
-            "compress_up_to_tokens": band_top,
+            "rule": routing_rule(candidate.routing),
+            "b_short_tokens": candidate.b_short_tokens,
+            "compress_up_to_tokens": candidate.routing.band_top_tokens,
+            "boundaries_tokens": list(candidate.routing.boundaries_tokens),
         }
     return {
         "label": candidate.label,
@@ -148,6 +160,7 @@ def fleet_document(candidate: FleetCandidate, plan: FleetPlan) -> dict[str, Any]
         "alpha": candidate.alpha,
         "beta": candidate.beta,
         "short_traffic_fraction": candidate.short_traffic_fraction,
+        "pool_count": candidate.pool_count,
         "total_instances": candidate.total_instances,
         "total_gpus": candidate.total_gpus,
         "cost_per_hour_usd": candidate.cost_per_hour_usd if candidate.feasible else None,
@@ -202,6 +215,7 @@ def plan_document(plan: FleetPlan, workload: Workload, inputs: dict[str, Any]) -
             "max_utilization": o.max_utilization,
             "compressibility": o.compressibility,
             "service_model": o.service_model,
+            "max_pools": o.max_pools,
             "long_context_tokens": o.long_context_tokens,
             "b_short_candidates": list(plan.b_short_candidates),
             "gammas": list(o.gammas),
@@ -222,6 +236,17 @@ def plan_document(plan: FleetPlan, workload: Workload, inputs: dict[str, Any]) -
             "vs_pool_routing": _savings(best, plan.pool_routing),
             "vs_retrofit": _savings(best, plan.retrofit),
         },
+        "best_by_pool_count": [
+            {
+                "pool_count": count,
+                "feasible": fleet is not None,
+                "boundaries_tokens": list(fleet.routing.boundaries_tokens) if fleet is not None else None,
+                "gamma": fleet.gamma if fleet is not None else None,
+                "total_gpus": fleet.total_gpus if fleet is not None else None,
+                "cost_per_year_usd": fleet.cost_per_year_usd if fleet is not None else None,
+            }
+            for count, fleet in enumerate(plan.best_by_pool_count, start=1)
+        ],
         "grid": [
             {
                 "b_short_tokens": c.b_short_tokens,
@@ -268,22 +293,73 @@ def plan_format_for(path: Path) -> str:
     )
 
 
-_REQUIRED_POOL_FIELDS = (
-    "instances",
-    "gpus_per_instance",
-    "slots_per_instance",
-    "context_tokens",
-    "serving_profile",
-)
+@dataclass(frozen=True)
+class PlanFile:
+    """A plan file as every command reads it (:func:`read_plan`), checked field by field.
+
+    Attributes:
+        source: ``plan <path>``, the prefix of every error about this file.
+        document: the document as written (renderers echo parts of it).
+        fleet: the best fleet as deployed: routing, pools (shortest first), GPUs, cost.
+        options: the planner options the plan was computed with.
+        summary: the planned workload's fingerprint, as a comparable summary.
+        workload: the workload as given to ``fleetopt plan`` (a bundled name or a path).
+        workload_reader: how that workload was read (reader options for ``load_workload``).
+    """
+
+    source: str
+    document: dict[str, Any]
+    fleet: PlannedFleet
+    options: PlanOptions
+    summary: WorkloadSummary
+    workload: str | None
+    workload_reader: dict[str, Any]
 
 
-def read_plan(path: Path) -> dict[str, Any]:
-    """Read and check a plan file written by ``fleetopt plan --output``.
+def read_plan(path: Path) -> PlanFile:
+    """Read and check a plan file written by ``fleetopt plan --output`` — the one plan reader.
 
-    Raises ValidationError naming the file and what is wrong: unreadable, truncated, not a plan,
-    an incompatible ``schema_version``, or a missing/ill-typed field.
+    ``drift`` and ``simulate`` both read plans here, so they accept and reject the same files.
+    Raises ValidationError naming the file, the field, the value and what is allowed: unreadable,
+    truncated, not a plan, an unsupported ``schema_version``, a missing or ill-typed field, pools
+    that do not match the routing or the profiles, options outside the model's domain.
     """
     path = Path(path)
+    source = f"plan {path}"
+    document = _load_document(path)
+    if not isinstance(document, dict) or document.get("kind") != PLAN_KIND:
+        raise ValidationError(f"{source}: not a fleetopt plan (expected kind: {PLAN_KIND})")
+    version = document.get("schema_version")
+    if version not in READABLE_SCHEMA_VERSIONS or isinstance(version, bool):
+        raise ValidationError(
+            f"{source}: schema_version {version!r} is not supported (this fleetopt reads versions "
+            f"{', '.join(map(str, READABLE_SCHEMA_VERSIONS))}); re-run fleetopt plan --output to "
+            "regenerate it"
+        )
+    get = _FieldReader(source)
+    inputs = get.mapping(document, "inputs")
+    options = _plan_options(get, inputs)
+    best = document.get("best")
+    if not isinstance(best, dict):
+        get.fail("best", best, "a fleet (the plan was infeasible or the file is incomplete)")
+    fleet = _planned_fleet(get, inputs, best, options)
+    summary = workload_summary(
+        get.mapping(inputs, "inputs.workload_fingerprint"), source, "inputs.workload_fingerprint"
+    )
+    workload = inputs.get("workload")
+    reader = inputs.get("workload_reader")
+    return PlanFile(
+        source=source,
+        document=document,
+        fleet=fleet,
+        options=options,
+        summary=summary,
+        workload=workload if isinstance(workload, str) and workload else None,
+        workload_reader=_reader_options(reader if isinstance(reader, dict) else {}),
+    )
+
+
+def _load_document(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -292,70 +368,249 @@ def read_plan(path: Path) -> dict[str, Any]:
         raise ValidationError(f"plan {path}: cannot be read ({exc})") from None
     try:
         if path.suffix.lower() == ".json":
-            document = json.loads(text)
-        else:
-            import yaml
+            return json.loads(text)
+        import yaml
 
-            document = yaml.safe_load(text)
+        return yaml.safe_load(text)
     except Exception as exc:  # json.JSONDecodeError, yaml.YAMLError: a truncated or mangled file
         first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ValidationError(
             f"plan {path}: not valid {path.suffix.lstrip('.') or 'YAML'} ({first_line})"
         ) from None
-    if not isinstance(document, dict) or document.get("kind") != PLAN_KIND:
-        raise ValidationError(f"plan {path}: not a fleetopt plan (expected kind: {PLAN_KIND})")
-    version = document.get("schema_version")
-    if version != SCHEMA_VERSION:
-        raise ValidationError(
-            f"plan {path}: schema_version {version!r} is not supported (this fleetopt reads version "
-            f"{SCHEMA_VERSION}); re-run fleetopt plan --output to regenerate it"
-        )
-    _check_plan_fields(path, document)
-    return document
 
 
-def _check_plan_fields(path: Path, document: dict[str, Any]) -> None:
-    def fail(field: str, value: Any, allowed: str) -> None:
-        if value is None:
-            raise ValidationError(
-                f"plan {path}: {field} is missing (the file may be truncated); expected {allowed}"
-            )
-        raise ValidationError(f"plan {path}: {field} = {value!r} is invalid; expected {allowed}")
+def _reader_options(recorded: dict[str, Any]) -> dict[str, Any]:
+    """``load_workload`` options that read the plan's workload the way the plan read it."""
+    keys = ("input_format", "input_column", "output_column", "time_column")
+    reader = {key: recorded[key] for key in keys if isinstance(recorded.get(key), str)}
+    if isinstance(recorded.get("split_model"), str):
+        reader["split"] = recorded["split_model"]
+    return reader
 
-    inputs = document.get("inputs")
-    if not isinstance(inputs, dict):
-        fail("inputs", inputs, "a mapping")
+
+def _plan_options(get: _FieldReader, inputs: dict[str, Any]) -> PlanOptions:
+    from fleetopt.core.service import SERVICE_MODELS
+
     for key in ("arrival_rate_per_s", "ttft_slo_s", "max_utilization", "compressibility"):
         value = inputs.get(key)
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
-            fail(f"inputs.{key}", value, "a non-negative number")
-    if inputs.get("service_model") not in ("lockstep", "fleet-sim"):
-        fail("inputs.service_model", inputs.get("service_model"), "lockstep or fleet-sim")
-    best = document.get("best")
-    if not isinstance(best, dict):
-        fail("best", best, "a fleet (the plan was infeasible or the file is incomplete)")
-    pools = best.get("pools")
-    if not isinstance(pools, dict) or not pools:
-        fail("best.pools", pools, "a mapping of pools")
-    for name, pool in pools.items():
-        if not isinstance(pool, dict):
-            fail(f"best.pools.{name}", pool, "a mapping")
-        for key in _REQUIRED_POOL_FIELDS:
-            value = pool.get(key)
-            ok = isinstance(value, str) if key == "serving_profile" else isinstance(value, int) and value >= 0
-            if not ok or isinstance(value, bool):
-                fail(
-                    f"best.pools.{name}.{key}",
-                    value,
-                    "a string" if key == "serving_profile" else "an integer ≥ 0",
-                )
-    if "short" in pools:
-        b = best.get("b_short_tokens")
-        if not isinstance(b, int) or b < 1:
-            fail("best.b_short_tokens", b, "an integer ≥ 1")
-        gamma = best.get("gamma")
-        if not isinstance(gamma, (int, float)) or gamma < 1:
-            fail("best.gamma", gamma, "a number ≥ 1")
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not value >= 0:
+            get.fail(f"inputs.{key}", value, "a non-negative number")
+    model = inputs.get("service_model")
+    if model not in SERVICE_MODELS:
+        get.fail("inputs.service_model", model, " or ".join(SERVICE_MODELS))
+    tpot = inputs.get("tpot_slo_s")
+    max_pools = inputs.get("max_pools", 2)
+    options = PlanOptions(
+        arrival_rate_per_s=get.number(inputs, "inputs.arrival_rate_per_s", positive=True),
+        ttft_slo_s=get.number(inputs, "inputs.ttft_slo_s", positive=True),
+        long_context_tokens=get.integer(inputs, "inputs.long_context_tokens", minimum=1),
+        b_short_candidates=tuple(get.integers(inputs, "inputs.b_short_candidates")),
+        gammas=tuple(get.numbers(inputs, "inputs.gammas")),
+        compressibility=get.number(inputs, "inputs.compressibility"),
+        service_model=model,
+        max_utilization=get.number(inputs, "inputs.max_utilization", positive=True),
+        quantile=get.number(inputs, "inputs.quantile", positive=True),
+        tpot_slo_s=None if tpot is None else get.number(inputs, "inputs.tpot_slo_s", positive=True),
+        max_pools=max_pools if isinstance(max_pools, int) and not isinstance(max_pools, bool) else -1,
+    )
+    try:
+        options.validate()
+    except ValidationError as exc:
+        raise ValidationError(f"{get.source}: inputs: {exc}") from None
+    return options
+
+
+def _planned_fleet(
+    get: _FieldReader, inputs: dict[str, Any], best: dict[str, Any], options: PlanOptions
+) -> PlannedFleet:
+    """The best fleet: its pools by name (shortest first), their hardware and the routing."""
+    source = get.source
+    profiles = get.mapping(inputs, "inputs.profiles")
+    hardware = {
+        role: hardware_from_document(
+            get.mapping(profiles, f"inputs.profiles.{role}"), source=source, field=f"inputs.profiles.{role}"
+        )
+        for role in ("short", "long")
+    }
+    pools_doc = get.mapping(best, "best.pools")
+    names = pool_names(len(pools_doc)) if pools_doc else ()
+    if not pools_doc or set(pools_doc) != set(names):
+        get.fail(
+            "best.pools",
+            sorted(pools_doc),
+            "homogeneous; short and long; or pool-1 … pool-K (K ≥ 3)",
+        )
+    routing = _routing(get, best, options, len(names))
+    pools = []
+    for index, name in enumerate(names):
+        role = "long" if index == len(names) - 1 else "short"
+        pools.append(
+            _planned_pool(get, get.mapping(pools_doc, f"best.pools.{name}"), name, role, hardware[role])
+        )
+    for pool, boundary in zip(pools, routing.boundaries_tokens, strict=False):
+        if pool.context_tokens < boundary:
+            get.fail(
+                f"best.pools.{pool.name}.context_tokens", pool.context_tokens, f"≥ its boundary {boundary}"
+            )
+    fleet = PlannedFleet(
+        routing=routing,
+        pools=tuple(pools),
+        total_gpus=get.integer(best, "best.total_gpus"),
+        cost_per_hour_usd=get.number(best, "best.cost_per_hour_usd", positive=True),
+    )
+    if fleet.total_gpus != sum(p.instances * p.hardware.gpus_per_instance for p in pools):
+        raise ValidationError(
+            f"{source}: best.total_gpus = {fleet.total_gpus} does not match the pools' instances × GPUs"
+        )
+    return fleet
+
+
+def _routing(get: _FieldReader, best: dict[str, Any], options: PlanOptions, pool_count: int) -> Routing:
+    """The best fleet's routing: ``routing.boundaries_tokens`` (version 2) or ``b_short_tokens``."""
+    if pool_count == 1:
+        return Routing.homogeneous()
+    routing_doc = best.get("routing")
+    if isinstance(routing_doc, dict) and "boundaries_tokens" in routing_doc:
+        bounds = get.integers(routing_doc, "best.routing.boundaries_tokens")
+    else:
+        bounds = [get.integer(best, "best.b_short_tokens", minimum=1)]
+    if len(bounds) != pool_count - 1:
+        get.fail(
+            "best.routing.boundaries_tokens", bounds, f"{pool_count - 1} boundaries for {pool_count} pools"
+        )
+    gamma = get.number(best, "best.gamma")
+    try:
+        return Routing(tuple(bounds), gamma, options.compressibility)
+    except ValidationError as exc:
+        raise ValidationError(f"{get.source}: best: {exc}") from None
+
+
+def _planned_pool(
+    get: _FieldReader, pool: dict[str, Any], name: str, role: str, hardware: PoolHardware
+) -> PlannedPool:
+    where = f"best.pools.{name}"
+    serving = pool.get("serving_profile")
+    if serving != hardware.serving_name:
+        raise ValidationError(
+            f"{get.source}: {where}.serving_profile = {serving!r} does not match "
+            f"inputs.profiles.{role}.serving_name {hardware.serving_name!r}"
+        )
+    gpus = get.integer(pool, f"{where}.gpus_per_instance", minimum=1)
+    if gpus != hardware.gpus_per_instance:
+        get.fail(f"{where}.gpus_per_instance", gpus, f"the profile's {hardware.gpus_per_instance}")
+    instances = get.integer(pool, f"{where}.instances")
+    slots = get.integer(pool, f"{where}.slots_per_instance", minimum=1 if instances > 0 else 0)
+    return PlannedPool(
+        name=name,
+        hardware=hardware,
+        instances=instances,
+        slots_per_instance=slots,
+        context_tokens=get.integer(pool, f"{where}.context_tokens", minimum=1),
+        planned_arrival_rate_per_s=get.number(pool, f"{where}.arrival_rate_per_s", optional=True),
+        planned_utilization=get.number(pool, f"{where}.utilization", optional=True),
+        planned_p99_ttft_s=get.number(pool, f"{where}.p99_ttft_s", optional=True),
+        planned_p99_wait_s=get.number(pool, f"{where}.p99_wait_s", optional=True),
+        planned_iteration_s=get.number(pool, f"{where}.iteration_s", optional=True),
+        planned_mean_service_s=get.number(pool, f"{where}.mean_service_s", optional=True),
+    )
+
+
+def workload_summary(
+    fingerprint: dict[str, Any], source: str, prefix: str = "workload_fingerprint"
+) -> WorkloadSummary:
+    """A :class:`WorkloadSummary` from a fingerprint (:func:`workload_fingerprint`'s dictionary)."""
+    get = _FieldReader(source)
+    arrivals = fingerprint.get("arrivals")
+    arrivals = arrivals if isinstance(arrivals, dict) else {}
+    tokens = {}
+    for column in ("input", "output"):
+        key = f"{column}_tokens_p50_p90_p99"
+        if fingerprint.get(key) is not None:
+            tokens[column] = tuple(get.integers(fingerprint, f"{prefix}.{key}"))
+    levels = tuple(get.numbers(fingerprint, f"{prefix}.total_tokens_quantile_levels"))
+    quantiles = tuple(get.integers(fingerprint, f"{prefix}.total_tokens_quantiles"))
+    if len(levels) != len(quantiles) or not levels:
+        get.fail(
+            f"{prefix}.total_tokens_quantiles",
+            f"{len(quantiles)} values",
+            f"one per level ({len(levels)} levels)",
+        )
+    by_level = {round(level, 6): value for level, value in zip(levels, quantiles, strict=True)}
+    if all(p in by_level for p in (0.5, 0.9, 0.99)):
+        tokens["total"] = tuple(by_level[p] for p in (0.5, 0.9, 0.99))
+    digest = fingerprint.get("sha256")
+    return WorkloadSummary(
+        quantile_levels=levels,
+        total_tokens_quantiles=quantiles,
+        token_quantiles=tokens,
+        mean_total_tokens=get.number(fingerprint, f"{prefix}.mean_total_tokens", optional=True),
+        alpha=get.number(fingerprint, f"{prefix}.alpha_at_b_short", optional=True),
+        beta=get.number(fingerprint, f"{prefix}.beta_at_gamma", optional=True),
+        arrival_rate_per_s=get.number(arrivals, f"{prefix}.arrivals.mean_rate_per_s", optional=True),
+        interarrival_scv=get.number(arrivals, f"{prefix}.arrivals.interarrival_scv", optional=True),
+        digest=digest if isinstance(digest, str) else None,
+    )
+
+
+class _FieldReader:
+    """Typed access to plan fields; every failure names the file, the field, the value, what is allowed."""
+
+    def __init__(self, source: str):
+        self.source = source
+
+    def fail(self, field: str, value: Any, allowed: str) -> NoReturn:
+        if value is None:
+            raise ValidationError(
+                f"{self.source}: {field} is missing (the file may be truncated); expected {allowed}"
+            )
+        raise ValidationError(f"{self.source}: {field} = {value!r} is invalid; expected {allowed}")
+
+    @staticmethod
+    def _leaf(field: str) -> str:
+        return field.rsplit(".", 1)[-1]
+
+    def mapping(self, parent: dict[str, Any], field: str) -> dict[str, Any]:
+        value = parent.get(self._leaf(field))
+        if not isinstance(value, dict):
+            self.fail(field, value, "a mapping")
+        return value
+
+    def number(
+        self, parent: dict[str, Any], field: str, optional: bool = False, positive: bool = False
+    ) -> float | None:
+        value = parent.get(self._leaf(field))
+        if value is None and optional:
+            return None
+        if (
+            not isinstance(value, (int, float))
+            or isinstance(value, bool)
+            or not math.isfinite(value)
+            or (positive and value <= 0)
+        ):
+            self.fail(field, value, "a positive number" if positive else "a finite number")
+        return float(value)
+
+    def integer(self, parent: dict[str, Any], field: str, minimum: int = 0) -> int:
+        value = parent.get(self._leaf(field))
+        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+            self.fail(field, value, f"an integer ≥ {minimum}")
+        return value
+
+    def numbers(self, parent: dict[str, Any], field: str) -> list[float]:
+        value = parent.get(self._leaf(field))
+        ok = isinstance(value, list) and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value
+        )
+        if not ok or not value:
+            self.fail(field, value, "a non-empty list of numbers")
+        return [float(v) for v in value]
+
+    def integers(self, parent: dict[str, Any], field: str) -> list[int]:
+        value = parent.get(self._leaf(field))
+        ok = isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+        if not ok or not value:
+            self.fail(field, value, "a non-empty list of integers")
+        return value
 
 
 def hardware_from_document(document: Any, *, source: str = "plan", field: str = "profiles") -> PoolHardware:

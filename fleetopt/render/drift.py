@@ -63,12 +63,11 @@ def _fit_document(fit: FleetFit, planned_pools: Mapping[str, Any], options: Plan
 def _replan_document(replan: FleetCandidate | None, result: DriftResult) -> dict[str, Any]:
     if replan is None:
         return {"feasible": False}
-    pools = (
-        {"homogeneous": replan.long} if replan.short is None else {"short": replan.short, "long": replan.long}
-    )
+    pools = dict(zip(replan.pool_names, replan.pools, strict=True))
     return {
         "feasible": True,
         "b_short_tokens": replan.b_short_tokens,
+        "boundaries_tokens": list(replan.routing.boundaries_tokens),
         "gamma": replan.gamma if replan.b_short_tokens is not None else None,
         "total_gpus": replan.total_gpus,
         "cost_per_year_usd": replan.cost_per_year_usd,

@@ -88,6 +88,36 @@ def _pool_table(fleet: Mapping[str, Any]) -> Table:
     return table
 
 
+def _boundaries(fleet: Mapping[str, Any]) -> str:
+    """B_short, or every boundary of a fleet of more than two pools ("1,024 / 6,144")."""
+    bounds = (fleet.get("routing") or {}).get("boundaries_tokens") or [fleet["b_short_tokens"]]
+    return " / ".join(fmt_num(b) for b in bounds)
+
+
+def _pool_count_table(document: Mapping[str, Any]) -> Table | None:
+    """The cheapest fleet with exactly k pools, k = 1 … --pools (shown when --pools > 2)."""
+    rows = document.get("best_by_pool_count") or []
+    if len(rows) <= 2:
+        return None
+    table = Table(title="The cheapest fleet of each pool count (--pools)", title_justify="left")
+    for column in ("pools", "boundaries", "γ", "GPUs", "$/year"):
+        table.add_column(column, justify="right")
+    for row in rows:
+        if not row["feasible"]:
+            table.add_row(str(row["pool_count"]), "✗", "–", "✗", "✗")
+            continue
+        bounds = " / ".join(fmt_num(b) for b in row["boundaries_tokens"]) or "–"
+        gamma = f"{row['gamma']:.1f}" if row["boundaries_tokens"] else "–"
+        table.add_row(
+            str(row["pool_count"]),
+            bounds,
+            gamma,
+            fmt_num(row["total_gpus"]),
+            fmt_usd(row["cost_per_year_usd"]),
+        )
+    return table
+
+
 def _baseline_table(document: Mapping[str, Any]) -> Table:
     table = Table(title="Against the baselines", title_justify="left")
     for column in ("fleet", "B_short", "γ", "instances", "GPUs", "$/year", "saving vs homogeneous"):
@@ -108,7 +138,7 @@ def _baseline_table(document: Mapping[str, Any]) -> Table:
         saving = (base_cost - cost) / base_cost if cost is not None and base_cost else None
         table.add_row(
             label,
-            fmt_num(fleet["b_short_tokens"]),
+            _boundaries(fleet) if fleet["b_short_tokens"] else "–",
             f"{fleet['gamma']:.1f}" if fleet["b_short_tokens"] else "–",
             fmt_num(fleet["total_instances"]) if fleet["feasible"] else "✗",
             fmt_num(fleet["total_gpus"]) if fleet["feasible"] else "✗",
@@ -136,7 +166,8 @@ def _grid_table(document: Mapping[str, Any]) -> Table:
             elif not cell["feasible"]:
                 row.append("✗")
             else:
-                mark = "*" if best and best["b_short_tokens"] == b and best["gamma"] == gamma else ""
+                two_pool_best = best and best.get("pool_count", 2) == 2
+                mark = "*" if two_pool_best and best["b_short_tokens"] == b and best["gamma"] == gamma else ""
                 row.append(f"{cell['total_gpus']:,}{mark}")
         table.add_row(*row)
     return table
@@ -165,11 +196,12 @@ def draw_plan(console: Console, document: Mapping[str, Any]) -> None:
             console.print("  " + explain_pool(name, pool, inputs["ttft_slo_s"]))
     else:
         savings = document["savings"]
-        where = (
-            f"B_short = {best['b_short_tokens']:,}, γ = {best['gamma']:.1f}"
-            if best["b_short_tokens"]
-            else "one homogeneous pool"
-        )
+        if not best["b_short_tokens"]:
+            where = "one homogeneous pool"
+        elif best.get("pool_count", 2) > 2:
+            where = f"{best['pool_count']} pools, boundaries {_boundaries(best)}, γ = {best['gamma']:.1f}"
+        else:
+            where = f"B_short = {best['b_short_tokens']:,}, γ = {best['gamma']:.1f}"
         console.print(
             f"\n[bold]Best fleet:[/bold] {where}: {best['total_gpus']:,} GPUs in {best['total_instances']:,} "
             f"instances, {fmt_usd(best['cost_per_year_usd'])}/year "
@@ -183,6 +215,9 @@ def draw_plan(console: Console, document: Mapping[str, Any]) -> None:
         for name, pool in best["pools"].items():
             console.print("  " + explain_pool(name, pool, inputs["ttft_slo_s"]))
     console.print(_baseline_table(document))
+    by_count = _pool_count_table(document)
+    if by_count is not None:
+        console.print(by_count)
     console.print(_grid_table(document))
     for note in document["notes"]:
         console.print(f"note: {note}")
