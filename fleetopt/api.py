@@ -185,6 +185,150 @@ def plan_run_from_options(
     )
 
 
+# -- cross-checking a plan by simulation -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CrossCheck:
+    """A plan's fleet simulated and set beside its predictions (``simulate``, ``plan --validate``).
+
+    ``reevaluated_for_other_workload``: the simulated workload is not the one the plan was computed
+    for, so the predictions were re-evaluated for it (same pools, the planner's own formulas).
+    """
+
+    report: Any  # fleetopt.core.crosscheck.CrossCheckReport
+    workload_name: str
+    arrival_process: str  # "poisson" or "replay"
+    reevaluated_for_other_workload: bool = False
+
+
+def crosscheck_setup_run(
+    setup: Any,
+    workload: Workload,
+    *,
+    service_model: str,
+    dispatch: str = "pooled",
+    requests: int | None = None,
+    seeds: int = 3,
+    warmup_fraction: float = 0.5,
+    arrival_rate_per_s: float | None = None,
+    replay: bool = False,
+    progress: Any = None,
+    reevaluated_for_other_workload: bool = False,
+) -> CrossCheck:
+    """Simulate a cross-check setup; re-evaluate its predictions first when the rate or model differ.
+
+    ``replay``: the log's own arrival times (scaled to ``arrival_rate_per_s`` when given), else
+    Poisson arrivals at that rate (default: the setup's).
+    """
+    from fleetopt.core.crosscheck import crosscheck_setup, reevaluate
+    from fleetopt.core.simulate import DISPATCH_POLICIES, PHYSICAL, SERVICE_MODELS
+
+    if service_model not in SERVICE_MODELS:
+        raise ValidationError(f"--service-model: {service_model!r} is not one of {', '.join(SERVICE_MODELS)}")
+    if dispatch not in DISPATCH_POLICIES:
+        raise ValidationError(f"--dispatch: {dispatch!r} is not one of {', '.join(DISPATCH_POLICIES)}")
+    if seeds < 1:
+        raise ValidationError(f"seeds: {seeds} must be ≥ 1")
+    if requests is not None and requests < 2:
+        raise ValidationError(f"requests: {requests} must be ≥ 2")
+    times = None
+    rate = arrival_rate_per_s
+    if replay:
+        times = workload.arrival_times_s
+        if times is None or times.size < 2:
+            raise ValidationError(
+                f"--replay: workload {workload.name!r} has no arrival times (a CDF, or a log without a "
+                "time column); drop --replay to simulate Poisson arrivals"
+            )
+        if rate is None:
+            rate = (times.size - 1) / float(times[-1] - times[0])
+    elif rate is None:
+        rate = setup.arrival_rate_per_s
+    analytical_model = setup.analytical_model if service_model == PHYSICAL else service_model
+    if rate != setup.arrival_rate_per_s or analytical_model != setup.analytical_model:
+        setup = reevaluate(setup, workload, rate, analytical_model)
+    report = crosscheck_setup(
+        setup,
+        workload,
+        service_model=service_model,
+        dispatch=dispatch,
+        requests=requests,
+        seeds=tuple(range(1, seeds + 1)),
+        warmup_fraction=warmup_fraction,
+        arrival_rate_per_s=rate if not replay or arrival_rate_per_s is not None else None,
+        arrival_times_s=times,
+        progress=progress,
+    )
+    return CrossCheck(
+        report, workload.name, "replay" if replay else "poisson", reevaluated_for_other_workload
+    )
+
+
+def crosscheck_plan_run(
+    run: PlanRun, *, requests: int | None = None, seeds: int = 3, progress: Any = None
+) -> CrossCheck:
+    """``fleetopt plan --validate``: a fresh plan's best fleet, simulated under its model and traffic."""
+    from fleetopt.core.crosscheck import setup_from_plan
+
+    setup = setup_from_plan(run.plan)
+    return crosscheck_setup_run(
+        setup, run.workload, service_model=setup.analytical_model, requests=requests, seeds=seeds,
+        progress=progress,
+    )  # fmt: skip
+
+
+def crosscheck_plan_file(
+    path: Path,
+    *,
+    workload: str | None = None,
+    service_model: str | None = None,
+    dispatch: str = "pooled",
+    requests: int | None = None,
+    seeds: int = 3,
+    warmup_fraction: float = 0.5,
+    arrival_rate_per_s: float | None = None,
+    replay: bool = False,
+    progress: Any = None,
+) -> CrossCheck:
+    """``fleetopt simulate --plan``: a plan file's fleet simulated on its own workload (or another).
+
+    The plan is read by the one plan reader (:func:`fleetopt.io.plans.read_plan`); its workload is
+    re-read the way the plan read it; on another workload the predictions are re-evaluated first.
+    """
+    from fleetopt.core.crosscheck import reevaluate, setup_from_planned
+    from fleetopt.errors import FleetoptError
+    from fleetopt.io.plans import read_plan, workload_fingerprint
+    from fleetopt.io.workloads import load_workload
+
+    plan_file = read_plan(path)
+    if arrival_rate_per_s is not None and not arrival_rate_per_s > 0:
+        raise ValidationError(f"--rate: {arrival_rate_per_s:g} req/s must be > 0")
+    if not 0.0 <= warmup_fraction < 1.0:
+        raise ValidationError(f"--warmup-fraction: {warmup_fraction:g} must be in [0, 1)")
+    setup = setup_from_planned(plan_file.fleet, plan_file.options)
+    name = workload if workload is not None else plan_file.workload
+    if name is None:
+        raise ValidationError(f"plan {path}: inputs.workload = None is invalid; pass --cdf")
+    try:
+        loaded = load_workload(name, **(plan_file.workload_reader if workload is None else {}))
+    except FleetoptError as exc:
+        if workload is not None:
+            raise
+        raise ValidationError(f"plan {path}: its workload cannot be loaded ({exc}); pass --cdf") from None
+    other = workload_fingerprint(loaded, None, None)["sha256"] != plan_file.summary.digest
+    if other:
+        setup = reevaluate(
+            setup, loaded, arrival_rate_per_s or setup.arrival_rate_per_s, setup.analytical_model
+        )
+    return crosscheck_setup_run(
+        setup, loaded, service_model=service_model or plan_file.options.service_model,
+        dispatch=dispatch, requests=requests, seeds=seeds, warmup_fraction=warmup_fraction,
+        arrival_rate_per_s=arrival_rate_per_s, replay=replay, progress=progress,
+        reevaluated_for_other_workload=other,
+    )  # fmt: skip
+
+
 # -- audit -----------------------------------------------------------------------------------------
 # ``fleetopt audit``'s two paths, each: the CLI's strings → typed values and defaults → one core call.
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import typer
@@ -38,3 +41,23 @@ SPLIT_OPTION = typer.Option(
     "--split",
     help="Input/output split of a CDF: fleet-sim, input-fraction:F or output-tokens:N.",
 )
+
+
+@contextmanager
+def progress_bar(fmt: OutputFormat) -> Iterator[Callable[[int, int], None] | None]:
+    """A transient rich progress bar for people at a terminal; nothing otherwise."""
+    if fmt is not OutputFormat.table or not sys.stdout.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    with Progress(
+        TextColumn("simulating"), BarColumn(), TextColumn("{task.percentage:>5.1f}%"), TimeRemainingColumn(),
+        transient=True,
+    ) as bar:  # fmt: skip
+        task = bar.add_task("simulate", total=None)
+
+        def advance(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield advance

@@ -135,16 +135,19 @@ def plan(
     if not (validate and document["feasible"]):
         emit(document, fmt, draw_plan)
     else:  # the plan first for people (the simulation takes a while), one document for machines
-        from fleetopt.cli.simulate import validation_of_plan_run
-        from fleetopt.render.simulate import draw_validation
+        from fleetopt.api import crosscheck_plan_run
+        from fleetopt.cli.common import progress_bar
+        from fleetopt.render.simulate import crosscheck_run_document, draw_crosscheck
 
         if fmt is OutputFormat.table:
             emit(document, fmt, draw_plan)
-        validation = validation_of_plan_run(run, requests=sim_requests, seeds=sim_seeds, fmt=fmt)
+        with progress_bar(fmt) as progress:
+            check = crosscheck_plan_run(run, requests=sim_requests, seeds=sim_seeds, progress=progress)
+        crosscheck = crosscheck_run_document(check)
         if fmt is OutputFormat.table:
-            emit(validation, fmt, draw_validation)
+            emit(crosscheck, fmt, draw_crosscheck)
         else:
-            emit({**document, "validation": validation}, fmt, draw_plan)
+            emit({**document, "validation": crosscheck}, fmt, draw_plan)
     if not document["feasible"]:
         raise FleetoptError(
             "no fleet meets the SLO and the utilization cap; nothing was written"

@@ -1,7 +1,5 @@
-"""The validation report for people (``fleetopt simulate``, ``fleetopt plan --validate``).
-
-Drawn from the same dictionary ``--format json|yaml`` prints
-(:func:`fleetopt.core.validation.report_document`).
+"""The cross-check report (``fleetopt simulate``, ``fleetopt plan --validate``): its words, its
+document (what ``--format json|yaml`` prints) and its table, drawn from that same document.
 """
 
 from __future__ import annotations
@@ -13,7 +11,116 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from fleetopt.api import CrossCheck
+from fleetopt.core.crosscheck import METRICS, CrossCheckReport, Finding, FindingKind, Verdict
 from fleetopt.render.output import fmt_num, fmt_seconds
+
+_VERDICTS = {
+    Verdict.FAIL: "FAIL: a simulated P99 TTFT exceeds the SLO",
+    Verdict.PASS_OPTIMISTIC: (
+        "PASS with a caveat: every pool meets the SLO, but the analytical P99 TTFT is optimistic"
+    ),
+    Verdict.PASS: "PASS: every pool meets the SLO in simulation",
+}
+
+
+def finding_sentence(finding: Finding) -> str:
+    """One finding in words."""
+    name = finding.pool
+    if finding.kind is FindingKind.SLO_BREACH:
+        return (
+            f"SLO BREACH in the {name} pool: simulated P99 TTFT {finding.simulated:.4g} s "
+            f"(± {finding.half_width:.2g}) exceeds the SLO of {finding.limit:.4g} s by "
+            f"{finding.simulated - finding.limit:.4g} s"
+        )
+    if finding.kind is FindingKind.OPTIMISTIC:
+        gap, predicted = finding.simulated - finding.predicted, finding.predicted
+        share = f" ({100 * gap / predicted:.1f}%)" if predicted > 0 else ""
+        return (
+            f"{name} pool: the analytical model is optimistic — simulated P99 TTFT "
+            f"{finding.simulated:.4g} s is {gap:.4g} s{share} above the predicted {predicted:.4g} s"
+        )
+    if finding.kind is FindingKind.NOT_WARMED_UP:
+        return (
+            f"{name} pool is NOT warmed up: its longest sojourn ({finding.simulated:.4g} s) "
+            f"outlasts the warm-up ({finding.limit:.4g} s), so the utilization reads low; "
+            "simulate more requests"
+        )
+    return (
+        f"{name} pool is OVERLOADED in simulation (utilization {finding.simulated:.3f}, "
+        f"predicted {finding.predicted:.3f}): the analytical model under-counts its work"
+    )
+
+
+def crosscheck_document(report: CrossCheckReport) -> dict[str, Any]:
+    """The report as plain data (what ``--format json|yaml`` prints; the table is drawn from it)."""
+    result, setup = report.result, report.setup
+    pools: dict[str, Any] = {}
+    for row in report.pools:
+        pool = row.prediction.simulated
+        entry: dict[str, Any] = {
+            "instances": pool.instances,
+            "slots_per_instance": pool.slots_per_instance,
+            "servers": pool.servers,
+            "context_tokens": pool.context_tokens,
+            "arrival_rate_per_s": row.prediction.arrival_rate_per_s,
+            "requests_measured": row.requests_measured,
+            "warmed_up": row.warmed_up,
+            "longest_sojourn_s": row.longest_sojourn_s,
+        }
+        for key in METRICS:
+            c = row.metrics[key]
+            entry[key] = {
+                "analytical": c.analytical,
+                "simulated": c.simulated,
+                "ci95_half_width": c.ci95_half_width,
+                "error_pct": c.error_pct,
+            }
+        entry["slo_met"] = row.slo_met
+        entry["optimistic_p99_ttft_s"] = row.optimistic_p99_ttft_s
+        pools[row.prediction.name] = entry
+    verdict = _VERDICTS[report.verdict]
+    if not report.warmed_up:
+        verdict += " (some pool is not warmed up: simulate more requests)"
+    routing = setup.routing
+    return {
+        "kind": "fleetopt-validation",
+        "service_model": result.service_model,
+        "analytical_model": setup.analytical_model,
+        "analytical_source": setup.analytical_source,
+        "dispatch": result.dispatch,
+        "arrival_rate_per_s": result.arrival_rate_per_s,
+        "ttft_slo_s": setup.ttft_slo_s,
+        "b_short_tokens": routing.b_short_tokens,
+        "boundaries_tokens": list(routing.boundaries_tokens),
+        "gamma": routing.gamma,
+        "compressibility": routing.compressibility,
+        "requests": result.requests,
+        "seeds": list(result.seeds),
+        "warmup_fraction": result.warmup_fraction,
+        "warmup_s": list(result.warmup_s),
+        "window_s": list(result.window_s),
+        "warmed_up": report.warmed_up,
+        "slo_met": report.slo_met,
+        "verdict": verdict,
+        "pools": pools,
+        "notes": [finding_sentence(f) for f in report.findings],
+    }
+
+
+def crosscheck_run_document(check: CrossCheck, plan_path: str | None = None) -> dict[str, Any]:
+    """A cross-check of a plan (``simulate``, ``plan --validate``) as the document it prints."""
+    document = crosscheck_document(check.report)
+    document["arrival_process"] = check.arrival_process
+    document["workload"] = check.workload_name
+    if check.reevaluated_for_other_workload:
+        document["notes"].insert(
+            0,
+            f"the workload {check.workload_name!r} differs from the one the plan was computed for: the "
+            "predictions were re-evaluated for it",
+        )
+    return document if plan_path is None else {"plan": plan_path, **document}
+
 
 _LABELS = {
     "utilization": "utilization",
@@ -40,7 +147,7 @@ def _error(value: float | None) -> str:
     return "–" if value is None else f"{value:+.2f}%"
 
 
-def draw_validation(console: Console, data: Mapping[str, Any]) -> None:
+def draw_crosscheck(console: Console, data: Mapping[str, Any]) -> None:
     """Per pool: analytical vs simulated (± 95% CI) with the error %, then the verdict and notes."""
     routing = (
         f"B = {data['b_short_tokens']:,}, γ = {data['gamma']:g}, p_c = {data['compressibility']:g}"

@@ -1,9 +1,12 @@
-"""Validating a plan by simulation: planned pools → simulated pools, analytical vs simulated rows.
+"""Cross-checking a plan by simulation: planned pools → simulated pools, analytical vs simulated rows.
+
+("Validation" in fleetopt means checking input; checking a plan's predictions against a
+simulation is a cross-check.)
 
 Glue between the planner (:mod:`fleetopt.core.planner`, :mod:`fleetopt.core.sizing`) and the
 simulator (:mod:`fleetopt.core.simulate`); pure (no files, no printing). A plan's pools become
 :class:`~fleetopt.core.simulate.SimulatedPool` s (instances, slots, context, W, H, chunk,
-L_cal), its best cell a :class:`~fleetopt.core.simulate.Routing` (B, γ, p_c), and each pool's
+L_cal), its best fleet's :class:`~fleetopt.core.routing.Routing`, and each pool's
 analytical prediction (utilization, P99 wait, P99 TTFT, iteration time) is set beside the
 simulated estimate with the error of the prediction in percent:
 
@@ -18,7 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from enum import Enum
 
 import numpy as np
 
@@ -75,7 +78,7 @@ class PoolPrediction:
 
 
 @dataclass(frozen=True)
-class ValidationSetup:
+class CrossCheckSetup:
     """A planned fleet ready to simulate: pools, routing and the plan's inputs.
 
     ``analytical_model`` / ``workload_label`` / ``arrival_rate_per_s`` describe what the
@@ -108,7 +111,7 @@ class Comparison:
 
 
 @dataclass(frozen=True)
-class PoolValidation:
+class PoolCrossCheck:
     """One pool's comparison and verdict.
 
     ``optimistic_p99_ttft_s`` is how far the simulated P99 TTFT lies above the analytical one when
@@ -125,16 +128,58 @@ class PoolValidation:
     optimistic_p99_ttft_s: float
 
 
-@dataclass(frozen=True)
-class ValidationReport:
-    """The whole comparison: per-pool rows, the simulation run and human-readable notes."""
+class FindingKind(Enum):
+    """What a cross-check found about one pool (``render`` words it)."""
 
-    setup: ValidationSetup
+    SLO_BREACH = "slo_breach"  # simulated P99 TTFT above the SLO
+    OPTIMISTIC = "optimistic"  # simulated P99 TTFT above the prediction by more than the CI
+    NOT_WARMED_UP = "not_warmed_up"  # the longest sojourn outlasts the warm-up
+    OVERLOADED = "overloaded"  # simulated utilization ≥ 0.99 where < 0.99 was predicted
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One finding about one pool, with the numbers behind it (seconds, or utilization).
+
+    SLO_BREACH: ``simulated`` P99 TTFT ± ``half_width`` vs ``limit`` = the SLO. OPTIMISTIC:
+    ``simulated`` vs ``predicted`` P99 TTFT. NOT_WARMED_UP: ``simulated`` = the longest sojourn,
+    ``limit`` = the warm-up. OVERLOADED: ``simulated`` vs ``predicted`` utilization.
+    """
+
+    kind: FindingKind
+    pool: str
+    simulated: float
+    predicted: float | None = None
+    limit: float | None = None
+    half_width: float | None = None
+
+
+class Verdict(Enum):
+    """The overall answer of a cross-check."""
+
+    PASS = "pass"
+    PASS_OPTIMISTIC = "pass_optimistic"  # every pool meets the SLO, but a prediction is optimistic
+    FAIL = "fail"  # a simulated P99 TTFT exceeds the SLO
+
+
+@dataclass(frozen=True)
+class CrossCheckReport:
+    """The whole comparison: per-pool rows, the simulation run, the verdict and the findings."""
+
+    setup: CrossCheckSetup
     result: SimulationResult
-    pools: tuple[PoolValidation, ...]
+    pools: tuple[PoolCrossCheck, ...]
     slo_met: bool
     warmed_up: bool
-    notes: tuple[str, ...]
+    findings: tuple[Finding, ...]
+
+    @property
+    def verdict(self) -> Verdict:
+        if not self.slo_met:
+            return Verdict.FAIL
+        if any(r.optimistic_p99_ttft_s > 0 for r in self.pools):
+            return Verdict.PASS_OPTIMISTIC
+        return Verdict.PASS
 
 
 # --------------------------------------------------------------------------------------------
@@ -171,7 +216,7 @@ def _prediction(name: str, sizing: PoolSizing, hw: PoolHardware) -> PoolPredicti
     )
 
 
-def setup_from_plan(plan: FleetPlan) -> ValidationSetup:
+def setup_from_plan(plan: FleetPlan) -> CrossCheckSetup:
     """The best fleet of an in-memory plan (``fleetopt plan --validate``), any number of pools."""
     best = plan.best
     if best is None:
@@ -181,7 +226,7 @@ def setup_from_plan(plan: FleetPlan) -> ValidationSetup:
         _prediction(name, sizing, hardware)
         for name, sizing, hardware in zip(best.pool_names, best.pools, best.hardware, strict=True)
     )
-    return ValidationSetup(
+    return CrossCheckSetup(
         pools=pools,
         routing=best.routing,
         arrival_rate_per_s=o.arrival_rate_per_s,
@@ -202,9 +247,9 @@ def single_pool_setup(
     max_utilization: float = 0.85,
     quantile: float = 0.99,
     name: str = "homogeneous",
-) -> ValidationSetup:
+) -> CrossCheckSetup:
     """One sized pool taking all the traffic it is given (``size_pool`` / ``evaluate_pool`` output)."""
-    return ValidationSetup(
+    return CrossCheckSetup(
         pools=(_prediction(name, sizing, hardware),),
         routing=Routing.homogeneous(),
         arrival_rate_per_s=sizing.arrival_rate_per_s,
@@ -216,7 +261,7 @@ def single_pool_setup(
     )
 
 
-def setup_from_planned(fleet: PlannedFleet, options: PlanOptions) -> ValidationSetup:
+def setup_from_planned(fleet: PlannedFleet, options: PlanOptions) -> CrossCheckSetup:
     """The best fleet of a plan file (as read by ``fleetopt.io.plans.read_plan``), any number of pools.
 
     The plan's own figures are the predictions; a figure the plan does not carry is NaN.
@@ -241,7 +286,7 @@ def setup_from_planned(fleet: PlannedFleet, options: PlanOptions) -> ValidationS
         )
         for pool in fleet.pools
     )
-    return ValidationSetup(
+    return CrossCheckSetup(
         pools=pools,
         routing=fleet.routing,
         arrival_rate_per_s=options.arrival_rate_per_s,
@@ -254,8 +299,8 @@ def setup_from_planned(fleet: PlannedFleet, options: PlanOptions) -> ValidationS
 
 
 def reevaluate(
-    setup: ValidationSetup, workload: Workload, arrival_rate_per_s: float, service_model: str
-) -> ValidationSetup:
+    setup: CrossCheckSetup, workload: Workload, arrival_rate_per_s: float, service_model: str
+) -> CrossCheckSetup:
     """The same pools evaluated analytically under another workload, rate or service model.
 
     The traffic split and pool moments come from ``Planner(...).pool_traffic(routing)`` (or the whole
@@ -307,7 +352,7 @@ def reevaluate(
 # --------------------------------------------------------------------------------------------
 
 
-def longest_service_s(workload: Workload, setup: ValidationSetup, service_model: str) -> float:
+def longest_service_s(workload: Workload, setup: CrossCheckSetup, service_model: str) -> float:
     """The longest slot-holding time any request can have in any pool, seconds.
 
     Routes every atom as the simulator does (compressed band atoms at total B, L_in = B − L_out;
@@ -352,7 +397,7 @@ def longest_service_s(workload: Workload, setup: ValidationSetup, service_model:
 
 def default_request_count(
     workload: Workload,
-    setup: ValidationSetup,
+    setup: CrossCheckSetup,
     arrival_rate_per_s: float,
     service_model: str,
     warmup_fraction: float = DEFAULT_WARMUP_FRACTION,
@@ -382,11 +427,11 @@ def _comparison(analytical: float | None, simulated: float, half_width: float) -
     return Comparison(analytical, simulated, half_width, error)
 
 
-def compare(setup: ValidationSetup, result: SimulationResult) -> ValidationReport:
-    """Analytical vs simulated, per pool, with the verdict notes (see the module docstring)."""
+def compare(setup: CrossCheckSetup, result: SimulationResult) -> CrossCheckReport:
+    """Analytical vs simulated, per pool, with the findings (see the module docstring)."""
     slo = setup.ttft_slo_s
-    rows: list[PoolValidation] = []
-    notes: list[str] = []
+    rows: list[PoolCrossCheck] = []
+    findings: list[Finding] = []
     for prediction, summary in zip(setup.pools, result.pools, strict=True):
         metrics = {
             "utilization": _comparison(
@@ -410,32 +455,27 @@ def compare(setup: ValidationSetup, result: SimulationResult) -> ValidationRepor
         optimistic = gap if served and math.isfinite(gap) and gap > half and gap > 1e-9 else 0.0
         slo_met = served == 0 or ttft.simulated <= slo * (1 + SLO_SLACK)
         name = prediction.name
-        if served and not slo_met:
-            notes.append(
-                f"SLO BREACH in the {name} pool: simulated P99 TTFT {ttft.simulated:.4g} s "
-                f"(± {half:.2g}) exceeds the SLO of {slo:.4g} s by {ttft.simulated - slo:.4g} s"
-            )
-        if optimistic > 0:
-            share = f" ({100 * optimistic / prediction.p99_ttft_s:.1f}%)" if prediction.p99_ttft_s > 0 else ""
-            notes.append(
-                f"{name} pool: the analytical model is optimistic — simulated P99 TTFT "
-                f"{ttft.simulated:.4g} s is {optimistic:.4g} s{share} above the predicted "
-                f"{prediction.p99_ttft_s:.4g} s"
-            )
-        if served and not summary.warmed_up:
-            notes.append(
-                f"{name} pool is NOT warmed up: its longest sojourn ({summary.longest_sojourn_s.mean:.4g} s) "
-                f"outlasts the warm-up ({min(result.warmup_s):.4g} s), so the utilization reads low; "
-                "simulate more requests"
-            )
         utilization = metrics["utilization"]
+        if served and not slo_met:
+            findings.append(Finding(FindingKind.SLO_BREACH, name, ttft.simulated, None, slo, half))
+        if optimistic > 0:
+            findings.append(Finding(FindingKind.OPTIMISTIC, name, ttft.simulated, prediction.p99_ttft_s))
+        if served and not summary.warmed_up:
+            findings.append(
+                Finding(
+                    FindingKind.NOT_WARMED_UP,
+                    name,
+                    summary.longest_sojourn_s.mean,
+                    None,
+                    min(result.warmup_s),
+                )
+            )
         if served and utilization.simulated >= 0.99 and prediction.utilization < 0.99:
-            notes.append(
-                f"{name} pool is OVERLOADED in simulation (utilization {utilization.simulated:.3f}, "
-                f"predicted {prediction.utilization:.3f}): the analytical model under-counts its work"
+            findings.append(
+                Finding(FindingKind.OVERLOADED, name, utilization.simulated, prediction.utilization)
             )
         rows.append(
-            PoolValidation(
+            PoolCrossCheck(
                 prediction=prediction,
                 requests_measured=served,
                 warmed_up=summary.warmed_up or served == 0,
@@ -445,18 +485,18 @@ def compare(setup: ValidationSetup, result: SimulationResult) -> ValidationRepor
                 optimistic_p99_ttft_s=optimistic,
             )
         )
-    return ValidationReport(
+    return CrossCheckReport(
         setup=setup,
         result=result,
         pools=tuple(rows),
         slo_met=all(r.slo_met for r in rows),
         warmed_up=all(r.warmed_up for r in rows),
-        notes=tuple(notes),
+        findings=tuple(findings),
     )
 
 
-def validate_setup(
-    setup: ValidationSetup,
+def crosscheck_setup(
+    setup: CrossCheckSetup,
     workload: Workload,
     *,
     service_model: str,
@@ -467,7 +507,7 @@ def validate_setup(
     arrival_rate_per_s: float | None = None,
     arrival_times_s: np.ndarray | None = None,
     progress: ProgressCallback | None = None,
-) -> ValidationReport:
+) -> CrossCheckReport:
     """Simulate the setup's fleet and compare it with its predictions.
 
     ``arrival_rate_per_s`` defaults to the setup's; with ``arrival_times_s`` the log is replayed
@@ -502,63 +542,3 @@ def validate_setup(
         progress=progress,
     )
     return compare(setup, result)
-
-
-def report_document(report: ValidationReport) -> dict[str, Any]:
-    """The report as plain data (what ``--format json|yaml`` prints; the table is drawn from it)."""
-    result, setup = report.result, report.setup
-    pools: dict[str, Any] = {}
-    for row in report.pools:
-        pool = row.prediction.simulated
-        entry: dict[str, Any] = {
-            "instances": pool.instances,
-            "slots_per_instance": pool.slots_per_instance,
-            "servers": pool.servers,
-            "context_tokens": pool.context_tokens,
-            "arrival_rate_per_s": row.prediction.arrival_rate_per_s,
-            "requests_measured": row.requests_measured,
-            "warmed_up": row.warmed_up,
-            "longest_sojourn_s": row.longest_sojourn_s,
-        }
-        for key in METRICS:
-            c = row.metrics[key]
-            entry[key] = {
-                "analytical": c.analytical,
-                "simulated": c.simulated,
-                "ci95_half_width": c.ci95_half_width,
-                "error_pct": c.error_pct,
-            }
-        entry["slo_met"] = row.slo_met
-        entry["optimistic_p99_ttft_s"] = row.optimistic_p99_ttft_s
-        pools[row.prediction.name] = entry
-    if not report.slo_met:
-        verdict = "FAIL: a simulated P99 TTFT exceeds the SLO"
-    elif any(r.optimistic_p99_ttft_s > 0 for r in report.pools):
-        verdict = "PASS with a caveat: every pool meets the SLO, but the analytical P99 TTFT is optimistic"
-    else:
-        verdict = "PASS: every pool meets the SLO in simulation"
-    if not report.warmed_up:
-        verdict += " (some pool is not warmed up: simulate more requests)"
-    routing = setup.routing
-    return {
-        "kind": "fleetopt-validation",
-        "service_model": result.service_model,
-        "analytical_model": setup.analytical_model,
-        "analytical_source": setup.analytical_source,
-        "dispatch": result.dispatch,
-        "arrival_rate_per_s": result.arrival_rate_per_s,
-        "ttft_slo_s": setup.ttft_slo_s,
-        "b_short_tokens": routing.b_short_tokens,
-        "gamma": routing.gamma,
-        "compressibility": routing.compressibility,
-        "requests": result.requests,
-        "seeds": list(result.seeds),
-        "warmup_fraction": result.warmup_fraction,
-        "warmup_s": list(result.warmup_s),
-        "window_s": list(result.window_s),
-        "warmed_up": report.warmed_up,
-        "slo_met": report.slo_met,
-        "verdict": verdict,
-        "pools": pools,
-        "notes": list(report.notes),
-    }

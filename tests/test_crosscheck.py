@@ -1,4 +1,4 @@
-"""Plans against simulation (fleetopt.core.validation over fleetopt.core.simulate).
+"""Plans against simulation (fleetopt.core.crosscheck over fleetopt.core.simulate).
 
 The analytical utilization of a pool is λ_p·E[S]/(n·s) with E[S] exact over the workload's atoms
 (FleetOpt §3.1, Eq. 3–4); a simulation of the same pool measures the time-average busy share of
@@ -15,22 +15,24 @@ import numpy as np
 import pytest
 
 from fleetopt.api import plan_workload
+from fleetopt.core.crosscheck import (
+    CrossCheckSetup,
+    FindingKind,
+    Verdict,
+    compare,
+    crosscheck_setup,
+    default_request_count,
+    longest_service_s,
+    reevaluate,
+    setup_from_plan,
+    single_pool_setup,
+)
 from fleetopt.core.poolstats import PoolStatistics
 from fleetopt.core.routing import Routing
 from fleetopt.core.service import PoolHardware
 from fleetopt.core.sizing import size_pool
-from fleetopt.core.validation import (
-    ValidationSetup,
-    compare,
-    default_request_count,
-    longest_service_s,
-    reevaluate,
-    report_document,
-    setup_from_plan,
-    single_pool_setup,
-    validate_setup,
-)
 from fleetopt.core.workload import Workload, workload_from_requests
+from fleetopt.render.simulate import crosscheck_document
 
 SLO_S = 0.5
 RATE_PER_S = 1000.0
@@ -50,7 +52,7 @@ def test_azure_2023_lockstep_plan_utilization_within_one_percent_and_slo_met() -
     run = plan_workload("azure-2023", ttft_slo_s=SLO_S, arrival_rate_per_s=RATE_PER_S)
     setup = setup_from_plan(run.plan)
     assert [p.name for p in setup.pools] == ["short", "long"]
-    report = validate_setup(
+    report = crosscheck_setup(
         setup, run.workload, service_model="lockstep", requests=400_000, seeds=range(1, 11)
     )
     _assert_utilization_within_one_percent(report)
@@ -60,7 +62,7 @@ def test_azure_2023_lockstep_plan_utilization_within_one_percent_and_slo_met() -
         hw = row.prediction.hardware
         tpot = hw.iteration_base_s + hw.iteration_per_slot_s * row.prediction.simulated.slots_per_instance
         assert row.metrics["tpot_s"].simulated == pytest.approx(tpot, rel=1e-12)
-    assert report.slo_met and report_document(report)["verdict"].startswith("PASS")
+    assert report.slo_met and crosscheck_document(report)["verdict"].startswith("PASS")
 
 
 def _pool_workload(workload: Workload, lo_tokens: float, hi_tokens: float) -> Workload:
@@ -103,7 +105,7 @@ def test_fleetopt_table_3_pool_routing_utilization_within_one_percent(
         requests = max(
             300_000, default_request_count(workload, alone, sizing.arrival_rate_per_s, "fleet-sim")
         )
-        report = validate_setup(
+        report = crosscheck_setup(
             alone, workload, service_model="fleet-sim", requests=requests, seeds=range(1, 7)
         )
         _assert_utilization_within_one_percent(report)
@@ -118,11 +120,13 @@ def test_fleet_sim_accounting_misses_compressed_requests_and_the_report_says_so(
         b_short_candidates=[4096], gammas=[2.0],
     )  # fmt: skip
     setup = setup_from_plan(run.plan)
-    report = validate_setup(setup, run.workload, service_model="fleet-sim", requests=100_000, seeds=(1, 2))
+    report = crosscheck_setup(setup, run.workload, service_model="fleet-sim", requests=100_000, seeds=(1, 2))
     short = report.pools[0]
     assert short.prediction.utilization <= 0.85
     assert short.metrics["utilization"].simulated >= 0.99
-    assert any("short pool is OVERLOADED" in note for note in report.notes)
+    overloaded = [f for f in report.findings if f.kind is FindingKind.OVERLOADED]
+    assert [f.pool for f in overloaded] == ["short"]
+    assert any("short pool is OVERLOADED" in note for note in crosscheck_document(report)["notes"])
     # the exact mixture (lockstep statistics of the same routing) counts that work: re-evaluated
     # under lockstep, the same 49 × 256 pool is predicted past saturation too
     exact = reevaluate(setup, run.workload, RATE_PER_S, "lockstep")
@@ -153,7 +157,7 @@ def test_small_heavily_loaded_pool_wait_and_ttft_against_the_two_moment_approxim
     setup = single_pool_setup(
         sizing, hardware, ttft_slo_s=1.0, service_model="lockstep", max_utilization=0.95
     )
-    report = validate_setup(setup, workload, service_model="lockstep", requests=400_000, seeds=range(1, 11),
+    report = crosscheck_setup(setup, workload, service_model="lockstep", requests=400_000, seeds=range(1, 11),
                             warmup_fraction=0.2)  # fmt: skip
     row = report.pools[0]
     summary = report.result.pools[0]
@@ -168,10 +172,12 @@ def test_small_heavily_loaded_pool_wait_and_ttft_against_the_two_moment_approxim
     gap = ttft.simulated - sizing.p99_ttft_s
     if gap > ttft.ci95_half_width:
         assert row.optimistic_p99_ttft_s == pytest.approx(gap)
-        assert any(f"is {gap:.4g} s" in n and "optimistic" in n for n in report.notes)
+        notes = crosscheck_document(report)["notes"]
+        assert any(f"is {gap:.4g} s" in n and "optimistic" in n for n in notes)
+        assert report.verdict in (Verdict.PASS_OPTIMISTIC, Verdict.FAIL)
     else:
         assert row.optimistic_p99_ttft_s == 0.0
-        assert not any("optimistic" in n for n in report.notes)
+        assert not any(f.kind is FindingKind.OPTIMISTIC for f in report.findings)
     assert row.slo_met == (ttft.simulated <= 1.0 * (1 + 1e-9))
 
 
@@ -182,7 +188,7 @@ def test_compare_states_optimism_and_slo_breach_from_the_numbers() -> None:
     setup = single_pool_setup(
         sizing, hardware, ttft_slo_s=1.0, service_model="lockstep", max_utilization=0.95
     )
-    report = validate_setup(setup, workload, service_model="lockstep", requests=20_000, seeds=(1, 2, 3))
+    report = crosscheck_setup(setup, workload, service_model="lockstep", requests=20_000, seeds=(1, 2, 3))
     simulated = report.pools[0].metrics["p99_ttft_s"]
     low = replace(setup.pools[0], p99_ttft_s=simulated.simulated - simulated.ci95_half_width - 0.1)
     strict_slo = simulated.simulated / 2
@@ -190,8 +196,11 @@ def test_compare_states_optimism_and_slo_breach_from_the_numbers() -> None:
     gap = simulated.simulated - low.p99_ttft_s
     assert judged.pools[0].optimistic_p99_ttft_s == pytest.approx(gap)
     assert not judged.slo_met
-    assert any(n.startswith("SLO BREACH in the homogeneous pool") for n in judged.notes)
-    assert report_document(judged)["verdict"].startswith("FAIL")
+    assert any(
+        n.startswith("SLO BREACH in the homogeneous pool") for n in crosscheck_document(judged)["notes"]
+    )
+    assert judged.verdict is Verdict.FAIL
+    assert crosscheck_document(judged)["verdict"].startswith("FAIL")
     error = judged.pools[0].metrics["p99_ttft_s"].error_pct
     assert error == pytest.approx(100 * (low.p99_ttft_s - simulated.simulated) / simulated.simulated)
 
@@ -214,7 +223,7 @@ def test_longest_service_routes_compressed_requests_at_total_b() -> None:
                 0
             ]
         )
-    setup = ValidationSetup(
+    setup = CrossCheckSetup(
         tuple(pools), Routing.two_pool(1000, 2.0, 1.0), 1.0, 100.0, 0.85, 0.99, 8192, "lockstep"
     )
     assert longest_service_s(workload, setup, "lockstep") == pytest.approx(1008 * 0.018)
