@@ -37,6 +37,7 @@ from fleetopt.core.simulate import (
 )
 from fleetopt.core.sizing import PoolSizing, evaluate_pool
 from fleetopt.core.workload import Workload
+from fleetopt.defaults import DEFAULT_MAX_UTILIZATION, DEFAULT_QUANTILE
 from fleetopt.errors import ValidationError
 
 #: The metrics compared, in report order: (key, what the plan predicts, what the simulation measures).
@@ -226,15 +227,22 @@ def setup_from_plan(plan: FleetPlan) -> CrossCheckSetup:
         _prediction(name, sizing, hardware)
         for name, sizing, hardware in zip(best.pool_names, best.pools, best.hardware, strict=True)
     )
+    return _planned_setup(pools, best.routing, o)
+
+
+def _planned_setup(
+    pools: tuple[PoolPrediction, ...], routing: Routing, options: PlanOptions
+) -> CrossCheckSetup:
+    """A setup at the plan's own rate, SLO, cap, quantile, long context and service model."""
     return CrossCheckSetup(
         pools=pools,
-        routing=best.routing,
-        arrival_rate_per_s=o.arrival_rate_per_s,
-        ttft_slo_s=o.ttft_slo_s,
-        max_utilization=o.max_utilization,
-        quantile=o.quantile,
-        long_context_tokens=o.long_context_tokens,
-        analytical_model=o.service_model,
+        routing=routing,
+        arrival_rate_per_s=options.arrival_rate_per_s,
+        ttft_slo_s=options.ttft_slo_s,
+        max_utilization=options.max_utilization,
+        quantile=options.quantile,
+        long_context_tokens=options.long_context_tokens,
+        analytical_model=options.service_model,
     )
 
 
@@ -244,8 +252,8 @@ def single_pool_setup(
     *,
     ttft_slo_s: float,
     service_model: str,
-    max_utilization: float = 0.85,
-    quantile: float = 0.99,
+    max_utilization: float = DEFAULT_MAX_UTILIZATION,
+    quantile: float = DEFAULT_QUANTILE,
     name: str = "homogeneous",
 ) -> CrossCheckSetup:
     """One sized pool taking all the traffic it is given (``size_pool`` / ``evaluate_pool`` output)."""
@@ -286,16 +294,7 @@ def setup_from_planned(fleet: PlannedFleet, options: PlanOptions) -> CrossCheckS
         )
         for pool in fleet.pools
     )
-    return CrossCheckSetup(
-        pools=pools,
-        routing=fleet.routing,
-        arrival_rate_per_s=options.arrival_rate_per_s,
-        ttft_slo_s=options.ttft_slo_s,
-        max_utilization=options.max_utilization,
-        quantile=options.quantile,
-        long_context_tokens=options.long_context_tokens,
-        analytical_model=options.service_model,
-    )
+    return _planned_setup(pools, fleet.routing, options)
 
 
 def reevaluate(
