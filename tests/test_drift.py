@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fleetopt.core.drift import (
+    FitProblem,
     PlannedFleet,
     PlannedPool,
     evaluate_fleet,
@@ -23,6 +24,7 @@ from fleetopt.core.workload import workload_from_requests
 from fleetopt.core.workload_stats import ks_distance
 from fleetopt.errors import ValidationError
 from fleetopt.io.plans import FINGERPRINT_LEVELS, workload_fingerprint
+from fleetopt.render.drift import problem_sentence
 
 HARDWARE = PoolHardware(
     serving_name="test",
@@ -183,7 +185,10 @@ def test_overload_is_reported_not_raised(planned) -> None:
     long = fit.pools[1]
     assert long.sizing.utilization == pytest.approx(1.5)  # ρ is linear in λ
     assert math.isinf(long.sizing.p99_ttft_s) and long.ttft_headroom_s == -math.inf
-    assert long.problems == ("utilization 1.500 > 1: the pool cannot keep up (P99 TTFT = ∞)",)
+    assert long.problems == (FitProblem.UNSTABLE,)
+    assert problem_sentence(FitProblem.UNSTABLE, long.sizing, planner.options) == (
+        "utilization 1.500 > 1: the pool cannot keep up (P99 TTFT = ∞)"
+    )
     assert not fit.fits
 
 

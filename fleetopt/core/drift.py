@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from enum import Enum
 
 import numpy as np
 
@@ -121,6 +122,29 @@ class KsEstimate:
     exact: bool = False
 
 
+class FitProblem(Enum):
+    """What breaks when a planned pool meets today's traffic (``render/drift.py`` words it from the
+    pool's evaluated figures and the options)."""
+
+    NO_INSTANCES = "no_instances"  # traffic reaches a pool with 0 instances
+    SLOTS_OVER_KV = "slots_over_kv"  # more slots than the KV cache holds at the pool's context
+    UNSTABLE = "unstable"  # utilization ≥ 1: the queue grows without bound (P99 TTFT = ∞)
+    OVER_CAP = "over_cap"  # utilization above ρ_max
+    TTFT_OVER_SLO = "ttft_over_slo"  # P99 TTFT above the SLO
+    TPOT_OVER_SLO = "tpot_over_slo"  # iteration time above the TPOT SLO
+
+
+class DriftCheck(Enum):
+    """Why a plan has drifted (the stable keys pipelines read)."""
+
+    CONTEXT = "context"  # requests longer than the long pool's context
+    FIT = "fit"  # a pool breaks its cap or SLO at today's rate
+    HEADROOM = "headroom"  # ... at (1 + min_headroom) × today's rate
+    REPLAN = "replan"  # no fleet is feasible today
+    COST = "cost"  # re-planning moves the cost beyond the tolerance
+    DISTRIBUTION = "distribution"  # the KS lower bound exceeds the tolerance
+
+
 @dataclass(frozen=True)
 class PoolFit:
     """One planned pool under today's traffic: the evaluated pool, its headroom, what breaks.
@@ -134,7 +158,7 @@ class PoolFit:
     utilization_headroom: float
     ttft_headroom_s: float
     rate_headroom: float
-    problems: tuple[str, ...]
+    problems: tuple[FitProblem, ...]
 
     @property
     def fits(self) -> bool:
@@ -158,11 +182,12 @@ class FleetFit:
 
 @dataclass(frozen=True)
 class DriftReason:
-    """One reason for a drift verdict: ``check`` is a stable key (for pipelines), ``message`` for people."""
+    """One reason for a drift verdict: which check failed, for which pool and with which problem
+    (the numbers are in the :class:`DriftResult` and the pool's fit; ``render`` words them)."""
 
-    check: str
-    message: str
+    check: DriftCheck
     pool: str | None = None
+    problem: FitProblem | None = None
 
 
 @dataclass(frozen=True)
@@ -231,27 +256,20 @@ def relative_change(new: float | None, old: float | None) -> float | None:
     return (new - old) / old
 
 
-def _pool_problems(pool: PoolSizing, options: PlanOptions, name: str) -> list[str]:
-    problems = []
+def _pool_problems(pool: PoolSizing, options: PlanOptions) -> list[FitProblem]:
     if pool.arrival_rate_per_s > 0 and pool.instances < 1:
-        problems.append(f"receives {pool.arrival_rate_per_s:.4g} req/s but has no instances")
-        return problems
+        return [FitProblem.NO_INSTANCES]
+    problems = []
     if pool.slots_per_instance > pool.kv_slot_limit:
-        problems.append(
-            f"{pool.slots_per_instance} slots exceed the KV limit {pool.kv_slot_limit} "
-            f"at {pool.context_tokens:,} tokens"
-        )
+        problems.append(FitProblem.SLOTS_OVER_KV)
     if pool.utilization >= 1.0:
-        problems.append(f"utilization {pool.utilization:.3f} > 1: the pool cannot keep up (P99 TTFT = ∞)")
-        return problems
+        return [*problems, FitProblem.UNSTABLE]
     if pool.utilization > options.max_utilization:
-        problems.append(f"utilization {pool.utilization:.3f} > cap {options.max_utilization:.3f}")
+        problems.append(FitProblem.OVER_CAP)
     if not pool.p99_ttft_s <= options.ttft_slo_s:
-        problems.append(f"P99 TTFT {pool.p99_ttft_s * 1e3:.1f} ms > SLO {options.ttft_slo_s * 1e3:.1f} ms")
+        problems.append(FitProblem.TTFT_OVER_SLO)
     if options.tpot_slo_s is not None and pool.instances > 0 and pool.iteration_s > options.tpot_slo_s:
-        problems.append(
-            f"iteration time {pool.iteration_s * 1e3:.1f} ms > TPOT SLO {options.tpot_slo_s * 1e3:.1f} ms"
-        )
+        problems.append(FitProblem.TPOT_OVER_SLO)
     return problems
 
 
@@ -265,7 +283,7 @@ def _pool_fit(name: str, sizing: PoolSizing, options: PlanOptions) -> PoolFit:
         utilization_headroom=cap - rho,
         ttft_headroom_s=options.ttft_slo_s - ttft if sizing.arrival_rate_per_s > 0 else options.ttft_slo_s,
         rate_headroom=cap / rho - 1.0 if rho > 0 else math.inf,
-        problems=tuple(_pool_problems(sizing, options, name)),
+        problems=tuple(_pool_problems(sizing, options)),
     )
 
 
@@ -334,54 +352,26 @@ def check_drift(
     beyond = 0.0
     if longest > options.long_context_tokens:
         beyond = 1.0 - today.cdf_at(options.long_context_tokens)
-        reasons.append(
-            DriftReason(
-                "context",
-                f"{beyond:.4%} of today's requests are longer than the long pool's context "
-                f"{options.long_context_tokens:,} tokens (longest {longest:,}): the fleet cannot serve them",
-            )
-        )
+        reasons.append(DriftReason(DriftCheck.CONTEXT))
     else:
         planner = Planner(today, short_hw, long_hw, options)
         fit = evaluate_fleet(planner, fleet, rate)
         for pool in fit.pools:
-            for problem in pool.problems:
-                reasons.append(DriftReason("fit", f"{pool.name} pool: {problem}", pool.name))
+            reasons += [DriftReason(DriftCheck.FIT, pool.name, problem) for problem in pool.problems]
         if tolerances.min_headroom > 0 and fit.fits:
             headroom_fit = evaluate_fleet(planner, fleet, rate * (1.0 + tolerances.min_headroom))
             for pool in headroom_fit.pools:
-                for problem in pool.problems:
-                    reasons.append(
-                        DriftReason(
-                            "headroom",
-                            f"{pool.name} pool at +{tolerances.min_headroom:.0%} traffic: {problem}",
-                            pool.name,
-                        )
-                    )
+                reasons += [DriftReason(DriftCheck.HEADROOM, pool.name, problem) for problem in pool.problems]
         replan = planner.plan().best
         if replan is None:
-            reasons.append(
-                DriftReason("replan", "no fleet meets the SLO and the utilization cap on today's workload")
-            )
+            reasons.append(DriftReason(DriftCheck.REPLAN))
         else:
             cost_change = relative_change(replan.cost_per_hour_usd, fleet.cost_per_hour_usd)
             gpu_change = replan.total_gpus - fleet.total_gpus
             if cost_change is not None and abs(cost_change) > tolerances.max_cost_change:
-                reasons.append(
-                    DriftReason(
-                        "cost",
-                        f"re-planning today changes the cost by {cost_change:+.1%} ({gpu_change:+d} GPUs), "
-                        f"beyond ±{tolerances.max_cost_change:.1%}",
-                    )
-                )
+                reasons.append(DriftReason(DriftCheck.COST))
     if ks.lower > tolerances.max_ks:
-        reasons.append(
-            DriftReason(
-                "distribution",
-                f"the total-token distribution moved: KS distance ≥ {ks.lower:.3f} "
-                f"(estimate {ks.estimate:.4f} ± {ks.resolution / 2:.4f}) > {tolerances.max_ks:g}",
-            )
-        )
+        reasons.append(DriftReason(DriftCheck.DISTRIBUTION))
     return DriftResult(
         arrival_rate_per_s=rate,
         fit=fit,

@@ -9,8 +9,18 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from fleetopt.core.drift import DriftResult, FleetFit, Tolerances, WorkloadSummary, relative_change
+from fleetopt.core.drift import (
+    DriftCheck,
+    DriftReason,
+    DriftResult,
+    FitProblem,
+    FleetFit,
+    Tolerances,
+    WorkloadSummary,
+    relative_change,
+)
 from fleetopt.core.planner import FleetCandidate, PlanOptions
+from fleetopt.core.sizing import PoolSizing
 from fleetopt.render.output import fmt_num, fmt_pct, fmt_seconds, fmt_usd
 
 DRIFT_KIND = "fleetopt-drift"
@@ -22,6 +32,63 @@ def _change(planned: float | None, today: float | None) -> dict[str, float | Non
 
 def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
+
+
+def problem_sentence(problem: FitProblem, pool: PoolSizing, options: PlanOptions) -> str:
+    """What breaks in one evaluated pool, in words (from its figures and the plan's options)."""
+    if problem is FitProblem.NO_INSTANCES:
+        return f"receives {pool.arrival_rate_per_s:.4g} req/s but has no instances"
+    if problem is FitProblem.SLOTS_OVER_KV:
+        return (
+            f"{pool.slots_per_instance} slots exceed the KV limit {pool.kv_slot_limit} "
+            f"at {pool.context_tokens:,} tokens"
+        )
+    if problem is FitProblem.UNSTABLE:
+        return f"utilization {pool.utilization:.3f} > 1: the pool cannot keep up (P99 TTFT = ∞)"
+    if problem is FitProblem.OVER_CAP:
+        return f"utilization {pool.utilization:.3f} > cap {options.max_utilization:.3f}"
+    if problem is FitProblem.TTFT_OVER_SLO:
+        return f"P99 TTFT {pool.p99_ttft_s * 1e3:.1f} ms > SLO {options.ttft_slo_s * 1e3:.1f} ms"
+    return f"iteration time {pool.iteration_s * 1e3:.1f} ms > TPOT SLO {options.tpot_slo_s * 1e3:.1f} ms"
+
+
+def reason_sentence(
+    reason: DriftReason, result: DriftResult, options: PlanOptions, tolerances: Tolerances
+) -> str:
+    """One reason for a drift verdict, in words, with the numbers behind it."""
+    check = reason.check
+    if check is DriftCheck.CONTEXT:
+        return (
+            f"{result.beyond_long_context_fraction:.4%} of today's requests are longer than the long pool's "
+            f"context {options.long_context_tokens:,} tokens (longest {result.longest_request_tokens:,}): "
+            "the fleet cannot serve them"
+        )
+    if check in (DriftCheck.FIT, DriftCheck.HEADROOM):
+        fit = result.fit if check is DriftCheck.FIT else result.headroom_fit
+        pool = next(p for p in fit.pools if p.name == reason.pool)
+        where = f"{reason.pool} pool" + (
+            f" at +{tolerances.min_headroom:.0%} traffic" if check is DriftCheck.HEADROOM else ""
+        )
+        return f"{where}: {problem_sentence(reason.problem, pool.sizing, options)}"
+    if check is DriftCheck.REPLAN:
+        return "no fleet meets the SLO and the utilization cap on today's workload"
+    if check is DriftCheck.COST:
+        return (
+            f"re-planning today changes the cost by {result.cost_change:+.1%} ({result.gpu_change:+d} GPUs), "
+            f"beyond ±{tolerances.max_cost_change:.1%}"
+        )
+    ks = result.ks
+    return (
+        f"the total-token distribution moved: KS distance ≥ {ks.lower:.3f} "
+        f"(estimate {ks.estimate:.4f} ± {ks.resolution / 2:.4f}) > {tolerances.max_ks:g}"
+    )
+
+
+def _reason_document(
+    reason: DriftReason, result: DriftResult, options: PlanOptions, tolerances: Tolerances
+) -> dict[str, Any]:
+    message = reason_sentence(reason, result, options, tolerances)
+    return {"check": reason.check.value, "pool": reason.pool, "message": message}
 
 
 def _fit_document(fit: FleetFit, planned_pools: Mapping[str, Any], options: PlanOptions) -> dict[str, Any]:
@@ -48,7 +115,7 @@ def _fit_document(fit: FleetFit, planned_pools: Mapping[str, Any], options: Plan
             "ttft_headroom_s": None if unstable else _finite(pool.ttft_headroom_s),
             "unstable": unstable,
             "fits": pool.fits,
-            "problems": list(pool.problems),
+            "problems": [problem_sentence(problem, s, options) for problem in pool.problems],
         }
     return {
         "fits": fit.fits,
@@ -109,7 +176,14 @@ def drift_document(
         "kind": DRIFT_KIND,
         "verdict": "drift" if result.drifted else "fits",
         "exit_code": 1 if result.drifted else 0,
-        "reasons": [{"check": r.check, "pool": r.pool, "message": r.message} for r in result.reasons],
+        "reasons": [
+            {
+                "check": r.check.value,
+                "pool": r.pool,
+                "message": reason_sentence(r, result, options, tolerances),
+            }
+            for r in result.reasons
+        ],
         "plan": {
             "file": plan_path,
             "workload": inputs.get("workload"),
