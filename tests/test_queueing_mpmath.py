@@ -14,9 +14,13 @@ takes each branch on a subset of the points) — each against mpmath, never agai
 
 from __future__ import annotations
 
+import math
+
 import mpmath
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fleetopt.core.queueing import (
     erlang_b,
@@ -263,3 +267,38 @@ def test_wait_quantile_and_mean_match_mpmath_on_both_inputs(q: float) -> None:
             if exact_quantile == 0:
                 assert quantile == 0.0, where
             assert abs(mean - exact_mean) <= 1e-12 * exact_mean + 1e-300, (where, mean, exact_mean)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    load=st.floats(0.01, 1500.0),
+    service_rate=st.sampled_from([0.25, 0.5, 1.0, 2.0, 4.0]),
+    scv=st.floats(0.0, 20.0),
+    q=st.floats(0.5, 0.999),
+    budget_in_service_times=st.one_of(st.just(0.0), st.floats(0.0, 30.0)),
+)
+def test_the_fewest_servers_meeting_a_wait_budget_is_minimal_by_mpmath(
+    load: float, service_rate: float, scv: float, q: float, budget_in_service_times: float
+) -> None:
+    """The smallest c with W_q(c) ≤ t, found by a plain upward loop over fleetopt's wait_quantile,
+    is the smallest c whose model tail P(W > t) = C·exp(−(cμ − λ)·t/v), v = (1 + C_s²)/2, is at
+    most 1 − q, with C from mpmath (the exact M/M/c tail at C_s² = 1). What the planner's sizing
+    searches for, with its answer checked at c and at c − 1."""
+    rate = load * service_rate  # a = λ/μ exact: μ is a power of two
+    budget_s = budget_in_service_times / service_rate
+    servers = math.floor(load) + 1
+    while wait_quantile(q, servers, rate, service_rate, scv) > budget_s:
+        servers += 1
+
+    def tail(c: int) -> mpmath.mpf:
+        with mpmath.workdps(DIGITS):
+            slack = c * mpmath.mpf(service_rate) - mpmath.mpf(rate)
+            return reference_c(c, load) * mpmath.exp(
+                -slack * mpmath.mpf(budget_s) / ((1 + mpmath.mpf(scv)) / 2)
+            )
+
+    with mpmath.workdps(DIGITS):
+        allowed = 1 - mpmath.mpf(q)
+        assert tail(servers) <= allowed * (1 + mpmath.mpf("1e-10")), servers
+        if servers - 1 > load:
+            assert tail(servers - 1) >= allowed * (1 - mpmath.mpf("1e-10")), servers
