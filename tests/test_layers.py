@@ -1,47 +1,102 @@
-"""The layering rule: fleetopt.core is pure math and pulls in none of typer, rich or yaml."""
+"""The layering rule: fleetopt.core is pure math and pulls in none of typer, rich or yaml; core
+imports nothing of fleetopt.io, .cli or .render; fleetopt.io imports nothing of .cli or .render.
+
+One fresh interpreter answers all of it: it imports every fleetopt.core module, one after the
+other, noting which modules each import brings into sys.modules, then every fleetopt.io module
+the same way. Whatever core module (or anything it imports) loads a forbidden module shows up in
+the new modules of that core module's import — so the offender is named — and the union over
+the core modules is everything importing all of fleetopt.core loads.
+"""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
-
-import pytest
+from functools import cache
 
 FORBIDDEN_IN_CORE = ("typer", "rich", "yaml", "click")
 
+_PROBE = """
+import importlib, json, pkgutil, sys
 
-def _modules_loaded_by(statement: str) -> set[str]:
-    code = f"import sys; {statement}; print('\\n'.join(sorted(sys.modules)))"
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
-    return set(out.split())
+importer = {}  # module -> the module whose import statement first asked for it
 
 
-def _core_modules() -> list[str]:
+class Witness:
+    def find_spec(self, name, path=None, target=None):
+        frame = sys._getframe(1)
+        while frame is not None and frame.f_globals.get("__name__", "").startswith(("importlib", "__main__")):
+            frame = frame.f_back
+        importer.setdefault(name, frame.f_globals.get("__name__") if frame is not None else None)
+        return None
+
+
+sys.meta_path.insert(0, Witness())
+
+def new_modules_per_import(package_name):
+    loaded = set(sys.modules)
+    package = importlib.import_module(package_name)
+    added = {package_name: sorted(set(sys.modules) - loaded)}
+    for module in pkgutil.iter_modules(package.__path__):
+        loaded = set(sys.modules)
+        importlib.import_module(f"{package_name}.{module.name}")
+        added[f"{package_name}.{module.name}"] = sorted(set(sys.modules) - loaded)
+    return added
+
+preloaded = sorted(sys.modules)
+core = new_modules_per_import("fleetopt.core")
+io = new_modules_per_import("fleetopt.io")
+print(json.dumps({"preloaded": preloaded, "core": core, "io": io, "importer": importer}))
+"""
+
+
+@cache
+def _imports() -> dict:
+    """{"preloaded": modules loaded at start-up, "core": {core module: modules its import added},
+    "io": {io module: ...}, "importer": {module: the module that imported it}}, from one fresh
+    interpreter that imports all of fleetopt.core, then all of fleetopt.io."""
+    out = subprocess.run([sys.executable, "-c", _PROBE], check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def _offenders(layer: str, forbidden: tuple[str, ...]) -> list[str]:
+    """One line per module of ``layer`` whose import loads a ``forbidden`` package, naming what it
+    loads and which module asked for it (any submodule import loads its package first)."""
+    imports = _imports()
+    lines = []
+    for module, new in imports[layer].items():
+        found = sorted(name for name in new if name in forbidden)
+        if found:
+            how = ", ".join(f"{name} (imported by {imports['importer'].get(name)})" for name in found)
+            lines.append(f"importing {module} loads {how}")
+    return lines
+
+
+def test_the_probe_starts_clean_and_imports_every_core_module() -> None:
+    # A layer's imports can only show up if nothing forbidden was loaded before them.
+    forbidden = {*FORBIDDEN_IN_CORE, "fleetopt", "fleetopt.io", "fleetopt.cli", "fleetopt.render"}
+    assert forbidden.isdisjoint(_imports()["preloaded"])
     import pkgutil
 
     import fleetopt.core
 
-    names = [module.name for module in pkgutil.iter_modules(fleetopt.core.__path__)]
-    return ["fleetopt.core"] + [f"fleetopt.core.{name}" for name in names]
+    expected = {"fleetopt.core"} | {
+        f"fleetopt.core.{m.name}" for m in pkgutil.iter_modules(fleetopt.core.__path__)
+    }
+    assert set(_imports()["core"]) == expected
 
 
-@pytest.mark.parametrize("module", _core_modules())
-def test_core_module_imports_no_presentation_or_file_format_library(module: str) -> None:
-    loaded = _modules_loaded_by(f"import {module}")
-    offenders = sorted(name for name in loaded if name.split(".")[0] in FORBIDDEN_IN_CORE)
-    assert offenders == [], f"{module} pulls in {offenders}"
+def test_core_modules_import_no_presentation_or_file_format_library() -> None:
+    offenders = _offenders("core", FORBIDDEN_IN_CORE)
+    assert offenders == [], "; ".join(offenders)
 
 
 def test_core_never_imports_io_or_cli() -> None:
-    loaded = _modules_loaded_by("; ".join(f"import {m}" for m in _core_modules()))
-    assert not any(name.startswith(("fleetopt.io", "fleetopt.cli", "fleetopt.render")) for name in loaded)
+    offenders = _offenders("core", ("fleetopt.io", "fleetopt.cli", "fleetopt.render"))
+    assert offenders == [], "; ".join(offenders)
 
 
 def test_io_never_imports_cli_or_render() -> None:
-    import pkgutil
-
-    import fleetopt.io
-
-    statement = "; ".join(f"import fleetopt.io.{m.name}" for m in pkgutil.iter_modules(fleetopt.io.__path__))
-    loaded = _modules_loaded_by(statement or "import fleetopt.io")
-    assert not any(name.startswith(("fleetopt.cli", "fleetopt.render")) for name in loaded)
+    offenders = _offenders("io", ("fleetopt.cli", "fleetopt.render"))
+    assert offenders == [], "; ".join(offenders)
