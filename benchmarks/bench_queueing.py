@@ -18,7 +18,13 @@ import time
 import mpmath
 import numpy as np
 
-from fleetopt.core.queueing import erlang_c, log_erlang_c, min_instances, wait_quantile
+from fleetopt.core.queueing import (
+    erlang_c,
+    log_erlang_c,
+    unchecked_wait_statistics,
+    unchecked_wait_statistics_arrays,
+    wait_quantile,
+)
 
 LOADS_PER_CALL = 100_000
 SERVER_COUNTS = (100, 10_000, 1_000_000)
@@ -124,29 +130,30 @@ def main() -> None:
     slots = np.arange(1, 10_001) * 8
     wait_rate = _rate(lambda: wait_quantile(0.99, slots, 1000.0, 0.5, 2.0), slots.size)
     print(f"wait_quantile over an array of {slots.size:,} slot counts: {wait_rate:.3g} evaluations/s")
-    # One point at a time (what the planner's sizing loops do): the plain-float path against the
-    # same point as a 1-element array through the vectorized path, in the same run.
+    # One point at a time (what the planner's sizing loops do): the float backend against the
+    # same point as a 1-element array through the array backend, in the same run; and the
+    # planner's unchecked one-point entry against the same points batched into one array call.
     points = [(int(c), float(c) * u) for c in (10, 1_000, 100_000) for u in (0.5, 0.9, 0.99)]
     scalar_rate = _rate(lambda: [log_erlang_c(c, a) for c, a in points], len(points))
     array_points = [(np.array([c]), np.array([a])) for c, a in points]
     one_element_rate = _rate(lambda: [log_erlang_c(c, a) for c, a in array_points], len(points))
     print(
-        f"one point per call: plain-float path {scalar_rate:.3g}/s, "
+        f"one point per call: float backend {scalar_rate:.3g}/s, "
         f"1-element arrays {one_element_rate:.3g}/s ({scalar_rate / one_element_rate:.1f}× faster)"
     )
-    sizing_cases = [(rate, 256) for rate in (1.0, 100.0, 10_000.0, 1_000_000.0)]
-    start = time.perf_counter()
-    for rate, slots_per_instance in sizing_cases * 25:
-        min_instances(
-            arrival_rate_per_s=rate,
-            service_rate_per_s=0.2,
-            slots_per_instance=slots_per_instance,
-            service_scv=1.5,
-            wait_budget_s=0.02,
-        )
-    per_call_ms = (time.perf_counter() - start) / (len(sizing_cases) * 25) * 1e3
-    print(f"min_instances (λ = 1 … 10⁶ req/s, 20 ms budget): {per_call_ms:.2f} ms per call")
-
+    servers = np.array([float(c) for c, _ in points])
+    loads = np.array([a for _, a in points])
+    unchecked_rate = _rate(
+        lambda: [unchecked_wait_statistics(0.99, c, a, 1.0, 1.5) for c, a in points], len(points)
+    )
+    batched_rate = _rate(
+        lambda: unchecked_wait_statistics_arrays(0.99, servers, loads, np.ones(len(points)), 1.25),
+        len(points),
+    )
+    print(
+        f"unchecked_wait_statistics, one point per call: {unchecked_rate:.3g}/s; the same "
+        f"{len(points)} points in one unchecked_wait_statistics_arrays call: {batched_rate:.3g}/s"
+    )
     worst_value, worst_log, underflowed = accuracy()
     print(
         f"accuracy vs mpmath ({ACCURACY_SAMPLES:,} random points, c ≤ 10⁷): max relative error of C "

@@ -1,83 +1,102 @@
 """The layering rule: fleetopt.core is pure math and pulls in none of typer, rich or yaml; core
-imports no io, cli or render; io imports no cli or render.
+imports nothing of fleetopt.io, .cli or .render; fleetopt.io imports nothing of .cli or .render.
 
-One fresh interpreter proves it all: it imports every core module, records what is loaded,
-then every io module, and records again. A module that pulled in a forbidden package would
-leave it in ``sys.modules`` (imports are cached), so checking after all of core covers each
-core module; the offender is named by importing the core modules one at a time in the same
-interpreter and noting which one first brought it in.
+One fresh interpreter answers all of it: it imports every fleetopt.core module, one after the
+other, noting which modules each import brings into sys.modules, then every fleetopt.io module
+the same way. Whatever core module (or anything it imports) loads a forbidden module shows up in
+the new modules of that core module's import — so the offender is named — and the union over
+the core modules is everything importing all of fleetopt.core loads.
 """
 
 from __future__ import annotations
 
 import json
-import pkgutil
 import subprocess
 import sys
-
-import pytest
-
-import fleetopt.core
-import fleetopt.io
+from functools import cache
 
 FORBIDDEN_IN_CORE = ("typer", "rich", "yaml", "click")
 
 _PROBE = """
-import importlib, json, sys
-def loaded():
-    return sorted(sys.modules)
-first_seen = {}
-for name in CORE:
-    before = set(sys.modules)
-    importlib.import_module(name)
-    for new in set(sys.modules) - before:
-        first_seen.setdefault(new, name)
-after_core = loaded()
-for name in IO:
-    importlib.import_module(name)
-after_io = loaded()
-importlib.import_module("fleetopt.cli")
-result = {"after_core": after_core, "after_io": after_io, "after_cli": loaded()}
-print(json.dumps({**result, "first_seen": first_seen}))
+import importlib, json, pkgutil, sys
+
+importer = {}  # module -> the module whose import statement first asked for it
+
+
+class Witness:
+    def find_spec(self, name, path=None, target=None):
+        frame = sys._getframe(1)
+        while frame is not None and frame.f_globals.get("__name__", "").startswith(("importlib", "__main__")):
+            frame = frame.f_back
+        importer.setdefault(name, frame.f_globals.get("__name__") if frame is not None else None)
+        return None
+
+
+sys.meta_path.insert(0, Witness())
+
+def new_modules_per_import(package_name):
+    loaded = set(sys.modules)
+    package = importlib.import_module(package_name)
+    added = {package_name: sorted(set(sys.modules) - loaded)}
+    for module in pkgutil.iter_modules(package.__path__):
+        loaded = set(sys.modules)
+        importlib.import_module(f"{package_name}.{module.name}")
+        added[f"{package_name}.{module.name}"] = sorted(set(sys.modules) - loaded)
+    return added
+
+preloaded = sorted(sys.modules)
+core = new_modules_per_import("fleetopt.core")
+io = new_modules_per_import("fleetopt.io")
+print(json.dumps({"preloaded": preloaded, "core": core, "io": io, "importer": importer}))
 """
 
 
-def _modules(package) -> list[str]:
-    return [package.__name__] + [
-        f"{package.__name__}.{m.name}" for m in pkgutil.iter_modules(package.__path__)
-    ]
-
-
-@pytest.fixture(scope="module")
-def probe() -> dict:
-    code = f"CORE = {_modules(fleetopt.core)!r}\nIO = {_modules(fleetopt.io)!r}\n{_PROBE}"
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+@cache
+def _imports() -> dict:
+    """{"preloaded": modules loaded at start-up, "core": {core module: modules its import added},
+    "io": {io module: ...}, "importer": {module: the module that imported it}}, from one fresh
+    interpreter that imports all of fleetopt.core, then all of fleetopt.io."""
+    out = subprocess.run([sys.executable, "-c", _PROBE], check=True, capture_output=True, text=True).stdout
     return json.loads(out)
 
 
-def test_core_imports_no_presentation_or_file_format_library(probe) -> None:
-    offenders = {
-        name: probe["first_seen"].get(name)
-        for name in probe["after_core"]
-        if name.split(".")[0] in FORBIDDEN_IN_CORE
+def _offenders(layer: str, forbidden: tuple[str, ...]) -> list[str]:
+    """One line per module of ``layer`` whose import loads a ``forbidden`` package, naming what it
+    loads and which module asked for it (any submodule import loads its package first)."""
+    imports = _imports()
+    lines = []
+    for module, new in imports[layer].items():
+        found = sorted(name for name in new if name in forbidden)
+        if found:
+            how = ", ".join(f"{name} (imported by {imports['importer'].get(name)})" for name in found)
+            lines.append(f"importing {module} loads {how}")
+    return lines
+
+
+def test_the_probe_starts_clean_and_imports_every_core_module() -> None:
+    # A layer's imports can only show up if nothing forbidden was loaded before them.
+    forbidden = {*FORBIDDEN_IN_CORE, "fleetopt", "fleetopt.io", "fleetopt.cli", "fleetopt.render"}
+    assert forbidden.isdisjoint(_imports()["preloaded"])
+    import pkgutil
+
+    import fleetopt.core
+
+    expected = {"fleetopt.core"} | {
+        f"fleetopt.core.{m.name}" for m in pkgutil.iter_modules(fleetopt.core.__path__)
     }
-    assert offenders == {}, f"pulled in by (module → core module): {offenders}"
+    assert set(_imports()["core"]) == expected
 
 
-def test_core_never_imports_io_or_cli(probe) -> None:
-    above = [
-        n for n in probe["after_core"] if n.startswith(("fleetopt.io", "fleetopt.cli", "fleetopt.render"))
-    ]
-    assert above == [], f"core pulls in {above} (first via {[probe['first_seen'][n] for n in above]})"
+def test_core_modules_import_no_presentation_or_file_format_library() -> None:
+    offenders = _offenders("core", FORBIDDEN_IN_CORE)
+    assert offenders == [], "; ".join(offenders)
 
 
-def test_io_never_imports_cli_or_render(probe) -> None:
-    above = [n for n in probe["after_io"] if n.startswith(("fleetopt.cli", "fleetopt.render"))]
-    assert above == [], f"io pulls in {above}"
+def test_core_never_imports_io_or_cli() -> None:
+    offenders = _offenders("core", ("fleetopt.io", "fleetopt.cli", "fleetopt.render"))
+    assert offenders == [], "; ".join(offenders)
 
 
-def test_the_probe_really_loaded_every_module(probe) -> None:
-    for name in (*_modules(fleetopt.core), *_modules(fleetopt.io)):
-        assert name in probe["after_io"]
-    # the probe can see a forbidden package: the CLI, imported last, brings typer and rich in
-    assert {"typer", "rich"} <= set(probe["after_cli"])
+def test_io_never_imports_cli_or_render() -> None:
+    offenders = _offenders("io", ("fleetopt.cli", "fleetopt.render"))
+    assert offenders == [], "; ".join(offenders)

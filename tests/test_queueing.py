@@ -1,4 +1,4 @@
-"""The queueing core: exact published values, invariants, the wait model and min_instances."""
+"""The queueing core: exact published values, invariants, the wait model and the fewest servers."""
 
 from __future__ import annotations
 
@@ -11,13 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fleetopt.core.queueing import (
-    SizingResult,
     erlang_b,
     erlang_c,
-    log_erlang_b,
     log_erlang_c,
     mean_wait,
-    min_instances,
     wait_quantile,
 )
 from fleetopt.errors import ValidationError
@@ -176,143 +173,35 @@ def test_wait_quantile_vectorizes_over_servers_and_arrival_scv() -> None:
     assert waits[1] == pytest.approx(0.134193842939744, rel=1e-13)
 
 
-# --- min_instances -----------------------------------------------------------------------------------
+# --- the fewest servers that meet a wait budget (what the planner's sizing searches for) ---------
 
 
-def _violates(result: SizingResult, instances: int, **kwargs: float) -> bool:
-    servers = instances * kwargs["slots_per_instance"]
-    capacity_per_s = servers * kwargs["service_rate_per_s"]
-    utilization = kwargs["arrival_rate_per_s"] / capacity_per_s if capacity_per_s else math.inf
-    wait_s = wait_quantile(
-        kwargs.get("quantile", 0.99),
-        max(servers, 1),
-        kwargs["arrival_rate_per_s"],
-        kwargs["service_rate_per_s"],
-        kwargs["service_scv"],
-        kwargs.get("arrival_scv", 1.0),
-    )
-    return (
-        instances == 0
-        or utilization > kwargs.get("max_utilization", 0.85)
-        or utilization >= 1
-        or wait_s > kwargs["wait_budget_s"]
-    )
+def _fewest_servers(budget_s: float, rate: float, service_rate: float, scv: float, q: float = 0.99) -> int:
+    """The smallest c with λ < cμ and W_q(c) ≤ budget, by a plain upward loop over c."""
+    servers = math.floor(rate / service_rate) + 1
+    while wait_quantile(q, servers, rate, service_rate, scv) > budget_s:
+        servers += 1
+    return servers
 
 
-@settings(max_examples=150, deadline=None)
-@given(
-    arrival_rate_per_s=st.floats(1e-3, 1e6),
-    service_rate_per_s=st.floats(1e-3, 10.0),
-    slots_per_instance=st.integers(1, 700),
-    service_scv=st.floats(0.0, 20.0),
-    wait_budget_s=st.floats(0.0, 30.0),
-    quantile=st.floats(0.5, 0.999),
-    max_utilization=st.floats(0.05, 1.0),
+@pytest.mark.parametrize(
+    "servers,arrival_rate,published_p99_s",
+    [(100, 85.0, 0.134193842939744), (10, 8.0, 1.85578521628342), (14, 10.0, 0.714307039488623)],
 )
-def test_min_instances_is_feasible_and_truly_minimal(**kwargs: float) -> None:
-    result = min_instances(**kwargs)
-    assert result.feasible
-    assert result.binding_constraint in ("utilization", "wait")
-    assert not _violates(result, result.instances, **kwargs)
-    assert _violates(result, result.instances - 1, **kwargs)
-    assert result.servers == result.instances * kwargs["slots_per_instance"]
-    assert result.utilization <= kwargs["max_utilization"]
-    assert result.wait_quantile_s <= kwargs["wait_budget_s"]
+def test_fewest_servers_for_the_published_mmc_p99_waits(
+    servers: int, arrival_rate: float, published_p99_s: float
+) -> None:
+    # FACTS §4 (μ = 1, M/M/c): a budget of exactly the published P99 wait at c servers needs c
+    # servers — c − 1 wait longer — and a budget a hair below it needs c + 1.
+    assert _fewest_servers(published_p99_s * (1 + 1e-12), arrival_rate, 1.0, 1.0) == servers
+    assert _fewest_servers(published_p99_s * (1 - 1e-12), arrival_rate, 1.0, 1.0) == servers + 1
 
 
-def test_min_instances_binding_constraints_by_hand() -> None:
-    # λ = 85/s, μ = 1/s per slot, 10 slots: the 0.85 cap needs 10 instances (ρ = 0.85 exactly).
-    cap_only = min_instances(
-        arrival_rate_per_s=85.0,
-        service_rate_per_s=1.0,
-        slots_per_instance=10,
-        service_scv=1.0,
-        wait_budget_s=1.0,
-    )
-    assert (cap_only.instances, cap_only.binding_constraint) == (10, "utilization")
-    assert cap_only.wait_quantile_s == pytest.approx(0.134193842939744, rel=1e-12)  # FACTS §4
-    assert cap_only.utilization == pytest.approx(0.85)
-    # A 0.1 s budget is missed at c = 100 (0.134 s), so the wait binds at 11 instances.
-    tight = min_instances(
-        arrival_rate_per_s=85.0,
-        service_rate_per_s=1.0,
-        slots_per_instance=10,
-        service_scv=1.0,
-        wait_budget_s=0.1,
-    )
-    assert (tight.instances, tight.binding_constraint) == (11, "wait")
-    assert tight.wait_quantile_s <= 0.1
-
-
-def test_min_instances_zero_budget_needs_c_below_one_minus_q() -> None:
-    result = min_instances(
-        arrival_rate_per_s=85.0,
-        service_rate_per_s=1.0,
-        slots_per_instance=1,
-        service_scv=1.0,
-        wait_budget_s=0.0,
-    )
-    assert result.feasible and result.wait_quantile_s == 0.0
-    assert erlang_c(result.servers, 85.0) <= 0.01 < erlang_c(result.servers - 1, 85.0)
-
-
-def test_min_instances_with_no_arrivals_needs_none() -> None:
-    result = min_instances(
-        arrival_rate_per_s=0.0,
-        service_rate_per_s=1.0,
-        slots_per_instance=8,
-        service_scv=1.0,
-        wait_budget_s=0.5,
-    )
-    assert result == SizingResult(
-        feasible=True,
-        instances=0,
-        servers=0,
-        utilization=0.0,
-        wait_quantile_s=0.0,
-        mean_wait_s=0.0,
-        binding_constraint="none",
-        reason="the arrival rate is 0 req/s: no instances are needed",
-    )
-
-
-def test_min_instances_negative_budget_is_a_typed_infeasible_result() -> None:
-    result = min_instances(
-        arrival_rate_per_s=10.0,
-        service_rate_per_s=1.0,
-        slots_per_instance=8,
-        service_scv=1.0,
-        wait_budget_s=-0.2,
-    )
-    assert not result.feasible
-    assert result.instances == 0
-    assert result.binding_constraint == "infeasible"
-    assert result.reason is not None and "negative (-0.2 s)" in result.reason
-
-
-def test_min_instances_at_a_million_requests_per_second() -> None:
-    result = min_instances(
-        arrival_rate_per_s=1e6,
-        service_rate_per_s=0.05,
-        slots_per_instance=256,
-        service_scv=2.0,
-        wait_budget_s=0.05,
-    )
-    # a = 2·10⁷ Erlangs: the 0.85 cap alone needs ⌈2e7/(0.85·256)⌉ = 91,912 instances.
-    assert result.instances == math.ceil(2e7 / (0.85 * 256))
-    assert result.binding_constraint == "utilization"
-
-
-def test_min_instances_utilization_cap_of_one_still_requires_stability() -> None:
-    result = min_instances(
-        arrival_rate_per_s=10.0,
-        service_rate_per_s=1.0,
-        slots_per_instance=10,
-        service_scv=1.0,
-        wait_budget_s=math.inf,
-        max_utilization=1.0,
-    )
-    assert result.instances == 2  # one instance would run at ρ = 1 (unstable)
+def test_a_zero_budget_is_met_once_erlang_c_is_at_most_one_minus_q() -> None:
+    # FACTS §2 item 6: W_q is clamped at 0, and is 0 exactly when C ≤ 1 − q.
+    servers = _fewest_servers(0.0, 85.0, 1.0, 1.0)
+    assert erlang_c(servers, 85.0) <= 0.01 < erlang_c(servers - 1, 85.0)
+    assert wait_quantile(0.99, servers, 85.0, 1.0, 1.0) == 0.0
 
 
 @pytest.mark.parametrize(
@@ -324,72 +213,29 @@ def test_min_instances_utilization_cap_of_one_still_requires_stability() -> None
             "service_rate_per_s: inf is not allowed; it must be positive and finite",
         ),
         ({"arrival_rate_per_s": -1.0}, "arrival_rate_per_s: -1 is not allowed; it must be finite and ≥ 0"),
-        ({"slots_per_instance": 0}, "slots_per_instance: 0 is not allowed; it must be a whole number ≥ 1"),
         (
             {"service_scv": -0.5},
             "service_scv: -0.5 is not allowed; a squared coefficient of variation is ≥ 0",
         ),
-        ({"max_utilization": 1.5}, "max_utilization: 1.5 is not allowed; it must be in (0, 1]"),
-        ({"max_utilization": 0.0}, "max_utilization: 0 is not allowed; it must be in (0, 1]"),
-        ({"quantile": 1.0}, "quantile: 1 is not allowed; it must be strictly between 0 and 1"),
-        ({"wait_budget_s": math.nan}, "wait_budget_s: NaN is not allowed"),
+        (
+            {"arrival_scv": math.nan},
+            "arrival_scv: NaN is not allowed",
+        ),
+        ({"q": 1.0}, "quantile: 1.0 is not allowed; it must be strictly between 0 and 1"),
     ],
 )
-def test_min_instances_rejects_invalid_inputs(override: dict, message: str) -> None:
+def test_wait_quantile_rejects_invalid_inputs(override: dict, message: str) -> None:
     kwargs = dict(
-        arrival_rate_per_s=10.0,
-        service_rate_per_s=1.0,
-        slots_per_instance=8,
-        service_scv=1.0,
-        wait_budget_s=0.5,
+        q=0.99, servers=8, arrival_rate_per_s=4.0, service_rate_per_s=1.0, service_scv=1.0, arrival_scv=1.0
     )
     kwargs.update(override)
-    with pytest.raises(ValidationError) as excinfo:
-        min_instances(**kwargs)
-    assert str(excinfo.value) == message
+    for servers in (kwargs["servers"], np.array([kwargs["servers"]])):
+        with pytest.raises(ValidationError) as excinfo:
+            wait_quantile(**{**kwargs, "servers": servers})
+        assert str(excinfo.value) == message
 
 
-# --- the one-point path and the array path are the same formulas -----------------------------------
-
-
-def _log_close(one: float, many: float) -> bool:
-    if math.isinf(one) or math.isinf(many):
-        return one == many
-    return abs(one - many) <= 1e-13 * max(1.0, abs(many))
-
-
-@settings(max_examples=400, deadline=None)
-@given(
-    servers=st.integers(1, 10**7),
-    utilization=st.floats(1e-6, 3.0),
-)
-def test_scalar_and_array_erlang_agree(servers: int, utilization: float) -> None:
-    """Scalars take a plain-float path (the sizing loops' hot path); arrays the vectorized one."""
-    load = servers * utilization
-    one_c, many_c = log_erlang_c(servers, load), log_erlang_c(np.array([servers]), np.array([load]))[0]
-    one_b, many_b = log_erlang_b(servers, load), log_erlang_b(np.array([servers]), np.array([load]))[0]
-    assert isinstance(one_c, float) and _log_close(one_c, many_c), (one_c, many_c)
-    assert _log_close(one_b, many_b), (one_b, many_b)
-
-
-@pytest.mark.parametrize(
-    ("servers", "load"),
-    [
-        (300, 230.0),  # the lower-gamma continued-fraction band, z ≈ 4.1
-        (10**6, 10**6 - 6_000.0),  # the band at c = 10⁶, z = 6
-        (100, 5_000.0),  # Erlang B far beyond the servers: Legendre's continued fraction
-        (5, 7.0),  # Erlang B just beyond the servers: scipy's upper gamma
-        (1, 1e-9),
-        (16, 15.9),  # stirlerr switches from ln Γ to its series at 16
-    ],
-)
-def test_scalar_and_array_erlang_agree_on_every_branch(servers: int, load: float) -> None:
-    array = (np.array([servers]), np.array([load]))
-    assert _log_close(log_erlang_b(servers, load), log_erlang_b(*array)[0])
-    assert _log_close(log_erlang_c(servers, load), log_erlang_c(*array)[0])
-    one = wait_quantile(0.99, servers, load * 2.0, 2.0, 0.7)
-    many = wait_quantile(0.99, np.array([servers]), load * 2.0, 2.0, 0.7)[0]
-    assert one == pytest.approx(many, rel=1e-13, abs=1e-300)
+# --- argument checks on both inputs -------------------------------------------------------------
 
 
 @pytest.mark.parametrize("servers", [0, 0.5, -3, math.inf, np.array([4, 0])])

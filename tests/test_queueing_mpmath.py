@@ -6,15 +6,31 @@ The reference is written here from the definitions, not from fleetopt's code:
   (mpmath's regularized upper incomplete gamma), both at 50 digits;
 - C = c·B / (c − a + a·B) (Erlang C from Erlang B, exact algebra).
 The two references are checked against each other where both are cheap.
+
+Every check runs on both kinds of input: each point as plain numbers (one point per call, the
+sizing loops' path) and all the points of a test in one array call (the vectorized path, which
+takes each branch on a subset of the points) — each against mpmath, never against each other.
 """
 
 from __future__ import annotations
 
+import math
+
 import mpmath
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from fleetopt.core.queueing import erlang_b, erlang_c, exact_erlang, log_erlang_b, log_erlang_c, wait_quantile
+from fleetopt.core.queueing import (
+    erlang_b,
+    erlang_c,
+    exact_erlang,
+    log_erlang_b,
+    log_erlang_c,
+    wait_quantile,
+    wait_statistics,
+)
 
 DIGITS = 50
 TOLERANCE = 1e-12  # the accuracy contract: relative, wherever C ≥ 1e-300; on ln C elsewhere
@@ -74,6 +90,29 @@ def _assert_close(computed: float, log_computed: float, exact: mpmath.mpf, what:
         assert log_error <= TOLERANCE, f"ln {what}: {log_computed!r} vs {mpmath.nstr(log_exact, 20)}"
 
 
+def _assert_both_inputs_match(
+    servers: list[int] | int, loads: list[float], *, b: bool = True, c: bool = True, where: str = ""
+) -> None:
+    """Erlang B and C at every (c, a), one point per call and all points in one array call, against
+    the mpmath references."""
+    servers_list = servers if isinstance(servers, list) else [servers] * len(loads)
+    c_array, a_array = np.array(servers_list, dtype=float), np.array(loads, dtype=float)
+    functions = []
+    if c:
+        functions.append(("C", erlang_c, log_erlang_c, reference_c))
+    if b:
+        functions.append(("B", erlang_b, log_erlang_b, reference_b))
+    for name, value_of, log_of, reference in functions:
+        values, log_values = value_of(c_array, a_array), log_of(c_array, a_array)
+        for i, (c_i, a_i) in enumerate(zip(servers_list, loads, strict=True)):
+            exact = reference(int(c_i), float(a_i))
+            label = f"{name}({c_i}, {float(a_i)!r}){where}"
+            one = value_of(int(c_i), float(a_i))
+            assert isinstance(one, float)
+            _assert_close(one, log_of(int(c_i), float(a_i)), exact, f"{label}, one point")
+            _assert_close(float(values[i]), float(log_values[i]), exact, f"{label}, array call")
+
+
 SERVERS = [1, 2, 3, 7, 14, 55, 100, 512, 1000, 2999, 10_000, 30_000, 100_000, 1_000_000, 10_000_000]
 UTILIZATIONS = [1e-3, 0.1, 0.5, 0.85, 0.95, 0.99, 0.999, 0.999999]
 
@@ -88,36 +127,19 @@ def test_the_two_references_agree() -> None:
 
 @pytest.mark.parametrize("servers", SERVERS)
 def test_erlang_b_and_c_match_mpmath_from_1_to_ten_million_servers(servers: int) -> None:
-    for utilization in UTILIZATIONS:
-        load = servers * utilization
-        exact_b = reference_b(servers, load)
-        exact_c = reference_c(servers, load)
-        where = f"c={servers}, a={load!r}"
-        _assert_close(erlang_c(servers, load), log_erlang_c(servers, load), exact_c, f"C({where})")
-        _assert_close(erlang_b(servers, load), log_erlang_b(servers, load), exact_b, f"B({where})")
+    _assert_both_inputs_match(servers, [servers * utilization for utilization in UTILIZATIONS])
 
 
 @pytest.mark.parametrize("servers", [1_000_000, 10_000_000])
-def test_vectorized_call_matches_mpmath_at_huge_servers(servers: int) -> None:
-    loads = servers * np.array([0.9, 0.99, 0.995, 0.999, 0.9999, 0.999999])
-    computed = erlang_c(servers, loads)
-    for load, value, log_value in zip(loads, computed, log_erlang_c(servers, loads), strict=True):
-        _assert_close(
-            float(value), float(log_value), reference_c(servers, float(load)), f"C({servers}, {load})"
-        )
+def test_huge_servers_near_saturation_match_mpmath(servers: int) -> None:
+    loads = [servers * u for u in (0.9, 0.99, 0.995, 0.999, 0.9999, 0.999999)]
+    _assert_both_inputs_match(servers, loads, b=False)
 
 
 def test_load_a_hair_below_the_servers() -> None:
     # a → c: 1 − ρ must come from c − a (exact), not from 1 − a/c (which loses ~10 digits here).
     for servers in (10, 1000, 10_000_000):
-        for gap in (1e-3, 1e-6):
-            load = servers * (1 - gap)
-            _assert_close(
-                erlang_c(servers, load),
-                log_erlang_c(servers, load),
-                reference_c(servers, load),
-                f"C({servers})",
-            )
+        _assert_both_inputs_match(servers, [servers * (1 - gap) for gap in (1e-3, 1e-6)], b=False)
 
 
 def test_log_erlang_c_where_c_underflows_double_precision() -> None:
@@ -127,16 +149,12 @@ def test_log_erlang_c_where_c_underflows_double_precision() -> None:
         assert mpmath.mpf("1e-547") < exact < mpmath.mpf("1e-545")
     assert erlang_c(100_000, 85_000.0) == 0.0
     _assert_close(0.0, log_erlang_c(100_000, 85_000.0), exact, "C(1e5, 85000)")
+    assert erlang_c(np.array([100_000]), np.array([85_000.0]))[0] == 0.0
+    _assert_close(0.0, log_erlang_c(np.array([100_000]), 85_000.0)[0], exact, "C(1e5, 85000), array call")
 
 
 def test_tiny_loads_far_in_the_tail() -> None:
-    for servers, load in [(100, 0.1), (1000, 1.0), (10, 1e-5), (3, 1e-100)]:
-        _assert_close(
-            erlang_c(servers, load),
-            log_erlang_c(servers, load),
-            reference_c(servers, load),
-            f"C({servers}, {load})",
-        )
+    _assert_both_inputs_match([100, 1000, 10, 3], [0.1, 1.0, 1e-5, 1e-100], b=False)
 
 
 @pytest.mark.parametrize(
@@ -145,8 +163,9 @@ def test_tiny_loads_far_in_the_tail() -> None:
 )
 def test_erlang_b_beyond_the_servers(servers: int, load: float) -> None:
     # Erlang B is a loss probability and stays defined for a ≥ c (Erlang C is 1 there).
-    _assert_close(erlang_b(servers, load), log_erlang_b(servers, load), reference_b(servers, load), "B")
+    _assert_both_inputs_match(servers, [load], c=False)
     assert erlang_c(servers, load) == 1.0
+    assert erlang_c(np.array([servers]), np.array([load]))[0] == 1.0
 
 
 def test_wait_quantile_where_c_underflows_is_still_exact_zero_or_positive() -> None:
@@ -166,48 +185,28 @@ def test_wait_quantile_where_c_underflows_is_still_exact_zero_or_positive() -> N
 def test_the_poisson_tail_band_where_scipys_series_truncates(servers: int) -> None:
     # Loads 3.9–12 standard deviations below c: Q = P(X > c) is 1e-4…1e-33 here and scipy's
     # gammainc (a 2,000-term power series) is off by up to 1e-5 relative at c ≥ 10⁶.
-    for z in (3.9, 4.0, 4.5, 5.0, 6.0, 8.0, 10.0, 10.1, 12.0):
-        load = float(servers - z * np.sqrt(servers + 1.0))
-        _assert_close(
-            erlang_c(servers, load),
-            log_erlang_c(servers, load),
-            reference_c(servers, load),
-            f"C({servers}, {load})",
-        )
-        _assert_close(
-            erlang_b(servers, load),
-            log_erlang_b(servers, load),
-            reference_b(servers, load),
-            f"B({servers}, {load})",
-        )
+    zs = (3.9, 4.0, 4.5, 5.0, 6.0, 8.0, 10.0, 10.1, 12.0)
+    _assert_both_inputs_match(servers, [float(servers - z * np.sqrt(servers + 1.0)) for z in zs])
 
 
 @pytest.mark.parametrize("servers", [300, 1_000_000, 10_000_000])
 def test_erlang_b_above_the_servers_across_the_continued_fraction_switch(servers: int) -> None:
-    for z in (1.0, 5.0, 20.0, 29.9, 30.0, 31.0, 100.0):
-        load = float(servers + z * np.sqrt(servers))
-        _assert_close(
-            erlang_b(servers, load),
-            log_erlang_b(servers, load),
-            reference_b(servers, load),
-            f"B({servers}, {load})",
-        )
+    zs = (1.0, 5.0, 20.0, 29.9, 30.0, 31.0, 100.0)
+    _assert_both_inputs_match(servers, [float(servers + z * np.sqrt(servers)) for z in zs], c=False)
 
 
 def test_random_sweep_against_mpmath() -> None:
     rng = np.random.default_rng(20240611)
     servers_draws = np.round(10 ** rng.uniform(0, 7, 150)).astype(int)
+    servers_kept, loads = [], []
     for servers in servers_draws:
         utilization = 1 - 10 ** rng.uniform(-6.5, 0)
         load = float(servers * utilization)
-        if load <= 0:
-            continue
-        _assert_close(
-            erlang_c(int(servers), load),
-            log_erlang_c(int(servers), load),
-            reference_c(int(servers), load),
-            f"C({servers}, {load!r})",
-        )
+        if load > 0:
+            servers_kept.append(int(servers))
+            loads.append(load)
+    # one array call over every draw: the branches run on mixed subsets, as in the planner
+    _assert_both_inputs_match(servers_kept, loads, b=False)
 
 
 @pytest.mark.parametrize(
@@ -225,3 +224,81 @@ def test_exact_erlang_matches_the_independent_reference_to_40_digits(servers: in
             (exact.erlang_b, reference_b(servers, load)),
         ):
             assert abs(mpmath.mpf(computed) / reference - 1) < mpmath.mpf("1e-40")
+
+
+# (servers c, arrival rate λ, per-server rate μ, C_s²), μ a power of two so that a = λ/μ is exact:
+# scipy's incomplete gamma, the continued-fraction band (z ≈ 4.1 and 4.8), the stirlerr switch at
+# 16, C far below double precision (the quantile is 0 there), one server, and c = 10⁶ at z = 6.
+WAIT_POINTS = [
+    (100, 85.0, 1.0, 1.0),
+    (300, 115.0, 0.5, 1.3),
+    (1000, 1700.0, 2.0, 0.7),
+    (16, 31.8, 2.0, 2.5),
+    (100_000, 85_000.0, 1.0, 1.0),
+    (1, 0.125, 0.25, 0.0),
+    (10**6, (10**6 - 6_000.0) / 4, 0.25, 3.0),
+]
+
+
+@pytest.mark.parametrize("q", [0.5, 0.99, 1 - 1e-9])
+def test_wait_quantile_and_mean_match_mpmath_on_both_inputs(q: float) -> None:
+    """W_q = max(0, ln(C/(1 − q)))·(1 + C_s²)/2/(cμ − λ) and E[W] = C·(1 + C_s²)/2/(cμ − λ), with C
+    from the mpmath reference. ln C is good to 1e-12 relative, so W_q is held to 1e-12 of
+    (|ln C| + |ln(1 − q)|)·(1 + C_s²)/2/(cμ − λ)."""
+    columns = [np.array(column, dtype=float) for column in zip(*WAIT_POINTS, strict=True)]
+    array_quantiles, array_means = wait_statistics(q, *columns)
+    for i, (servers, rate, mu, scv) in enumerate(WAIT_POINTS):
+        with mpmath.workdps(DIGITS):
+            log_c = mpmath.log(reference_c(servers, rate / mu))
+            log_no_wait = mpmath.log(1 - mpmath.mpf(q))
+            scale = (1 + mpmath.mpf(scv)) / 2 / (servers * mpmath.mpf(mu) - mpmath.mpf(rate))
+            exact_quantile = max(mpmath.mpf(0), log_c - log_no_wait) * scale
+            quantile_tolerance = 1e-12 * (abs(log_c) + abs(log_no_wait)) * scale
+            exact_mean = mpmath.exp(log_c) * scale
+        one_quantile, one_mean = wait_statistics(q, servers, rate, mu, scv)
+        assert isinstance(one_quantile, float) and isinstance(one_mean, float)
+        assert wait_quantile(q, servers, rate, mu, scv) == one_quantile
+        for how, quantile, mean in (
+            ("one point", one_quantile, one_mean),
+            ("array call", float(array_quantiles[i]), float(array_means[i])),
+        ):
+            where = f"c={servers}, λ={rate}, μ={mu}, q={q}, {how}"
+            assert abs(quantile - exact_quantile) <= quantile_tolerance, (where, quantile, exact_quantile)
+            if exact_quantile == 0:
+                assert quantile == 0.0, where
+            assert abs(mean - exact_mean) <= 1e-12 * exact_mean + 1e-300, (where, mean, exact_mean)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    load=st.floats(0.01, 1500.0),
+    service_rate=st.sampled_from([0.25, 0.5, 1.0, 2.0, 4.0]),
+    scv=st.floats(0.0, 20.0),
+    q=st.floats(0.5, 0.999),
+    budget_in_service_times=st.one_of(st.just(0.0), st.floats(0.0, 30.0)),
+)
+def test_the_fewest_servers_meeting_a_wait_budget_is_minimal_by_mpmath(
+    load: float, service_rate: float, scv: float, q: float, budget_in_service_times: float
+) -> None:
+    """The smallest c with W_q(c) ≤ t, found by a plain upward loop over fleetopt's wait_quantile,
+    is the smallest c whose model tail P(W > t) = C·exp(−(cμ − λ)·t/v), v = (1 + C_s²)/2, is at
+    most 1 − q, with C from mpmath (the exact M/M/c tail at C_s² = 1). What the planner's sizing
+    searches for, with its answer checked at c and at c − 1."""
+    rate = load * service_rate  # a = λ/μ exact: μ is a power of two
+    budget_s = budget_in_service_times / service_rate
+    servers = math.floor(load) + 1
+    while wait_quantile(q, servers, rate, service_rate, scv) > budget_s:
+        servers += 1
+
+    def tail(c: int) -> mpmath.mpf:
+        with mpmath.workdps(DIGITS):
+            slack = c * mpmath.mpf(service_rate) - mpmath.mpf(rate)
+            return reference_c(c, load) * mpmath.exp(
+                -slack * mpmath.mpf(budget_s) / ((1 + mpmath.mpf(scv)) / 2)
+            )
+
+    with mpmath.workdps(DIGITS):
+        allowed = 1 - mpmath.mpf(q)
+        assert tail(servers) <= allowed * (1 + mpmath.mpf("1e-10")), servers
+        if servers - 1 > load:
+            assert tail(servers - 1) >= allowed * (1 - mpmath.mpf("1e-10")), servers

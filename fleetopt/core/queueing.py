@@ -1,4 +1,4 @@
-"""The M/G/c queue of a pool of KV-cache slots: Erlang B/C in log space, wait quantiles, sizing.
+"""The M/G/c queue of a pool of KV-cache slots: Erlang B/C in log space and wait quantiles.
 
 A pool of ``n`` instances with ``s`` slots each is an M/G/c queue with c = n·s servers, each
 serving at μ = 1/E[S] per second (FleetOpt §3.1, Eq. 5–6). Offered load a = λ/μ (Erlangs),
@@ -20,6 +20,7 @@ where C itself underflows double precision (c = 10⁵, a = 85,000: C ≈ 1.7e-54
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +44,126 @@ _LOWER_CF_MIN_SHAPE = 200.0
 _LOWER_CF_MIN_Z = 4.0
 _LOWER_CF_MAX_Z = 10.0
 _LOWER_CF_MAX_TERMS = 96
+# The modified Lentz algorithm replaces a vanishing numerator or denominator by this.
+_TINY = 1e-300
+
+
+# ---------------------------------------------------------------------------------------------
+# Two backends for one set of formulas. Every formula below is written once, over a backend
+# ``xp``: ``_FLOATS`` evaluates one point in plain Python floats (the sizing loops call it
+# thousands of times, and a numpy call costs ~1 µs of overhead per operation), ``_ARRAYS`` many
+# points with numpy. ``xp.where`` picks between two already-computed values (both sides are
+# cheap and safe), ``xp.piecewise`` between two functions (a float computes only its own side;
+# an array computes each side on the points that take it).
+# ---------------------------------------------------------------------------------------------
+
+
+class _FLOATS:
+    """Math on one point: ``math`` functions, Python branches."""
+
+    log = staticmethod(math.log)
+    log1p = staticmethod(math.log1p)
+    exp = staticmethod(math.exp)
+    sqrt = staticmethod(math.sqrt)
+    lgamma = staticmethod(math.lgamma)
+    abs = staticmethod(abs)
+
+    @staticmethod
+    def minimum(x: float, y: float) -> float:
+        return y if y < x else x  # min(x, y), without the builtin's iterator (2× faster)
+
+    @staticmethod
+    def maximum(x: float, y: float) -> float:
+        return y if y > x else x  # max(x, y)
+
+    @staticmethod
+    def gammainc(s: float, x: float) -> float:
+        return float(special.gammainc(s, x))
+
+    @staticmethod
+    def gammaincc(s: float, x: float) -> float:
+        return float(special.gammaincc(s, x))
+
+    @staticmethod
+    def log_or_minus_inf(x: float) -> float:
+        """ln x, −inf at x = 0 (as numpy's log, without its warning)."""
+        return math.log(x) if x > 0 else -math.inf
+
+    @staticmethod
+    def not_tiny(x: float) -> float:
+        """x, or 1e-300 where |x| < 1e-300 (the guard of the modified Lentz algorithm)."""
+        return _TINY if abs(x) < _TINY else x
+
+    @staticmethod
+    def where(condition: bool, if_true: float, if_false: float) -> float:
+        return if_true if condition else if_false
+
+    @staticmethod
+    def all(condition: bool) -> bool:
+        return condition
+
+    @staticmethod
+    def largest(x: float) -> float:
+        return x
+
+    @staticmethod
+    def piecewise(
+        condition: bool, if_true: Callable[..., Any], if_false: Callable[..., Any], *args: float
+    ) -> Any:
+        return (if_true if condition else if_false)(_FLOATS, *args)
+
+
+class _ARRAYS:
+    """Math on arrays of points: numpy and scipy ufuncs, branches by mask."""
+
+    log = np.log
+    log1p = np.log1p
+    exp = np.exp
+    sqrt = np.sqrt
+    lgamma = special.gammaln
+    abs = np.abs
+    minimum = np.minimum
+    maximum = np.maximum
+    gammainc = special.gammainc
+    gammaincc = special.gammaincc
+    where = np.where
+    all = staticmethod(np.all)
+
+    @staticmethod
+    def log_or_minus_inf(x: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore"):
+            return np.log(x)
+
+    @staticmethod
+    def not_tiny(x: np.ndarray) -> np.ndarray:
+        return np.where(np.abs(x) < _TINY, _TINY, x)
+
+    @staticmethod
+    def largest(x: np.ndarray) -> float:
+        return float(x.max(initial=0.0))
+
+    @staticmethod
+    def piecewise(
+        condition: np.ndarray, if_true: Callable[..., Any], if_false: Callable[..., Any], *args: np.ndarray
+    ) -> Any:
+        """``if_true`` on the points where ``condition`` holds, ``if_false`` on the others; the
+        functions take (xp, *args) and return one array or a tuple of arrays. ``args``: arrays of
+        the shape of ``condition``, or floats (passed as they are)."""
+        out: tuple[np.ndarray, ...] | None = None
+        single = True
+        for mask, function in ((condition, if_true), (~condition, if_false)):
+            if not mask.any():
+                continue
+            value = function(_ARRAYS, *(arg if isinstance(arg, float) else arg[mask] for arg in args))
+            single = not isinstance(value, tuple)
+            values = (value,) if single else value
+            if out is None:
+                out = tuple(np.empty(condition.shape) for _ in values)
+            for target, part in zip(out, values, strict=True):
+                target[mask] = part
+        if out is None:  # no points at all
+            return if_true(_ARRAYS, *args)
+        return out[0] if single else out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -50,15 +171,14 @@ _LOWER_CF_MAX_TERMS = 96
 # ---------------------------------------------------------------------------------------------
 
 
-def _stirlerr(n: np.ndarray) -> np.ndarray:
+def _stirlerr(xp: Any, n: Any) -> Any:
     """stirlerr(n) = ln Γ(n+1) − (n+½)·ln n + n − ½·ln(2π), the Stirling-series remainder, n ≥ 1."""
-    n = np.asarray(n, dtype=float)
-    big = np.maximum(n, _STIRLERR_SERIES_MIN_N)
+    big = xp.maximum(n, _STIRLERR_SERIES_MIN_N)
     nn = big * big
     series = (1.0 / 12 - (1.0 / 360 - (1.0 / 1260 - (1.0 / 1680 - (1.0 / 1188) / nn) / nn) / nn) / nn) / big
-    small = np.minimum(n, _STIRLERR_SERIES_MIN_N)
-    direct = special.gammaln(small + 1.0) - (small + 0.5) * np.log(small) + small - _HALF_LOG_2PI
-    return np.where(n >= _STIRLERR_SERIES_MIN_N, series, direct)
+    small = xp.minimum(n, _STIRLERR_SERIES_MIN_N)
+    direct = xp.lgamma(small + 1.0) - (small + 0.5) * xp.log(small) + small - _HALF_LOG_2PI
+    return xp.where(n >= _STIRLERR_SERIES_MIN_N, series, direct)
 
 
 def _bd0_series_terms(v2_max: float) -> int:
@@ -70,107 +190,112 @@ def _bd0_series_terms(v2_max: float) -> int:
     return min(_BD0_SERIES_TERMS, max(1, math.ceil(_LOG_BD0_SERIES_TOLERANCE / math.log(v2_max))))
 
 
-def _bd0(x: np.ndarray, mean: np.ndarray) -> np.ndarray:
-    """bd0(x, m) = x·ln(x/m) + m − x ≥ 0, the Poisson deviance term, without cancellation.
+def _bd0(xp: Any, x: Any, mean: Any) -> Any:
+    """bd0(x, m) = x·ln(x/m) + m − x ≥ 0, the Poisson deviance term, without cancellation, m > 0.
 
     With v = (x − m)/(x + m): bd0 = (x + m)·g(v), g(v) = (1 + v)·atanh(v) − v
     = v² + Σ_{k≥1} (v^{2k+1} + v^{2k+2})/(2k+1), an all-positive series for |v| small.
     """
-    x = np.asarray(x, dtype=float)
-    mean = np.asarray(mean, dtype=float)
     total = x + mean
     v = (x - mean) / total  # x − m is exact (Sterbenz) whenever m is within a factor 2 of x
-    v_series = np.where(np.abs(v) <= _BD0_SERIES_MAX_V, v, 0.0)
+    near = xp.abs(v) <= _BD0_SERIES_MAX_V
+    v_series = xp.where(near, v, 0.0)
     v2 = v_series * v_series
     # Horner evaluation of Σ_{k≥1} v^{2k}/(2k+1), then g = v² + (v + v²)·that sum.
-    tail = np.zeros_like(v2)
-    for k in range(_bd0_series_terms(float(v2.max(initial=0.0))), 0, -1):
+    tail = 0.0
+    for k in range(_bd0_series_terms(xp.largest(v2)), 0, -1):
         tail = (tail + 1.0 / (2 * k + 1)) * v2
-    g_series = v2 + (v_series + v2) * tail
+    series = total * (v2 + (v_series + v2) * tail)
     # Far from the mean (x/m > 3 or < 1/3) the direct form has only mild cancellation; atanh(v)
     # would be ill-conditioned there (v → ±1), ln(x/m) is not.
-    with np.errstate(divide="ignore", invalid="ignore"):
-        direct = x * np.log(x / mean) + (mean - x)
-    series = total * g_series
-    # m = 0: bd0 = +inf (pmf 0) for x > 0.
-    return np.where(mean > 0, np.where(np.abs(v) <= _BD0_SERIES_MAX_V, series, direct), np.inf)
+    direct = x * xp.log(x / mean) + (mean - x)
+    return xp.where(near, series, direct)
 
 
-def _poisson_log_pmf(k: np.ndarray, mean: np.ndarray) -> np.ndarray:
-    """ln p(k; m) = −stirlerr(k) − bd0(k, m) − ½·ln(2πk) (Loader's saddle-point form), k ≥ 1."""
-    k = np.asarray(k, dtype=float)
-    return -_stirlerr(k) - _bd0(k, mean) - _HALF_LOG_2PI - 0.5 * np.log(k)
+def _poisson_log_pmf(xp: Any, k: Any, mean: Any) -> Any:
+    """ln p(k; m) = −stirlerr(k) − bd0(k, m) − ½·ln(2πk) (Loader's saddle-point form), k ≥ 1, m > 0."""
+    return -_stirlerr(xp, k) - _bd0(xp, k, mean) - _HALF_LOG_2PI - 0.5 * xp.log(k)
 
 
-def _log_upper_gamma_ratio_cf(s: np.ndarray, x: np.ndarray) -> np.ndarray:
+def _log_upper_gamma_ratio_cf(xp: Any, s: Any, x: Any) -> Any:
     """ln[Γ(s, x) / (e^{−x}·x^s)] by Legendre's continued fraction (modified Lentz), for x ≫ s.
 
     Used only where the Poisson cdf underflows (load far above the servers, Erlang B only);
     it converges in under ten terms there.
     """
-    tiny = 1e-300
     b = x + 1.0 - s
-    c = np.full_like(b, 1.0 / tiny)
+    c = 1.0 / _TINY
     d = 1.0 / b
-    h = d.copy()
+    h = d
     for i in range(1, _CF_ITERATIONS):
         an = -i * (i - s)
         b = b + 2.0
-        d = an * d + b
-        d = np.where(np.abs(d) < tiny, tiny, d)
-        d = 1.0 / d
-        c = b + an / c
-        c = np.where(np.abs(c) < tiny, tiny, c)
+        d = 1.0 / xp.not_tiny(an * d + b)
+        c = xp.not_tiny(b + an / c)
         h = h * d * c
-    return np.log(h)
+    return xp.log(h)
 
 
-def _lower_gamma_ratio_cf(s: np.ndarray, x: np.ndarray) -> np.ndarray:
+def _lower_gamma_ratio_cf(xp: Any, s: Any, x: Any) -> Any:
     """r = γ(s, x) / (x^s·e^{−x}) by the continued fraction (DLMF 8.9.2), modified Lentz, x < s.
 
     γ(s, x) = x^s e^{−x} / (s − s·x/(s+1 + x/(s+2 − (s+1)·x/(s+3 + 2x/(s+4 − …))))). Used where
     (s − x)/√s ≥ 4: it converges there in ≤ ~60 terms whatever s is (measured up to s = 10⁹),
     where the power series (scipy's path, capped at 2,000 terms) needs ~40/(1 − x/s) terms
-    and loses up to 1e-5 relative at s ≥ 10⁶.
+    and loses up to 1e-5 relative at s ≥ 10⁶. On arrays it stops when every point has converged.
     """
-    tiny = 1e-300
-    f = s.copy()
-    c = s.copy()
-    d = np.zeros_like(s)
+    f = c = s
+    d = 0.0
     for n in range(1, _LOWER_CF_MAX_TERMS + 1):
         a_n = -(s + (n - 1) // 2) * x if n % 2 == 1 else (n // 2) * x
         b_n = s + n
-        d = b_n + a_n * d
-        d = 1.0 / np.where(np.abs(d) < tiny, tiny, d)
-        c = b_n + a_n / c
-        c = np.where(np.abs(c) < tiny, tiny, c)
+        d = 1.0 / xp.not_tiny(b_n + a_n * d)
+        c = xp.not_tiny(b_n + a_n / c)
         delta = c * d
         f = f * delta
-        if n % 8 == 0 and np.all(np.abs(delta - 1.0) < 1e-16):
+        if n % 8 == 0 and xp.all(xp.abs(delta - 1.0) < 1e-16):
             break
     return 1.0 / f
 
 
-def _log_cdf_below_servers(servers: np.ndarray, load: np.ndarray, log_pmf: np.ndarray) -> np.ndarray:
-    """ln P(c; a) for a < c: log1p(−Q), Q = P(X > c) = γ(c+1, a)/Γ(c+1) ≤ ~½ (accurate to ~1e-16).
+# ---------------------------------------------------------------------------------------------
+# Erlang B, Erlang C and the waits (each written once; ``xp`` is ``_FLOATS`` or ``_ARRAYS``)
+# ---------------------------------------------------------------------------------------------
 
-    Q comes from scipy's regularized incomplete gamma (Temme's uniform expansion near the mean,
-    ≤ 1e-14 relative as measured) except in the band 4 ≤ (c+1 − a)/√(c+1) ≤ 10, where scipy
-    falls back to a truncated power series; there Q = r·a·p(c; a) with r from the continued
-    fraction above. Beyond the band Q < 1e-20 and its relative accuracy no longer matters.
+
+def _upper_tail_by_continued_fraction(xp: Any, s: Any, load: Any, log_pmf: Any) -> Any:
+    return _lower_gamma_ratio_cf(xp, s, load) * load * xp.exp(log_pmf)
+
+
+def _upper_tail_by_scipy(xp: Any, s: Any, load: Any, log_pmf: Any) -> Any:
+    return xp.gammainc(s, load)
+
+
+def _log_erlang_b_below_servers(xp: Any, servers: Any, load: Any, log_pmf: Any) -> Any:
+    """ln B = ln p(c; a) − ln P(c; a) for a < c, ln P = log1p(−Q), Q = P(X > c) = γ(c+1, a)/Γ(c+1).
+
+    Q ≤ ~½ here, so log1p(−Q) is accurate to ~1e-16. Q comes from scipy's regularized incomplete
+    gamma (Temme's uniform expansion near the mean, ≤ 1e-14 relative as measured) except in the
+    band 4 ≤ (c+1 − a)/√(c+1) ≤ 10, where scipy falls back to a truncated power series; there
+    Q = r·a·p(c; a) with r from the continued fraction above. Beyond the band Q < 1e-20 and its
+    relative accuracy no longer matters.
     """
     s = servers + 1.0
-    upper_tail = special.gammainc(s, load)
-    z = (s - load) / np.sqrt(s)
+    z = (s - load) / xp.sqrt(s)
     band = (s > _LOWER_CF_MIN_SHAPE) & (z >= _LOWER_CF_MIN_Z) & (z <= _LOWER_CF_MAX_Z)
-    if np.any(band):
-        upper_tail = upper_tail.copy()
-        x_band = load[band]
-        upper_tail[band] = _lower_gamma_ratio_cf(s[band], x_band) * x_band * np.exp(log_pmf[band])
-    return np.log1p(-upper_tail)
+    upper_tail = xp.piecewise(band, _upper_tail_by_continued_fraction, _upper_tail_by_scipy, s, load, log_pmf)
+    return log_pmf - xp.log1p(-upper_tail)
 
 
-def _log_erlang_b_above_servers(servers: np.ndarray, load: np.ndarray, log_pmf: np.ndarray) -> np.ndarray:
+def _log_erlang_b_far_above_servers(xp: Any, servers: Any, load: Any, log_pmf: Any) -> Any:
+    return -_log_upper_gamma_ratio_cf(xp, servers + 1.0, load) - xp.log(load)
+
+
+def _log_erlang_b_near_above_servers(xp: Any, servers: Any, load: Any, log_pmf: Any) -> Any:
+    return log_pmf - xp.log_or_minus_inf(xp.gammaincc(servers + 1.0, load))
+
+
+def _log_erlang_b_above_servers(xp: Any, servers: Any, load: Any, log_pmf: Any) -> Any:
     """ln B(c, a) for a ≥ c (Erlang B beyond saturation only).
 
     ln p(c; a) − ln P(c; a) with P from scipy's regularized upper incomplete gamma, except where
@@ -178,123 +303,76 @@ def _log_erlang_b_above_servers(servers: np.ndarray, load: np.ndarray, log_pmf: 
     Legendre's continued fraction (under ten terms that far out), so B = 1/(a·R) exactly, with
     no cancellation of the huge ln p(c; a).
     """
-    with np.errstate(divide="ignore"):
-        log_b = log_pmf - np.log(special.gammaincc(servers + 1.0, load))
-    far = (load - servers) >= _CF_MIN_Z * np.sqrt(load)
-    if np.any(far):
-        x_far = load[far]
-        log_b[far] = -_log_upper_gamma_ratio_cf(servers[far] + 1.0, x_far) - np.log(x_far)
-    return log_b
-
-
-def _log_erlang_b_array(servers: np.ndarray, load: np.ndarray) -> np.ndarray:
-    """ln B(c, a) = ln p(c; a) − ln P(c; a) for 1-d arrays with c ≥ 1, a > 0."""
-    log_pmf = _poisson_log_pmf(servers, load)
-    below = load < servers
-    log_b = np.empty_like(log_pmf)
-    log_b[below] = log_pmf[below] - _log_cdf_below_servers(servers[below], load[below], log_pmf[below])
-    above = ~below
-    if np.any(above):
-        log_b[above] = _log_erlang_b_above_servers(servers[above], load[above], log_pmf[above])
-    return np.minimum(log_b, 0.0)
-
-
-# ---------------------------------------------------------------------------------------------
-# The same formulas on one point, in plain floats (the sizing loops call them thousands of times;
-# a numpy call on a 1-element array costs ~1 µs of overhead per operation, these cost ~5 µs in all)
-# ---------------------------------------------------------------------------------------------
-
-
-def _stirlerr_scalar(n: float) -> float:
-    """``_stirlerr`` for one n ≥ 1."""
-    if n >= _STIRLERR_SERIES_MIN_N:
-        nn = n * n
-        return (1.0 / 12 - (1.0 / 360 - (1.0 / 1260 - (1.0 / 1680 - (1.0 / 1188) / nn) / nn) / nn) / nn) / n
-    return math.lgamma(n + 1.0) - (n + 0.5) * math.log(n) + n - _HALF_LOG_2PI
-
-
-def _bd0_scalar(x: float, mean: float) -> float:
-    """``_bd0`` for one point."""
-    if not mean > 0:
-        return math.inf
-    total = x + mean
-    v = (x - mean) / total
-    if abs(v) > _BD0_SERIES_MAX_V:
-        return x * math.log(x / mean) + (mean - x)
-    v2 = v * v
-    tail = 0.0
-    for k in range(_bd0_series_terms(v2), 0, -1):
-        tail = (tail + 1.0 / (2 * k + 1)) * v2
-    return total * (v2 + (v + v2) * tail)
-
-
-def _lower_gamma_ratio_cf_scalar(s: float, x: float) -> float:
-    """``_lower_gamma_ratio_cf`` for one point."""
-    tiny = 1e-300
-    f = c = s
-    d = 0.0
-    for n in range(1, _LOWER_CF_MAX_TERMS + 1):
-        a_n = -(s + (n - 1) // 2) * x if n % 2 == 1 else (n // 2) * x
-        b_n = s + n
-        d = b_n + a_n * d
-        d = 1.0 / (tiny if abs(d) < tiny else d)
-        c = b_n + a_n / c
-        if abs(c) < tiny:
-            c = tiny
-        delta = c * d
-        f *= delta
-        if n % 8 == 0 and abs(delta - 1.0) < 1e-16:
-            break
-    return 1.0 / f
-
-
-def _log_upper_gamma_ratio_cf_scalar(s: float, x: float) -> float:
-    """``_log_upper_gamma_ratio_cf`` for one point."""
-    tiny = 1e-300
-    b = x + 1.0 - s
-    c = 1.0 / tiny
-    d = 1.0 / b
-    h = d
-    for i in range(1, _CF_ITERATIONS):
-        an = -i * (i - s)
-        b += 2.0
-        d = an * d + b
-        d = 1.0 / (tiny if abs(d) < tiny else d)
-        c = b + an / c
-        if abs(c) < tiny:
-            c = tiny
-        h *= d * c
-    return math.log(h)
-
-
-def _log_erlang_b_scalar(servers: float, load: float) -> float:
-    """ln B(c, a) for one point with c ≥ 1, a > 0: the array path's formulas, branch for branch."""
-    log_pmf = (
-        -_stirlerr_scalar(servers) - _bd0_scalar(servers, load) - _HALF_LOG_2PI - 0.5 * math.log(servers)
+    far = (load - servers) >= _CF_MIN_Z * xp.sqrt(load)
+    return xp.piecewise(
+        far, _log_erlang_b_far_above_servers, _log_erlang_b_near_above_servers, servers, load, log_pmf
     )
-    if load < servers:
-        s = servers + 1.0
-        upper_tail = float(special.gammainc(s, load))
-        z = (s - load) / math.sqrt(s)
-        if s > _LOWER_CF_MIN_SHAPE and _LOWER_CF_MIN_Z <= z <= _LOWER_CF_MAX_Z:
-            upper_tail = _lower_gamma_ratio_cf_scalar(s, load) * load * math.exp(log_pmf)
-        log_b = log_pmf - math.log1p(-upper_tail)
-    elif load - servers >= _CF_MIN_Z * math.sqrt(load):
-        log_b = -_log_upper_gamma_ratio_cf_scalar(servers + 1.0, load) - math.log(load)
-    else:
-        cdf = float(special.gammaincc(servers + 1.0, load))
-        log_b = log_pmf - math.log(cdf) if cdf > 0 else math.inf
-    return min(log_b, 0.0)
 
 
-def _log_erlang_c_scalar(servers: float, load: float) -> float:
-    """ln C(c, a) for one point with c ≥ 1, a ≥ 0 (−inf at a = 0, 0 for a ≥ c); see ``log_erlang_c``."""
-    if load == 0:
-        return -math.inf
-    if load >= servers:
-        return 0.0
-    log_b = _log_erlang_b_scalar(servers, load)
-    return min(log_b + math.log(servers) - math.log((servers - load) + load * math.exp(log_b)), 0.0)
+def _log_erlang_b(xp: Any, servers: Any, load: Any) -> Any:
+    """ln B(c, a) = ln p(c; a) − ln P(c; a), c ≥ 1, a > 0."""
+    log_pmf = _poisson_log_pmf(xp, servers, load)
+    log_b = xp.piecewise(
+        load < servers, _log_erlang_b_below_servers, _log_erlang_b_above_servers, servers, load, log_pmf
+    )
+    return xp.minimum(log_b, 0.0)
+
+
+def _log_erlang_b_or_zero_load(xp: Any, servers: Any, load: Any) -> Any:
+    """ln B(c, a) for c ≥ 1, a ≥ 0: −inf at a = 0."""
+    return xp.piecewise(load > 0, _log_erlang_b, _minus_inf, servers, load)
+
+
+def _minus_inf(xp: Any, servers: Any, load: Any) -> float:
+    return -math.inf
+
+
+def _log_erlang_c_stable(xp: Any, servers: Any, load: Any) -> Any:
+    """ln C = ln(c·B / (c − a + a·B)) for 0 < a < c; c − a is exact when a ≥ c/2 (Sterbenz),
+    so 1 − ρ never loses digits as a → c."""
+    log_b = _log_erlang_b(xp, servers, load)
+    return xp.minimum(log_b + xp.log(servers) - xp.log((servers - load) + load * xp.exp(log_b)), 0.0)
+
+
+def _log_erlang_c_edges(xp: Any, servers: Any, load: Any) -> Any:
+    """ln C at a = 0 (−inf: nobody waits) and a ≥ c (0: every arrival waits)."""
+    return xp.where(load == 0, -math.inf, 0.0)
+
+
+def _log_erlang_c(xp: Any, servers: Any, load: Any) -> Any:
+    """ln C(c, a) for c ≥ 1, a ≥ 0 (−inf at a = 0, 0 for a ≥ c); see ``log_erlang_c``."""
+    return xp.piecewise(
+        (load > 0) & (load < servers), _log_erlang_c_stable, _log_erlang_c_edges, servers, load
+    )
+
+
+def _stable_waits(
+    xp: Any, log_no_wait: float, servers: Any, rate: Any, service_rate: Any, variability: Any
+) -> tuple[Any, Any]:
+    """W_q = max(0, ln C − ln(1 − q))·v/(cμ − λ) and E[W] = C·v/(cμ − λ) for λ < cμ, v = variability."""
+    log_c = _log_erlang_c(xp, servers, rate / service_rate)
+    slack_per_s = servers * service_rate - rate
+    excess = xp.maximum(log_c - log_no_wait, 0.0)
+    quantile_wait = xp.where(excess > 0, excess * variability / slack_per_s, 0.0)
+    prob_wait = xp.exp(log_c)
+    mean = xp.where(prob_wait > 0, prob_wait * variability / slack_per_s, 0.0)
+    return quantile_wait, mean
+
+
+def _unstable_waits(
+    xp: Any, log_no_wait: float, servers: Any, rate: Any, service_rate: Any, variability: Any
+) -> tuple[float, float]:
+    return math.inf, math.inf
+
+
+def _wait_statistics(xp: Any, q: Any, servers: Any, rate: Any, service_rate: Any, variability: Any) -> Any:
+    """(q-quantile, mean) of the wait, seconds; (inf, inf) when λ ≥ cμ. ``variability`` is
+    (C_a² + C_s²)/2; see ``wait_quantile`` and ``mean_wait`` for the model."""
+    stable = rate < servers * service_rate
+    log_no_wait = math.log1p(-q)
+    return xp.piecewise(
+        stable, _stable_waits, _unstable_waits, log_no_wait, servers, rate, service_rate, variability
+    )
 
 
 def unchecked_wait_statistics(
@@ -303,19 +381,10 @@ def unchecked_wait_statistics(
 ) -> tuple[float, float]:  # fmt: skip
     """(q-quantile, mean) of the wait for one point, unchecked (valid arguments assumed), seconds.
 
-    The same expressions, in the same order, as the array path of ``wait_quantile``/``mean_wait``.
+    The formulas of ``unchecked_wait_statistics_arrays``, evaluated on plain floats.
     """
-    capacity_per_s = servers * service_rate_per_s
-    if arrival_rate_per_s >= capacity_per_s:
-        return math.inf, math.inf
-    log_c = _log_erlang_c_scalar(servers, arrival_rate_per_s / service_rate_per_s)
     variability = 0.5 * (arrival_scv + service_scv)
-    slack_per_s = capacity_per_s - arrival_rate_per_s
-    excess = max(log_c - math.log1p(-q), 0.0)
-    quantile_wait = excess * variability / slack_per_s if excess > 0 else 0.0
-    prob_wait = math.exp(log_c)
-    mean = prob_wait * variability / slack_per_s if prob_wait > 0 else 0.0
-    return quantile_wait, mean
+    return _wait_statistics(_FLOATS, q, servers, arrival_rate_per_s, service_rate_per_s, variability)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -387,15 +456,11 @@ def log_erlang_b(servers: Any, offered_load: Any) -> float | np.ndarray:
     """
     point = _valid_point(servers, offered_load)
     if point is not None:
-        return _log_erlang_b_scalar(*point) if point[1] > 0 else -math.inf
+        return _log_erlang_b_or_zero_load(_FLOATS, *point)
     c, a, scalar = _servers_and_load(servers, offered_load)
     if scalar:
-        return _log_erlang_b_scalar(float(c), float(a)) if a > 0 else -math.inf
-    result = np.full(c.shape, -np.inf)
-    positive = a > 0
-    if np.any(positive):
-        result[positive] = _log_erlang_b_array(c[positive], a[positive])
-    return _out(result, scalar)
+        return _log_erlang_b_or_zero_load(_FLOATS, float(c), float(a))
+    return _log_erlang_b_or_zero_load(_ARRAYS, c, a)
 
 
 def erlang_b(servers: Any, offered_load: Any) -> float | np.ndarray:
@@ -413,24 +478,11 @@ def log_erlang_c(servers: Any, offered_load: Any) -> float | np.ndarray:
     """
     point = _valid_point(servers, offered_load)
     if point is not None:
-        return _log_erlang_c_scalar(*point)
+        return _log_erlang_c(_FLOATS, *point)
     c, a, scalar = _servers_and_load(servers, offered_load)
     if scalar:
-        return _log_erlang_c_scalar(float(c), float(a))
-    return _log_erlang_c_array(c, a)
-
-
-def _log_erlang_c_array(c: np.ndarray, a: np.ndarray) -> np.ndarray:
-    """``log_erlang_c`` on valid, broadcast float arrays (unchecked)."""
-    result = np.zeros(c.shape)
-    result[a == 0] = -np.inf
-    stable = (a > 0) & (a < c)
-    if np.any(stable):
-        cs, as_ = c[stable], a[stable]
-        log_b = _log_erlang_b_array(cs, as_)
-        # c − a is exact when a ≥ c/2 (Sterbenz), so 1 − ρ never loses digits as a → c.
-        result[stable] = np.minimum(log_b + np.log(cs) - np.log((cs - as_) + as_ * np.exp(log_b)), 0.0)
-    return result
+        return _log_erlang_c(_FLOATS, float(c), float(a))
+    return _log_erlang_c(_ARRAYS, c, a)
 
 
 def erlang_c(servers: Any, offered_load: Any) -> float | np.ndarray:
@@ -500,9 +552,8 @@ def _waits(
         servers, arrival_rate_per_s, service_rate_per_s, service_scv, arrival_scv
     )
     if scalar:
-        # (C_a² + C_s²)/2 is all that matters: pass it as C_s² = 2·variability, C_a² = 0 (exact).
-        quantile_wait, mean = unchecked_wait_statistics(
-            q, float(c), float(lam), float(mu), 2.0 * float(variability), 0.0
+        quantile_wait, mean = _wait_statistics(
+            _FLOATS, q, float(c), float(lam), float(mu), float(variability)
         )
         return np.float64(quantile_wait), np.float64(mean), True
     quantile_wait, mean = unchecked_wait_statistics_arrays(q, c, lam, mu, variability)
@@ -514,17 +565,13 @@ def unchecked_wait_statistics_arrays(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(q-quantile, mean) of the wait on valid, broadcast float arrays (unchecked), seconds.
 
-    ``variability`` is (C_a² + C_s²)/2.
+    ``variability`` is (C_a² + C_s²)/2 (an array of the same shape, or one float). The formulas
+    of ``unchecked_wait_statistics``, evaluated on arrays.
     """
-    log_c = _log_erlang_c_array(c, lam / mu)
-    unstable = lam >= c * mu
+    if not isinstance(variability, float) and np.ndim(variability) == 0:
+        variability = float(variability)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        slack_per_s = c * mu - lam
-        excess = np.maximum(log_c - math.log1p(-q), 0.0)
-        quantile_wait = np.where(excess > 0, excess * variability / slack_per_s, 0.0)
-        prob_wait = np.exp(log_c)
-        mean = np.where(prob_wait > 0, prob_wait * variability / slack_per_s, 0.0)
-    return np.where(unstable, np.inf, quantile_wait), np.where(unstable, np.inf, mean)
+        return _wait_statistics(_ARRAYS, q, np.asarray(c, dtype=float), lam, mu, variability)
 
 
 def wait_quantile(
@@ -580,182 +627,6 @@ def wait_statistics(
         q, servers, arrival_rate_per_s, service_rate_per_s, service_scv, arrival_scv
     )
     return _out(quantile_wait, scalar), _out(mean, scalar)
-
-
-# ---------------------------------------------------------------------------------------------
-# Public: sizing (Erlang-C inversion, FleetOpt §6 "Erlang-C inversion" and App. A)
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SizingResult:
-    """The smallest pool meeting a wait budget and a utilization cap.
-
-    Attributes:
-        feasible: whether any number of instances meets the constraints.
-        instances: instances n (0 when infeasible or when there are no arrivals).
-        servers: slots c = n × slots_per_instance.
-        utilization: λ/(cμ) at that size (0 when n = 0).
-        wait_quantile_s: the wait quantile at that size, seconds.
-        mean_wait_s: the mean wait at that size, seconds.
-        binding_constraint: "none" (λ = 0), "utilization" (the cap alone sets n), "wait" (the wait
-            budget forces more instances than the cap), or "infeasible".
-        reason: why, in words, when infeasible or when λ = 0; else None.
-    """
-
-    feasible: bool
-    instances: int
-    servers: int
-    utilization: float
-    wait_quantile_s: float
-    mean_wait_s: float
-    binding_constraint: str
-    reason: str | None = None
-
-
-def _check_sizing_inputs(
-    arrival_rate_per_s: float,
-    service_rate_per_s: float,
-    slots_per_instance: int,
-    service_scv: float,
-    wait_budget_s: float,
-    quantile: float,
-    max_utilization: float,
-    arrival_scv: float,
-) -> None:
-    def number(name: str, value: Any) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-            raise ValidationError(f"{name}: {value!r} is not a number")
-        value = float(value)
-        if math.isnan(value):
-            raise ValidationError(f"{name}: NaN is not allowed")
-        return value
-
-    mu = number("service_rate_per_s", service_rate_per_s)
-    if not (math.isfinite(mu) and mu > 0):
-        raise ValidationError(f"service_rate_per_s: {mu:g} is not allowed; it must be positive and finite")
-    lam = number("arrival_rate_per_s", arrival_rate_per_s)
-    if not (math.isfinite(lam) and lam >= 0):
-        raise ValidationError(f"arrival_rate_per_s: {lam:g} is not allowed; it must be finite and ≥ 0")
-    slots = number("slots_per_instance", slots_per_instance)
-    if not (math.isfinite(slots) and slots >= 1 and slots == int(slots)):
-        raise ValidationError(
-            f"slots_per_instance: {slots_per_instance!r} is not allowed; it must be a whole number ≥ 1"
-        )
-    for name, value in (("service_scv", service_scv), ("arrival_scv", arrival_scv)):
-        scv = number(name, value)
-        if not (math.isfinite(scv) and scv >= 0):
-            raise ValidationError(
-                f"{name}: {scv:g} is not allowed; a squared coefficient of variation is ≥ 0"
-            )
-    number("wait_budget_s", wait_budget_s)
-    q = number("quantile", quantile)
-    if not 0 < q < 1:
-        raise ValidationError(f"quantile: {q:g} is not allowed; it must be strictly between 0 and 1")
-    cap = number("max_utilization", max_utilization)
-    if not 0 < cap <= 1:
-        raise ValidationError(f"max_utilization: {cap:g} is not allowed; it must be in (0, 1]")
-
-
-def min_instances(
-    *,
-    arrival_rate_per_s: float,
-    service_rate_per_s: float,
-    slots_per_instance: int,
-    service_scv: float,
-    wait_budget_s: float,
-    quantile: float = 0.99,
-    max_utilization: float = 0.85,
-    arrival_scv: float = 1.0,
-) -> SizingResult:
-    """Smallest instance count n with W_q(c = n·s) ≤ wait_budget_s and λ/(cμ) ≤ max_utilization.
-
-    ``service_rate_per_s`` is the per-slot rate μ = 1/E[S]; ``slots_per_instance`` s; the wait
-    is ``wait_quantile`` (seconds). Search: n_cap = the smallest n meeting the utilization cap
-    (and λ < cμ); if the wait fails there, double n until it holds, then bisect — O(log n),
-    valid because W_q is non-increasing in c (C(c, a) decreases and cμ − λ increases in c).
-    A negative wait budget (prefill alone spends the SLO) returns ``feasible=False``; a budget
-    of 0 is met once C ≤ 1 − q. Raises ValidationError for invalid inputs.
-    """
-    _check_sizing_inputs(
-        arrival_rate_per_s,
-        service_rate_per_s,
-        slots_per_instance,
-        service_scv,
-        wait_budget_s,
-        quantile,
-        max_utilization,
-        arrival_scv,
-    )
-    lam = float(arrival_rate_per_s)
-    mu = float(service_rate_per_s)
-    slots = int(slots_per_instance)
-    budget_s = float(wait_budget_s)
-
-    if budget_s < 0:
-        return SizingResult(
-            feasible=False,
-            instances=0,
-            servers=0,
-            utilization=0.0,
-            wait_quantile_s=math.inf,
-            mean_wait_s=math.inf,
-            binding_constraint="infeasible",
-            reason=(
-                f"the wait budget is negative ({budget_s:g} s): the rest of the latency target "
-                "(e.g. prefill) already exceeds the SLO, so no number of instances can meet it"
-            ),
-        )
-    if lam == 0:
-        return SizingResult(
-            feasible=True,
-            instances=0,
-            servers=0,
-            utilization=0.0,
-            wait_quantile_s=0.0,
-            mean_wait_s=0.0,
-            binding_constraint="none",
-            reason="the arrival rate is 0 req/s: no instances are needed",
-        )
-
-    def wait_at(n: int) -> float:
-        return float(wait_quantile(quantile, n * slots, lam, mu, service_scv, arrival_scv))
-
-    def meets_cap(n: int) -> bool:
-        capacity_per_s = n * slots * mu
-        return lam < capacity_per_s and lam <= max_utilization * capacity_per_s
-
-    n_cap = max(1, math.ceil(lam / (max_utilization * slots * mu)))
-    while n_cap > 1 and meets_cap(n_cap - 1):  # guard against rounding in the division
-        n_cap -= 1
-    while not meets_cap(n_cap):
-        n_cap += 1
-
-    if wait_at(n_cap) <= budget_s:
-        n, binding = n_cap, "utilization"
-    else:
-        low, high = n_cap, 2 * n_cap  # invariant: wait fails at low, holds at high (after doubling)
-        while wait_at(high) > budget_s:
-            low, high = high, 2 * high
-        while high - low > 1:
-            middle = (low + high) // 2
-            if wait_at(middle) <= budget_s:
-                high = middle
-            else:
-                low = middle
-        n, binding = high, "wait"
-
-    servers = n * slots
-    return SizingResult(
-        feasible=True,
-        instances=n,
-        servers=servers,
-        utilization=lam / (servers * mu),
-        wait_quantile_s=wait_at(n),
-        mean_wait_s=float(mean_wait(servers, lam, mu, service_scv, arrival_scv)),
-        binding_constraint=binding,
-        reason=None,
-    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -824,7 +695,7 @@ def exact_erlang(servers: int, offered_load: float, digits: int = 50) -> ExactEr
         n = mpmath.mpf(c)
         erlang_c_exact = n * b / (n - load + load * b)
         log_exact = mpmath.log(erlang_c_exact)
-        fast_log = _log_erlang_c_scalar(float(c), a)
+        fast_log = _log_erlang_c(_FLOATS, float(c), a)
         if erlang_c_exact >= mpmath.mpf("1e-300"):
             difference = abs(mpmath.mpf(math.exp(fast_log)) / erlang_c_exact - 1)
         else:
