@@ -106,8 +106,8 @@ def plan_workload(
     workload_label: str | None = None,
 ) -> PlanRun:
     """Plan the cheapest fleet for a workload (a bundled name, a path, or a loaded Workload)."""
-    from fleetopt.io.plans import plan_document
     from fleetopt.io.workloads import load_workload
+    from fleetopt.render.plan_document import plan_document
 
     if isinstance(workload, Workload):
         loaded, label = workload, workload_label or workload.name
@@ -455,7 +455,7 @@ def audit_workload_from_options(
     DEFAULT_RATE_PER_S), DEFAULT_SERVING, DEFAULT_LONG_CONTEXT_TOKENS, the lockstep service model,
     DEFAULT_MAX_UTILIZATION, p_c = 1.
     """
-    from fleetopt.core.audit import WorkloadAuditOptions, audit_workload
+    from fleetopt.core.audit import HomogeneousInfeasible, WorkloadAuditOptions, audit_workload
     from fleetopt.defaults import DEFAULT_MAX_UTILIZATION
     from fleetopt.io.units import parse_duration_s, parse_fraction, parse_number_list
     from fleetopt.io.workloads import load_workload
@@ -487,4 +487,12 @@ def audit_workload_from_options(
         current_context_tokens=current_context,
         rates_per_s=rate_values,
     )
-    return WorkloadAuditRun(audit_workload(workload, short_hardware, long_hardware, options), origin)
+    try:
+        return WorkloadAuditRun(audit_workload(workload, short_hardware, long_hardware, options), origin)
+    except HomogeneousInfeasible as exc:
+        from fleetopt.render.words import fleet_reason
+
+        raise ValidationError(
+            f"the homogeneous fleet is infeasible ({fleet_reason(exc.fleet) or 'infeasible'}): the audit "
+            "needs it as its baseline; relax --slo or --max-utilization"
+        ) from None

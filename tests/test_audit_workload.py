@@ -23,6 +23,7 @@ from fleetopt.core.audit import (
     eq8_instances,
 )
 from fleetopt.core.planner import Planner, PlanOptions
+from fleetopt.core.sizing import ProblemKind
 from fleetopt.core.workload_stats import classify_archetype
 from fleetopt.defaults import DEFAULT_SERVING
 from fleetopt.errors import ValidationError
@@ -260,7 +261,7 @@ def test_current_fleet_equal_to_the_homogeneous_plan_fits_and_saves_nothing() ->
 def test_current_fleet_too_small_is_reported_not_raised() -> None:
     audit = _with_current(800)  # 100 instances: 1,000 req/s needs ~180 at 100% load
     assert not audit.current.sizing.feasible
-    assert "utilization" in audit.current.sizing.reason
+    assert ProblemKind.OVER_CAP in {problem.kind for problem in audit.current.sizing.problems}
 
 
 def test_current_context_shorter_than_the_longest_request_is_refused() -> None:

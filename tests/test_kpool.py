@@ -205,7 +205,7 @@ def test_every_pool_of_a_k_pool_plan_meets_its_slo_and_cap(pairs, slo_s, rate, p
                 service_model="lockstep", instances=pool.instances,
                 slots_per_instance=pool.slots_per_instance, ttft_slo_s=slo_s, max_utilization=0.85,
             )  # fmt: skip
-            assert again.feasible, again.reason
+            assert again.feasible, again.problems
             assert again.p99_ttft_s <= slo_s + 1e-12 and again.utilization <= 0.85 + 1e-12
 
 

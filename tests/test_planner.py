@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 from fleetopt.core.planner import Planner, PlanOptions, plan_fleet
 from fleetopt.core.poolstats import PoolStatistics
 from fleetopt.core.service import PoolHardware
-from fleetopt.core.sizing import evaluate_pool, size_pool
+from fleetopt.core.sizing import ProblemKind, evaluate_pool, size_pool
 from fleetopt.core.workload import workload_from_cdf, workload_from_requests
+from fleetopt.render.words import pool_reason
 
 # The papers' Llama-3-70B / A100-80GB TP8 calibration (FACTS §1).
 PAPER_A100 = PoolHardware(
@@ -75,7 +76,7 @@ def test_every_plan_meets_its_slo_and_cap_and_is_minimal(pairs, slo_s, rate, cap
                 assert pool.arrival_rate_per_s == 0
                 continue
             again = _reevaluate(planner, pool, moments, SMALL, pool.instances, pool.slots_per_instance)
-            assert again.feasible, again.reason
+            assert again.feasible, again.problems
             assert again.utilization <= cap + 1e-12
             assert again.p99_ttft_s <= slo_s + 1e-12
             if cell is not plan.best:
@@ -153,9 +154,10 @@ def test_prefill_longer_than_the_slo_is_infeasible_with_the_reason() -> None:
     assert plan.best is None
     pool = plan.homogeneous.long
     assert not pool.feasible
-    assert pool.reason.startswith(
-        "prefill and first decode alone take 1029.3 ms"
-    )  # (118 + 1) × 8.65 ms = 1029.35
+    (problem,) = pool.problems
+    assert problem.kind is ProblemKind.PREFILL_OVER_SLO and problem.slots == 1
+    assert problem.value == pytest.approx(119 * 0.00865) and problem.limit == 0.5
+    assert pool_reason(pool).startswith("prefill and first decode alone take 1029.3 ms")  # (118 + 1) × 8.65
     assert pool.min_achievable_ttft_s == pytest.approx(119 * 0.00865)
 
 

@@ -2,8 +2,20 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from fleetopt.core.audit import Lever, LeverAdvice, RateSweepScope
+from fleetopt.core.sizing import PoolProblem, ProblemKind
 from fleetopt.render.audit import lever_text, rate_sweep_note
+
+
+def _too_slow_long_pool() -> SimpleNamespace:
+    """A two-pool fleet whose long pool's P99 TTFT (612 ms) breaks a 500 ms SLO."""
+    short = SimpleNamespace(feasible=True, problems=(), context_tokens=8_192)
+    long = SimpleNamespace(
+        feasible=False, problems=(PoolProblem(ProblemKind.TTFT_OVER_SLO, 0.612, 0.5),), context_tokens=65_536
+    )
+    return SimpleNamespace(pool_count=2, pool_names=("short", "long"), pools=(short, long))
 
 
 def test_lever_text_raise_b_then_add_cr() -> None:
@@ -32,10 +44,11 @@ def test_lever_text_without_any_feasible_boundary() -> None:
 def test_lever_text_infeasible_at_b_names_the_planners_reason() -> None:
     advice = LeverAdvice(
         Lever.LOWER_B, None, 1_024, None, 0.01, 0.02, 8_192,
-        routed_feasible=False, routed_reason="long pool: too slow", best_savings_fraction=0.006,
+        routed_feasible=False, routed_fleet=_too_slow_long_pool(), best_savings_fraction=0.006,
     )  # fmt: skip
     assert lever_text(advice) == (
-        "Pool routing at B = 8,192 is infeasible (long pool: too slow); lower B to 1,024, where it saves "
+        "Pool routing at B = 8,192 is infeasible (long pool: P99 TTFT 612.0 ms > SLO 500.0 ms); lower B "
+        "to 1,024, where it saves "
         "0.6% of the homogeneous cost."
     )
 

@@ -58,7 +58,7 @@ def test_one_slot_count_is_the_fewest_instances_that_fit(pairs, model, slots, sl
         return
     assert sized.slots_per_instance == slots
     fits = evaluate_pool(**common, instances=sized.instances, slots_per_instance=slots)
-    assert fits.feasible, fits.reason
+    assert fits.feasible, fits.problems
     assert fits.p99_ttft_s == sized.p99_ttft_s
     if sized.instances > 1:
         assert not evaluate_pool(**common, instances=sized.instances - 1, slots_per_instance=slots).feasible

@@ -83,6 +83,15 @@ PLANNER_CR = EstimateKind.PLANNER_CR
 PLANNER_BEST = EstimateKind.PLANNER_BEST
 
 
+class HomogeneousInfeasible(ValidationError):
+    """The audit's baseline, the homogeneous fleet, breaks the SLO or the cap; ``fleet`` says why
+    (its pools' typed problems; :mod:`fleetopt.api` words the error)."""
+
+    def __init__(self, fleet: FleetCandidate):
+        super().__init__("the homogeneous fleet is infeasible: the audit needs it as its baseline")
+        self.fleet = fleet
+
+
 class SlotsBasis(str, enum.Enum):
     """At which slot counts the throughputs were taken."""
 
@@ -192,7 +201,8 @@ class LeverAdvice:
         compress_gain_at_best_b_fraction: the same at the best B.
         threshold_fraction: the least gain worth a lever (LEVER_MIN_GAIN_FRACTION).
         b_short_tokens: the audited B.
-        routed_feasible: pool routing at B is feasible (else ``routed_reason`` is the planner's why).
+        routed_feasible: pool routing at B is feasible (else ``routed_fleet`` is that infeasible fleet,
+            whose pools' problems say why).
         best_savings_fraction: pool routing at the best B vs the homogeneous cost.
         also_other_lever: the lever not advised also clears the threshold.
     """
@@ -205,7 +215,7 @@ class LeverAdvice:
     threshold_fraction: float
     b_short_tokens: int
     routed_feasible: bool = True
-    routed_reason: str | None = None
+    routed_fleet: FleetCandidate | None = None
     best_savings_fraction: float | None = None
     also_other_lever: bool = False
 
@@ -259,7 +269,7 @@ class WorkloadAudit:
         thresholds: every candidate B with its figures (including infeasible ones).
         rate_rows: fleet size versus arrival rate.
         rate_sweep: how the rate sweep was restricted (None: no sweep).
-        plan: the planner's full plan at the audited rate (its own notes in ``plan.notes``).
+        plan: the planner's full plan at the audited rate.
         notes: the audit's own notes.
         routed_cell, compressed_cell: the planner's cells (B, 1) and (B, γ).
         compressed_short_fraction: α' = α + β·p_c.
@@ -427,7 +437,7 @@ def _planner_estimate(
     short = None if cell.short is None else float(cell.short.instances)
     long = float(cell.long.instances)
     if not cell.feasible:
-        return SavingsEstimate(kind, None, short, long, feasible=False, reason=cell.reason)
+        return SavingsEstimate(kind, None, short, long, feasible=False, infeasible=cell)
     cost = cell.cost_per_year_usd
     versus_current, saved = pricer.compare(float(cell.total_gpus), cost)
     return SavingsEstimate(
@@ -508,7 +518,7 @@ def _lever(
     if not feasible:
         return LeverAdvice(
             Lever.NEITHER, None, None, None, None, threshold, b_short,
-            routed_feasible=False, routed_reason=routed[b_short].reason,
+            routed_feasible=False, routed_fleet=routed[b_short],
         )  # fmt: skip
     best_b = min(feasible, key=lambda b: (round(feasible[b].cost_per_hour_usd, 9), feasible[b].total_gpus, b))
     best_cost = feasible[best_b].cost_per_year_usd
@@ -527,7 +537,7 @@ def _lever(
     if b_short not in feasible:
         return LeverAdvice(
             direction, None, best_b, None, at_best, threshold, b_short,
-            routed_feasible=False, routed_reason=routed[b_short].reason, best_savings_fraction=best_savings,
+            routed_feasible=False, routed_fleet=routed[b_short], best_savings_fraction=best_savings,
         )  # fmt: skip
     move = (feasible[b_short].cost_per_year_usd - best_cost) / homo_cost
     compress = at_b or 0.0
@@ -601,7 +611,7 @@ def _threshold_figures(
             "closed_form_savings_fraction": closed,
             "eq8_savings_fraction": eq8,
             "routed_feasible": cell.feasible,
-            "routed_reason": cell.reason,
+            "routed_fleet": None if cell.feasible else cell,
             "routed_gpus": cell.total_gpus if cell.feasible else None,
             "routed_savings_fraction": (1.0 - cell.cost_per_year_usd / homo_cost) if cell.feasible else None,
             "best_gamma": None if cheapest is None else cheapest.gamma,
@@ -680,11 +690,7 @@ def audit_workload(
     plan = planner.plan()
     homogeneous = plan.homogeneous
     if not homogeneous.feasible:
-        homo_text = homogeneous.reason or "infeasible"
-        raise ValidationError(
-            f"the homogeneous fleet is infeasible ({homo_text}): the audit needs it as its baseline; "
-            "relax --slo or --max-utilization"
-        )
+        raise HomogeneousInfeasible(homogeneous)
     homo_cost = homogeneous.cost_per_year_usd
     notes: list[AuditNote] = []
 
@@ -821,7 +827,8 @@ def _estimates(
                 CURRENT, float(current.instances), None, float(current.instances),
                 whole_instances=current.instances, gpus=current.gpus, cost_per_year_usd=pricer.current_cost,
                 savings_fraction=1.0 - pricer.current_cost / homo_cost, savings_vs_current=versus,
-                saved_usd_per_year=saved, feasible=current.sizing.feasible, reason=current.sizing.reason,
+                saved_usd_per_year=saved, feasible=current.sizing.feasible,
+                infeasible=None if current.sizing.feasible else current.sizing,
             )
         )  # fmt: skip
     rows += [_with_reference(e, planner_pr) for e in (closed, closed_cliff, eq8)] + [planner_pr]

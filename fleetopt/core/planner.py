@@ -17,12 +17,12 @@ How a pool's traffic and service times follow from the routing is the service mo
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from fleetopt.core.poolstats import PoolMoments, PoolStatistics
-from fleetopt.core.routing import Routing, pool_names
+from fleetopt.core.routing import Routing
 from fleetopt.core.service import PoolHardware, PoolShare, ServiceModel, get_service_model
 from fleetopt.core.sizing import PoolSizing, evaluate_pool, size_pool
 from fleetopt.core.workload import Workload
@@ -99,7 +99,8 @@ class FleetCandidate:
 
     ``pools`` and ``hardware`` run from the shortest pool to the longest; one pool is the
     homogeneous fleet. α = F(B₁), β = F(γB₁) − F(B₁), ``short_traffic_fraction`` = α' (what
-    really reaches the first pool; 0 for the homogeneous fleet).
+    really reaches the first pool; 0 for the homogeneous fleet). An infeasible fleet's pools say
+    why in their ``problems``.
     """
 
     label: str
@@ -110,7 +111,6 @@ class FleetCandidate:
     pools: tuple[PoolSizing, ...]
     hardware: tuple[PoolHardware, ...]
     feasible: bool
-    reason: str | None
 
     @property
     def pool_count(self) -> int:
@@ -174,7 +174,6 @@ class FleetPlan:
     retrofit: FleetCandidate | None
     grid: tuple[FleetCandidate, ...]
     b_short_candidates: tuple[int, ...]
-    notes: tuple[str, ...] = field(default_factory=tuple)
     best_by_pool_count: tuple[FleetCandidate | None, ...] = ()
 
     @property
@@ -504,11 +503,6 @@ class Planner:
         if routed is not None:
             options = [self.retrofit(routed, g) for g in o.gammas if g > 1.0]
             retrofit = _cheapest(options) or (options[0] if options else None)
-        notes = []
-        if best is None:
-            notes.append("no fleet meets the SLO and the utilization cap; see each pool's reason")
-        elif best.b_short_tokens is None:
-            notes.append("no two-pool fleet beats the homogeneous fleet here; the best plan is one pool")
         return FleetPlan(
             options=o,
             short_hardware=self.short_hardware,
@@ -519,7 +513,6 @@ class Planner:
             retrofit=retrofit,
             grid=grid,
             b_short_candidates=tuple(candidates),
-            notes=tuple(notes),
             best_by_pool_count=tuple(by_count),
         )
 
@@ -540,9 +533,6 @@ def _combine(
     pools: tuple[PoolSizing, ...],
     hardware: tuple[PoolHardware, ...],
 ) -> FleetCandidate:
-    names = pool_names(len(pools)) if len(pools) > 1 else ("",)
-    reasons = [f"{name} pool: {p.reason}" if name else f"pool: {p.reason}"
-               for name, p in zip(names, pools, strict=True) if not p.feasible]  # fmt: skip
     return FleetCandidate(
         label=label,
         routing=routing,
@@ -552,7 +542,6 @@ def _combine(
         pools=pools,
         hardware=hardware,
         feasible=all(p.feasible for p in pools),
-        reason="; ".join(reasons) or None,
     )
 
 

@@ -25,6 +25,7 @@ import enum
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from fleetopt.defaults import HOURS_PER_YEAR, PAPER_GPU_HOUR_USD
 from fleetopt.errors import ValidationError
@@ -312,7 +313,8 @@ class SavingsEstimate:
         over_prediction_factor: savings_fraction / the reference's (None when it saves nothing).
         is_baseline: numbers mode: the fleet the savings are measured against.
         feasible: False for a planner fleet that breaks the SLO or cap.
-        reason: why not, as the planner or pool evaluation reported it (passed through), else None.
+        infeasible: for an infeasible planner fleet, the fleet (or pool) itself, whose pools' typed
+            problems say why (``fleetopt.render.words`` words them); else None.
     """
 
     kind: EstimateKind
@@ -329,7 +331,7 @@ class SavingsEstimate:
     over_prediction_factor: float | None = None
     is_baseline: bool = False
     feasible: bool = True
-    reason: str | None = None
+    infeasible: Any = None
 
     @property
     def name(self) -> str:

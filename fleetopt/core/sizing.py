@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import Enum
 from functools import cached_property
 from typing import Any
 
@@ -32,6 +33,28 @@ from fleetopt.core.service import (
 )
 from fleetopt.defaults import DEFAULT_MAX_UTILIZATION
 from fleetopt.errors import ValidationError
+
+
+class ProblemKind(Enum):
+    """What keeps a pool from meeting its targets (``fleetopt.render.words`` words it)."""
+
+    KV_MISFIT = "kv_misfit"  # one context-length sequence does not fit: value = context, limit = KV tokens
+    TPOT_OVER_SLO = "tpot_over_slo"  # value = iteration time at ``slots``, limit = TPOT SLO (s)
+    PREFILL_OVER_SLO = "prefill_over_slo"  # value = least prefill + first decode (at ``slots``), limit = SLO
+    NO_INSTANCES = "no_instances"  # an evaluated pool with traffic and no instances
+    SLOTS_OVER_KV = "slots_over_kv"  # value = slots, limit = the KV limit at the pool's context
+    OVER_CAP = "over_cap"  # value = utilization, limit = ρ_max
+    TTFT_OVER_SLO = "ttft_over_slo"  # value = P99 TTFT, limit = SLO (s)
+
+
+@dataclass(frozen=True)
+class PoolProblem:
+    """One reason a pool is infeasible, with its numbers (see :class:`ProblemKind` for units)."""
+
+    kind: ProblemKind
+    value: float = math.nan
+    limit: float = math.nan
+    slots: int | None = None
 
 
 @dataclass(frozen=True)
@@ -59,7 +82,7 @@ class PoolSizing:
             (one instance, below the cap), ``none`` (empty pool), ``infeasible``.
         slots_binding: what set the slot count: ``kv`` (KV limit), ``ttft`` (the SLO made fewer slots
             cheaper or feasible), ``tpot`` (the TPOT cap), ``fixed`` (given).
-        reason: why the pool is infeasible, or None.
+        problems: why the pool is infeasible (empty when it is feasible).
         min_achievable_ttft_s: for an infeasible pool, the smallest TTFT any size reaches.
         cost_per_hour_usd: gpus × $/GPU-hour.
     """
@@ -82,7 +105,7 @@ class PoolSizing:
     p99_ttft_s: float
     binding_constraint: str
     slots_binding: str
-    reason: str | None
+    problems: tuple[PoolProblem, ...]
     min_achievable_ttft_s: float | None
     cost_per_hour_usd: float
 
@@ -102,7 +125,7 @@ def _empty_pool(hardware: PoolHardware, context_tokens: int, kv_limit: int, slot
         context_tokens=context_tokens, servers=0, arrival_rate_per_s=0.0, mean_service_s=math.nan,
         service_scv=math.nan, service_rate_per_instance_per_s=math.nan, utilization=0.0, p99_wait_s=0.0,
         p99_prefill_s=0.0, iteration_s=math.nan, p99_ttft_s=0.0, binding_constraint="none",
-        slots_binding="kv", reason=None, min_achievable_ttft_s=None, cost_per_hour_usd=0.0,
+        slots_binding="kv", problems=(), min_achievable_ttft_s=None, cost_per_hour_usd=0.0,
     )  # fmt: skip
 
 
@@ -111,7 +134,7 @@ def _infeasible(
     context_tokens: int,
     kv_limit: int,
     rate: float,
-    reason: str,
+    problem: PoolProblem,
     best_ttft: float | None,
 ) -> PoolSizing:
     return PoolSizing(
@@ -119,7 +142,7 @@ def _infeasible(
         context_tokens=context_tokens, servers=0, arrival_rate_per_s=rate, mean_service_s=math.nan,
         service_scv=math.nan, service_rate_per_instance_per_s=math.nan, utilization=math.nan,
         p99_wait_s=math.nan, p99_prefill_s=math.nan, iteration_s=math.nan,
-        p99_ttft_s=math.nan, binding_constraint="infeasible", slots_binding="kv", reason=reason,
+        p99_ttft_s=math.nan, binding_constraint="infeasible", slots_binding="kv", problems=(problem,),
         min_achievable_ttft_s=best_ttft, cost_per_hour_usd=math.nan,
     )  # fmt: skip
 
@@ -208,7 +231,6 @@ def _describe(
     binding: str,
     slots_binding: str,
     feasible: bool = True,
-    reason: str | None = None,
     p99_wait: float | None = None,
 ) -> PoolSizing:
     """The PoolSizing of n instances of ``times.slots`` slots (``p99_wait``: already computed, s)."""
@@ -236,7 +258,7 @@ def _describe(
         p99_ttft_s=p99_wait + times.ttft_overhead_s,
         binding_constraint=binding,
         slots_binding=slots_binding,
-        reason=reason,
+        problems=(),
         min_achievable_ttft_s=None,
         cost_per_hour_usd=instances * hardware.instance_hour_usd,
     )
@@ -250,18 +272,12 @@ def _one(times: SlotServiceTimes, index: int) -> SlotServiceTime:
     )  # fmt: skip
 
 
-def _tpot_reason(slots: int, iteration_s: float, tpot_slo_s: float) -> str:
-    return (
-        f"the iteration time at {slots} slot(s) is {iteration_s * 1e3:.1f} ms, "
-        f"above the TPOT SLO {tpot_slo_s * 1e3:.1f} ms"
-    )
+def _tpot_problem(slots: int, iteration_s: float, tpot_slo_s: float) -> PoolProblem:
+    return PoolProblem(ProblemKind.TPOT_OVER_SLO, iteration_s, tpot_slo_s, slots)
 
 
-def _prefill_reason(best_ttft_s: float, slots: int, ttft_slo_s: float) -> str:
-    return (
-        f"prefill and first decode alone take {best_ttft_s * 1e3:.1f} ms at the best slot count "
-        f"({slots}), above the SLO {ttft_slo_s * 1e3:.1f} ms"
-    )
+def _prefill_problem(best_ttft_s: float, slots: int, ttft_slo_s: float) -> PoolProblem:
+    return PoolProblem(ProblemKind.PREFILL_OVER_SLO, best_ttft_s, ttft_slo_s, slots)
 
 
 def _binding(instances: int, n_util: int, rate: float, mean_s: float, slots: float, cap: float) -> str:
@@ -291,7 +307,7 @@ def size_pool(
     SLO). n*(s) = max(utilization bound, wait bound), the wait bound found by bisection (the
     wait quantile is non-increasing in n). The answer is min_s n*(s), ties going to the largest
     s. Never returns a pool that breaks its SLO or cap: if no s can meet them it returns
-    ``feasible=False`` with the reason and the smallest TTFT any size reaches.
+    ``feasible=False`` with the problem and the smallest TTFT any size reaches.
     """
     if not (0.0 < max_utilization <= 1.0):
         raise ValidationError(f"max utilization: {max_utilization!r} must be in (0, 1]")
@@ -302,8 +318,7 @@ def size_pool(
     if kv_limit < 1:
         return _infeasible(
             hardware, context_tokens, kv_limit, arrival_rate_per_s,
-            f"one {context_tokens:,}-token sequence does not fit in an instance's KV cache "
-            f"({hardware.kv_capacity_tokens:,} tokens)", None,
+            PoolProblem(ProblemKind.KV_MISFIT, context_tokens, hardware.kv_capacity_tokens), None,
         )  # fmt: skip
     if fixed_slots is not None and not (1 <= fixed_slots <= kv_limit):
         raise ValidationError(
@@ -325,12 +340,12 @@ def _size_fixed_slots(
     """``size_pool`` with one slot count: the same search on plain floats (no array overhead)."""
     times = one_slot_service_time(moments, hardware, slots, service_model)
     if tpot_slo_s is not None and not times.iteration_s <= tpot_slo_s:
-        reason = _tpot_reason(slots, times.iteration_s, tpot_slo_s)
-        return _infeasible(hardware, context_tokens, kv_limit, rate, reason, None)
+        problem = _tpot_problem(slots, times.iteration_s, tpot_slo_s)
+        return _infeasible(hardware, context_tokens, kv_limit, rate, problem, None)
     budget_s = ttft_slo_s - times.ttft_overhead_s
     if not budget_s >= 0:
-        reason = _prefill_reason(times.ttft_overhead_s, slots, ttft_slo_s)
-        return _infeasible(hardware, context_tokens, kv_limit, rate, reason, times.ttft_overhead_s)
+        problem = _prefill_problem(times.ttft_overhead_s, slots, ttft_slo_s)
+        return _infeasible(hardware, context_tokens, kv_limit, rate, problem, times.ttft_overhead_s)
     q = moments.quantile
     mean_s, scv, s = times.mean_service_s, times.service_scv, float(slots)
 
@@ -490,17 +505,17 @@ def _no_slot_count_fits(
     rate: float, moments: PoolMoments, hardware: PoolHardware, context_tokens: int, kv_limit: int,
     service_model: ServiceModel, ttft_slo_s: float, tpot_slo_s: float | None,
 ) -> PoolSizing:  # fmt: skip
-    """The infeasible result when no slot count meets the SLO (or TPOT cap), with the reason."""
+    """The infeasible result when no slot count meets the SLO (or TPOT cap), with the problem."""
     candidates = np.arange(1, kv_limit + 1)
     times = slot_service_times(moments, hardware, candidates, service_model)
     tpot_ok = np.ones(candidates.size, bool) if tpot_slo_s is None else times.iteration_s <= tpot_slo_s
     if not tpot_ok.any():
-        reason = _tpot_reason(int(candidates[0]), float(times.iteration_s[0]), tpot_slo_s)
-        return _infeasible(hardware, context_tokens, kv_limit, rate, reason, None)
+        problem = _tpot_problem(int(candidates[0]), float(times.iteration_s[0]), tpot_slo_s)
+        return _infeasible(hardware, context_tokens, kv_limit, rate, problem, None)
     best = int(np.argmin(np.where(tpot_ok, times.ttft_overhead_s, np.inf)))
     best_ttft = float(times.ttft_overhead_s[best])
-    reason = _prefill_reason(best_ttft, int(candidates[best]), ttft_slo_s)
-    return _infeasible(hardware, context_tokens, kv_limit, rate, reason, best_ttft)
+    problem = _prefill_problem(best_ttft, int(candidates[best]), ttft_slo_s)
+    return _infeasible(hardware, context_tokens, kv_limit, rate, problem, best_ttft)
 
 
 def _search_slots(
@@ -569,7 +584,7 @@ def evaluate_pool(
 ) -> PoolSizing:
     """A given pool (n instances of s slots) under the given traffic: its latencies and whether it fits.
 
-    ``feasible`` is true when utilization ≤ cap and P99 TTFT ≤ SLO; ``reason`` lists what breaks.
+    ``feasible`` is true when utilization ≤ cap and P99 TTFT ≤ SLO; ``problems`` lists what breaks.
     """
     service_model = get_service_model(service_model)
     kv_limit = hardware.max_slots(context_tokens)
@@ -580,7 +595,7 @@ def evaluate_pool(
     if instances < 1:
         return _infeasible(
             hardware, context_tokens, kv_limit, arrival_rate_per_s,
-            "the pool has no instances but receives traffic",
+            PoolProblem(ProblemKind.NO_INSTANCES, arrival_rate_per_s),
             None,
         )  # fmt: skip
     result = _describe(
@@ -590,15 +605,13 @@ def evaluate_pool(
     )  # fmt: skip
     problems = []
     if slots_per_instance > kv_limit:
-        problems.append(
-            f"{slots_per_instance} slots exceed the KV limit {kv_limit} at {context_tokens:,} tokens"
-        )
+        problems.append(PoolProblem(ProblemKind.SLOTS_OVER_KV, slots_per_instance, kv_limit))
     if result.utilization > max_utilization:
-        problems.append(f"utilization {result.utilization:.3f} > cap {max_utilization:.3f}")
+        problems.append(PoolProblem(ProblemKind.OVER_CAP, result.utilization, max_utilization))
     if not result.p99_ttft_s <= ttft_slo_s:
-        problems.append(f"P99 TTFT {result.p99_ttft_s * 1e3:.1f} ms > SLO {ttft_slo_s * 1e3:.1f} ms")
+        problems.append(PoolProblem(ProblemKind.TTFT_OVER_SLO, result.p99_ttft_s, ttft_slo_s))
     if problems:
-        return _replace(result, feasible=False, reason="; ".join(problems))
+        return _replace(result, feasible=False, problems=tuple(problems))
     return result
 
 

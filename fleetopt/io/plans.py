@@ -1,9 +1,10 @@
-"""Plan documents: the versioned, machine-readable form of a :class:`~fleetopt.core.planner.FleetPlan`.
+"""Plan files: the schema version, the workload fingerprint, the atomic writer and the one reader.
 
-The same dictionary is printed by ``fleetopt plan --format json|yaml``, written by
-``--output FILE`` (atomically) and read back by ``fleetopt drift`` and ``fleetopt simulate``.
-The schema is documented in ``docs/planner.md``; ``SCHEMA_VERSION`` changes whenever a field
-changes meaning or disappears.
+The document itself is built by :mod:`fleetopt.render.plan_document` (it carries words); it is
+printed by ``fleetopt plan --format json|yaml``, written by ``--output FILE`` with
+:func:`write_document_atomically`, and read back by ``fleetopt drift`` and ``fleetopt simulate``
+through :func:`read_plan`. The schema is documented in ``docs/planner.md``; ``SCHEMA_VERSION``
+changes whenever a field changes meaning or disappears.
 """
 
 from __future__ import annotations
@@ -19,15 +20,12 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from fleetopt import __version__
 from fleetopt.core.drift import PlannedFleet, PlannedPool, WorkloadSummary
-from fleetopt.core.planner import FleetCandidate, FleetPlan, PlanOptions
+from fleetopt.core.planner import PlanOptions
 from fleetopt.core.routing import Routing, pool_names
 from fleetopt.core.service import PoolHardware
-from fleetopt.core.sizing import PoolSizing
 from fleetopt.core.workload import Workload
 from fleetopt.core.workload_stats import arrival_statistics
-from fleetopt.defaults import HOURS_PER_YEAR
 from fleetopt.errors import ValidationError
 
 #: Version 2 (fleetopt 0.2): fleets of any number of pools (``pool-1`` … ``pool-K`` beyond two),
@@ -79,190 +77,6 @@ def workload_fingerprint(
     if workload.arrival_times_s is not None and workload.arrival_times_s.size >= 2:
         fingerprint["arrivals"] = asdict(arrival_statistics(workload.arrival_times_s))
     return fingerprint
-
-
-def hardware_document(hardware: PoolHardware) -> dict[str, Any]:
-    """The serving calibration a pool was planned with (seconds, tokens, USD)."""
-    return asdict(hardware)
-
-
-def pool_document(pool: PoolSizing, hardware: PoolHardware, total_rate_per_s: float) -> dict[str, Any]:
-    """One pool: what to deploy (instances, GPUs, max_num_seqs, max_model_len) and how it behaves."""
-    return {
-        "serving_profile": hardware.serving_name,
-        "model": hardware.model_name,
-        "gpu": hardware.gpu_name,
-        "gpus_per_instance": hardware.gpus_per_instance,
-        "instances": pool.instances,
-        "gpus": pool.gpus,
-        "slots_per_instance": pool.slots_per_instance,
-        "kv_slot_limit": pool.kv_slot_limit,
-        "context_tokens": pool.context_tokens,
-        "arrival_rate_per_s": pool.arrival_rate_per_s,
-        "traffic_fraction": pool.arrival_rate_per_s / total_rate_per_s if total_rate_per_s > 0 else 0.0,
-        "mean_service_s": pool.mean_service_s,
-        "service_scv": pool.service_scv,
-        "service_rate_per_instance_per_s": pool.service_rate_per_instance_per_s,
-        "utilization": pool.utilization,
-        "p99_wait_s": pool.p99_wait_s,
-        "mean_wait_s": pool.mean_wait_s,
-        "p99_prefill_s": pool.p99_prefill_s,
-        "iteration_s": pool.iteration_s,
-        "p99_ttft_s": pool.p99_ttft_s,
-        "binding_constraint": pool.binding_constraint,
-        "slots_binding": pool.slots_binding,
-        "feasible": pool.feasible,
-        "reason": pool.reason,
-        "min_achievable_ttft_s": pool.min_achievable_ttft_s,
-        "cost_per_year_usd": pool.cost_per_hour_usd * HOURS_PER_YEAR if pool.feasible else None,
-    }
-
-
-def routing_rule(routing: Routing) -> str:
-    """The routing rule in words, for the people reading a plan file (shortest pool first)."""
-    names, bounds = routing.pool_names, routing.boundaries_tokens
-    b, band_top = bounds[0], routing.band_top_tokens
-    parts = [f"{names[0]} if L_in + max_tokens ≤ {b}"]
-    if band_top is not None and band_top > b:
-        parts.append(
-            f"compress prompts with {b} < L_in + max_tokens ≤ {band_top} to L_in = {b} − max_tokens"
-            f" (p_c = {routing.compressibility:g}), then {names[0]}"
-        )
-    parts += [
-        f"{name} if L_in + max_tokens ≤ {bound}" for name, bound in zip(names[1:], bounds[1:], strict=False)
-    ]
-    return "; ".join(parts) + f"; otherwise {names[-1]}"
-
-
-def fleet_document(candidate: FleetCandidate, plan: FleetPlan) -> dict[str, Any]:
-    """One fleet (best, a baseline or a grid cell) with its pools, by name, and its routing rule."""
-    rate = plan.options.arrival_rate_per_s
-    pools = {
-        name: pool_document(pool, hardware, rate)
-        for name, pool, hardware in zip(
-            candidate.pool_names, candidate.pools, candidate.hardware, strict=True
-        )
-    }
-    routing = None
-    if candidate.routing.boundaries_tokens:
-        routing = {
-            "rule": routing_rule(candidate.routing),
-            "b_short_tokens": candidate.b_short_tokens,
-            "compress_up_to_tokens": candidate.routing.band_top_tokens,
-            "boundaries_tokens": list(candidate.routing.boundaries_tokens),
-        }
-    return {
-        "label": candidate.label,
-        "feasible": candidate.feasible,
-        "reason": candidate.reason,
-        "b_short_tokens": candidate.b_short_tokens,
-        "gamma": candidate.gamma,
-        "alpha": candidate.alpha,
-        "beta": candidate.beta,
-        "short_traffic_fraction": candidate.short_traffic_fraction,
-        "pool_count": candidate.pool_count,
-        "total_instances": candidate.total_instances,
-        "total_gpus": candidate.total_gpus,
-        "cost_per_hour_usd": candidate.cost_per_hour_usd if candidate.feasible else None,
-        "cost_per_year_usd": candidate.cost_per_year_usd if candidate.feasible else None,
-        "routing": routing,
-        "pools": pools,
-    }
-
-
-def _savings(best: FleetCandidate | None, baseline: FleetCandidate | None) -> float | None:
-    if best is None or baseline is None or not baseline.feasible or not best.feasible:
-        return None
-    base = baseline.cost_per_hour_usd
-    return (base - best.cost_per_hour_usd) / base if base > 0 else None
-
-
-def _reader_document(reader_options: dict[str, Any] | None, workload: Workload) -> dict[str, Any]:
-    """How the workload was read (format and column overrides; the split model of a CDF)."""
-    reader = {
-        key: value for key, value in (reader_options or {}).items() if value is not None and key != "split"
-    }
-    if workload.kind == "cdf":
-        reader["split_model"] = workload.split_model
-    return reader
-
-
-def plan_document(plan: FleetPlan, workload: Workload, inputs: dict[str, Any]) -> dict[str, Any]:
-    """The versioned plan document (schema in docs/planner.md).
-
-    ``inputs`` carries what only the caller knows: ``workload`` (name or path as given),
-    ``arrival_rate_origin`` (``given`` / ``observed`` / ``default``) and the profile names.
-    """
-    o = plan.options
-    best = plan.best
-    document: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "kind": PLAN_KIND,
-        "fleetopt_version": __version__,
-        "inputs": {
-            "workload": inputs.get("workload", workload.name),
-            "workload_reader": _reader_document(inputs.get("workload_reader"), workload),
-            "workload_fingerprint": workload_fingerprint(
-                workload,
-                best.b_short_tokens if best is not None else None,
-                best.gamma if best is not None else None,
-            ),
-            "arrival_rate_per_s": o.arrival_rate_per_s,
-            "arrival_rate_origin": inputs.get("arrival_rate_origin", "given"),
-            "ttft_slo_s": o.ttft_slo_s,
-            "tpot_slo_s": o.tpot_slo_s,
-            "quantile": o.quantile,
-            "max_utilization": o.max_utilization,
-            "compressibility": o.compressibility,
-            "service_model": o.service_model,
-            "max_pools": o.max_pools,
-            "long_context_tokens": o.long_context_tokens,
-            "b_short_candidates": list(plan.b_short_candidates),
-            "gammas": list(o.gammas),
-            "profiles": {
-                "short": hardware_document(plan.short_hardware),
-                "long": hardware_document(plan.long_hardware),
-            },
-        },
-        "feasible": plan.feasible,
-        "best": fleet_document(best, plan) if best is not None else None,
-        "baselines": {
-            "homogeneous": fleet_document(plan.homogeneous, plan),
-            "pool_routing": fleet_document(plan.pool_routing, plan) if plan.pool_routing else None,
-            "retrofit": fleet_document(plan.retrofit, plan) if plan.retrofit else None,
-        },
-        "savings": {
-            "vs_homogeneous": _savings(best, plan.homogeneous),
-            "vs_pool_routing": _savings(best, plan.pool_routing),
-            "vs_retrofit": _savings(best, plan.retrofit),
-        },
-        "best_by_pool_count": [
-            {
-                "pool_count": count,
-                "feasible": fleet is not None,
-                "boundaries_tokens": list(fleet.routing.boundaries_tokens) if fleet is not None else None,
-                "gamma": fleet.gamma if fleet is not None else None,
-                "total_gpus": fleet.total_gpus if fleet is not None else None,
-                "cost_per_year_usd": fleet.cost_per_year_usd if fleet is not None else None,
-            }
-            for count, fleet in enumerate(plan.best_by_pool_count, start=1)
-        ],
-        "grid": [
-            {
-                "b_short_tokens": c.b_short_tokens,
-                "gamma": c.gamma,
-                "feasible": c.feasible,
-                "short_instances": c.short.instances if c.short is not None else None,
-                "long_instances": c.long.instances,
-                "total_gpus": c.total_gpus if c.feasible else None,
-                "cost_per_year_usd": c.cost_per_year_usd if c.feasible else None,
-                "reason": c.reason,
-            }
-            for c in plan.grid
-        ],
-        "notes": list(plan.notes),
-    }
-    return document
 
 
 def write_document_atomically(path: Path, text: str) -> None:

@@ -26,8 +26,10 @@ from fleetopt.core.audit import (
 )
 from fleetopt.core.savings import AuditResult, EstimateKind, SavingsEstimate, SavingsFinding
 from fleetopt.core.service import PoolHardware
+from fleetopt.core.sizing import PoolSizing
 from fleetopt.defaults import HOURS_PER_YEAR
 from fleetopt.render.output import fmt_count, fmt_num, fmt_pct, fmt_seconds, fmt_usd, to_jsonable
+from fleetopt.render.words import fleet_reason, plan_notes, pool_reason
 
 
 def _hardware(hw: PoolHardware) -> dict[str, Any]:
@@ -56,7 +58,7 @@ def workload_audit_document(
             "context_tokens": audit.current.context_tokens,
             "slots_per_instance": audit.current.slots_per_instance,
             "feasible": sizing.feasible,
-            "reason": sizing.reason,
+            "reason": pool_reason(sizing),
             "utilization": sizing.utilization,
             "p99_wait_s": sizing.p99_wait_s,
             "p99_ttft_s": sizing.p99_ttft_s,
@@ -107,13 +109,13 @@ def workload_audit_document(
         "best_plan": None
         if best is None
         else {"b_short_tokens": best.b_short_tokens, "gamma": best.gamma, "total_gpus": best.total_gpus},
-        "savings_vs_b_short": list(audit.thresholds),
+        "savings_vs_b_short": [_threshold_document(figure) for figure in audit.thresholds],
         "savings_vs_b_short_rows": list(audit.threshold_rows),
         "fleet_vs_rate": list(audit.rate_rows),
         "fleet_vs_rate_note": None if audit.rate_sweep is None else rate_sweep_note(audit.rate_sweep),
         "plot": plot_path,
         "pricing": {"hours_per_year": HOURS_PER_YEAR},
-        "notes": list(audit.plan.notes) + [_note(audit, note) for note in audit.notes],
+        "notes": plan_notes(audit.plan) + [_note(audit, note) for note in audit.notes],
     }
     return to_jsonable(document)
 
@@ -337,7 +339,7 @@ def workload_assumptions(audit: WorkloadAudit, kind: EstimateKind) -> str:
 
 
 def _workload_estimate(audit: WorkloadAudit, e: SavingsEstimate) -> dict[str, Any]:
-    reason = e.reason
+    reason = infeasibility_reason(e.infeasible)
     if e.kind is EstimateKind.PLANNER_BEST and audit.plan.best is None:
         reason = "no fleet meets the SLO and the utilization cap"
     return {
@@ -410,7 +412,7 @@ def _workload_reason(audit: WorkloadAudit, finding: WorkloadFinding) -> str:
             "with its own homogeneous fleet."
         )
     if finding is WorkloadFinding.PLANNER_INFEASIBLE:
-        reason = audit.estimate(EstimateKind.PLANNER_PR).reason
+        reason = infeasibility_reason(audit.estimate(EstimateKind.PLANNER_PR).infeasible)
         return f"The planner finds no feasible pool-routing fleet at this B: {reason}."
     return (
         f"C&R at γ = {audit.gamma:g}, p_c = {audit.compressibility:g}: the closed-form increment "
@@ -426,7 +428,7 @@ def lever_text(advice: LeverAdvice) -> str:
         return "No boundary gives a feasible pool-routing fleet: no lever applies."
     if not advice.routed_feasible:
         return (
-            f"Pool routing at B = {b:,} is infeasible ({advice.routed_reason}); "
+            f"Pool routing at B = {b:,} is infeasible ({infeasibility_reason(advice.routed_fleet)}); "
             f"{advice.lever.value} to {best_b:,}, where it saves "
             f"{_pct(advice.best_savings_fraction)} of the homogeneous cost."
         )
@@ -693,3 +695,20 @@ def draw_numbers_audit(console, data: Mapping[str, Any]) -> None:
     console.print("Assumptions:")
     for row in data["estimates"]:
         console.print(f"  - {row['name']} ({row['source']}): {row['assumptions']}")
+
+
+def infeasibility_reason(infeasible: Any) -> str | None:
+    """Why an infeasible planner fleet or pool breaks its targets, in words (None if there is none)."""
+    if infeasible is None:
+        return None
+    return pool_reason(infeasible) if isinstance(infeasible, PoolSizing) else fleet_reason(infeasible)
+
+
+def _threshold_document(figure: Mapping[str, Any]) -> dict[str, Any]:
+    """One B's figures with the infeasible routed fleet worded (``routed_reason``)."""
+    return {
+        ("routed_reason" if key == "routed_fleet" else key): (
+            infeasibility_reason(value) if key == "routed_fleet" else value
+        )
+        for key, value in figure.items()
+    }

@@ -1,0 +1,62 @@
+"""The words for what core reports as numbers and enums: why a pool or fleet is infeasible, and
+the plan's notes. Plain strings, no rich: the plan document (``render/plan_document.py``), the
+tables and the audit all word a problem the same way."""
+
+from __future__ import annotations
+
+from fleetopt.core.planner import FleetCandidate, FleetPlan
+from fleetopt.core.sizing import PoolProblem, PoolSizing, ProblemKind
+
+
+def problem_sentence(problem: PoolProblem, context_tokens: int) -> str:
+    """One reason a pool is infeasible, in words (``context_tokens``: the pool's context)."""
+    kind, value, limit = problem.kind, problem.value, problem.limit
+    if kind is ProblemKind.KV_MISFIT:
+        return (
+            f"one {int(value):,}-token sequence does not fit in an instance's KV cache "
+            f"({int(limit):,} tokens)"
+        )
+    if kind is ProblemKind.TPOT_OVER_SLO:
+        return (
+            f"the iteration time at {problem.slots} slot(s) is {value * 1e3:.1f} ms, "
+            f"above the TPOT SLO {limit * 1e3:.1f} ms"
+        )
+    if kind is ProblemKind.PREFILL_OVER_SLO:
+        return (
+            f"prefill and first decode alone take {value * 1e3:.1f} ms at the best slot count "
+            f"({problem.slots}), above the SLO {limit * 1e3:.1f} ms"
+        )
+    if kind is ProblemKind.NO_INSTANCES:
+        return "the pool has no instances but receives traffic"
+    if kind is ProblemKind.SLOTS_OVER_KV:
+        return f"{int(value)} slots exceed the KV limit {int(limit)} at {context_tokens:,} tokens"
+    if kind is ProblemKind.OVER_CAP:
+        return f"utilization {value:.3f} > cap {limit:.3f}"
+    return f"P99 TTFT {value * 1e3:.1f} ms > SLO {limit * 1e3:.1f} ms"
+
+
+def pool_reason(pool: PoolSizing) -> str | None:
+    """Why a pool is infeasible (its problems joined), or None when it is feasible."""
+    if not pool.problems:
+        return None
+    return "; ".join(problem_sentence(p, pool.context_tokens) for p in pool.problems)
+
+
+def fleet_reason(fleet: FleetCandidate) -> str | None:
+    """Why a fleet is infeasible, pool by pool ("short pool: …; long pool: …"), or None."""
+    one_pool = fleet.pool_count == 1
+    reasons = [
+        f"pool: {pool_reason(pool)}" if one_pool else f"{name} pool: {pool_reason(pool)}"
+        for name, pool in zip(fleet.pool_names, fleet.pools, strict=True)
+        if not pool.feasible
+    ]
+    return "; ".join(reasons) or None
+
+
+def plan_notes(plan: FleetPlan) -> list[str]:
+    """What a reader of the plan should know about its outcome."""
+    if plan.best is None:
+        return ["no fleet meets the SLO and the utilization cap; see each pool's reason"]
+    if plan.best.b_short_tokens is None:
+        return ["no two-pool fleet beats the homogeneous fleet here; the best plan is one pool"]
+    return []
