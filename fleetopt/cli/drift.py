@@ -78,20 +78,12 @@ def drift(
     Exit 0: the fleet fits within tolerance; 1: drift (every reason listed); 2: bad usage or
     an unreadable plan or workload.
     """
-    import dataclasses
-
-    from fleetopt.api import observed_rate_per_s
-    from fleetopt.core.drift import Tolerances, check_drift
-    from fleetopt.errors import FleetoptError, ValidationError
-    from fleetopt.io.plans import read_plan, workload_fingerprint, workload_summary
+    from fleetopt.api import check_plan_drift
+    from fleetopt.core.drift import Tolerances
+    from fleetopt.errors import FleetoptError
     from fleetopt.io.units import parse_fraction
-    from fleetopt.io.workloads import load_workload
     from fleetopt.render.drift import draw_drift, drift_document, drift_markdown
     from fleetopt.render.output import emit
-
-    def refuse(exc: Exception) -> typer.Exit:
-        typer.echo(f"Error: {exc}", err=True)
-        return typer.Exit(EXIT_BAD_INPUT)
 
     try:
         tolerances = Tolerances(
@@ -99,44 +91,21 @@ def drift(
             max_ks=parse_fraction(max_ks, field="--max-ks"),
             min_headroom=parse_fraction(min_headroom, field="--min-headroom", allow_above_one=True),
         )
-        if rate is not None and not (0 < rate < float("inf")):
-            raise ValidationError(f"--rate: {rate:g} req/s must be positive and finite")
-        plan_file = read_plan(plan)
-        fleet, planned_options, planned_summary = plan_file.fleet, plan_file.options, plan_file.summary
-        today = load_workload(
-            cdf,
-            input_format=input_format,
-            input_column=input_column,
-            output_column=output_column,
-            time_column=time_column,
-            split=split,
+        reader = {"input_format": input_format, "input_column": input_column, "output_column": output_column,
+                  "time_column": time_column, "split": split}  # fmt: skip
+        run = check_plan_drift(
+            plan, cdf, arrival_rate_per_s=rate, tolerances=tolerances, reader_options=reader
         )
-        if rate is not None:
-            today_rate, origin = float(rate), "given"
-        elif (observed := observed_rate_per_s(today)) is not None:
-            today_rate, origin = observed, "observed"
-        else:
-            today_rate, origin = planned_options.arrival_rate_per_s, "planned"
-        current_summary = workload_summary(
-            workload_fingerprint(today, fleet.b_short_tokens, fleet.gamma), "today's workload"
-        )
-        options = dataclasses.replace(planned_options, arrival_rate_per_s=today_rate)
-        result = check_drift(today, fleet, options, planned_summary, current_summary, tolerances)
     except FleetoptError as exc:
-        raise refuse(exc) from None
+        typer.echo(f"Error: {exc}", err=True)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
 
+    result = run.result
     data = drift_document(
-        result,
-        document=plan_file.document,
-        plan_path=str(plan),
-        today_label=cdf,
-        today_requests=today.request_count,
-        rate_origin=origin,
-        options=options,
-        tolerances=tolerances,
-        planned=planned_summary,
-        current=current_summary,
-    )
+        result, document=run.plan.document, plan_path=str(plan), today_label=cdf,
+        today_requests=run.today.request_count, rate_origin=run.rate_origin, options=run.options,
+        tolerances=tolerances, planned=run.plan.summary, current=run.current,
+    )  # fmt: skip
     if fmt is DriftFormat.markdown:
         typer.echo(drift_markdown(data), nl=False)
     else:
