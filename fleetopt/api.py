@@ -11,6 +11,7 @@ Both are thin: load (io) → one core call (:func:`fleetopt.core.planner.plan_fl
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -183,6 +184,281 @@ def plan_run_from_options(
         tpot_slo_s=parse_duration_s(tpot_slo, field="--tpot-slo") if tpot_slo else None,
         **options,
     )
+
+
+# -- one M/G/c queue (fleetopt queue) ----------------------------------------------------------
+
+#: Waits are in this unit when the queue is given as a load in Erlangs (no seconds).
+SERVICE_TIME_UNIT = "mean service time"
+
+
+def queue_report(
+    servers: int,
+    load: float | None,
+    arrival_rate_per_s: float | None,
+    service_time_s: float | None,
+    service_scv: float,
+    quantile: float,
+    exact: bool = False,
+) -> dict[str, Any]:
+    """Validate the numbers, evaluate the queue and return the command's result dictionary.
+
+    ``exact``: add ``exact`` (Erlang B and C at 50 digits, :func:`fleetopt.core.queueing.exact_erlang`)."""
+    from fleetopt.core import queueing
+    from fleetopt.errors import ValidationError
+
+    if servers < 1:
+        raise ValidationError(
+            f"--servers: {servers} is not allowed; the number of servers must be at least 1"
+        )
+    if load is not None and not (math.isfinite(load) and load >= 0):
+        raise ValidationError(
+            f"--load: {load:g} is not allowed; the offered load (Erlangs) must be finite and ≥ 0"
+        )
+    if arrival_rate_per_s is not None and not (math.isfinite(arrival_rate_per_s) and arrival_rate_per_s >= 0):
+        raise ValidationError(
+            f"--rate: {arrival_rate_per_s:g} is not allowed; the arrival rate (req/s) must be finite and ≥ 0"
+        )
+    if not (math.isfinite(service_scv) and service_scv >= 0):
+        raise ValidationError(
+            f"--scv: {service_scv:g} is not allowed; a squared coefficient of variation is ≥ 0"
+        )
+    if not 0 < quantile < 1:
+        raise ValidationError(f"--quantile: {quantile:g} is not allowed; it must be strictly between 0 and 1")
+
+    in_seconds = arrival_rate_per_s is not None
+    if in_seconds:
+        assert service_time_s is not None
+        service_rate_per_s = 1.0 / service_time_s
+        lam = arrival_rate_per_s
+        offered_load = arrival_rate_per_s * service_time_s
+        origin = f" (--rate {arrival_rate_per_s:g} req/s × --service-time {service_time_s:g} s)"
+    else:
+        assert load is not None
+        service_rate_per_s = 1.0  # time measured in mean service times
+        lam = offered_load = load
+        origin = ""
+    if offered_load >= servers:
+        raise ValidationError(
+            f"the queue is unstable: load {offered_load:g}{origin} ≥ servers {servers} "
+            f"(utilization {offered_load / servers:.4g}); waits grow without bound — "
+            "add servers or lower the load"
+        )
+
+    log_c = queueing.log_erlang_c(servers, offered_load)
+    unit = "s" if in_seconds else "service_times"
+    data: dict[str, Any] = {
+        "servers": servers,
+        "offered_load_erlangs": offered_load,
+    }
+    if in_seconds:
+        data["arrival_rate_per_s"] = arrival_rate_per_s
+        data["service_time_s"] = service_time_s
+    data.update(
+        {
+            "utilization": offered_load / servers,
+            "service_scv": service_scv,
+            "quantile": quantile,
+            "erlang_c": queueing.erlang_c(servers, offered_load),
+            "erlang_c_log10": log_c / math.log(10) if math.isfinite(log_c) else None,
+            "erlang_b": queueing.erlang_b(servers, offered_load),
+            "time_unit": "s" if in_seconds else SERVICE_TIME_UNIT,
+            f"mean_wait_{unit}": queueing.mean_wait(servers, lam, service_rate_per_s, service_scv),
+            f"wait_quantile_{unit}": queueing.wait_quantile(
+                quantile, servers, lam, service_rate_per_s, service_scv
+            ),
+            "wait_model": "P(W > t) ≈ C·exp(−2(cμ − λ)t/(1 + Cs²)); exact for M/M/c (Cs² = 1)",
+        }
+    )
+    if exact and offered_load > 0:
+        from dataclasses import asdict
+
+        data["exact"] = asdict(queueing.exact_erlang(servers, offered_load))
+    return data
+
+
+# -- KV arithmetic (fleetopt kv) -------------------------------------------------------------
+
+
+def kv_report(
+    *,
+    model_name: str | None,
+    gpu_name: str | None,
+    serving_name: str | None,
+    tensor_parallel: int | None,
+    contexts_tokens: list[int],
+    memory_utilization: float | None,
+    activation_reserve_gb: float | None,
+    weight_dtype: str | None,
+    kv_dtype: str | None,
+    kv_head_layout: str | None,
+    block_tokens: int | None,
+    dirs: Sequence[Path],
+) -> dict[str, Any]:
+    """Load the profiles, run the KV arithmetic and return the result dictionary of ``fleetopt kv``."""
+    from fleetopt.core import kv
+    from fleetopt.defaults import (
+        DEFAULT_ACTIVATION_RESERVE_GB,
+        DEFAULT_KV_BLOCK_TOKENS,
+        DEFAULT_MEMORY_UTILIZATION,
+    )
+    from fleetopt.errors import ValidationError
+    from fleetopt.io import profiles
+
+    sources: dict[str, str] = {}
+
+    def pick(field: str, flag: Any, from_serving: Any, default: Any) -> Any:
+        if flag is not None:
+            sources[field] = "flag"
+            return flag
+        if from_serving is not None:
+            sources[field] = "serving profile"
+            return from_serving
+        sources[field] = "default"
+        return default
+
+    serving = None
+    if serving_name is not None:
+        serving, model_from_serving, gpu_from_serving = profiles.resolve_serving(serving_name, dirs)
+        model = profiles.load_model(model_name, dirs) if model_name else model_from_serving
+        gpu = profiles.load_gpu(gpu_name, dirs) if gpu_name else gpu_from_serving
+    else:
+        if model_name is None or gpu_name is None:
+            raise ValidationError("give --model and --gpu, or --serving NAME")
+        model = profiles.load_model(model_name, dirs)
+        gpu = profiles.load_gpu(gpu_name, dirs)
+
+    tp = pick("tensor_parallel", tensor_parallel, serving and serving.tensor_parallel, 1)
+    blocks_tokens = pick(
+        "kv_block_tokens", block_tokens, serving and serving.kv_block_tokens, DEFAULT_KV_BLOCK_TOKENS
+    )
+    layout = pick("kv_head_layout", kv_head_layout, serving and serving.kv_head_layout, "even")
+    weight_dt = pick("weight_dtype", weight_dtype, serving and serving.weight_dtype, model.weight_dtype)
+    kv_dt = pick("kv_dtype", kv_dtype, serving and serving.kv_dtype, model.kv_dtype)
+    if sources["weight_dtype"] == "default":
+        sources["weight_dtype"] = "model profile"
+    if sources["kv_dtype"] == "default":
+        sources["kv_dtype"] = "model profile"
+    # A serving profile's block budget is used unless a flag changes the instance (then Eq. 2 applies).
+    use_blocks = (
+        serving is not None
+        and serving.kv_blocks is not None
+        and memory_utilization is None
+        and activation_reserve_gb is None
+        and tensor_parallel is None
+        and block_tokens is None
+        and model_name is None
+        and gpu_name is None
+    )
+    if use_blocks:
+        util = reserve_bytes = None
+        kv_blocks = serving.kv_blocks  # type: ignore[union-attr]
+    else:
+        util = pick(
+            "gpu_memory_utilization",
+            memory_utilization,
+            serving and serving.gpu_memory_utilization,
+            DEFAULT_MEMORY_UTILIZATION,
+        )
+        reserve_serving_gb = (
+            None
+            if serving is None or serving.activation_reserve_bytes_per_gpu is None
+            else serving.activation_reserve_bytes_per_gpu / profiles.GB_BYTES
+        )
+        reserve_gb = pick(
+            "activation_reserve_gb_per_gpu",
+            activation_reserve_gb,
+            reserve_serving_gb,
+            DEFAULT_ACTIVATION_RESERVE_GB,
+        )
+        reserve_bytes = reserve_gb * profiles.GB_BYTES
+        kv_blocks = None
+
+    sizing = profiles.kv_sizing(
+        model,
+        gpu,
+        tensor_parallel=tp,
+        kv_block_tokens=blocks_tokens,
+        gpu_memory_utilization=util,
+        activation_reserve_bytes_per_gpu=reserve_bytes,
+        kv_blocks=kv_blocks,
+        weight_dtype=weight_dt,
+        kv_dtype=kv_dt,
+        kv_head_layout=layout,
+        context="fleetopt kv",
+    )
+    capacity = sizing.kv_capacity_tokens_per_instance
+    max_num_seqs = serving.max_num_seqs if serving is not None else None
+    rows = []
+    for ctx in contexts_tokens:
+        rows.append(
+            {
+                "context_tokens": ctx,
+                "kv_bytes_per_slot_per_instance": sizing.kv_bytes_per_token_per_instance * ctx,
+                "kv_bytes_per_slot_per_gpu": sizing.kv_bytes_per_token_per_gpu * ctx,
+                "slots_per_instance_token_exact": kv.token_exact_slots_per_instance(capacity, ctx),
+                "slots_per_instance_block_rounded": kv.block_slots_per_instance(capacity, ctx, blocks_tokens),
+            }
+        )
+    shortest = min(rows, key=lambda r: r["context_tokens"])
+    longest = max(rows, key=lambda r: r["context_tokens"])
+    for row in rows:
+        row["ratio_to_longest_context"] = kv.cliff_ratio(
+            row["slots_per_instance_block_rounded"], longest["slots_per_instance_block_rounded"]
+        )
+
+    notes = []
+    longest_ctx = longest["context_tokens"]
+    if model.kv_formula == "gqa" and model.kv_heads is not None and model.kv_heads < tp and layout == "even":
+        replicated = kv.kv_bytes_per_token_per_instance(
+            sizing.kv_bytes_per_token_model, "gqa", tp, model.kv_heads, "replicated"
+        )
+        replicated_capacity = kv.kv_capacity_tokens_from_memory(
+            sizing.kv_memory_bytes_per_gpu, tp, replicated
+        )
+        notes.append(
+            f"{model.kv_heads} KV heads < TP {tp}: this splits the cache evenly over the GPUs (the paper's "
+            f"arithmetic); vLLM instead replicates KV heads, {replicated // tp:,} bytes/token per GPU, "
+            f"{replicated_capacity // longest_ctx:,} "
+            f"token-exact slots at {longest_ctx:,} (--kv-head-layout replicated)"
+        )
+    if model.kv_formula == "mla" and tp > 1:
+        notes.append(f"MLA: the latent cache is held whole on each of the {tp} GPUs (not split by heads)")
+    if max_num_seqs is not None:
+        notes.append(f"the serving profile also caps an instance at max_num_seqs = {max_num_seqs} sequences")
+    notes.append("slots count sequences per instance (a TP group of GPUs), not per GPU")
+
+    return {
+        "model": model.name,
+        "gpu": gpu.name,
+        "serving": serving.name if serving is not None else None,
+        "tensor_parallel": tp,
+        "gpus_per_instance": tp,
+        "kv_formula": model.kv_formula,
+        "weight_dtype": sizing.weight_dtype,
+        "kv_dtype": sizing.kv_dtype,
+        "kv_head_layout": sizing.kv_head_layout,
+        "kv_bytes_per_token_model": sizing.kv_bytes_per_token_model,
+        "kv_bytes_per_token_per_instance": sizing.kv_bytes_per_token_per_instance,
+        "kv_bytes_per_token_per_gpu": sizing.kv_bytes_per_token_per_gpu,
+        "gpu_memory_bytes": sizing.gpu_memory_bytes,
+        "gpu_memory_utilization": sizing.gpu_memory_utilization,
+        "weight_bytes_per_gpu": sizing.weight_bytes_per_gpu,
+        "activation_reserve_bytes_per_gpu": sizing.activation_reserve_bytes_per_gpu,
+        "kv_capacity_method": sizing.kv_capacity_method,
+        "kv_blocks_per_instance": kv_blocks,
+        "kv_memory_bytes_per_gpu": sizing.kv_memory_bytes_per_gpu,
+        "kv_memory_bytes_per_instance": sizing.kv_memory_bytes_per_gpu * tp,
+        "kv_capacity_tokens_per_instance": capacity,
+        "kv_block_tokens": blocks_tokens,
+        "max_num_seqs": max_num_seqs,
+        "contexts": rows,
+        "cliff_ratio": kv.cliff_ratio(
+            shortest["slots_per_instance_block_rounded"], longest["slots_per_instance_block_rounded"]
+        ),
+        "value_sources": sources,
+        "notes": notes,
+    }
 
 
 # -- drift: does yesterday's plan fit today's workload? -----------------------------------------

@@ -22,3 +22,9 @@ PAPER_GPU_HOUR_USD = 2.21
 DEFAULT_GAMMAS = tuple(round(1.0 + 0.1 * k, 1) for k in range(11))
 #: Pools a plan may use by default (the papers' short/long split).
 DEFAULT_POOL_COUNT = 2
+#: vLLM's default gpu_memory_utilization (pool-routing §4.7).
+DEFAULT_MEMORY_UTILIZATION = 0.9
+#: GB (10⁹ bytes) per GPU held for activations (pool-routing §4.7).
+DEFAULT_ACTIVATION_RESERVE_GB = 10.0
+#: vLLM / PagedAttention's default KV block size, tokens.
+DEFAULT_KV_BLOCK_TOKENS = 16
