@@ -260,6 +260,40 @@ HAND_EDITS = [
         lambda d: d["best"]["routing"].update(boundaries_tokens=[2048, 4096]),
         "best.routing.boundaries_tokens = [2048, 4096] is invalid; expected 1 boundaries for 2 pools",
     ),
+    (
+        lambda d: d["inputs"].update(ttft_slo_s=float("inf")),
+        "inputs.ttft_slo_s = inf is invalid; expected a positive finite number",
+    ),
+    (
+        lambda d: d["best"]["pools"]["long"].update(instances=-1),
+        "best.pools.long.instances = -1 is invalid; expected an integer ≥ 0",
+    ),
+    (
+        lambda d: d.update(schema_version=99),
+        "schema_version 99 is not supported (this fleetopt reads versions 1, 2); "
+        "re-run fleetopt plan --output to regenerate it",
+    ),
+    (
+        lambda d: d["best"]["pools"].update({"pool-2": d["best"]["pools"].pop("long")}),
+        "best.pools = ['pool-2', 'short'] is invalid; expected homogeneous; short and long; or pool-1 … "
+        "pool-K (K ≥ 3)",
+    ),
+    (
+        lambda d: d["inputs"].update(service_model="magic"),
+        "inputs.service_model = 'magic' is invalid; expected lockstep or fleet-sim",
+    ),
+    (lambda d: d["inputs"].update(max_utilization=1.5), "inputs: max utilization: 1.5 must be in (0, 1]"),
+    (lambda d: d["best"].update(gamma=0.5), "best: gamma: 0.5 must be ≥ 1 and finite"),
+    (
+        lambda d: d["inputs"].update(arrival_rate_per_s="fast"),
+        "inputs.arrival_rate_per_s = 'fast' is invalid; expected a non-negative number",
+    ),
+    (lambda d: d.update(kind="something-else"), "not a fleetopt plan (expected kind: fleetopt-plan)"),
+    (
+        lambda d: d.pop("best"),
+        "best is missing (the file may be truncated); expected a fleet (the plan was infeasible or the "
+        "file is incomplete)",
+    ),
 ]
 
 

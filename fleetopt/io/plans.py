@@ -401,7 +401,7 @@ class _FieldReader:
             or not math.isfinite(value)
             or (positive and value <= 0)
         ):
-            self.fail(field, value, "a positive number" if positive else "a finite number")
+            self.fail(field, value, "a positive finite number" if positive else "a finite number")
         return float(value)
 
     def integer(self, parent: dict[str, Any], field: str, minimum: int = 0) -> int:
