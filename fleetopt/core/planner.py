@@ -302,14 +302,10 @@ class Planner:
         return self._shares[key]
 
     def pool_traffic(
-        self, routing: Routing | int | None, gamma: float = 1.0, arrival_rate_per_s: float | None = None
+        self, routing: Routing, arrival_rate_per_s: float | None = None
     ) -> tuple[tuple[float, PoolMoments], ...]:
-        """(λ req/s, moments) of each pool of a routed fleet, as the service model splits it.
-
-        ``routing``: a :class:`Routing`, or a B_short (two pools at γ) or None (one pool).
-        Rate: the options' unless given."""
-        if not isinstance(routing, Routing):
-            routing = self.routing(routing, gamma)
+        """(λ req/s, moments) of each pool of a routed fleet, as the service model splits it
+        (rate: the options' unless given)."""
         rate = self.options.arrival_rate_per_s if arrival_rate_per_s is None else arrival_rate_per_s
         shares = [self.pool_share(routing, k) for k in range(routing.pool_count)]
         return tuple((self.model.pool_rate(sh, k, rate), sh.moments) for k, sh in enumerate(shares))
