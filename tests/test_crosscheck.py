@@ -237,3 +237,33 @@ def test_longest_service_routes_compressed_requests_at_total_b() -> None:
     assert default_request_count(workload, setup, 1.0, "lockstep") == 100_000
     expected = 1.25 * 10_000 * 1008 * 0.018 / 0.5  # 453,600 up to float rounding
     assert abs(default_request_count(workload, setup, 10_000.0, "lockstep") - expected) <= 1.5
+
+
+def test_longest_service_of_a_three_pool_fleet_uses_each_pools_own_iteration_time() -> None:
+    """Hand arithmetic, chunk 512, s = 4 in every pool, W = 0.01 s and H differing by pool:
+    pool-1 (≤ 1000, H = 0.002 → t = 0.018): L = 900 → I = 2 + 100 = 102 → 1.836 s;
+    pool-2 (≤ 3000, H = 0.005 → t = 0.03): L = 2500 (in 2000, out 500) → I = 4 + 500 → 15.12 s;
+    pool-3 (H = 0.001 → t = 0.014): L = 5000 (in 4000, out 1000) → I = 1008 → 14.112 s.
+    Treating pool-3's request with pool-2's t (the two-pool shortcut) would give 30.24 s."""
+    workload = workload_from_requests(np.array([800, 2000, 4000]), np.array([100, 500, 1000]), name="three")
+    pools = []
+    for name, context, per_slot_s in (
+        ("pool-1", 1000, 0.002),
+        ("pool-2", 3000, 0.005),
+        ("pool-3", 8192, 0.001),
+    ):
+        hardware = PoolHardware(name, "m", "g", 1, 1.0, 0.01, per_slot_s, 512, 8192, 4 * 8192, 16)
+        sizing = size_pool(
+            arrival_rate_per_s=1.0, moments=PoolStatistics(workload, 512).range_moments(-1, math.inf),
+            hardware=hardware, context_tokens=context, service_model="lockstep", ttft_slo_s=100.0,
+            fixed_slots=4,
+        )  # fmt: skip
+        pools.append(
+            single_pool_setup(sizing, hardware, ttft_slo_s=100.0, service_model="lockstep", name=name)
+        )
+    setup = CrossCheckSetup(
+        tuple(p.pools[0] for p in pools), Routing((1000, 3000), 1.0, 0.0), 1.0, 100.0, 0.85, 0.99, 8192,
+        "lockstep",
+    )  # fmt: skip
+    assert longest_service_s(workload, setup, "lockstep") == pytest.approx(504 * 0.03)
+    assert longest_service_s(workload, setup, "physical") == pytest.approx(504 * 0.03)

@@ -28,8 +28,9 @@ import numpy as np
 from fleetopt.core.drift import PlannedFleet
 from fleetopt.core.planner import FleetPlan, Planner, PlanOptions
 from fleetopt.core.routing import Routing
-from fleetopt.core.service import PoolHardware
+from fleetopt.core.service import LOCKSTEP, PoolHardware, get_service_model
 from fleetopt.core.simulate import (
+    PHYSICAL,
     ProgressCallback,
     SimulatedPool,
     SimulationResult,
@@ -45,7 +46,9 @@ METRICS = ("utilization", "p50_ttft_s", "p99_ttft_s", "p99_wait_s", "tpot_s")
 DEFAULT_WARMUP_FRACTION = 0.5
 MIN_DEFAULT_REQUESTS = 100_000
 #: Caps on the default request count per seed (the physical engine is ~50× slower).
-MAX_DEFAULT_REQUESTS = {"lockstep": 4_000_000, "fleet-sim": 4_000_000, "physical": 600_000}
+MAX_DEFAULT_REQUESTS = 4_000_000
+#: ... and for the iteration-level ``physical`` engine.
+MAX_DEFAULT_REQUESTS_PHYSICAL = 600_000
 #: Head-room on the longest service time when sizing the warm-up (it must also cover waits).
 WARMUP_MARGIN = 1.25
 #: Relative slack when comparing a simulated P99 TTFT with the SLO (float rounding only).
@@ -354,9 +357,10 @@ def reevaluate(
 def longest_service_s(workload: Workload, setup: CrossCheckSetup, service_model: str) -> float:
     """The longest slot-holding time any request can have in any pool, seconds.
 
-    Routes every atom as the simulator does (compressed band atoms at total B, L_in = B − L_out;
-    L_out ≥ 1) and takes max I·t with I = ⌈L_in/chunk⌉ + L_out and t = W + H·s (lockstep; an
-    upper bound for physical) or W + H·(L/L_cal)·s (fleet-sim).
+    Routes every atom as the simulator does (:meth:`Routing.route`; a band atom both compressed,
+    when p_c > 0, and not, when p_c < 1; L_out ≥ 1) and takes max I·t over each pool with
+    I = ⌈L_in/chunk⌉ + L_out and t the service model's time per output token (for ``physical``,
+    lockstep's W + H·s, an upper bound).
     """
     keep = workload.weights > 0
     total = workload.total_tokens[keep].astype(np.int64)
@@ -364,33 +368,26 @@ def longest_service_s(workload: Workload, setup: CrossCheckSetup, service_model:
     inputs = np.maximum(0, total - outputs)
     total = inputs + outputs
     routing = setup.routing
-    candidates: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []
-    if routing.b_short_tokens is None:
-        candidates.append((0, inputs, outputs, total))
-    else:
-        b = routing.b_short_tokens
-        band = (total > b) & (total <= routing.gamma * b) & (outputs < b)
-        short = total <= b
-        long = ~short & ~(band & (routing.compressibility >= 1.0))  # p_c < 1: band requests may stay long
-        candidates.append((0, inputs[short], outputs[short], total[short]))
-        if routing.compressibility > 0 and band.any():
-            candidates.append((0, b - outputs[band], outputs[band], np.full(int(band.sum()), b)))
-        candidates.append((1, inputs[long], outputs[long], total[long]))
+    model = get_service_model(LOCKSTEP.name if service_model == PHYSICAL else service_model)
+    coins = [
+        c
+        for c, possible in ((0.0, routing.compressibility > 0), (1.0, routing.compressibility < 1))
+        if possible
+    ]
     longest = 0.0
-    for index, ins, outs, tots in candidates:
-        if tots.size == 0:
-            continue
-        pool = setup.pools[index].simulated
-        iterations = -(-ins // pool.prefill_chunk_tokens) + outs
-        s = pool.slots_per_instance
-        if service_model == "fleet-sim":
-            step = (
-                pool.iteration_base_s
-                + pool.iteration_per_slot_s * (tots / pool.calibration_context_tokens) * s
-            )
-        else:
-            step = np.full(tots.size, pool.iteration_base_s + pool.iteration_per_slot_s * s)
-        longest = max(longest, float((iterations * step).max()))
+    for coin in coins:
+        index, routed_inputs, routed_totals = routing.route(total, inputs, outputs, np.full(total.size, coin))
+        for k, prediction in enumerate(setup.pools):
+            mine = index == k
+            if not mine.any():
+                continue
+            pool = prediction.simulated
+            prefill = -(-routed_inputs[mine] // pool.prefill_chunk_tokens)
+            tpot, _ = model.request_times(
+                pool.iteration_base_s, pool.iteration_per_slot_s, pool.calibration_context_tokens,
+                pool.slots_per_instance, prefill, routed_totals[mine],
+            )  # fmt: skip
+            longest = max(longest, float(((prefill + outputs[mine]) * tpot).max()))
     return longest
 
 
@@ -409,7 +406,8 @@ def default_request_count(
     """
     needed = WARMUP_MARGIN * arrival_rate_per_s * longest_service_s(workload, setup, service_model)
     count = math.ceil(needed / max(warmup_fraction, 1e-9))
-    return int(min(MAX_DEFAULT_REQUESTS[service_model], max(MIN_DEFAULT_REQUESTS, count)))
+    most = MAX_DEFAULT_REQUESTS_PHYSICAL if service_model == PHYSICAL else MAX_DEFAULT_REQUESTS
+    return int(min(most, max(MIN_DEFAULT_REQUESTS, count)))
 
 
 # --------------------------------------------------------------------------------------------
