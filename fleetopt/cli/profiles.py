@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -58,95 +57,6 @@ def _summary(kind: str, profile: Any, dirs: tuple[Path, ...]) -> dict[str, Any]:
     return row
 
 
-def _draw_list(console, data: Mapping[str, Any]) -> None:
-    from rich.table import Table
-    from rich.text import Text
-
-    from fleetopt.render.output import fmt_num
-
-    for kind, rows in data.items():
-        table = Table(title=kind)
-        if kind == "models":
-            cols = (
-                "name",
-                "KV formula",
-                "layers",
-                "params (B)",
-                "active (B)",
-                "weights/KV dtype",
-                "KV bytes/token",
-            )
-            cells = [
-                (
-                    r["name"],
-                    r["kv_formula"],
-                    str(r["layers"]),
-                    fmt_num(r["parameter_count_total"] / 1e9),
-                    fmt_num(r["parameter_count_active"] / 1e9),
-                    f"{r['weight_dtype']}/{r['kv_dtype']}",
-                    fmt_num(r["kv_bytes_per_token"]),
-                )
-                for r in rows
-            ]
-        elif kind == "gpus":
-            cols = ("name", "memory (GB)", "bandwidth (GB/s)", "$/GPU-hour", "price date")
-            cells = [
-                (
-                    r["name"],
-                    fmt_num(r["memory_bytes"] / 1e9),
-                    fmt_num(r["memory_bandwidth_bytes_per_s"] / 1e9),
-                    f"{r['gpu_hour_usd']:.3g}",
-                    r["price_date"],
-                )
-                for r in rows
-            ]
-        else:
-            cols = (
-                "name",
-                "model",
-                "GPU",
-                "TP (GPUs)",
-                "calibration",
-                "W",
-                "H per slot",
-                "KV tokens/inst.",
-            )
-            cells = [
-                (
-                    r["name"],
-                    r["model"],
-                    r["gpu"],
-                    str(r["gpus_per_instance"]),
-                    r["calibration"],
-                    f"{r['iteration_base_s'] * 1e3:.3g} ms",
-                    f"{r['iteration_per_slot_s'] * 1e3:.3g} ms",
-                    fmt_num(r["kv_capacity_tokens_per_instance"]),
-                )
-                for r in rows
-            ]
-        for col in cols:
-            table.add_column(col, no_wrap=col == "name", overflow="fold")
-        for cell in cells:
-            table.add_row(*(Text(str(c)) for c in cell))
-        console.print(table)
-
-
-def _draw_show(console, data: Mapping[str, Any]) -> None:
-    from rich.table import Table
-    from rich.text import Text
-
-    table = Table(title=f"{data['kind']} profile {data['name']}", show_header=False)
-    table.add_column("field")
-    table.add_column("value", overflow="fold")
-    for key, value in data.items():
-        if key in ("kind", "name") or value is None:
-            continue
-        if isinstance(value, float):
-            value = f"{value:g}"
-        table.add_row(Text(key), Text(str(value)))
-    console.print(table)
-
-
 def _locate(name: str, kind: str | None, dirs: tuple[Path, ...]) -> tuple[str, Any]:
     """Find ``name`` among the profiles of ``kind`` (or of every kind, where it must be unique)."""
     from fleetopt.errors import NotFoundError, ValidationError
@@ -191,11 +101,12 @@ def register(app: typer.Typer) -> None:
         """List the profiles on the search path (your --profiles-dir first, then the bundled ones)."""
         from fleetopt.io import profiles
         from fleetopt.render.output import emit
+        from fleetopt.render.profiles import draw_profile_list
 
         dirs = profiles_dirs(profiles_dir)
         kinds = profiles.KINDS if kind is None else (kind,)
         data = {k: [_summary(k, p, dirs) for p in profiles.list_profiles(k, dirs)] for k in kinds}
-        emit(data, fmt, _draw_list)
+        emit(data, fmt, draw_profile_list)
 
     @group.command("show")
     def show_command(
@@ -209,6 +120,7 @@ def register(app: typer.Typer) -> None:
         """Show one profile with every field in fleetopt's internal units (bytes, seconds, tokens)."""
         from fleetopt.io import profiles
         from fleetopt.render.output import emit
+        from fleetopt.render.profiles import draw_profile
 
         dirs = profiles_dirs(profiles_dir)
         found_kind, profile = _locate(name, kind, dirs)
@@ -220,6 +132,6 @@ def register(app: typer.Typer) -> None:
             data["kv_capacity_tokens_per_instance"] = hardware.kv_capacity_tokens
             data["gpu_hour_usd"] = hardware.gpu_hour_usd
             data["instance_hour_usd"] = hardware.instance_hour_usd
-        emit(data, fmt, _draw_show)
+        emit(data, fmt, draw_profile)
 
     app.add_typer(group)
