@@ -50,19 +50,20 @@ _TINY = 1e-300
 
 # ---------------------------------------------------------------------------------------------
 # Two backends for one set of formulas. Every formula below is written once, over a backend
-# ``xp``: ``_FLOATS`` evaluates one point in plain Python floats (the sizing loops call it
-# thousands of times, and a numpy call costs ~1 µs of overhead per operation), ``_ARRAYS`` many
+# ``xp``: ``FLOATS`` evaluates one point in plain Python floats (the sizing loops call it
+# thousands of times, and a numpy call costs ~1 µs of overhead per operation), ``ARRAYS`` many
 # points with numpy. ``xp.where`` picks between two already-computed values (both sides are
 # cheap and safe), ``xp.piecewise`` between two functions (a float computes only its own side;
 # an array computes each side on the points that take it).
 # ---------------------------------------------------------------------------------------------
 
 
-class _FLOATS:
-    """Math on one point: ``math`` functions, Python branches."""
+class FLOATS:
+    """Math on one point: ``math`` functions, Python branches (also used by :mod:`fleetopt.core.sizing`)."""
 
     log = staticmethod(math.log)
     log1p = staticmethod(math.log1p)
+    ceil = staticmethod(math.ceil)
     exp = staticmethod(math.exp)
     sqrt = staticmethod(math.sqrt)
     lgamma = staticmethod(math.lgamma)
@@ -110,14 +111,15 @@ class _FLOATS:
     def piecewise(
         condition: bool, if_true: Callable[..., Any], if_false: Callable[..., Any], *args: float
     ) -> Any:
-        return (if_true if condition else if_false)(_FLOATS, *args)
+        return (if_true if condition else if_false)(FLOATS, *args)
 
 
-class _ARRAYS:
+class ARRAYS:
     """Math on arrays of points: numpy and scipy ufuncs, branches by mask."""
 
     log = np.log
     log1p = np.log1p
+    ceil = np.ceil
     exp = np.exp
     sqrt = np.sqrt
     lgamma = special.gammaln
@@ -154,7 +156,7 @@ class _ARRAYS:
         for mask, function in ((condition, if_true), (~condition, if_false)):
             if not mask.any():
                 continue
-            value = function(_ARRAYS, *(arg if isinstance(arg, float) else arg[mask] for arg in args))
+            value = function(ARRAYS, *(arg if isinstance(arg, float) else arg[mask] for arg in args))
             single = not isinstance(value, tuple)
             values = (value,) if single else value
             if out is None:
@@ -162,7 +164,7 @@ class _ARRAYS:
             for target, part in zip(out, values, strict=True):
                 target[mask] = part
         if out is None:  # no points at all
-            return if_true(_ARRAYS, *args)
+            return if_true(ARRAYS, *args)
         return out[0] if single else out
 
 
@@ -259,7 +261,7 @@ def _lower_gamma_ratio_cf(xp: Any, s: Any, x: Any) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------
-# Erlang B, Erlang C and the waits (each written once; ``xp`` is ``_FLOATS`` or ``_ARRAYS``)
+# Erlang B, Erlang C and the waits (each written once; ``xp`` is ``FLOATS`` or ``ARRAYS``)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -384,7 +386,7 @@ def unchecked_wait_statistics(
     The formulas of ``unchecked_wait_statistics_arrays``, evaluated on plain floats.
     """
     variability = 0.5 * (arrival_scv + service_scv)
-    return _wait_statistics(_FLOATS, q, servers, arrival_rate_per_s, service_rate_per_s, variability)
+    return _wait_statistics(FLOATS, q, servers, arrival_rate_per_s, service_rate_per_s, variability)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -456,11 +458,11 @@ def log_erlang_b(servers: Any, offered_load: Any) -> float | np.ndarray:
     """
     point = _valid_point(servers, offered_load)
     if point is not None:
-        return _log_erlang_b_or_zero_load(_FLOATS, *point)
+        return _log_erlang_b_or_zero_load(FLOATS, *point)
     c, a, scalar = _servers_and_load(servers, offered_load)
     if scalar:
-        return _log_erlang_b_or_zero_load(_FLOATS, float(c), float(a))
-    return _log_erlang_b_or_zero_load(_ARRAYS, c, a)
+        return _log_erlang_b_or_zero_load(FLOATS, float(c), float(a))
+    return _log_erlang_b_or_zero_load(ARRAYS, c, a)
 
 
 def erlang_b(servers: Any, offered_load: Any) -> float | np.ndarray:
@@ -478,11 +480,11 @@ def log_erlang_c(servers: Any, offered_load: Any) -> float | np.ndarray:
     """
     point = _valid_point(servers, offered_load)
     if point is not None:
-        return _log_erlang_c(_FLOATS, *point)
+        return _log_erlang_c(FLOATS, *point)
     c, a, scalar = _servers_and_load(servers, offered_load)
     if scalar:
-        return _log_erlang_c(_FLOATS, float(c), float(a))
-    return _log_erlang_c(_ARRAYS, c, a)
+        return _log_erlang_c(FLOATS, float(c), float(a))
+    return _log_erlang_c(ARRAYS, c, a)
 
 
 def erlang_c(servers: Any, offered_load: Any) -> float | np.ndarray:
@@ -552,9 +554,7 @@ def _waits(
         servers, arrival_rate_per_s, service_rate_per_s, service_scv, arrival_scv
     )
     if scalar:
-        quantile_wait, mean = _wait_statistics(
-            _FLOATS, q, float(c), float(lam), float(mu), float(variability)
-        )
+        quantile_wait, mean = _wait_statistics(FLOATS, q, float(c), float(lam), float(mu), float(variability))
         return np.float64(quantile_wait), np.float64(mean), True
     quantile_wait, mean = unchecked_wait_statistics_arrays(q, c, lam, mu, variability)
     return quantile_wait, mean, False
@@ -571,7 +571,7 @@ def unchecked_wait_statistics_arrays(
     if not isinstance(variability, float) and np.ndim(variability) == 0:
         variability = float(variability)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        return _wait_statistics(_ARRAYS, q, np.asarray(c, dtype=float), lam, mu, variability)
+        return _wait_statistics(ARRAYS, q, np.asarray(c, dtype=float), lam, mu, variability)
 
 
 def wait_quantile(
@@ -695,7 +695,7 @@ def exact_erlang(servers: int, offered_load: float, digits: int = 50) -> ExactEr
         n = mpmath.mpf(c)
         erlang_c_exact = n * b / (n - load + load * b)
         log_exact = mpmath.log(erlang_c_exact)
-        fast_log = _log_erlang_c(_FLOATS, float(c), a)
+        fast_log = _log_erlang_c(FLOATS, float(c), a)
         if erlang_c_exact >= mpmath.mpf("1e-300"):
             difference = abs(mpmath.mpf(math.exp(fast_log)) / erlang_c_exact - 1)
         else:

@@ -10,7 +10,6 @@ faster (t = W + H·s), which can make a pool whose SLO binds cheaper below its K
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from functools import cached_property
@@ -19,7 +18,13 @@ from typing import Any
 import numpy as np
 
 from fleetopt.core.poolstats import PoolMoments
-from fleetopt.core.queueing import mean_wait, unchecked_wait_statistics, unchecked_wait_statistics_arrays
+from fleetopt.core.queueing import (
+    ARRAYS,
+    FLOATS,
+    mean_wait,
+    unchecked_wait_statistics,
+    unchecked_wait_statistics_arrays,
+)
 from fleetopt.core.search import MAX_DOUBLINGS, smallest_passing
 from fleetopt.core.service import (
     PoolHardware,
@@ -147,32 +152,20 @@ def _infeasible(
     )  # fmt: skip
 
 
-@dataclass(frozen=True)
-class _Ops:
-    """The few elementwise operations the sizing bounds need, for plain floats or numpy arrays,
-    so that each bound is written once and serves both the scalar hot path and the arrays."""
-
-    log: Callable[[Any], Any]
-    log1p: Callable[[Any], Any]
-    ceil: Callable[[Any], Any]
-    maximum: Callable[[Any, Any], Any]
-
-
-_FLOAT_OPS = _Ops(math.log, math.log1p, math.ceil, max)
-_ARRAY_OPS = _Ops(np.log, np.log1p, np.ceil, np.maximum)
 _LOG_2 = math.log(2.0)
 
 
-def _no_wait_log_bound(servers: Any, offered_load: Any, ops: _Ops) -> Any:
-    """An upper bound on ln C(c, a), valid where c ≥ a + 1 and a > 0.
+def _no_wait_log_bound(servers: Any, offered_load: Any, xp: Any) -> Any:
+    """An upper bound on ln C(c, a), valid where c ≥ a + 1 and a > 0 (``xp``: the float or array
+    backend of :mod:`fleetopt.core.queueing`, so one formula serves both paths).
 
     C = B / (1 − ρ(1 − B)) ≤ B / (1 − ρ) and B = pmf(c; a) / cdf(c; a) ≤ 2·pmf(c; a) once
     c ≥ a + 1 (the Poisson median is below a + 1/3). ln c! is bounded below by Stirling,
     c·ln c − c + ½·ln(2πc), so the bound on ln pmf is an upper bound.
     """
-    log_factorial_lower = servers * ops.log(servers) - servers + 0.5 * ops.log(2.0 * math.pi * servers)
-    log_pmf_upper = servers * ops.log(offered_load) - offered_load - log_factorial_lower
-    return _LOG_2 + log_pmf_upper - ops.log1p(-offered_load / servers)
+    log_factorial_lower = servers * xp.log(servers) - servers + 0.5 * xp.log(2.0 * math.pi * servers)
+    log_pmf_upper = servers * xp.log(offered_load) - offered_load - log_factorial_lower
+    return _LOG_2 + log_pmf_upper - xp.log1p(-offered_load / servers)
 
 
 def _surely_no_wait(servers: np.ndarray, offered_load: np.ndarray, quantile: float) -> np.ndarray:
@@ -183,7 +176,7 @@ def _surely_no_wait(servers: np.ndarray, offered_load: np.ndarray, quantile: flo
     a = np.asarray(offered_load, dtype=np.float64)
     usable = (c >= a + 1.0) & (a > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        log_bound = _no_wait_log_bound(c, a, _ARRAY_OPS)
+        log_bound = _no_wait_log_bound(c, a, ARRAYS)
     return usable & (log_bound <= math.log1p(-quantile) - 1.0)
 
 
@@ -191,7 +184,7 @@ def _surely_no_wait_one(servers: float, offered_load: float, quantile: float) ->
     """:func:`_surely_no_wait` for one point, in plain floats."""
     if not (offered_load > 0 and servers >= offered_load + 1.0):
         return False
-    return _no_wait_log_bound(servers, offered_load, _FLOAT_OPS) <= math.log1p(-quantile) - 1.0
+    return _no_wait_log_bound(servers, offered_load, FLOATS) <= math.log1p(-quantile) - 1.0
 
 
 def _wait_one(servers: float, rate: float, mean_service_s: float, scv: float, quantile: float) -> float:
@@ -201,23 +194,23 @@ def _wait_one(servers: float, rate: float, mean_service_s: float, scv: float, qu
     return unchecked_wait_statistics(quantile, servers, rate, 1.0 / mean_service_s, scv)[0]
 
 
-def _utilization_bound_with(rate: float, mean_service_s: Any, slots: Any, cap: float, ops: _Ops) -> Any:
+def _utilization_bound_with(rate: float, mean_service_s: Any, slots: Any, cap: float, xp: Any) -> Any:
     """Smallest n with λ·E[S] / (n·s) ≤ cap (exact, guarding float rounding on both sides)."""
     load = rate * mean_service_s
-    n = ops.maximum(ops.ceil(load / (cap * slots)), 1)
+    n = xp.maximum(xp.ceil(load / (cap * slots)), 1)
     n = n + (load / (n * slots) > cap)
     fewer = n - 1
-    return n - ((fewer >= 1) & (load / (ops.maximum(fewer, 1) * slots) <= cap))
+    return n - ((fewer >= 1) & (load / (xp.maximum(fewer, 1) * slots) <= cap))
 
 
 def _utilization_bound_one(rate: float, mean_service_s: float, slots: float, cap: float) -> int:
     """:func:`_utilization_bound` for one slot count."""
-    return int(_utilization_bound_with(rate, mean_service_s, slots, cap, _FLOAT_OPS))
+    return int(_utilization_bound_with(rate, mean_service_s, slots, cap, FLOATS))
 
 
 def _utilization_bound(rate: float, mean_service_s: np.ndarray, slots: np.ndarray, cap: float) -> np.ndarray:
     """Smallest n with λ·E[S] / (n·s) ≤ cap, per slot count (exact, guarding float rounding)."""
-    return _utilization_bound_with(rate, mean_service_s, slots, cap, _ARRAY_OPS).astype(np.int64)
+    return _utilization_bound_with(rate, mean_service_s, slots, cap, ARRAYS).astype(np.int64)
 
 
 def _describe(
