@@ -110,7 +110,11 @@ class FleetCandidate:
     short_traffic_fraction: float
     pools: tuple[PoolSizing, ...]
     hardware: tuple[PoolHardware, ...]
-    feasible: bool
+
+    @property
+    def feasible(self) -> bool:
+        """Every pool meets its SLO and cap."""
+        return all(p.feasible for p in self.pools)
 
     @property
     def pool_count(self) -> int:
@@ -257,28 +261,25 @@ class Planner:
     # -- traffic --------------------------------------------------------------------------
     def pool_hardware(self, routing: Routing) -> tuple[PoolHardware, ...]:
         """Each pool's hardware: the short profile for all but the last pool, the long one last."""
-        return (self.short_hardware,) * (routing.pool_count - 1) + (self.long_hardware,)
+        return tuple(self._hardware_of(routing, k) for k in range(routing.pool_count))
 
     @staticmethod
     def _pool_key(routing: Routing, index: int) -> tuple:
-        """What pool ``index`` of ``routing`` depends on (pools with equal keys are identical)."""
+        """What the first or second pool of ``routing`` depends on (equal keys, identical pools);
+        later pools depend on their range only and are keyed by it (:meth:`range_pool`)."""
         bounds = routing.boundaries_tokens
         if not bounds:
             return ("homogeneous",)
-        if index == 0:
-            return (0, bounds[0], routing.gamma, routing.compressibility, bounds[0])
-        if index == 1:
-            return (
-                1,
-                bounds[0],
-                routing.gamma,
-                routing.compressibility,
-                bounds[1] if len(bounds) > 1 else math.inf,
-            )
-        return (True, *routing.pool_ranges[index])
+        top = routing.pool_ranges[index][1]
+        return (index, bounds[0], routing.gamma, routing.compressibility, top)
+
+    def _hardware(self, last: bool) -> PoolHardware:
+        """The last (long-context) pool and the homogeneous fleet run on the long profile, the rest
+        on the short one."""
+        return self.long_hardware if last else self.short_hardware
 
     def _hardware_of(self, routing: Routing, index: int) -> PoolHardware:
-        return self.long_hardware if index == len(routing.boundaries_tokens) else self.short_hardware
+        return self._hardware(index == len(routing.boundaries_tokens))
 
     def pool_share(self, routing: Routing, index: int) -> PoolShare:
         """Pool ``index`` of ``routing``: its share of requests and their moments (memoized)."""
@@ -295,9 +296,8 @@ class Planner:
     def _range_share(self, lo_tokens: float, hi_tokens: float) -> PoolShare:
         key = (True, lo_tokens, hi_tokens)
         if key not in self._shares:
-            hardware = self.long_hardware if math.isinf(hi_tokens) else self.short_hardware
             self._shares[key] = self.model.range_share(
-                self.stats(hardware), lo_tokens, hi_tokens, self.options.quantile
+                self.stats(self._hardware(math.isinf(hi_tokens))), lo_tokens, hi_tokens, self.options.quantile
             )
         return self._shares[key]
 
@@ -355,7 +355,7 @@ class Planner:
         last = math.isinf(hi_tokens)
         return self._sized_once(
             (True, lo_tokens, hi_tokens), self._range_share(lo_tokens, hi_tokens), 2,
-            self.long_hardware if last else self.short_hardware,
+            self._hardware(last),
             self.options.long_context_tokens if last else int(hi_tokens),
         )  # fmt: skip
 
@@ -375,9 +375,8 @@ class Planner:
                 alpha, beta, first = self.routing_fractions(routing)
             else:
                 alpha, beta, first = 1.0, 0.0, 0.0
-            self._fleets[routing] = _combine(
-                label, routing, alpha, beta, first, pools, self.pool_hardware(routing)
-            )
+            hardware = self.pool_hardware(routing)
+            self._fleets[routing] = FleetCandidate(label, routing, alpha, beta, first, pools, hardware)
         fleet = self._fleets[routing]
         return fleet if fleet.label == label else replace(fleet, label=label)
 
@@ -410,10 +409,7 @@ class Planner:
             ttft_slo_s=o.ttft_slo_s,
             max_utilization=o.max_utilization,
         )
-        return _combine(
-            "retrofit", cell.routing, cell.alpha, cell.beta, cell.short_traffic_fraction,
-            (cell.pools[0], kept_long), cell.hardware,
-        )  # fmt: skip
+        return replace(cell, label="retrofit", pools=(cell.pools[0], kept_long))
 
     # -- K pools ---------------------------------------------------------------------------
     def best_k_pool_fleet(self, pool_count: int, candidates: tuple[int, ...]) -> FleetCandidate | None:
@@ -449,25 +445,20 @@ class Planner:
             for _ in range(inner - 2):
                 nxt: list[tuple | None] = [None] * m
                 for i in range(m):
-                    if layer[i] is None:
-                        continue
-                    for j in range(i + 1, m):
-                        extra = _score((self.range_pool(bounds[i], bounds[j]),))
-                        if extra is None:
-                            continue
-                        path = (layer[i][0] + extra[0], layer[i][1] + extra[1], (*layer[i][2], bounds[j]))
-                        if nxt[j] is None or path < nxt[j]:
+                    for j in range(i + 1, m) if layer[i] is not None else ():
+                        path = _extend(layer[i], self.range_pool(bounds[i], bounds[j]), bounds[j])
+                        if path is not None and (nxt[j] is None or path < nxt[j]):
                             nxt[j] = path
                 layer = nxt
             for i in range(m):
-                if layer[i] is None:
-                    continue
-                extra = _score((self.range_pool(bounds[i], math.inf),))
-                if extra is None:
-                    continue
-                path = (layer[i][0] + extra[0], layer[i][1] + extra[1], gamma, layer[i][2])
-                if best_path is None or path < best_path:
-                    best_path = path
+                path = (
+                    None
+                    if layer[i] is None
+                    else _extend(layer[i], self.range_pool(bounds[i], math.inf), None)
+                )
+                if path is not None:
+                    closed = (path[0], path[1], gamma, path[2])
+                    best_path = closed if best_path is None or closed < best_path else best_path
         if best_path is None:
             return None
         routing = Routing(best_path[3], best_path[2], self.options.compressibility)
@@ -513,32 +504,20 @@ class Planner:
         )
 
 
+def _extend(path: tuple, pool: PoolSizing, boundary: int | None) -> tuple | None:
+    """(cost, GPUs, boundaries) of ``path`` with ``pool`` added after it (and ``boundary`` appended
+    unless it is the last pool), or None if the pool is infeasible."""
+    extra = _score((pool,))
+    if extra is None:
+        return None
+    return path[0] + extra[0], path[1] + extra[1], path[2] + (() if boundary is None else (boundary,))
+
+
 def _score(pools: tuple[PoolSizing, ...]) -> tuple[float, int] | None:
     """(cost $/h, GPUs) of feasible pools, or None if one is infeasible."""
     if not all(p.feasible for p in pools):
         return None
     return sum(p.cost_per_hour_usd for p in pools), sum(p.gpus for p in pools)
-
-
-def _combine(
-    label: str,
-    routing: Routing,
-    alpha: float,
-    beta: float,
-    short_fraction: float,
-    pools: tuple[PoolSizing, ...],
-    hardware: tuple[PoolHardware, ...],
-) -> FleetCandidate:
-    return FleetCandidate(
-        label=label,
-        routing=routing,
-        alpha=alpha,
-        beta=beta,
-        short_traffic_fraction=short_fraction,
-        pools=pools,
-        hardware=hardware,
-        feasible=all(p.feasible for p in pools),
-    )
 
 
 def _cheapest(cells) -> FleetCandidate | None:
