@@ -104,10 +104,21 @@ class ServiceModel(ABC):
     def fixed_slots(self, hardware: PoolHardware, context_tokens: int) -> int | None:
         """The slot count this model always uses, or None when the sizer chooses it."""
 
-    @abstractmethod
     def pool_share(self, stats: PoolStatistics, routing: Routing, index: int, quantile: float) -> PoolShare:
         """Pool ``index`` of ``routing``: its share of all requests and the moments of its requests
-        (``stats``: the pool statistics at this pool's prefill chunk)."""
+        (``stats``: the pool statistics at this pool's prefill chunk). One pool takes everything
+        (with its prefill quantile, whichever the model); pools after the second are plain ranges
+        (:meth:`range_share`); the first two, split by the C&R band, are the model's own
+        (:meth:`band_share`)."""
+        if not routing.boundaries_tokens:
+            return PoolShare(1.0, stats.range_moments(-1, math.inf, quantile))
+        if index >= 2:
+            return self.range_share(stats, *routing.pool_ranges[index], quantile)
+        return self.band_share(stats, routing, index, quantile)
+
+    @abstractmethod
+    def band_share(self, stats: PoolStatistics, routing: Routing, index: int, quantile: float) -> PoolShare:
+        """The first (``index`` 0) or second pool of a routed fleet, which the C&R band splits."""
 
     def range_share(
         self, stats: PoolStatistics, lo_tokens: float, hi_tokens: float, quantile: float
@@ -158,18 +169,12 @@ class LockstepModel(ServiceModel):
     def fixed_slots(self, hardware: PoolHardware, context_tokens: int) -> int | None:
         return None
 
-    def pool_share(self, stats: PoolStatistics, routing: Routing, index: int, quantile: float) -> PoolShare:
-        bounds = routing.boundaries_tokens
-        if not bounds:
-            return PoolShare(1.0, stats.range_moments(-1, math.inf, quantile))
-        b, gamma, p_c = bounds[0], routing.gamma, routing.compressibility
+    def band_share(self, stats: PoolStatistics, routing: Routing, index: int, quantile: float) -> PoolShare:
+        b, gamma, p_c = routing.boundaries_tokens[0], routing.gamma, routing.compressibility
         if index == 0:
             moments = stats.short_pool(b, gamma, p_c, quantile)
-        elif index == 1:
-            hi = bounds[1] if len(bounds) > 1 else math.inf
-            moments = stats.long_pool(b, gamma, p_c, quantile, hi_tokens=hi)
         else:
-            return self.range_share(stats, *routing.pool_ranges[index], quantile)
+            moments = stats.long_pool(b, gamma, p_c, quantile, hi_tokens=routing.pool_ranges[1][1])
         return PoolShare(moments.traffic_fraction, moments)
 
     def pool_rate(self, share: PoolShare, index: int, arrival_rate_per_s: float) -> float:
@@ -226,22 +231,14 @@ class FleetSimModel(ServiceModel):
         slots = hardware.max_slots(context_tokens)
         return slots if slots >= 1 else None  # below one slot the sizer reports the KV misfit
 
-    def pool_share(self, stats: PoolStatistics, routing: Routing, index: int, quantile: float) -> PoolShare:
-        bounds = routing.boundaries_tokens
-        if not bounds:
-            return PoolShare(1.0, stats.range_moments(-1, math.inf, quantile))
-        b, gamma = bounds[0], routing.gamma
+    def band_share(self, stats: PoolStatistics, routing: Routing, index: int, quantile: float) -> PoolShare:
+        b = routing.boundaries_tokens[0]
+        first_fraction = self._first_fraction(stats, routing)
         if index == 0:
-            first_fraction = self._first_fraction(stats, routing)
             return PoolShare(first_fraction, stats.range_moments(-1, b, quantile, prefill_quantile=False))
-        if index >= 2:
-            return self.range_share(stats, *routing.pool_ranges[index], quantile)
         hi = routing.pool_ranges[1][1]
-        below = 1.0 if math.isinf(hi) else stats.cdf(hi)
-        return PoolShare(
-            below - self._first_fraction(stats, routing),
-            stats.range_moments(gamma * b, hi, quantile, prefill_quantile=False),
-        )
+        moments = stats.range_moments(routing.gamma * b, hi, quantile, prefill_quantile=False)
+        return PoolShare(_cdf_or_one(stats, hi) - first_fraction, moments)
 
     @staticmethod
     def _first_fraction(stats: PoolStatistics, routing: Routing) -> float:
@@ -253,9 +250,8 @@ class FleetSimModel(ServiceModel):
     def range_share(
         self, stats: PoolStatistics, lo_tokens: float, hi_tokens: float, quantile: float
     ) -> PoolShare:
-        below = 1.0 if math.isinf(hi_tokens) else stats.cdf(hi_tokens)
         moments = stats.range_moments(lo_tokens, hi_tokens, quantile, prefill_quantile=False)
-        return PoolShare(below - stats.cdf(lo_tokens), moments)
+        return PoolShare(_cdf_or_one(stats, hi_tokens) - stats.cdf(lo_tokens), moments)
 
     def pool_rate(self, share: PoolShare, index: int, arrival_rate_per_s: float) -> float:
         rate = arrival_rate_per_s * share.traffic_fraction
@@ -270,6 +266,11 @@ class FleetSimModel(ServiceModel):
         length_share = total_tokens / calibration_context_tokens
         tpot = iteration_base_s + iteration_per_slot_s * length_share * slots
         return tpot, prefill_iterations * (iteration_base_s + iteration_per_slot_s * length_share)
+
+
+def _cdf_or_one(stats: PoolStatistics, tokens: float) -> float:
+    """F(tokens), exactly 1 above every request (the reference's 1 − α' for the last pool)."""
+    return 1.0 if math.isinf(tokens) else stats.cdf(tokens)
 
 
 LOCKSTEP = LockstepModel()
