@@ -57,9 +57,9 @@ class Routing:
             raise ValidationError(f"gamma: {self.gamma!r} must be ≥ 1 and finite")
         if not (0.0 <= self.compressibility <= 1.0):
             raise ValidationError(f"compressibility: {self.compressibility!r} must be in [0, 1]")
-        if len(bounds) >= 2 and math.floor(self.gamma * bounds[0]) > bounds[1]:
+        if len(bounds) >= 2 and self.band_top_tokens > bounds[1]:
             raise ValidationError(
-                f"gamma: the C&R band (B₁, γB₁] = ({bounds[0]}, {math.floor(self.gamma * bounds[0])}] "
+                f"gamma: the C&R band (B₁, γB₁] = ({bounds[0]}, {self.band_top_tokens}] "
                 f"must end within the second pool (≤ B₂ = {bounds[1]})"
             )
 
