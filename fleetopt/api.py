@@ -553,9 +553,12 @@ def crosscheck_setup_run(
     ``replay``: the log's own arrival times (scaled to ``arrival_rate_per_s`` when given), else
     Poisson arrivals at that rate (default: the setup's).
     """
-    from fleetopt.core.crosscheck import crosscheck_setup, reevaluate
+    from fleetopt.core.crosscheck import crosscheck_setup, reevaluate, simulation_model_for
+    from fleetopt.core.service import SERVICE_MODEL_REGISTRY
     from fleetopt.core.simulate import DISPATCH_POLICIES, PHYSICAL, SERVICE_MODELS
 
+    if service_model in SERVICE_MODEL_REGISTRY:
+        service_model = simulation_model_for(service_model)
     if service_model not in SERVICE_MODELS:
         raise ValidationError(f"--service-model: {service_model!r} is not one of {', '.join(SERVICE_MODELS)}")
     if dispatch not in DISPATCH_POLICIES:

@@ -280,7 +280,7 @@ HAND_EDITS = [
     ),
     (
         lambda d: d["inputs"].update(service_model="magic"),
-        "inputs.service_model = 'magic' is invalid; expected lockstep or fleet-sim",
+        "inputs.service_model = 'magic' is invalid; expected engine or lockstep or fleet-sim",
     ),
     (lambda d: d["inputs"].update(max_utilization=1.5), "inputs: max utilization: 1.5 must be in (0, 1]"),
     (lambda d: d["best"].update(gamma=0.5), "best: gamma: 0.5 must be ≥ 1 and finite"),

@@ -108,7 +108,7 @@ def test_output_writes_a_plan_that_reads_back(tmp_path) -> None:
         (["--slo", "500ms", "--gamma", "0.5"], "Error: gamma: [0.5] — every γ must be ≥ 1"),
         (
             ["--slo", "500ms", "--service-model", "magic"],
-            "Error: service model: 'magic' is not one of lockstep, fleet-sim",
+            "Error: service model: 'magic' is not one of engine, lockstep, fleet-sim",
         ),
         (["--slo", "500ms", "--rate", "-1"], "Error: --rate: -1 req/s must be ≥ 0"),
     ],

@@ -74,13 +74,13 @@ def test_pool_names_keep_short_and_long_for_two_pools() -> None:
 
 # -- the service-model seam -------------------------------------------------------------------
 def test_registry_names_every_model_and_refuses_others_by_name() -> None:
-    assert SERVICE_MODELS == ("lockstep", "fleet-sim")
+    assert SERVICE_MODELS == ("engine", "lockstep", "fleet-sim")
     for name, model in SERVICE_MODEL_REGISTRY.items():
         assert isinstance(model, ServiceModel) and model.name == name
         assert get_service_model(name) is model and get_service_model(model) is model
     with pytest.raises(ValidationError) as error:
         get_service_model("physical")
-    assert str(error.value) == "service model: 'physical' is not one of lockstep, fleet-sim"
+    assert str(error.value) == "service model: 'physical' is not one of engine, lockstep, fleet-sim"
     with pytest.raises(ValidationError, match="service model: 'nope'"):
         PlanOptions(arrival_rate_per_s=1.0, ttft_slo_s=1.0, service_model="nope").validate()
 

@@ -201,29 +201,37 @@ def test_littles_law_number_seen_by_arrivals_equals_rate_times_sojourn(dispatch:
 
 
 @pytest.mark.parametrize("dispatch", ["pooled", "round-robin", "least-loaded"])
-def test_physical_with_one_slot_per_instance_equals_lockstep(dispatch: str) -> None:
-    """With s = 1 every iteration lasts W + H·1 = the lockstep t, and a slot frees exactly at a
-    boundary, so the physical engine must reproduce the lockstep schedule request by request."""
+def test_physical_with_one_slot_per_instance_equals_hand_schedule(dispatch: str) -> None:
+    """With s = 1 an instance holds one request, so its iterations cost W + τ·(its chunk) while it
+    prefills and W + H while it decodes: service S = P·W + τ·L_in + L_out·(W + H), first token
+    P·W + τ·L_in + (W + H) after admission, and a slot frees exactly at a boundary of an instance
+    that is then idle. The engine must reproduce that FCFS schedule request by request."""
+    from fleetopt.core.simulate import _dispatch_known_service
+
     workload = _geometric_workload()
-    pool = SimulatedPool("pool", 5, 1, 8192, 0.008, 0.002, 512, 8192)
-    runs = {
-        model: simulate_fleet(
-            workload,
-            [pool],
-            Routing(),
-            arrival_rate_per_s=6.5,
-            service_model=model,
-            dispatch=dispatch,
-            requests=5_000,
-            seeds=(3,),
-            keep_requests=True,
-        ).traces[0]
-        for model in ("lockstep", "physical")
-    }
-    lock, phys = runs["lockstep"], runs["physical"]
-    assert (lock.slot_start_s > lock.arrival_s).mean() > 0.1  # there is queueing to reproduce
-    for name in ("slot_start_s", "admission_s", "first_token_s", "departure_s"):
-        assert np.allclose(getattr(phys, name), getattr(lock, name), rtol=1e-9, atol=1e-9), name
+    w, h, tau, chunk = 0.008, 0.002, 0.00004, 512
+    pool = SimulatedPool("pool", 5, 1, 8192, w, h, chunk, 8192, prefill_per_token_s=tau)
+    trace = simulate_fleet(
+        workload, [pool], Routing(), arrival_rate_per_s=5.0, service_model="physical",
+        dispatch=dispatch, requests=5_000, seeds=(3,), keep_requests=True,
+    ).traces[0]  # fmt: skip
+    inputs = trace.iterations - np.round((trace.departure_s - trace.first_token_s) / (w + h)).astype(
+        np.int64
+    )  # P + 1 iterations precede the first token; the rest decode
+    del inputs
+    assert (trace.slot_start_s > trace.arrival_s).mean() > 0.1  # there is queueing to reproduce
+    prefill_s = trace.first_token_s - trace.admission_s - (w + h)
+    decode_s = trace.departure_s - trace.first_token_s
+    outputs = np.round(decode_s / (w + h)).astype(np.int64) + 1
+    assert np.allclose(decode_s, (outputs - 1) * (w + h), rtol=1e-9, atol=1e-9)
+    prefill_iterations = trace.iterations - outputs
+    input_tokens = (prefill_s - prefill_iterations * w) / tau
+    assert np.allclose(input_tokens, np.round(input_tokens), atol=1e-6)
+    assert (-(-np.round(input_tokens).astype(np.int64) // chunk) == prefill_iterations).all()
+    service = prefill_s + outputs * (w + h)
+    start = _dispatch_known_service(trace.arrival_s, service, 5, 1, dispatch)
+    assert np.allclose(trace.slot_start_s, start, rtol=1e-9, atol=1e-9)
+    assert np.allclose(trace.admission_s, trace.slot_start_s, rtol=1e-9, atol=1e-9)
 
 
 def test_physical_iteration_arithmetic_with_constant_iteration_time() -> None:
@@ -268,7 +276,7 @@ def test_physical_iteration_time_lies_between_one_and_s_active_sequences() -> No
     )
     trace = result.traces[0]
     per_iteration = (trace.departure_s - trace.admission_s) / trace.iterations
-    assert per_iteration.min() >= (w + h) * (1 - 1e-12)
+    assert per_iteration.min() >= w * (1 - 1e-12)  # τ = 0: a prefill iteration of its own costs W
     assert per_iteration.max() <= (w + h * s) * (1 + 1e-12)
     # Lockstep assumes s active sequences at all times, an upper bound on the physical TPOT.
     assert result.pools[0].tpot_p99_s.mean <= w + h * s

@@ -28,7 +28,7 @@ import numpy as np
 from fleetopt.core.drift import PlannedFleet
 from fleetopt.core.planner import FleetPlan, Planner, PlanOptions
 from fleetopt.core.routing import Routing
-from fleetopt.core.service import LOCKSTEP, PoolHardware, get_service_model
+from fleetopt.core.service import LOCKSTEP, PoolHardware, get_service_model, iteration_costs
 from fleetopt.core.simulate import (
     PHYSICAL,
     ProgressCallback,
@@ -192,6 +192,7 @@ class CrossCheckReport:
 
 
 def _simulated_pool(name: str, instances: int, slots: int, context: int, hw: PoolHardware) -> SimulatedPool:
+    costs = iteration_costs(hw)
     return SimulatedPool(
         name=name,
         instances=int(instances),
@@ -201,7 +202,17 @@ def _simulated_pool(name: str, instances: int, slots: int, context: int, hw: Poo
         iteration_per_slot_s=hw.iteration_per_slot_s,
         prefill_chunk_tokens=hw.prefill_chunk_tokens,
         calibration_context_tokens=hw.calibration_context_tokens,
+        prefill_per_token_s=costs.per_prefill_token_s,
+        physical_iteration_base_s=costs.base_s,
     )
+
+
+def simulation_model_for(service_model: str) -> str:
+    """The simulator model that checks a planner model: the iteration-level ``physical`` engine for
+    an occupancy-aware model (it has no request-level form), else the model itself."""
+    if service_model != PHYSICAL and get_service_model(service_model).occupancy_aware:
+        return PHYSICAL
+    return service_model
 
 
 def _prediction(name: str, sizing: PoolSizing, hw: PoolHardware) -> PoolPrediction:
@@ -387,6 +398,8 @@ def longest_service_s(workload: Workload, setup: CrossCheckSetup, service_model:
                 pool.iteration_base_s, pool.iteration_per_slot_s, pool.calibration_context_tokens,
                 pool.slots_per_instance, prefill, routed_totals[mine],
             )  # fmt: skip
+            if service_model == PHYSICAL:  # one chunk of prompt in every iteration, a bound in practice
+                tpot = tpot + pool.prefill_per_token_s * pool.prefill_chunk_tokens
             longest = max(longest, float(((prefill + outputs[mine]) * tpot).max()))
     return longest
 

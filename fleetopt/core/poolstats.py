@@ -24,8 +24,8 @@ import numpy as np
 from fleetopt.core.workload import Workload
 
 # Columns of the per-atom moment table, each multiplied by the atom's weight w.
-_COLUMNS = ("w", "I", "I2", "IL", "I2L", "I2L2", "P", "PL", "L")
-_W, _I, _I2, _IL, _I2L, _I2L2, _P, _PL, _L = range(len(_COLUMNS))
+_COLUMNS = ("w", "I", "I2", "IL", "I2L", "I2L2", "P", "PL", "L", "J2")
+_W, _I, _I2, _IL, _I2L, _I2L2, _P, _PL, _L, _J2 = range(len(_COLUMNS))
 
 # Relative slack when comparing a cumulative weight with q·total (float sums of exact masses).
 _QUANTILE_SLACK = 1e-12
@@ -48,6 +48,9 @@ class PoolMoments:
         mean_prefill_x_len: E[P·L], tokens.
         mean_total_tokens: E[L], tokens.
         max_total_tokens: the longest routed total length in the pool, tokens (0 if empty).
+        mean_sq_input_tokens: E[L_in²], tokens² (L_in = L − L_out, after compression).
+        prefill_quantile_fraction: where the q-quantile falls inside its prefill level P_q, in
+            (0, 1]: the share of that level's weight needed to reach q (1 when not computed).
     """
 
     traffic_fraction: float
@@ -62,6 +65,8 @@ class PoolMoments:
     mean_prefill_x_len: float
     mean_total_tokens: float
     max_total_tokens: int
+    mean_sq_input_tokens: float = math.nan
+    prefill_quantile_fraction: float = 1.0
 
     @property
     def is_empty(self) -> bool:
@@ -77,20 +82,23 @@ class PoolMoments:
 def _unweighted_columns(
     prefill_iterations: np.ndarray, output_tokens: np.ndarray, total_tokens: np.ndarray
 ) -> np.ndarray:
-    """Per-atom columns (1, I, I², I·L, I²·L, I²·L², P, P·L, L) as float64, shape (9, N)."""
+    """Per-atom columns (1, I, I², I·L, I²·L, I²·L², P, P·L, L, L_in²) as float64, shape (10, N)."""
     p = prefill_iterations.astype(np.float64)
     i = p + output_tokens
     length = total_tokens.astype(np.float64)
+    inputs = length - output_tokens
     i2 = i * i
     ones = np.ones_like(p)
-    return np.stack((ones, i, i2, i * length, i2 * length, i2 * length * length, p, p * length, length))
+    return np.stack(
+        (ones, i, i2, i * length, i2 * length, i2 * length * length, p, p * length, length, inputs * inputs)
+    )
 
 
 def _prefix_table(
     prefill_iterations: np.ndarray, output_tokens: np.ndarray, total_tokens: np.ndarray, weights: np.ndarray
 ) -> np.ndarray:
-    """Cumulative sums of w·(1, I, I², I·L, I²·L, I²·L², P, P·L, L) with a leading zero row,
-    shape (N + 1, 9): prefix[k] = Σ_{j<k} row[j]. Built in one buffer (fresh arrays cost page faults)."""
+    """Cumulative sums of w·(1, I, I², I·L, I²·L, I²·L², P, P·L, L, L_in²) with a leading zero row,
+    shape (N + 1, 10): prefix[k] = Σ_{j<k} row[j]. Built in one buffer (fresh arrays cost page faults)."""
     table = np.empty((weights.size + 1, len(_COLUMNS)))
     table[0] = 0.0
     body = table[1:]
@@ -106,6 +114,8 @@ def _prefix_table(
     np.multiply(weights, p, out=body[:, _P])
     np.multiply(body[:, _P], length, out=body[:, _PL])
     np.multiply(weights, length, out=body[:, _L])
+    inputs = length - output_tokens
+    np.multiply(weights * inputs, inputs, out=body[:, _J2])
     np.cumsum(body, axis=0, out=body)
     return table
 
@@ -154,11 +164,22 @@ class _PrefillHistogram:
 
 def _quantile_level(histogram: np.ndarray, quantile: float) -> int:
     """Smallest k with Σ_{j≤k} h[j] ≥ q · Σ h (the inverted-CDF quantile of a discrete law)."""
+    return _quantile_level_and_fraction(histogram, quantile)[0]
+
+
+def _quantile_level_and_fraction(histogram: np.ndarray, quantile: float) -> tuple[int, float]:
+    """(k, f): the quantile level of :func:`_quantile_level` and the share f ∈ (0, 1] of h[k] needed
+    to reach q · Σ h."""
     cumulative = histogram.cumsum()
     total = float(cumulative[-1]) if cumulative.size else 0.0
     if total <= 0:
-        return 0
-    return int(cumulative.searchsorted(quantile * total * (1.0 - _QUANTILE_SLACK), side="left"))
+        return 0, 1.0
+    target = quantile * total * (1.0 - _QUANTILE_SLACK)
+    level = int(cumulative.searchsorted(target, side="left"))
+    below = float(cumulative[level - 1]) if level > 0 else 0.0
+    mass = float(histogram[level])
+    fraction = min(1.0, max(0.0, (target - below) / mass)) if mass > 0 else 1.0
+    return level, fraction
 
 
 def _floor_tokens(value: float) -> int:
@@ -318,14 +339,15 @@ class PoolStatistics:
         weight = float(sums[_W])
         if weight <= 1e-15:
             nan = math.nan
-            return PoolMoments(0.0, nan, nan, nan, 0, quantile, nan, nan, nan, nan, nan, 0)
+            return PoolMoments(0.0, nan, nan, nan, 0, quantile, nan, nan, nan, nan, nan, 0, nan)
         mean = (sums / weight).tolist()
+        level, fraction = (0, 1.0) if histogram is None else _quantile_level_and_fraction(histogram, quantile)
         return PoolMoments(
             traffic_fraction=weight,
             mean_iterations=mean[_I],
             mean_sq_iterations=mean[_I2],
             mean_prefill_iterations=mean[_P],
-            prefill_iterations_quantile=None if histogram is None else _quantile_level(histogram, quantile),
+            prefill_iterations_quantile=None if histogram is None else level,
             quantile=quantile,
             mean_iter_x_len=mean[_IL],
             mean_sq_iter_x_len=mean[_I2L],
@@ -333,6 +355,8 @@ class PoolStatistics:
             mean_prefill_x_len=mean[_PL],
             mean_total_tokens=mean[_L],
             max_total_tokens=max_total,
+            mean_sq_input_tokens=mean[_J2],
+            prefill_quantile_fraction=fraction,
         )
 
 

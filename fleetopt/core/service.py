@@ -37,6 +37,12 @@ class PoolHardware:
         kv_capacity_tokens: KV cache of one instance, tokens.
         kv_block_tokens: KV block (page) size, tokens.
         max_num_seqs: an engine cap on concurrent sequences, if any.
+        prefill_per_token_s: τ, iteration time per prompt token processed in the iteration, seconds.
+        iteration_per_kv_token_s: κ, iteration time per KV token held by the batch, seconds.
+        peak_flops_per_s: dense peak FLOP/s of one instance at the weights' precision, if known.
+        memory_bandwidth_bytes_per_s: memory bandwidth of one instance, bytes/s, if known.
+        parameters_active: parameters active per token (a count), if known.
+        weight_bytes: bytes of weights one instance holds, if known.
     """
 
     serving_name: str
@@ -51,6 +57,12 @@ class PoolHardware:
     kv_capacity_tokens: int
     kv_block_tokens: int
     max_num_seqs: int | None = None
+    prefill_per_token_s: float = 0.0
+    iteration_per_kv_token_s: float = 0.0
+    peak_flops_per_s: float | None = None
+    memory_bandwidth_bytes_per_s: float | None = None
+    parameters_active: float | None = None
+    weight_bytes: float | None = None
 
     def max_slots(self, context_tokens: int) -> int:
         """KV-limited slots per instance at ``context_tokens`` (block budget), capped by max_num_seqs."""
@@ -94,6 +106,8 @@ class ServiceModel(ABC):
     summary: ClassVar[str]
     #: Whether the TTFT uses the q-quantile of prefill iterations (else only moments are needed).
     uses_prefill_quantile: ClassVar[bool]
+    #: Whether sizing uses the occupancy chain (:mod:`fleetopt.core.occupancy`) instead of M/G/c.
+    occupancy_aware: ClassVar[bool] = False
 
     @abstractmethod
     def service_times(self, moments: PoolMoments, hardware: PoolHardware, slots: Any) -> tuple[Any, ...]:
@@ -268,6 +282,169 @@ class FleetSimModel(ServiceModel):
         return tpot, prefill_iterations * (iteration_base_s + iteration_per_slot_s * length_share)
 
 
+@dataclass(frozen=True)
+class IterationCosts:
+    """The iteration-time terms of one instance, t_iter = W + H·d + τ·p + κ·K (seconds), after the
+    hardware floors; ``*_floor_binds`` say where a floor replaced the profile's value."""
+
+    base_s: float
+    per_decode_s: float
+    per_prefill_token_s: float
+    per_kv_token_s: float
+    prefill_floor_binds: bool
+    base_floor_binds: bool
+
+    def per_sequence_s(self, moments: PoolMoments) -> float:
+        """c₁ = (H·E[L_out] + τ·E[L_in] + κ·E[I·L]) / E[I]: the mean cost one sequence adds to an
+        iteration, averaged over its residence (renewal–reward). E[I·L] bounds the KV tokens a
+        request holds summed over its iterations from above."""
+        mean_output = moments.mean_iterations - moments.mean_prefill_iterations
+        mean_input = moments.mean_total_tokens - mean_output
+        work = (
+            self.per_decode_s * mean_output
+            + self.per_prefill_token_s * mean_input
+            + self.per_kv_token_s * moments.mean_iter_x_len
+        )
+        return work / moments.mean_iterations
+
+
+def iteration_costs(hardware: PoolHardware) -> IterationCosts:
+    """W, H, τ, κ of ``hardware`` with the physical floors applied where the profile gives the data.
+
+    Prefill compute floor: τ ≥ 2·N_active / F_peak (two FLOPs per active parameter per prompt
+    token, at the instance's dense peak; Kaplan et al. 2020, "Scaling Laws", §2.1). Weight
+    streaming floor: W ≥ weight bytes / memory bandwidth (every iteration reads the weights once).
+    """
+    tau = hardware.prefill_per_token_s
+    tau_floor = (
+        2.0 * hardware.parameters_active / hardware.peak_flops_per_s
+        if hardware.parameters_active and hardware.peak_flops_per_s
+        else 0.0
+    )
+    base_floor = (
+        hardware.weight_bytes / hardware.memory_bandwidth_bytes_per_s
+        if hardware.weight_bytes and hardware.memory_bandwidth_bytes_per_s
+        else 0.0
+    )
+    return IterationCosts(
+        base_s=max(hardware.iteration_base_s, base_floor),
+        per_decode_s=hardware.iteration_per_slot_s,
+        per_prefill_token_s=max(tau, tau_floor),
+        per_kv_token_s=hardware.iteration_per_kv_token_s,
+        prefill_floor_binds=tau_floor > tau,
+        base_floor_binds=base_floor > hardware.iteration_base_s,
+    )
+
+
+class EngineModel(LockstepModel):
+    """Token-aware and occupancy-aware: an iteration costs W + H·(sequences decoding) + τ·(prompt
+    tokens in it) (+ κ·KV tokens), and the sequences in flight follow the load.
+
+    The pool is the state-dependent birth–death chain of :mod:`fleetopt.core.occupancy` (k requests
+    in service iterate in W + c₁·k/n; the P99 wait from its waiting probability and drain rate),
+    and a request's TTFT is its wait, half an iteration to the next boundary, then its own
+    prefill at the iteration time it sees: (P_q + 1)·t_seen + τ·L_in,q, with t_seen the iteration
+    time at the pool's mean occupancy (at full occupancy when the q-quantile request waits).
+    Pools receive the exact routed mixture, as under ``lockstep``. :meth:`service_times` gives the
+    full-occupancy values (what the audit's throughput and the request-level simulator use);
+    sizing uses the chain (``occupancy_aware``).
+    """
+
+    name = "engine"
+    summary = "token- and occupancy-aware: t_iter = W + H·decoding + τ·prompt tokens, sequences in flight follow the load"
+    uses_prefill_quantile = True
+    occupancy_aware = True
+
+    def service_times(self, moments: PoolMoments, hardware: PoolHardware, slots: Any) -> tuple[Any, ...]:
+        if moments.prefill_iterations_quantile is None:
+            raise ValueError("the engine model needs the pool's prefill-iteration quantile")
+        costs = iteration_costs(hardware)
+        iteration_s = costs.base_s + costs.per_sequence_s(moments) * slots
+        mean_service_s = iteration_s * moments.mean_iterations
+        prefill_s = self.own_prefill_s(moments, hardware, costs, iteration_s)
+        return mean_service_s, moments.iterations_scv, prefill_s + iteration_s, prefill_s, iteration_s
+
+    @staticmethod
+    def prompt_tokens_quantile(moments: PoolMoments, hardware: PoolHardware) -> float:
+        """The q-quantile of L_in, interpolated inside its prefill level: (P_q − 1 + f)·chunk, with f the
+        share of level P_q's weight that reaches q (uniform within the level), at most the pool's
+        longest total."""
+        level = moments.prefill_iterations_quantile
+        tokens = (max(level - 1, 0) + moments.prefill_quantile_fraction) * hardware.prefill_chunk_tokens
+        return float(min(tokens, moments.max_total_tokens))
+
+    def own_prefill_s(
+        self, moments: PoolMoments, hardware: PoolHardware, costs: IterationCosts, iteration_s: Any
+    ) -> Any:
+        """P_q iterations at ``iteration_s`` plus the request's own prompt compute τ·L_in,q, seconds."""
+        return (
+            moments.prefill_iterations_quantile * iteration_s
+            + costs.per_prefill_token_s * self.prompt_tokens_quantile(moments, hardware)
+        )
+
+    def ttft_quantile_s(
+        self,
+        moments: PoolMoments,
+        hardware: PoolHardware,
+        costs: IterationCosts,
+        rate_per_instance_per_s: Any,
+        occupancy_seen: Any,
+        wait_q_s: Any,
+    ) -> tuple[Any, Any, Any]:
+        """(P99 TTFT, its prefill part, the mean iteration time it sees), seconds; floats or arrays.
+
+        On an instance with k sequences in flight, an iteration lasts t̄ = t_d / (1 − u) on
+        average: t_d = W + c_d·k (their decode-side cost c_d) plus the other requests' prompt
+        tokens, which take the share u = τ·λ_i·E[L_in] of the instance's time. A request's time to
+        first token is T = (P + 3/2)·t̄ + τ·L_in: half an iteration to the next boundary, P prefill
+        iterations and one decode, each t̄ long on average, plus its own prompt's compute (its
+        chunks ride in those iterations). Over its K = P_q + 3/2 iterations the others' prompt
+        tokens vary as shot noise; their variance is at most λ_i·t̄·K·E[L_in²] tokens² (the
+        compound-Poisson bound). The q-quantile combines the two independent excesses over the
+        mean in quadrature:
+
+            T_q = wait_q + T̄ + √((T_own,q − T̄)² + (z_q·τ·√(λ_i·t̄·K·E[L_in²]))²),
+
+        T̄ at the mean (P, L_in), T_own,q at (P_q, L_in,q). Exact for Gaussian parts; a documented
+        approximation otherwise (docs/math.md).
+        """
+        mean_output = moments.mean_iterations - moments.mean_prefill_iterations
+        mean_input = moments.mean_total_tokens - mean_output
+        tau = costs.per_prefill_token_s
+        decode_per_sequence_s = (
+            costs.per_decode_s * mean_output + costs.per_kv_token_s * moments.mean_iter_x_len
+        ) / moments.mean_iterations
+        others = tau * rate_per_instance_per_s * mean_input
+        iteration_s = (costs.base_s + decode_per_sequence_s * occupancy_seen) / np.maximum(
+            1.0 - others, 1e-300
+        )
+        window = moments.prefill_iterations_quantile + 1.5
+        own_q = window * iteration_s + tau * self.prompt_tokens_quantile(moments, hardware)
+        mean = (moments.mean_prefill_iterations + 1.5) * iteration_s + tau * mean_input
+        spread = (
+            _normal_quantile(moments.quantile)
+            * tau
+            * np.sqrt(rate_per_instance_per_s * iteration_s * window * moments.mean_sq_input_tokens)
+        )
+        excess = np.sqrt(np.maximum(own_q - mean, 0.0) ** 2 + spread**2)
+        ttft = np.where(others < 1.0, wait_q_s + mean + excess, np.inf)
+        with np.errstate(invalid="ignore"):
+            return ttft, ttft - wait_q_s - 1.5 * iteration_s, iteration_s
+
+
+def _normal_quantile(q: float) -> float:
+    """z_q of the standard normal (memoized; q is the planner's quantile)."""
+    value = _NORMAL_QUANTILES.get(q)
+    if value is None:
+        from scipy.special import ndtri
+
+        value = _NORMAL_QUANTILES[q] = float(ndtri(q))
+    return value
+
+
+_NORMAL_QUANTILES: dict[float, float] = {}
+
+
 def _cdf_or_one(stats: PoolStatistics, tokens: float) -> float:
     """F(tokens), exactly 1 above every request (the reference's 1 − α' for the last pool)."""
     return 1.0 if math.isinf(tokens) else stats.cdf(tokens)
@@ -275,9 +452,10 @@ def _cdf_or_one(stats: PoolStatistics, tokens: float) -> float:
 
 LOCKSTEP = LockstepModel()
 FLEET_SIM = FleetSimModel()
+ENGINE = EngineModel()
 
 #: Every service model by name (what ``--service-model`` accepts). Add new models here.
-SERVICE_MODEL_REGISTRY: dict[str, ServiceModel] = {m.name: m for m in (LOCKSTEP, FLEET_SIM)}
+SERVICE_MODEL_REGISTRY: dict[str, ServiceModel] = {m.name: m for m in (ENGINE, LOCKSTEP, FLEET_SIM)}
 #: Their names, in order.
 SERVICE_MODELS = tuple(SERVICE_MODEL_REGISTRY)
 

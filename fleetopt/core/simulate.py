@@ -51,7 +51,12 @@ from fleetopt.errors import ValidationError
 
 #: The simulator's own iteration-level engine, beside every planner service model.
 PHYSICAL = "physical"
-SERVICE_MODELS = (*PLANNER_SERVICE_MODELS, PHYSICAL)
+#: What the simulator runs: the planner's request-level models, and the iteration-level engine
+#: (which also checks the occupancy-aware planner models, having no request-level form).
+SERVICE_MODELS = (
+    *(name for name in PLANNER_SERVICE_MODELS if not get_service_model(name).occupancy_aware),
+    PHYSICAL,
+)
 DISPATCH_POLICIES = ("pooled", "round-robin", "least-loaded")
 DEFAULT_SEEDS = (1, 2, 3)
 
@@ -72,6 +77,9 @@ class SimulatedPool:
         iteration_per_slot_s: H of t_iter = W + H·n, seconds per active sequence.
         prefill_chunk_tokens: chunked-prefill size, tokens per iteration.
         calibration_context_tokens: L_cal of the fleet-sim model's H·(L / L_cal), tokens.
+        prefill_per_token_s: τ, seconds per prompt token in an iteration (``physical`` only).
+        physical_iteration_base_s: the W the ``physical`` engine uses when it differs from the
+            profile's (the weight-streaming floor of :func:`fleetopt.core.service.iteration_costs`).
     """
 
     name: str
@@ -82,6 +90,8 @@ class SimulatedPool:
     iteration_per_slot_s: float
     prefill_chunk_tokens: int
     calibration_context_tokens: int = 8192
+    prefill_per_token_s: float = 0.0
+    physical_iteration_base_s: float | None = None
 
     @property
     def servers(self) -> int:
@@ -382,32 +392,47 @@ def _dispatch_known_service(
     return np.asarray(starts)
 
 
+_CHUNK_CHANGE, _PREFILL_END, _DEPART = 0, 1, 2
+
+
 class _PhysicalPool:
     """Iteration-level simulation of one pool's instances (the ``physical`` service model).
 
-    Per instance the state is a segment (time T at boundary index K, n_active sequences, so
-    boundary b falls at T + (b − K)·(W + H·n_active) while nothing changes). Events happen only
-    at boundaries where a request completes or is admitted, so the cost is O(N log N) in the
-    number of requests, not in the number of iterations.
+    An iteration of an instance costs W + H·d + τ·p: d sequences decoding, p prompt tokens being
+    prefilled (each prefilling request contributes its chunk: ``chunk`` tokens, its remainder on
+    its last prefill iteration). A request admitted at boundary b prefills in iterations
+    b+1 … b+P, decodes in b+P+1 … b+I, has its first token at the end of iteration b+P+1 and leaves
+    at boundary b+I. Per instance the state is a segment (time T at boundary K, so boundary b
+    falls at T + (b − K)·t while nothing changes); events happen only where the batch changes
+    (admission, last chunk, end of prefill, departure), so the cost is O(N log N) in the number of
+    requests, not in the number of iterations.
     """
 
     def __init__(
         self,
         pool: SimulatedPool,
         arrival_s: np.ndarray,
+        input_tokens: np.ndarray,
         prefill_iterations: np.ndarray,
         iterations: np.ndarray,
         dispatch: str,
         progress: Callable[[int], None] | None,
     ) -> None:
-        self.w = pool.iteration_base_s
+        self.w = (
+            pool.iteration_base_s
+            if pool.physical_iteration_base_s is None
+            else pool.physical_iteration_base_s
+        )
         self.h = pool.iteration_per_slot_s
+        self.tau = pool.prefill_per_token_s
+        self.chunk = pool.prefill_chunk_tokens
         self.slots = pool.slots_per_instance
         self.n = pool.instances
         self.dispatch = dispatch
         self.progress = progress
         self.arrival = arrival_s.tolist()
-        self.first_token_offset = (prefill_iterations + 1).tolist()
+        self.prefill_iterations = prefill_iterations.tolist()
+        self.last_chunk = (input_tokens - np.maximum(prefill_iterations - 1, 0) * self.chunk).tolist()
         self.iterations = iterations.tolist()
         count = arrival_s.size
         self.slot_start = [0.0] * count
@@ -422,7 +447,9 @@ class _PhysicalPool:
         self.active = np.zeros(n, dtype=np.int64)
         self.committed = np.zeros(n, dtype=np.int64)  # active + reserved
         self.load = np.zeros(n, dtype=np.int64)  # committed + queued at the instance
-        self.completions: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+        self.decoding = [0] * n
+        self.prefill_tokens = [0] * n
+        self.changes: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
         self.first_tokens: list[list[tuple[int, int]]] = [[] for _ in range(n)]
         self.reserved: list[list[int]] = [[] for _ in range(n)]
         self.scheduled = [-1] * n  # boundary of the instance's live event, −1 = none
@@ -449,12 +476,20 @@ class _PhysicalPool:
         while pending and pending[0][0] <= boundary:
             token_boundary, r = heapq.heappop(pending)
             self.first_token[r] = seg_time + (token_boundary - seg_boundary) * iter_s
-        leaving = self.completions[i]
+        changes = self.changes[i]
+        decoding, prefill = self.decoding[i], self.prefill_tokens[i]
         freed = 0
-        while leaving and leaving[0][0] <= boundary:
-            r = heapq.heappop(leaving)[1]
-            self.departure[r] = now
-            freed += 1
+        while changes and changes[0][0] <= boundary:
+            _, kind, r = heapq.heappop(changes)
+            if kind == _DEPART:
+                self.departure[r] = now
+                decoding -= 1
+                freed += 1
+            elif kind == _PREFILL_END:
+                prefill -= self.last_chunk[r]
+                decoding += 1
+            else:  # _CHUNK_CHANGE: the last, shorter chunk
+                prefill += self.last_chunk[r] - self.chunk
         active = int(self.active[i]) - freed
         committed = int(self.committed[i]) - freed
         self.load[i] -= freed
@@ -471,17 +506,26 @@ class _PhysicalPool:
                 self.load[i] += 1
         for r in admitted:
             self.admission[r] = now
-            heapq.heappush(leaving, (boundary + self.iterations[r], r))
-            heapq.heappush(pending, (boundary + self.first_token_offset[r], r))
+            p = self.prefill_iterations[r]
+            heapq.heappush(changes, (boundary + self.iterations[r], _DEPART, r))
+            heapq.heappush(pending, (boundary + p + 1, r))
+            if p == 0:
+                decoding += 1
+                continue
+            prefill += self.chunk if p > 1 else self.last_chunk[r]
+            heapq.heappush(changes, (boundary + p, _PREFILL_END, r))
+            if p > 1 and self.last_chunk[r] != self.chunk:
+                heapq.heappush(changes, (boundary + p - 1, _CHUNK_CHANGE, r))
         active += len(admitted)
         admitted.clear()
+        self.decoding[i], self.prefill_tokens[i] = decoding, prefill
         self.active[i] = active
         self.committed[i] = committed
         self.seg_time[i] = now
         self.seg_boundary[i] = boundary
-        self.iter_s[i] = self.w + self.h * active
+        self.iter_s[i] = self.w + self.h * decoding + self.tau * prefill
         if active:
-            self._schedule(i, leaving[0][0])
+            self._schedule(i, changes[0][0])
         else:
             self.version[i] += 1
             self.scheduled[i] = -1
@@ -649,7 +693,7 @@ def _simulate_pool(
     prefill = -(-inputs // pool.prefill_chunk_tokens)
     iterations = prefill + outputs
     if service_model == PHYSICAL:
-        engine = _PhysicalPool(pool, arrival_s, prefill, iterations, dispatch, progress)
+        engine = _PhysicalPool(pool, arrival_s, inputs, prefill, iterations, dispatch, progress)
         engine.run()
         admission = np.asarray(engine.admission)
         departure = np.asarray(engine.departure)

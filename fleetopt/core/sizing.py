@@ -16,7 +16,10 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
+from scipy.special import nbdtrik
 
+from fleetopt.core.occupancy import mean_wait_s as chain_mean_wait_s
+from fleetopt.core.occupancy import occupancy_state, occupancy_state_one, wait_quantile_s
 from fleetopt.core.poolstats import PoolMoments
 from fleetopt.core.queueing import (
     ARRAYS,
@@ -27,11 +30,13 @@ from fleetopt.core.queueing import (
 )
 from fleetopt.core.search import MAX_DOUBLINGS, smallest_passing
 from fleetopt.core.service import (
+    IterationCosts,
     PoolHardware,
     ServiceModel,
     SlotServiceTime,
     SlotServiceTimes,
     get_service_model,
+    iteration_costs,
     one_slot_service_time,
     service_time_formulas,
     slot_service_times,
@@ -50,6 +55,8 @@ class ProblemKind(Enum):
     SLOTS_OVER_KV = "slots_over_kv"  # value = slots, limit = the KV limit at the pool's context
     OVER_CAP = "over_cap"  # value = utilization, limit = ρ_max
     TTFT_OVER_SLO = "ttft_over_slo"  # value = P99 TTFT, limit = SLO (s)
+    # value = least P99 TTFT, limit = SLO (s): the prompt's compute at the GPU's peak FLOP/s alone breaks it
+    COMPUTE_FLOOR = "compute_floor"
 
 
 @dataclass(frozen=True)
@@ -90,6 +97,9 @@ class PoolSizing:
         problems: why the pool is infeasible (empty when it is feasible).
         min_achievable_ttft_s: for an infeasible pool, the smallest TTFT any size reaches.
         cost_per_hour_usd: gpus × $/GPU-hour.
+        compute_utilization: for an occupancy-aware model, the instances' compute utilization
+            x = λ·(H·E[L_out] + τ·E[L_in] + κ·E[I·L]) / n (None otherwise).
+        chain_mean_wait_s: for an occupancy-aware model, the chain's mean wait, seconds.
     """
 
     feasible: bool
@@ -113,10 +123,14 @@ class PoolSizing:
     problems: tuple[PoolProblem, ...]
     min_achievable_ttft_s: float | None
     cost_per_hour_usd: float
+    compute_utilization: float | None = None
+    chain_mean_wait_s: float | None = None
 
     @cached_property
     def mean_wait_s(self) -> float:
         """Mean slot wait, seconds (computed on first use: the sweep never needs it for most cells)."""
+        if self.chain_mean_wait_s is not None:
+            return self.chain_mean_wait_s
         if self.servers == 0 or not self.arrival_rate_per_s > 0:
             return 0.0 if self.feasible else math.nan
         return float(
@@ -321,6 +335,8 @@ def size_pool(
     if arrival_rate_per_s == 0 or moments.is_empty:
         return _empty_pool(hardware, context_tokens, kv_limit, fixed_slots or kv_limit)
     args = (arrival_rate_per_s, moments, hardware, context_tokens, kv_limit, service_model, ttft_slo_s)
+    if service_model.occupancy_aware:
+        return _size_engine(*args, max_utilization, tpot_slo_s, fixed_slots)
     if fixed_slots is not None:
         return _size_fixed_slots(*args, max_utilization, tpot_slo_s, fixed_slots)
     return _size_any_slots(*args, max_utilization, tpot_slo_s)
@@ -584,13 +600,18 @@ def evaluate_pool(
     if arrival_rate_per_s == 0 or moments.is_empty:
         empty = _empty_pool(hardware, context_tokens, kv_limit, slots_per_instance)
         return _with_instances(empty, instances, hardware)
-    times = one_slot_service_time(moments, hardware, slots_per_instance, service_model)
     if instances < 1:
         return _infeasible(
             hardware, context_tokens, kv_limit, arrival_rate_per_s,
             PoolProblem(ProblemKind.NO_INSTANCES, arrival_rate_per_s),
             None,
         )  # fmt: skip
+    if service_model.occupancy_aware:
+        return _evaluate_engine(
+            arrival_rate_per_s, moments, hardware, context_tokens, kv_limit, service_model, instances,
+            slots_per_instance, ttft_slo_s, max_utilization,
+        )  # fmt: skip
+    times = one_slot_service_time(moments, hardware, slots_per_instance, service_model)
     result = _describe(
         hardware, context_tokens, kv_limit, arrival_rate_per_s, instances, times, moments.quantile,
         "evaluated",
@@ -621,3 +642,227 @@ def _with_instances(sizing: PoolSizing, instances: int, hardware: PoolHardware) 
         gpus=instances * hardware.gpus_per_instance,
         cost_per_hour_usd=instances * hardware.instance_hour_usd,
     )
+
+
+# --------------------------------------------------------------------------------------------
+# Occupancy-aware models (the ``engine`` service model): the state-dependent chain
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _EngineContext:
+    """What an occupancy-aware evaluation of one pool needs besides (n, s)."""
+
+    rate: float
+    moments: PoolMoments
+    hardware: PoolHardware
+    service_model: ServiceModel
+    costs: IterationCosts
+    per_sequence_s: float
+    prompt_tokens_q: float
+    ttft_slo_s: float
+    cap: float
+    tpot_slo_s: float | None
+
+
+def _engine_context(
+    rate: float, moments: PoolMoments, hardware: PoolHardware, service_model: ServiceModel,
+    ttft_slo_s: float, cap: float, tpot_slo_s: float | None,
+) -> _EngineContext:  # fmt: skip
+    costs = iteration_costs(hardware)
+    return _EngineContext(
+        rate, moments, hardware, service_model, costs, costs.per_sequence_s(moments),
+        service_model.prompt_tokens_quantile(moments, hardware), ttft_slo_s, cap, tpot_slo_s,
+    )  # fmt: skip
+
+
+def _engine_eval(ctx: _EngineContext, instances: Any, slots: Any) -> dict[str, Any]:
+    """The chain's figures at n ``instances`` of s ``slots`` (floats or arrays), and ``ok``: the
+    pool is stable, within the cap (slot occupancy and compute), meets the TTFT SLO and TPOT cap.
+
+    P99 TTFT = wait_q + t_seen/2 (to the next iteration boundary) + (P_q + 1)·t_seen + τ·L_in,q,
+    t_seen = W + c₁·min(s, m_q / n), m_q the q-quantile of the requests in service an arrival sees.
+    """
+    m = ctx.moments
+    q = m.quantile
+    n = np.asarray(instances, dtype=np.float64)
+    s = np.asarray(slots, dtype=np.float64)
+    base_s, c1 = ctx.costs.base_s, ctx.per_sequence_s
+    st = occupancy_state(ctx.rate, n, s, m.mean_iterations, base_s, c1)
+    stable = st["stable"]
+    wait_q = wait_quantile_s(st["p_wait"], st["drain_rate_per_s"], m.iterations_scv, q)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # m_q: smallest m with P(K ≤ m) ≥ q, P(K ≤ m) = F(m)/Z below the cap
+        target = np.clip(q * st["z"], 0.0, 1.0)
+        seen = np.where(st["p_wait"] > 1.0 - q, n * s, nbdtrik(target, st["r"], 1.0 - st["x"]))
+    seen = np.where(np.isfinite(seen), np.ceil(seen), n * s)
+    per_instance_seen = np.minimum(s, seen / n)
+    ttft, own_prefill_s, decode_iteration_s = ctx.service_model.ttft_quantile_s(
+        m, ctx.hardware, ctx.costs, ctx.rate / n, per_instance_seen, wait_q
+    )
+    seen_iteration_s = base_s + c1 * per_instance_seen
+    ttft = np.where(stable, ttft, np.inf)
+    utilization = np.where(stable, st["mean_busy"] / (n * s), np.inf)
+    compute = st["compute_utilization"]
+    ok = stable & (utilization <= ctx.cap) & (compute <= ctx.cap) & (ttft <= ctx.ttft_slo_s)
+    if ctx.tpot_slo_s is not None:
+        ok &= seen_iteration_s <= ctx.tpot_slo_s
+    return {
+        "ok": ok, "ttft": ttft, "wait_q": wait_q, "utilization": utilization, "compute": compute,
+        "seen_iteration_s": seen_iteration_s, "own_prefill_s": own_prefill_s, "state": st,
+    }  # fmt: skip
+
+
+def _engine_ok_one(ctx: _EngineContext, instances: float, slots: float) -> bool:
+    """``_engine_eval(...)["ok"]`` at one point, in plain floats (the same formulas)."""
+    m = ctx.moments
+    q = m.quantile
+    base_s, c1 = ctx.costs.base_s, ctx.per_sequence_s
+    stable, p_wait, drain, mean_busy, compute, r, z = occupancy_state_one(
+        ctx.rate, instances, slots, m.mean_iterations, base_s, c1
+    )
+    if not (stable and compute <= ctx.cap and mean_busy / (instances * slots) <= ctx.cap):
+        return False
+    if p_wait > 1.0 - q:
+        wait_q = 0.5 * (1.0 + m.iterations_scv) * math.log(p_wait / (1.0 - q)) / drain
+        seen = instances * slots
+    else:
+        wait_q = 0.0
+        seen = float(nbdtrik(min(1.0, q * z), r, 1.0 - compute))
+        seen = math.ceil(seen) if math.isfinite(seen) else instances * slots
+    per_instance_seen = min(slots, seen / instances)
+    seen_iteration_s = base_s + c1 * per_instance_seen
+    if ctx.tpot_slo_s is not None and not seen_iteration_s <= ctx.tpot_slo_s:
+        return False
+    ttft, _, _ = ctx.service_model.ttft_quantile_s(
+        m, ctx.hardware, ctx.costs, ctx.rate / instances, per_instance_seen, wait_q
+    )
+    return bool(ttft <= ctx.ttft_slo_s)
+
+
+def _engine_floor_s(ctx: _EngineContext) -> tuple[float, float]:
+    """(the least P99 TTFT, the least iteration time) any pool size reaches: at no load, t = W."""
+    ttft, _, _ = ctx.service_model.ttft_quantile_s(ctx.moments, ctx.hardware, ctx.costs, 0.0, 0.0, 0.0)
+    return float(ttft), ctx.costs.base_s
+
+
+def _engine_describe(
+    ctx: _EngineContext, context_tokens: int, kv_limit: int, instances: int, slots: int,
+    binding: str, slots_binding: str,
+) -> PoolSizing:  # fmt: skip
+    ev = _engine_eval(ctx, float(instances), float(slots))
+    st = ev["state"]
+    mean_busy = float(st["mean_busy"])
+    mean_service_s = mean_busy / ctx.rate
+    servers = instances * slots
+    return PoolSizing(
+        feasible=bool(ev["ok"]),
+        instances=instances,
+        gpus=instances * ctx.hardware.gpus_per_instance,
+        slots_per_instance=slots,
+        kv_slot_limit=kv_limit,
+        context_tokens=context_tokens,
+        servers=servers,
+        arrival_rate_per_s=ctx.rate,
+        mean_service_s=mean_service_s,
+        service_scv=ctx.moments.iterations_scv,
+        service_rate_per_instance_per_s=slots / mean_service_s,
+        utilization=float(ev["utilization"]),
+        p99_wait_s=float(ev["wait_q"]),
+        p99_prefill_s=float(ev["own_prefill_s"]),
+        iteration_s=ctx.costs.base_s + ctx.per_sequence_s * mean_busy / instances,
+        p99_ttft_s=float(ev["ttft"]),
+        binding_constraint=binding,
+        slots_binding=slots_binding,
+        problems=(),
+        min_achievable_ttft_s=None,
+        cost_per_hour_usd=instances * ctx.hardware.instance_hour_usd,
+        compute_utilization=float(ev["compute"]),
+        chain_mean_wait_s=float(
+            chain_mean_wait_s(st["p_wait"], st["drain_rate_per_s"], ctx.moments.iterations_scv)
+        ),
+    )
+
+
+def _size_engine(
+    rate: float, moments: PoolMoments, hardware: PoolHardware, context_tokens: int, kv_limit: int,
+    service_model: ServiceModel, ttft_slo_s: float, cap: float, tpot_slo_s: float | None,
+    fixed: int | None,
+) -> PoolSizing:  # fmt: skip
+    """Fewest instances, then most slots, under the occupancy chain (see :func:`_engine_eval`).
+
+    Every test is monotone in n for a fixed s (more instances: fewer requests per instance,
+    shorter iterations, less waiting), so the smallest n at which *some* s passes is found by
+    doubling and bisection over n, each step one vectorized evaluation over every slot count.
+    """
+    ctx = _engine_context(rate, moments, hardware, service_model, ttft_slo_s, cap, tpot_slo_s)
+    least_ttft_s, least_iteration_s = _engine_floor_s(ctx)
+    if tpot_slo_s is not None and not least_iteration_s <= tpot_slo_s:
+        problem = _tpot_problem(1, least_iteration_s, tpot_slo_s)
+        return _infeasible(hardware, context_tokens, kv_limit, rate, problem, None)
+    if not least_ttft_s < ttft_slo_s:
+        kind = ProblemKind.COMPUTE_FLOOR if ctx.costs.prefill_floor_binds else ProblemKind.PREFILL_OVER_SLO
+        problem = PoolProblem(kind, least_ttft_s, ttft_slo_s, 1)
+        return _infeasible(hardware, context_tokens, kv_limit, rate, problem, least_ttft_s)
+    most = fixed if fixed is not None else kv_limit
+
+    def passes_at_most(instances: int) -> tuple[bool, None]:
+        return _engine_ok_one(ctx, float(instances), float(most)), None
+
+    def passes(instances: int) -> tuple[bool, np.ndarray]:
+        ok = _engine_eval(ctx, float(instances), slots)["ok"]
+        return bool(ok.any()), ok
+
+    # No pool with fewer instances than the compute bound λ·E[I]·c₁ / cap is allowed (x ≤ cap).
+    start = max(1, math.ceil(rate * moments.mean_iterations * ctx.per_sequence_s / cap))
+    # The usual answer, without arrays: the most slots, at the fewest instances they need; then
+    # one vectorized look at one instance fewer decides whether fewer slots could do better.
+    if passes_at_most(start)[0]:
+        instances, chosen = start, most
+    else:
+        instances, _ = smallest_passing(passes_at_most, failing=start)
+        chosen = most
+        if fixed is None and instances - 1 >= start:
+            slots = np.arange(1.0, kv_limit + 1.0)
+            fewer, ok = passes(instances - 1)
+            if fewer:  # rare: fewer slots iterate faster when the pool is full
+                if passes(start)[0]:
+                    instances = start
+                else:
+                    instances, _ = smallest_passing(passes, failing=start, passing=instances - 1)
+                chosen = int(slots[np.flatnonzero(passes(instances)[1])[-1]])
+    if instances == start and instances > 1:
+        binding = "utilization"
+    elif instances == 1:
+        binding = "minimum"
+    else:
+        binding = "ttft"
+    if fixed is not None:
+        slots_binding = "fixed"
+    elif chosen == kv_limit:
+        slots_binding = "kv"
+    elif tpot_slo_s is not None and not bool(
+        _engine_eval(ctx, float(instances), float(chosen + 1))["seen_iteration_s"] <= tpot_slo_s
+    ):
+        slots_binding = "tpot"
+    else:
+        slots_binding = "ttft"
+    return _engine_describe(ctx, context_tokens, kv_limit, instances, chosen, binding, slots_binding)
+
+
+def _evaluate_engine(
+    rate: float, moments: PoolMoments, hardware: PoolHardware, context_tokens: int, kv_limit: int,
+    service_model: ServiceModel, instances: int, slots: int, ttft_slo_s: float, cap: float,
+) -> PoolSizing:  # fmt: skip
+    ctx = _engine_context(rate, moments, hardware, service_model, ttft_slo_s, cap, None)
+    result = _engine_describe(ctx, context_tokens, kv_limit, instances, slots, "evaluated", "fixed")
+    problems = []
+    if slots > kv_limit:
+        problems.append(PoolProblem(ProblemKind.SLOTS_OVER_KV, slots, kv_limit))
+    if not result.utilization <= cap:
+        problems.append(PoolProblem(ProblemKind.OVER_CAP, result.utilization, cap))
+    elif not (result.compute_utilization or 0.0) <= cap:
+        problems.append(PoolProblem(ProblemKind.OVER_CAP, result.compute_utilization, cap))
+    if not result.p99_ttft_s <= ttft_slo_s:
+        problems.append(PoolProblem(ProblemKind.TTFT_OVER_SLO, result.p99_ttft_s, ttft_slo_s))
+    return _replace(result, feasible=not problems, problems=tuple(problems))

@@ -427,6 +427,17 @@ class _FieldReader:
         return value
 
 
+#: Hardware fields that may be 0 (the first is in every plan; the rest came with token-level costs).
+_NON_NEGATIVE_HARDWARE = ("iteration_per_slot_s", "prefill_per_token_s", "iteration_per_kv_token_s")
+#: Hardware fields that are a positive number or null (unknown).
+_OPTIONAL_POSITIVE_HARDWARE = (
+    "peak_flops_per_s",
+    "memory_bandwidth_bytes_per_s",
+    "parameters_active",
+    "weight_bytes",
+)
+
+
 def hardware_from_document(document: Any, *, source: str = "plan", field: str = "profiles") -> PoolHardware:
     """The :class:`PoolHardware` written by :func:`hardware_document`, checked field by field.
 
@@ -456,8 +467,20 @@ def hardware_from_document(document: Any, *, source: str = "plan", field: str = 
                            "kv_capacity_tokens", "kv_block_tokens"):  # fmt: skip
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValidationError(f"{source}: {name} = {value!r} is invalid; expected an integer ≥ 1")
+        elif item.name in _OPTIONAL_POSITIVE_HARDWARE:
+            if value is not None and (
+                not isinstance(value, (int, float))
+                or isinstance(value, bool)
+                or not (math.isfinite(value) and value > 0)
+            ):
+                raise ValidationError(
+                    f"{source}: {name} = {value!r} is invalid; expected a positive number or null"
+                )
+            value = None if value is None else float(value)
         else:
-            positive = item.name != "iteration_per_slot_s"
+            positive = item.name not in _NON_NEGATIVE_HARDWARE
+            if value is None and item.name in _NON_NEGATIVE_HARDWARE[1:]:
+                value = 0.0  # written before schema 3 had token-level costs
             if (
                 not isinstance(value, (int, float))
                 or isinstance(value, bool)

@@ -1,0 +1,137 @@
+"""A pool whose iteration time grows with the sequences in flight: a state-dependent birth–death queue.
+
+A pool of n instances with s slots each (c = n·s) receives Poisson arrivals at rate λ. With k
+requests in service, spread evenly over the instances, every instance iterates in
+
+    t(k) = W + a·k,   a = c₁ / n,
+
+where c₁ is the mean cost one sequence adds to an iteration (H for a decoding sequence, τ per
+prompt token for a prefilling one, averaged over a request's I iterations). Each request needs
+I iterations, so the k requests in service complete at rate μ(k) = k / (E[I]·t(k)) for k ≤ c, and
+at μ(c) with k ≥ c (the rest wait, FCFS). This is a birth–death chain. Below the cap it is a
+symmetric (processor-sharing-like) station, insensitive to the distribution of I (Kelly,
+*Reversibility and Stochastic Networks*, 1979, §3.3), and its law has a closed form:
+
+    π(k) ∝ Π_{j≤k} λ E[I] (W + a j) / j = x^k · Γ(r + k) / (Γ(r) · k!),
+    x = λ·E[I]·a = λ·E[I]·c₁ / n (the instances' compute utilization),   r = W / a + 1,
+
+which is the negative-binomial law NB(r, x) up to normalization. Above c the chain is geometric
+with ratio σ = λ / μ(c) = λ·E[I]·t(c) / c. So, with F and f the NB(r, x) CDF and pmf,
+
+    Z = F(c − 1) + f(c) / (1 − σ),   P(wait) = f(c) / ((1 − σ)·Z),
+
+and by PASTA an arrival finding k ≥ c waits for k − c + 1 departures at rate μ(c): Exp(μ(c) − λ)
+given it waits. Variability of I beyond the exponential's is carried, as in the M/G/c
+approximation of :mod:`fleetopt.core.queueing`, by the factor (1 + C_I²)/2 on the wait (the
+Allen–Cunneen / Kimura two-moment correction). Everything is evaluated in log space and works on
+floats or numpy arrays alike.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from scipy.special import betainc, gammaln
+
+
+def occupancy_state(
+    arrival_rate_per_s: Any,
+    instances: Any,
+    slots: Any,
+    mean_iterations: float,
+    iteration_base_s: float,
+    per_sequence_s: float,
+) -> dict[str, Any]:
+    """The stationary chain of one pool (floats or broadcastable arrays).
+
+    Args:
+        arrival_rate_per_s: λ, requests per second.
+        instances: n. slots: s per instance.
+        mean_iterations: E[I], iterations a request holds its slot.
+        iteration_base_s: W, seconds. per_sequence_s: c₁, seconds one sequence adds to an iteration.
+
+    Returns a dict with ``p_wait`` (P(an arrival waits)), ``sigma`` (λ/μ(c), must be < 1),
+    ``compute_utilization`` (x), ``mean_busy`` (E[min(k, c)]), ``drain_rate_per_s`` (μ(c) − λ),
+    ``full_iteration_s`` (t at c), ``log_f``, ``z`` and the chain parameters ``r``, ``x``.
+    Unstable points (σ ≥ 1) get p_wait = 1 and infinite waits downstream.
+    """
+    lam = np.asarray(arrival_rate_per_s, dtype=np.float64)
+    n = np.asarray(instances, dtype=np.float64)
+    s = np.asarray(slots, dtype=np.float64)
+    c = n * s
+    a = per_sequence_s / n
+    r = iteration_base_s / a + 1.0
+    x = lam * mean_iterations * a
+    full_iteration_s = iteration_base_s + per_sequence_s * s
+    sigma = lam * mean_iterations * full_iteration_s / c
+    stable = sigma < 1.0
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        safe_x = np.where(stable, x, 0.5)
+        log_f = gammaln(c + r) - gammaln(r) - gammaln(c + 1.0) + r * np.log1p(-safe_x) + c * np.log(safe_x)
+        below = betainc(r, c, 1.0 - safe_x)  # F(c − 1) = P(K ≤ c − 1)
+        tail = np.exp(log_f) / (1.0 - np.where(stable, sigma, 0.5))
+        z = below + tail
+        p_wait = np.where(stable, tail / z, 1.0)
+        # E[K; K ≤ c − 1] = r·x/(1 − x) · P(NB(r + 1, x) ≤ c − 2)
+        busy_below = np.where(
+            c >= 2,
+            r * safe_x / (1.0 - safe_x) * betainc(r + 1.0, np.maximum(c - 1.0, 1.0), 1.0 - safe_x),
+            0.0,
+        )
+        mean_busy = np.where(stable, (busy_below + c * tail) / z, c)
+        drain = c / (mean_iterations * full_iteration_s) - lam
+    return {
+        "p_wait": p_wait,
+        "sigma": sigma,
+        "compute_utilization": x,
+        "mean_busy": mean_busy,
+        "drain_rate_per_s": drain,
+        "full_iteration_s": full_iteration_s,
+        "stable": stable,
+        "r": r,
+        "x": safe_x,
+        "z": z,
+    }
+
+
+def wait_quantile_s(p_wait: Any, drain_rate_per_s: Any, service_scv: float, quantile: float) -> Any:
+    """q-quantile of the wait: (1 + C²)/2 · ln(P(wait) / (1 − q)) / (μ(c) − λ), 0 when P(wait) ≤ 1 − q."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        raw = 0.5 * (1.0 + service_scv) * np.log(np.asarray(p_wait) / (1.0 - quantile)) / drain_rate_per_s
+    return np.where(np.asarray(p_wait) > 1.0 - quantile, np.where(drain_rate_per_s > 0, raw, np.inf), 0.0)
+
+
+def mean_wait_s(p_wait: Any, drain_rate_per_s: Any, service_scv: float) -> Any:
+    """Mean wait: (1 + C²)/2 · P(wait) / (μ(c) − λ), seconds."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(drain_rate_per_s > 0, 0.5 * (1.0 + service_scv) * p_wait / drain_rate_per_s, np.inf)
+
+
+def occupancy_state_one(
+    arrival_rate_per_s: float,
+    instances: float,
+    slots: float,
+    mean_iterations: float,
+    iteration_base_s: float,
+    per_sequence_s: float,
+) -> tuple[bool, float, float, float, float, float, float]:
+    """:func:`occupancy_state` for one point in plain floats (the sizing hot path).
+
+    Returns (stable, p_wait, drain_rate_per_s, mean_busy, compute_utilization, r, z).
+    """
+    c = instances * slots
+    a = per_sequence_s / instances
+    r = iteration_base_s / a + 1.0
+    x = arrival_rate_per_s * mean_iterations * a
+    sigma = arrival_rate_per_s * mean_iterations * (iteration_base_s + per_sequence_s * slots) / c
+    if not sigma < 1.0:
+        return False, 1.0, -math.inf, c, x, r, math.nan
+    log_f = math.lgamma(c + r) - math.lgamma(r) - math.lgamma(c + 1.0) + r * math.log1p(-x) + c * math.log(x)
+    below = float(betainc(r, c, 1.0 - x))
+    tail = math.exp(log_f) / (1.0 - sigma)
+    z = below + tail
+    busy_below = r * x / (1.0 - x) * float(betainc(r + 1.0, c - 1.0, 1.0 - x)) if c >= 2 else 0.0
+    drain = c / (mean_iterations * (iteration_base_s + per_sequence_s * slots)) - arrival_rate_per_s
+    return True, tail / z, drain, (busy_below + c * tail) / z, x, r, z
