@@ -351,7 +351,7 @@ class EngineModel(LockstepModel):
     """
 
     name = "engine"
-    summary = "token- and occupancy-aware: t_iter = W + H·decoding + τ·prompt tokens, sequences in flight follow the load"
+    summary = "token- and occupancy-aware: t_iter = W + H·decoding + τ·prompt tokens, load-driven batches"
     uses_prefill_quantile = True
     occupancy_aware = True
 
