@@ -21,11 +21,13 @@ from fleetopt.core.planner import FleetPlan, PlanOptions, plan_fleet
 from fleetopt.core.service import PoolHardware
 from fleetopt.core.workload import Workload
 from fleetopt.defaults import (
+    DEFAULT_DISPATCH,
     DEFAULT_GAMMAS,
     DEFAULT_LONG_CONTEXT_TOKENS,
     DEFAULT_MAX_UTILIZATION,
     DEFAULT_POOL_COUNT,
     DEFAULT_RATE_PER_S,
+    DEFAULT_SERVICE_MODEL,
     DEFAULT_SERVING,
 )
 from fleetopt.errors import ValidationError
@@ -98,7 +100,7 @@ def plan_workload(
     b_short_candidates: Sequence[int] | None = None,
     gammas: Sequence[float] = DEFAULT_GAMMAS,
     compressibility: float = 1.0,
-    service_model: str = "lockstep",
+    service_model: str = DEFAULT_SERVICE_MODEL,
     max_utilization: float = DEFAULT_MAX_UTILIZATION,
     tpot_slo_s: float | None = None,
     max_pools: int = DEFAULT_POOL_COUNT,
@@ -539,7 +541,7 @@ def crosscheck_setup_run(
     workload: Workload,
     *,
     service_model: str,
-    dispatch: str = "pooled",
+    dispatch: str = DEFAULT_DISPATCH,
     requests: int | None = None,
     seeds: int = 3,
     warmup_fraction: float = 0.5,
@@ -618,7 +620,7 @@ def crosscheck_plan_file(
     *,
     workload: str | None = None,
     service_model: str | None = None,
-    dispatch: str = "pooled",
+    dispatch: str = DEFAULT_DISPATCH,
     requests: int | None = None,
     seeds: int = 3,
     warmup_fraction: float = 0.5,

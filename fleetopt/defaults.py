@@ -6,6 +6,11 @@ plain numbers, no files, printing or presentation libraries).
 
 #: The papers' Llama-3-70B / A100-80GB TP8 calibration (FACTS §1).
 DEFAULT_SERVING = "llama-3-70b-a100-80gb-tp8"
+#: The service model the planner sizes with unless told otherwise (docs/math.md, "The engine model").
+DEFAULT_SERVICE_MODEL = "engine"
+#: How the simulator dispatches a pool's requests to its instances unless told otherwise: each to the
+#: instance with the fewest requests (real routers balance load; round-robin and pooled stay options).
+DEFAULT_DISPATCH = "least-loaded"
 #: Arrival rate when the workload has no timestamps and none is given, req/s (FleetOpt §7.1).
 DEFAULT_RATE_PER_S = 1000.0
 #: The papers' long-pool (and homogeneous) context window, tokens.

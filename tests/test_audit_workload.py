@@ -239,7 +239,7 @@ def test_lever_neither_when_nothing_is_long() -> None:
 def _with_current(gpus: float, context: int | None = None):
     hw = _hardware()
     options = WorkloadAuditOptions(
-        plan=PlanOptions(arrival_rate_per_s=1000.0, ttft_slo_s=0.5),
+        plan=PlanOptions(arrival_rate_per_s=1000.0, ttft_slo_s=0.5, service_model="lockstep"),
         current_gpus=gpus,
         current_context_tokens=context,
         rates_per_s=(),

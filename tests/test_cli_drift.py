@@ -33,7 +33,19 @@ def plans(tmp_path_factory) -> dict[str, Path]:
     paths = {"two_pool": folder / "plan.yaml", "observed": folder / "observed.json"}
     for path, extra in ((paths["two_pool"], ["--rate", "200"]), (paths["observed"], [])):
         result = runner.invoke(
-            app, ["plan", "--cdf", "azure-2023-conv", "--slo", "500ms", *extra, "--output", str(path)]
+            app,
+            [
+                "plan",
+                "--cdf",
+                "azure-2023-conv",
+                "--slo",
+                "500ms",
+                "--service-model",
+                "lockstep",
+                *extra,
+                "--output",
+                str(path),
+            ],
         )
         assert result.exit_code == 0, result.output
     return paths

@@ -19,7 +19,20 @@ METRIC_FIELDS = {"analytical", "simulated", "ci95_half_width", "error_pct"}
 def plan_file(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("plans") / "plan.yaml"
     result = runner.invoke(
-        app, ["plan", "--cdf", "azure-2023", "--slo", "500ms", "--rate", "1000", "--output", str(path)]
+        app,
+        [
+            "plan",
+            "--cdf",
+            "azure-2023",
+            "--slo",
+            "500ms",
+            "--rate",
+            "1000",
+            "--service-model",
+            "lockstep",
+            "--output",
+            str(path),
+        ],  # fmt: skip
     )
     assert result.exit_code == 0, result.output
     return path
@@ -43,7 +56,7 @@ def test_simulate_json_shape(plan_file: Path) -> None:
         == planned["best"]["pools"]["short"]["utilization"]
     )
     assert data["requests"] == 20000 and data["seeds"] == [1, 2]
-    assert data["service_model"] == "lockstep" and data["dispatch"] == "pooled"
+    assert data["service_model"] == "lockstep" and data["dispatch"] == "least-loaded"
     assert data["arrival_process"] == "poisson" and data["analytical_source"] == "plan"
     assert data["warmup_fraction"] == 0.5
     assert data["warmed_up"] is False  # 10,000 warm-up requests (10 s) < the short pool's 160 s services
@@ -137,7 +150,8 @@ def test_replay_of_the_log_at_the_plan_rate(plan_file: Path) -> None:
 
 def test_plan_validate_json_has_validation_and_the_output_file_does_not(tmp_path: Path) -> None:
     path = tmp_path / "plan.json"
-    args = ["plan", "--cdf", "azure-2023", "--slo", "500ms", "--rate", "1000", "--validate"]
+    args = ["plan", "--cdf", "azure-2023", "--slo", "500ms", "--rate", "1000", "--service-model", "lockstep",
+            "--validate"]  # fmt: skip
     result = runner.invoke(
         app, [*args, "--sim-requests", "20000", "--sim-seeds", "2", "-o", str(path), "-f", "json"]
     )
@@ -151,7 +165,8 @@ def test_plan_validate_json_has_validation_and_the_output_file_does_not(tmp_path
 
 
 def test_plan_validate_table_prints_the_plan_then_the_simulation() -> None:
-    args = ["plan", "--cdf", "azure-2023", "--slo", "500ms", "--rate", "1000", "--validate"]
+    args = ["plan", "--cdf", "azure-2023", "--slo", "500ms", "--rate", "1000", "--service-model", "lockstep",
+            "--validate"]  # fmt: skip
     result = runner.invoke(app, [*args, "--sim-requests", "20000", "--sim-seeds", "2"])
     assert result.exit_code == 0, result.output
     assert "Simulation of the plan (B = 1,536, γ = 1.7, p_c = 1)" in result.stdout

@@ -48,8 +48,10 @@ def _assert_utilization_within_one_percent(report) -> None:
 
 @pytest.mark.slow
 def test_azure_2023_lockstep_plan_utilization_within_one_percent_and_slo_met() -> None:
-    """fleetopt plan --cdf azure-2023 --slo 500ms --rate 1000 (lockstep, pooled dispatch)."""
-    run = plan_workload("azure-2023", ttft_slo_s=SLO_S, arrival_rate_per_s=RATE_PER_S)
+    """fleetopt plan --cdf azure-2023 --slo 500ms --rate 1000 --service-model lockstep (pooled dispatch)."""
+    run = plan_workload(
+        "azure-2023", ttft_slo_s=SLO_S, arrival_rate_per_s=RATE_PER_S, service_model="lockstep"
+    )
     setup = setup_from_plan(run.plan)
     assert [p.name for p in setup.pools] == ["short", "long"]
     report = crosscheck_setup(

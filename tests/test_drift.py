@@ -125,6 +125,7 @@ OPTIONS = PlanOptions(
     long_context_tokens=16384,
     b_short_candidates=(2048, 4096),
     gammas=(1.0, 1.5),
+    service_model="lockstep",  # the hand checks below are FleetOpt Eq. 3–4's
 )
 
 

@@ -178,13 +178,20 @@ def test_three_pool_sweep_equals_brute_force_over_every_boundary_pair(pairs, slo
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(pairs_strategy, st.floats(0.2, 2.0), st.floats(0.5, 200.0), st.sampled_from([0.0, 1.0]))
-def test_every_pool_of_a_k_pool_plan_meets_its_slo_and_cap(pairs, slo_s, rate, p_c) -> None:
+@given(
+    pairs_strategy,
+    st.floats(0.2, 2.0),
+    st.floats(0.5, 200.0),
+    st.sampled_from([0.0, 1.0]),
+    st.sampled_from(["engine", "lockstep"]),
+)
+def test_every_pool_of_a_k_pool_plan_meets_its_slo_and_cap(pairs, slo_s, rate, p_c, model) -> None:
     inputs, outputs = np.array(pairs).T
     workload = workload_from_requests(inputs, outputs, name="random")
     options = PlanOptions(
         arrival_rate_per_s=rate, ttft_slo_s=slo_s, long_context_tokens=8192,
         b_short_candidates=(512, 1024, 2048, 4096), gammas=(1.0, 2.0), compressibility=p_c, max_pools=4,
+        service_model=model,
     )  # fmt: skip
     planner = Planner(workload, SMALL, SMALL_LONG, options)
     plan = planner.plan()
@@ -202,7 +209,7 @@ def test_every_pool_of_a_k_pool_plan_meets_its_slo_and_cap(pairs, slo_s, rate, p
                 continue
             again = evaluate_pool(
                 arrival_rate_per_s=rate_k, moments=moments, hardware=hardware, context_tokens=context,
-                service_model="lockstep", instances=pool.instances,
+                service_model=model, instances=pool.instances,
                 slots_per_instance=pool.slots_per_instance, ttft_slo_s=slo_s, max_utilization=0.85,
             )  # fmt: skip
             assert again.feasible, again.problems

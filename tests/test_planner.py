@@ -150,7 +150,8 @@ def test_lambda_zero_plans_an_empty_fleet() -> None:
 def test_prefill_longer_than_the_slo_is_infeasible_with_the_reason() -> None:
     # 60,000-token prompts: 118 chunks of ≥ 8.65 ms each already exceed a 500 ms SLO (lockstep).
     workload = workload_from_requests(np.array([60_000]), np.array([100]), name="long")
-    plan = plan_fleet(workload, PAPER_A100, PAPER_A100, PlanOptions(arrival_rate_per_s=10, ttft_slo_s=0.5))
+    options = PlanOptions(arrival_rate_per_s=10, ttft_slo_s=0.5, service_model="lockstep")
+    plan = plan_fleet(workload, PAPER_A100, PAPER_A100, options)
     assert plan.best is None
     pool = plan.homogeneous.long
     assert not pool.feasible

@@ -19,6 +19,7 @@ from fleetopt.defaults import (
     DEFAULT_LONG_CONTEXT_TOKENS,
     DEFAULT_MAX_UTILIZATION,
     DEFAULT_POOL_COUNT,
+    DEFAULT_SERVICE_MODEL,
     DEFAULT_SERVING,
 )
 from fleetopt.render.output import OutputFormat
@@ -64,7 +65,10 @@ def plan(
         1.0, "--compressibility", min=0.0, max=1.0, help="p_c: share of borderline requests C&R compresses."
     ),
     service_model: str = typer.Option(
-        "lockstep", "--service-model", help="lockstep (Eq. 3 as written) or fleet-sim."
+        DEFAULT_SERVICE_MODEL,
+        "--service-model",
+        help="engine (token- and occupancy-aware, the default), lockstep (FleetOpt Eq. 3 as written) "
+        "or fleet-sim (the papers' reference implementation).",
     ),
     max_utilization: float = typer.Option(
         DEFAULT_MAX_UTILIZATION, "--max-utilization", help="Utilization cap ρ_max, in (0, 1]."

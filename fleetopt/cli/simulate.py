@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from fleetopt.cli.common import FORMAT_OPTION, progress_bar
+from fleetopt.defaults import DEFAULT_DISPATCH
 from fleetopt.render.output import OutputFormat
 
 
@@ -32,7 +33,12 @@ def simulate(
     service_model: str | None = typer.Option(
         None, "--service-model", help="lockstep, fleet-sim or physical (default: the plan's)."
     ),
-    dispatch: str = typer.Option("pooled", "--dispatch", help="pooled, round-robin or least-loaded."),
+    dispatch: str = typer.Option(
+        DEFAULT_DISPATCH,
+        "--dispatch",
+        help="least-loaded (the default: each request to the instance with the fewest), round-robin, "
+        "or pooled (one queue per pool, the M/G/c assumption).",
+    ),
     replay: bool = typer.Option(
         False, "--replay", help="Replay the log's own arrival times (scaled to --rate if given)."
     ),

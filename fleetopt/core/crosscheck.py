@@ -38,7 +38,7 @@ from fleetopt.core.simulate import (
 )
 from fleetopt.core.sizing import PoolSizing, evaluate_pool
 from fleetopt.core.workload import Workload
-from fleetopt.defaults import DEFAULT_MAX_UTILIZATION, DEFAULT_QUANTILE
+from fleetopt.defaults import DEFAULT_DISPATCH, DEFAULT_MAX_UTILIZATION, DEFAULT_QUANTILE
 from fleetopt.errors import ValidationError
 
 #: The metrics compared, in report order: (key, what the plan predicts, what the simulation measures).
@@ -510,7 +510,7 @@ def crosscheck_setup(
     workload: Workload,
     *,
     service_model: str,
-    dispatch: str = "pooled",
+    dispatch: str = DEFAULT_DISPATCH,
     requests: int | None = None,
     seeds: Sequence[int] = (1, 2, 3),
     warmup_fraction: float = DEFAULT_WARMUP_FRACTION,

@@ -264,7 +264,7 @@ def _pool_problems(pool: PoolSizing, options: PlanOptions) -> list[FitProblem]:
         problems.append(FitProblem.SLOTS_OVER_KV)
     if pool.utilization >= 1.0:
         return [*problems, FitProblem.UNSTABLE]
-    if pool.utilization > options.max_utilization:
+    if pool.load_utilization > options.max_utilization:
         problems.append(FitProblem.OVER_CAP)
     if not pool.p99_ttft_s <= options.ttft_slo_s:
         problems.append(FitProblem.TTFT_OVER_SLO)
@@ -274,8 +274,8 @@ def _pool_problems(pool: PoolSizing, options: PlanOptions) -> list[FitProblem]:
 
 
 def _pool_fit(name: str, sizing: PoolSizing, options: PlanOptions) -> PoolFit:
-    cap, rho = options.max_utilization, sizing.utilization
-    unstable = not rho < 1.0
+    cap, rho = options.max_utilization, sizing.load_utilization
+    unstable = not sizing.utilization < 1.0
     ttft = math.inf if unstable else sizing.p99_ttft_s
     return PoolFit(
         name=name,

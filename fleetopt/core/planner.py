@@ -32,6 +32,7 @@ from fleetopt.defaults import (
     DEFAULT_MAX_UTILIZATION,
     DEFAULT_POOL_COUNT,
     DEFAULT_QUANTILE,
+    DEFAULT_SERVICE_MODEL,
     HOURS_PER_YEAR,
 )
 from fleetopt.errors import ValidationError
@@ -53,7 +54,7 @@ class PlanOptions:
     b_short_candidates: tuple[int, ...] | None = None
     gammas: tuple[float, ...] = DEFAULT_GAMMAS
     compressibility: float = 1.0
-    service_model: str = "lockstep"
+    service_model: str = DEFAULT_SERVICE_MODEL
     max_utilization: float = DEFAULT_MAX_UTILIZATION
     quantile: float = DEFAULT_QUANTILE
     tpot_slo_s: float | None = None

@@ -126,6 +126,14 @@ class PoolSizing:
     compute_utilization: float | None = None
     chain_mean_wait_s: float | None = None
 
+    @property
+    def load_utilization(self) -> float:
+        """What the utilization cap bounds: ρ, or for an occupancy-aware model the larger of the slot
+        occupancy and the compute utilization."""
+        if self.compute_utilization is None:
+            return self.utilization
+        return max(self.utilization, self.compute_utilization)
+
     @cached_property
     def mean_wait_s(self) -> float:
         """Mean slot wait, seconds (computed on first use: the sweep never needs it for most cells)."""
@@ -702,7 +710,8 @@ def _engine_eval(ctx: _EngineContext, instances: Any, slots: Any) -> dict[str, A
     )
     seen_iteration_s = base_s + c1 * per_instance_seen
     ttft = np.where(stable, ttft, np.inf)
-    utilization = np.where(stable, st["mean_busy"] / (n * s), np.inf)
+    # unstable: report the offered slot load σ = λ·E[I]·t(s)/c ≥ 1, as M/G/c reports ρ ≥ 1
+    utilization = np.where(stable, st["mean_busy"] / (n * s), st["sigma"])
     compute = st["compute_utilization"]
     ok = stable & (utilization <= ctx.cap) & (compute <= ctx.cap) & (ttft <= ctx.ttft_slo_s)
     if ctx.tpot_slo_s is not None:

@@ -20,6 +20,9 @@ def explain_pool(name: str, pool: Mapping[str, Any], slo_s: float) -> str:
     if pool["instances"] == 0:
         return f"{name}: receives no traffic."
     util, cap_text = pool["utilization"], f"{pool['utilization']:.1%}"
+    compute = pool.get("compute_utilization")
+    if compute is not None and compute > util:
+        cap_text = f"{compute:.1%} of its compute, {util:.1%} of its slots"
     if pool["binding_constraint"] == "minimum":
         count = f"one instance is the minimum and is enough (utilization {cap_text})"
     elif pool["binding_constraint"] == "utilization":
@@ -68,7 +71,11 @@ def _pool_table(fleet: Mapping[str, Any]) -> Table:
         ("arrival rate", lambda p: f"{fmt_num(p['arrival_rate_per_s'])} req/s"),
         ("service rate μ per instance", lambda p: f"{fmt_num(p['service_rate_per_instance_per_s'])} req/s"),
         ("service-time SCV C_s²", lambda p: fmt_num(p["service_scv"], 3)),
-        ("utilization", lambda p: fmt_pct(p["utilization"])),
+        ("utilization (slots)", lambda p: fmt_pct(p["utilization"])),
+        (
+            "compute utilization",
+            lambda p: "–" if p.get("compute_utilization") is None else fmt_pct(p["compute_utilization"]),
+        ),
         ("P99 slot wait", lambda p: fmt_seconds(p["p99_wait_s"])),
         ("P99 prefill", lambda p: fmt_seconds(p["p99_prefill_s"])),
         ("P99 TTFT", lambda p: fmt_seconds(p["p99_ttft_s"])),

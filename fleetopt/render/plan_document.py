@@ -46,6 +46,7 @@ def pool_document(pool: PoolSizing, hardware: PoolHardware, total_rate_per_s: fl
         "service_scv": pool.service_scv,
         "service_rate_per_instance_per_s": pool.service_rate_per_instance_per_s,
         "utilization": pool.utilization,
+        "compute_utilization": pool.compute_utilization,
         "p99_wait_s": pool.p99_wait_s,
         "mean_wait_s": pool.mean_wait_s,
         "p99_prefill_s": pool.p99_prefill_s,

@@ -26,6 +26,12 @@ def problem_sentence(problem: PoolProblem, context_tokens: int) -> str:
             f"prefill and first decode alone take {value * 1e3:.1f} ms at the best slot count "
             f"({problem.slots}), above the SLO {limit * 1e3:.1f} ms"
         )
+    if kind is ProblemKind.COMPUTE_FLOOR:
+        return (
+            f"even at the GPUs' peak FLOP/s, the P99 prompt's prefill and first decode take "
+            f"{value * 1e3:.1f} ms on an idle instance, above the SLO {limit * 1e3:.1f} ms "
+            "(a compute floor no pool size can beat)"
+        )
     if kind is ProblemKind.NO_INSTANCES:
         return "the pool has no instances but receives traffic"
     if kind is ProblemKind.SLOTS_OVER_KV:

@@ -1,0 +1,162 @@
+"""The occupancy chain of the ``engine`` model against a brute-force birth–death chain in mpmath,
+and the engine sizing's promises (every plan meets its SLO and caps under its own model, and is
+minimal)."""
+
+from __future__ import annotations
+
+import math
+
+import mpmath
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fleetopt.core.occupancy import occupancy_state, occupancy_state_one, wait_quantile_s
+from fleetopt.core.poolstats import PoolStatistics
+from fleetopt.core.service import ENGINE, PoolHardware
+from fleetopt.core.sizing import _engine_context, _engine_eval, _engine_ok_one, evaluate_pool, size_pool
+from fleetopt.core.workload import workload_from_requests
+
+
+def _brute_force_chain(rate, instances, slots, mean_iterations, base_s, per_sequence_s, tail=4000):
+    """π(k) of the birth–death chain with μ(k) = min(k, c) / (E[I]·(W + c₁·min(k, c)/n)), summed
+    state by state at 50 digits (the tail is truncated where it is far below 1e-40)."""
+    mpmath.mp.dps = 50
+    c = instances * slots
+    weights = [mpmath.mpf(1)]
+    for k in range(1, c + tail):
+        busy = min(k, c)
+        mu = mpmath.mpf(busy) / (mean_iterations * (base_s + per_sequence_s * mpmath.mpf(busy) / instances))
+        weights.append(weights[-1] * rate / mu)
+    total = mpmath.fsum(weights)
+    p_wait = mpmath.fsum(weights[c:]) / total
+    mean_busy = mpmath.fsum(min(k, c) * w for k, w in enumerate(weights)) / total
+    return float(p_wait), float(mean_busy)
+
+
+@pytest.mark.parametrize(
+    ("rate", "instances", "slots", "mean_iterations", "base_s", "per_sequence_s"),
+    [
+        (5.0, 2, 8, 50.0, 0.008, 0.002),  # σ = 0.375
+        (12.0, 3, 10, 40.0, 0.01, 0.004),  # σ = 0.8: waits common
+        (0.8, 1, 4, 30.0, 0.02, 0.03),  # one instance, slow slots, σ = 0.84
+        (70.0, 10, 16, 100.0, 0.008, 0.00065),  # 160 servers, σ = 0.805
+    ],
+)
+def test_chain_matches_brute_force_at_50_digits(
+    rate, instances, slots, mean_iterations, base_s, per_sequence_s
+):
+    expected_wait, expected_busy = _brute_force_chain(
+        rate, instances, slots, mean_iterations, base_s, per_sequence_s
+    )
+    state = occupancy_state(rate, instances, slots, mean_iterations, base_s, per_sequence_s)
+    assert bool(state["stable"])
+    assert float(state["p_wait"]) == pytest.approx(expected_wait, rel=1e-9, abs=1e-300)
+    assert float(state["mean_busy"]) == pytest.approx(expected_busy, rel=1e-9)
+    stable, p_wait, _, mean_busy, _, _, _ = occupancy_state_one(
+        rate, instances, slots, mean_iterations, base_s, per_sequence_s
+    )
+    assert stable and p_wait == pytest.approx(expected_wait, rel=1e-9, abs=1e-300)
+    assert mean_busy == pytest.approx(expected_busy, rel=1e-9)
+
+
+def test_unstable_pool_always_waits() -> None:
+    """σ = λ·E[I]·t(s)/c ≥ 1: the queue grows without bound; P(wait) = 1 and the wait is infinite."""
+    state = occupancy_state(100.0, 1, 4, 50.0, 0.01, 0.01)  # σ = 100·50·0.05/4 = 62.5
+    assert not bool(state["stable"]) and float(state["p_wait"]) == 1.0
+    assert math.isinf(float(wait_quantile_s(state["p_wait"], state["drain_rate_per_s"], 1.0, 0.99)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rate=st.floats(0.5, 300.0),
+    instances=st.integers(1, 40),
+    slots=st.integers(1, 64),
+    mean_iterations=st.floats(5.0, 500.0),
+    base_s=st.floats(0.001, 0.05),
+    per_sequence_s=st.floats(1e-5, 0.01),
+)
+def test_wait_probability_is_a_probability_and_falls_with_instances(
+    rate, instances, slots, mean_iterations, base_s, per_sequence_s
+) -> None:
+    args = (mean_iterations, base_s, per_sequence_s)
+    here = occupancy_state(rate, instances, slots, *args)
+    more = occupancy_state(rate, instances + 1, slots, *args)
+    p, p_more = float(here["p_wait"]), float(more["p_wait"])
+    assert 0.0 <= p <= 1.0 and 0.0 <= p_more <= 1.0
+    assert p_more <= p + 1e-12
+    if bool(here["stable"]):
+        assert 0.0 <= float(here["mean_busy"]) <= instances * slots * (1 + 1e-12)
+
+
+def _workload():
+    rng = np.random.default_rng(7)
+    inputs = rng.integers(10, 3000, 2000)
+    outputs = rng.integers(1, 600, 2000)
+    return workload_from_requests(inputs, outputs, name="synthetic")
+
+
+def _hardware(**changes) -> PoolHardware:
+    values = dict(
+        serving_name="test", model_name="m", gpu_name="g", gpus_per_instance=8, gpu_hour_usd=2.0,
+        iteration_base_s=0.008, iteration_per_slot_s=0.00065, prefill_chunk_tokens=512,
+        calibration_context_tokens=8192, kv_capacity_tokens=400_000, kv_block_tokens=16,
+        prefill_per_token_s=5e-5,
+    )  # fmt: skip
+    values.update(changes)
+    return PoolHardware(**values)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    rate=st.floats(1.0, 2000.0),
+    slo_s=st.floats(0.3, 4.0),
+    cap=st.floats(0.5, 0.95),
+    context=st.sampled_from([4096, 8192, 16384]),
+)
+def test_engine_sizing_meets_its_targets_and_is_minimal(rate, slo_s, cap, context) -> None:
+    """Every engine pool meets SLO and caps under its own model, and with one instance fewer no
+    slot count would (fewest instances first)."""
+    hardware = _hardware()
+    moments = PoolStatistics(_workload(), 512).range_moments(-1, math.inf, 0.99)
+    pool = size_pool(
+        arrival_rate_per_s=rate, moments=moments, hardware=hardware, context_tokens=context,
+        service_model="engine", ttft_slo_s=slo_s, max_utilization=cap,
+    )  # fmt: skip
+    if not pool.feasible:
+        assert pool.problems
+        return
+    assert pool.p99_ttft_s <= slo_s and pool.utilization <= cap and pool.compute_utilization <= cap
+    again = evaluate_pool(
+        arrival_rate_per_s=rate, moments=moments, hardware=hardware, context_tokens=context,
+        service_model="engine", instances=pool.instances, slots_per_instance=pool.slots_per_instance,
+        ttft_slo_s=slo_s, max_utilization=cap,
+    )  # fmt: skip
+    assert again.feasible and again.p99_ttft_s == pytest.approx(pool.p99_ttft_s, rel=1e-12)
+    ctx = _engine_context(rate, moments, hardware, ENGINE, slo_s, cap, None)
+    all_slots = np.arange(1.0, pool.kv_slot_limit + 1.0)
+    if pool.instances > 1:
+        assert not _engine_eval(ctx, float(pool.instances - 1), all_slots)["ok"].any()
+    # the scalar and the array evaluations agree point by point
+    ok = _engine_eval(ctx, float(pool.instances), all_slots)["ok"]
+    scalar = [
+        _engine_ok_one(ctx, float(pool.instances), float(s))
+        for s in all_slots[:: max(1, all_slots.size // 40)]
+    ]
+    assert list(ok[:: max(1, all_slots.size // 40)]) == scalar
+    assert pool.slots_per_instance == int(all_slots[np.flatnonzero(ok)[-1]])
+
+
+def test_prompt_compute_floor_makes_a_pool_infeasible_with_that_reason() -> None:
+    """τ from the floor 2·N/F: 70.6e9 parameters on 8 × 312 TFLOP/s → 56.6 µs per prompt token; a
+    pool of 3,000-token prompts cannot reach a 100 ms TTFT however many instances it has."""
+    hardware = _hardware(prefill_per_token_s=0.0, parameters_active=70.6e9, peak_flops_per_s=8 * 312e12)
+    moments = PoolStatistics(_workload(), 512).range_moments(-1, math.inf, 0.99)
+    pool = size_pool(
+        arrival_rate_per_s=10.0, moments=moments, hardware=hardware, context_tokens=8192,
+        service_model="engine", ttft_slo_s=0.1,
+    )  # fmt: skip
+    assert not pool.feasible
+    (problem,) = pool.problems
+    assert problem.kind.value == "compute_floor" and problem.value > 0.1
