@@ -17,6 +17,7 @@ import numpy as np
 
 from fleetopt.core.kv import block_slots_per_instance
 from fleetopt.core.poolstats import PoolMoments, PoolStatistics
+from fleetopt.core.queueing import ARRAYS, FLOATS
 from fleetopt.core.routing import Routing
 from fleetopt.errors import ValidationError
 
@@ -408,6 +409,7 @@ class EngineModel(LockstepModel):
         T̄ at the mean (P, L_in), T_own,q at (P_q, L_in,q). Exact for Gaussian parts; a documented
         approximation otherwise (docs/math.md).
         """
+        xp = FLOATS if isinstance(occupancy_seen, float) and isinstance(wait_q_s, float) else ARRAYS
         mean_output = moments.mean_iterations - moments.mean_prefill_iterations
         mean_input = moments.mean_total_tokens - mean_output
         tau = costs.per_prefill_token_s
@@ -415,21 +417,19 @@ class EngineModel(LockstepModel):
             costs.per_decode_s * mean_output + costs.per_kv_token_s * moments.mean_iter_x_len
         ) / moments.mean_iterations
         others = tau * rate_per_instance_per_s * mean_input
-        iteration_s = (costs.base_s + decode_per_sequence_s * occupancy_seen) / np.maximum(
-            1.0 - others, 1e-300
-        )
+        decode_iteration_s = costs.base_s + decode_per_sequence_s * occupancy_seen
+        iteration_s = decode_iteration_s / xp.maximum(1.0 - others, 1e-300)
         window = moments.prefill_iterations_quantile + 1.5
         own_q = window * iteration_s + tau * self.prompt_tokens_quantile(moments, hardware)
         mean = (moments.mean_prefill_iterations + 1.5) * iteration_s + tau * mean_input
         spread = (
             _normal_quantile(moments.quantile)
             * tau
-            * np.sqrt(rate_per_instance_per_s * iteration_s * window * moments.mean_sq_input_tokens)
+            * xp.sqrt(rate_per_instance_per_s * iteration_s * window * moments.mean_sq_input_tokens)
         )
-        excess = np.sqrt(np.maximum(own_q - mean, 0.0) ** 2 + spread**2)
-        ttft = np.where(others < 1.0, wait_q_s + mean + excess, np.inf)
-        with np.errstate(invalid="ignore"):
-            return ttft, ttft - wait_q_s - 1.5 * iteration_s, iteration_s
+        excess = xp.sqrt(xp.maximum(own_q - mean, 0.0) ** 2 + spread**2)
+        ttft = xp.where(others < 1.0, wait_q_s + mean + excess, math.inf)
+        return ttft, mean + excess - 1.5 * iteration_s, iteration_s
 
 
 def _normal_quantile(q: float) -> float:

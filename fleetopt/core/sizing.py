@@ -722,31 +722,48 @@ def _engine_eval(ctx: _EngineContext, instances: Any, slots: Any) -> dict[str, A
     }  # fmt: skip
 
 
-def _engine_ok_one(ctx: _EngineContext, instances: float, slots: float) -> bool:
-    """``_engine_eval(...)["ok"]`` at one point, in plain floats (the same formulas)."""
+def _engine_eval_one(ctx: _EngineContext, instances: float, slots: float) -> dict[str, Any]:
+    """:func:`_engine_eval` at one point, in plain floats (the same formulas)."""
     m = ctx.moments
     q = m.quantile
     base_s, c1 = ctx.costs.base_s, ctx.per_sequence_s
     stable, p_wait, drain, mean_busy, compute, r, z = occupancy_state_one(
         ctx.rate, instances, slots, m.mean_iterations, base_s, c1
     )
-    if not (stable and compute <= ctx.cap and mean_busy / (instances * slots) <= ctx.cap):
-        return False
+    servers = instances * slots
+    if not stable:
+        sigma = ctx.rate * m.mean_iterations * (base_s + c1 * slots) / servers
+        return {
+            "ok": False, "ttft": math.inf, "wait_q": math.inf, "utilization": sigma, "compute": compute,
+            "seen_iteration_s": base_s + c1 * slots, "own_prefill_s": math.nan,
+            "p_wait": 1.0, "drain": drain, "mean_busy": servers,
+        }  # fmt: skip
     if p_wait > 1.0 - q:
         wait_q = 0.5 * (1.0 + m.iterations_scv) * math.log(p_wait / (1.0 - q)) / drain
-        seen = instances * slots
+        seen = servers
     else:
         wait_q = 0.0
         seen = float(nbdtrik(min(1.0, q * z), r, 1.0 - compute))
-        seen = math.ceil(seen) if math.isfinite(seen) else instances * slots
-    per_instance_seen = min(slots, seen / instances)
+        seen = math.ceil(seen) if math.isfinite(seen) else servers
+    per_instance_seen = float(min(slots, seen / instances))
     seen_iteration_s = base_s + c1 * per_instance_seen
-    if ctx.tpot_slo_s is not None and not seen_iteration_s <= ctx.tpot_slo_s:
-        return False
-    ttft, _, _ = ctx.service_model.ttft_quantile_s(
+    ttft, own_prefill_s, _ = ctx.service_model.ttft_quantile_s(
         m, ctx.hardware, ctx.costs, ctx.rate / instances, per_instance_seen, wait_q
     )
-    return bool(ttft <= ctx.ttft_slo_s)
+    utilization = mean_busy / servers
+    ok = compute <= ctx.cap and utilization <= ctx.cap and ttft <= ctx.ttft_slo_s
+    if ctx.tpot_slo_s is not None:
+        ok = ok and seen_iteration_s <= ctx.tpot_slo_s
+    return {
+        "ok": ok, "ttft": ttft, "wait_q": wait_q, "utilization": utilization, "compute": compute,
+        "seen_iteration_s": seen_iteration_s, "own_prefill_s": own_prefill_s,
+        "p_wait": p_wait, "drain": drain, "mean_busy": mean_busy,
+    }  # fmt: skip
+
+
+def _engine_ok_one(ctx: _EngineContext, instances: float, slots: float) -> bool:
+    """``_engine_eval(...)["ok"]`` at one point, in plain floats."""
+    return bool(_engine_eval_one(ctx, instances, slots)["ok"])
 
 
 def _engine_floor_s(ctx: _EngineContext) -> tuple[float, float]:
@@ -759,9 +776,8 @@ def _engine_describe(
     ctx: _EngineContext, context_tokens: int, kv_limit: int, instances: int, slots: int,
     binding: str, slots_binding: str,
 ) -> PoolSizing:  # fmt: skip
-    ev = _engine_eval(ctx, float(instances), float(slots))
-    st = ev["state"]
-    mean_busy = float(st["mean_busy"])
+    ev = _engine_eval_one(ctx, float(instances), float(slots))
+    mean_busy = float(ev["mean_busy"])
     mean_service_s = mean_busy / ctx.rate
     servers = instances * slots
     return PoolSizing(
@@ -787,9 +803,7 @@ def _engine_describe(
         min_achievable_ttft_s=None,
         cost_per_hour_usd=instances * ctx.hardware.instance_hour_usd,
         compute_utilization=float(ev["compute"]),
-        chain_mean_wait_s=float(
-            chain_mean_wait_s(st["p_wait"], st["drain_rate_per_s"], ctx.moments.iterations_scv)
-        ),
+        chain_mean_wait_s=float(chain_mean_wait_s(ev["p_wait"], ev["drain"], ctx.moments.iterations_scv)),
     )
 
 
@@ -851,7 +865,7 @@ def _size_engine(
     elif chosen == kv_limit:
         slots_binding = "kv"
     elif tpot_slo_s is not None and not bool(
-        _engine_eval(ctx, float(instances), float(chosen + 1))["seen_iteration_s"] <= tpot_slo_s
+        _engine_eval_one(ctx, float(instances), float(chosen + 1))["seen_iteration_s"] <= tpot_slo_s
     ):
         slots_binding = "tpot"
     else:
