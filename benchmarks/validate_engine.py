@@ -50,7 +50,9 @@ def _simulate(setup, workload, requests: int, seeds: int):
 def _with_instances(setup, index: int, instances: int):
     pools = list(setup.pools)
     pool = pools[index]
-    pools[index] = dataclasses.replace(pool, simulated=dataclasses.replace(pool.simulated, instances=instances))
+    pools[index] = dataclasses.replace(
+        pool, simulated=dataclasses.replace(pool.simulated, instances=instances)
+    )
     return dataclasses.replace(setup, pools=tuple(pools))
 
 
@@ -120,7 +122,9 @@ def main() -> None:
         )
         best = run.plan.best
         if best is None:
-            print(f"| {workload_name} | {slo_s * 1e3:.0f} ms | {rate:g} | {cap} | infeasible | | | | | | | | |")
+            print(
+                f"| {workload_name} | {slo_s * 1e3:.0f} ms | {rate:g} | {cap} | infeasible | | | | | | | | |"
+            )
             continue
         setup = setup_from_plan(run.plan)
         report = _simulate(setup, run.workload, args.requests, args.seeds)

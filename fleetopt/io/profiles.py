@@ -81,6 +81,15 @@ class GpuProfile:
     price_source: str
     price_date: str
     source_file: str
+    peak_flops_bf16_per_s: float | None = None
+    peak_flops_fp8_per_s: float | None = None
+
+    def peak_flops_per_s(self, weight_dtype: str) -> float | None:
+        """Dense peak FLOP/s for matmuls with weights of ``weight_dtype``: the FP8 peak for fp8
+        weights when known, else the BF16 peak (a conservative floor for smaller dtypes)."""
+        if weight_dtype == "fp8" and self.peak_flops_fp8_per_s is not None:
+            return self.peak_flops_fp8_per_s
+        return self.peak_flops_bf16_per_s
 
 
 @dataclass(frozen=True)
@@ -113,6 +122,8 @@ class ServingProfile:
     kv_dtype: str | None
     kv_head_layout: str
     source_file: str
+    prefill_per_token_s: float = 0.0
+    iteration_per_kv_token_s: float = 0.0
 
     @property
     def gpus_per_instance(self) -> int:
@@ -224,6 +235,18 @@ _GPU_FIELDS: tuple[_Field, ...] = (
     _Field("memory_gb", _number(above=0), "a number > 0 (GPU memory in GB = 10^9 bytes)", required=False),
     _Field("memory_gib", _number(above=0), "a number > 0 (GPU memory in GiB = 2^30 bytes)", required=False),
     _Field("memory_bandwidth_gb_per_s", _number(above=0), "a number > 0 (GB/s, 10^9 bytes per second)"),
+    _Field(
+        "peak_dense_tflops_bf16",
+        _number(above=0),
+        "a number > 0 (dense BF16 tensor peak, 10^12 FLOP/s, no sparsity)",
+        required=False,
+    ),
+    _Field(
+        "peak_dense_tflops_fp8",
+        _number(above=0),
+        "a number > 0 (dense FP8 tensor peak, 10^12 FLOP/s, no sparsity)",
+        required=False,
+    ),
     _Field("gpu_hour_usd", _number(above=0), "a number > 0 (USD per GPU per hour)"),
     _Field("price_source", _text, _TEXT + " naming where the price comes from"),
     _Field("price_date", _date, "a date YYYY-MM-DD or YYYY-MM (when the price was read)"),
@@ -241,6 +264,18 @@ _SERVING_FIELDS: tuple[_Field, ...] = (
         "iteration_per_slot_ms",
         _number(above=0),
         "a number > 0 (H of t_iter = W + H·n, milliseconds per slot)",
+    ),
+    _Field(
+        "prefill_per_token_us",
+        _number(at_least=0),
+        "a number ≥ 0 (τ: microseconds per prompt token in an iteration)",
+        required=False,
+    ),
+    _Field(
+        "iteration_per_kv_token_ns",
+        _number(at_least=0),
+        "a number ≥ 0 (κ: nanoseconds per KV token held by the batch)",
+        required=False,
     ),
     _whole_field("prefill_chunk_tokens", 1, "chunked-prefill tokens per iteration"),
     _whole_field("calibration_context_tokens", 1, "context at which H was calibrated"),
@@ -379,6 +414,12 @@ def _gpu_from(path: Path, name: str, data: Mapping[str, Any]) -> GpuProfile:
         price_source=c["price_source"],
         price_date=c["price_date"],
         source_file=str(path),
+        peak_flops_bf16_per_s=None
+        if c["peak_dense_tflops_bf16"] is None
+        else c["peak_dense_tflops_bf16"] * 1e12,
+        peak_flops_fp8_per_s=None
+        if c["peak_dense_tflops_fp8"] is None
+        else c["peak_dense_tflops_fp8"] * 1e12,
     )
 
 
@@ -420,6 +461,8 @@ def _serving_from(path: Path, name: str, data: Mapping[str, Any]) -> ServingProf
         kv_dtype=c["kv_dtype"],
         kv_head_layout=c["kv_head_layout"] or "even",
         source_file=str(path),
+        prefill_per_token_s=(c["prefill_per_token_us"] or 0.0) / 1e6,
+        iteration_per_kv_token_s=(c["iteration_per_kv_token_ns"] or 0.0) / 1e9,
     )
 
 
@@ -695,4 +738,14 @@ def pool_hardware(serving_name_or_path: str | Path, dirs: Sequence[Path]) -> Poo
         kv_capacity_tokens=sizing.kv_capacity_tokens_per_instance,
         kv_block_tokens=serving.kv_block_tokens,
         max_num_seqs=serving.max_num_seqs,
+        prefill_per_token_s=serving.prefill_per_token_s,
+        iteration_per_kv_token_s=serving.iteration_per_kv_token_s,
+        peak_flops_per_s=_times(serving.tensor_parallel, gpu.peak_flops_per_s(sizing.weight_dtype)),
+        memory_bandwidth_bytes_per_s=serving.tensor_parallel * gpu.memory_bandwidth_bytes_per_s,
+        parameters_active=model.parameter_count_active,
+        weight_bytes=serving.tensor_parallel * sizing.weight_bytes_per_gpu,
     )
+
+
+def _times(factor: int, value: float | None) -> float | None:
+    return None if value is None else factor * value
