@@ -29,6 +29,7 @@ from fleetopt.defaults import (
     DEFAULT_RATE_PER_S,
     DEFAULT_SERVICE_MODEL,
     DEFAULT_SERVING,
+    PAPER_SERVING,
 )
 from fleetopt.errors import ValidationError
 
@@ -789,7 +790,8 @@ def audit_workload_from_options(
     """``fleetopt audit --cdf``'s strings → load the workload and profiles → ``audit_workload``.
 
     Defaults: SLO DEFAULT_AUDIT_SLO, the rate of ``fleetopt plan`` (observed, else
-    DEFAULT_RATE_PER_S), DEFAULT_SERVING, DEFAULT_LONG_CONTEXT_TOKENS, the lockstep service model,
+    DEFAULT_RATE_PER_S), PAPER_SERVING (the audit is the papers' estimates, on their calibration),
+    DEFAULT_LONG_CONTEXT_TOKENS, the lockstep service model,
     DEFAULT_MAX_UTILIZATION, p_c = 1.
     """
     from fleetopt.core.audit import HomogeneousInfeasible, WorkloadAuditOptions, audit_workload
@@ -804,7 +806,7 @@ def audit_workload_from_options(
     workload = load_workload(cdf, **(reader_options or {}))
     dirs = profile_search_path(profiles_dir)
     short_hardware, long_hardware = resolve_pool_hardware_pair(
-        serving or DEFAULT_SERVING, serving_long, gpu, gpu_long, dirs
+        serving or PAPER_SERVING, serving_long, gpu, gpu_long, dirs
     )
     rate, origin = rate_with_origin(workload, rate)
     plan_options = PlanOptions(

@@ -4,8 +4,11 @@ No heavy imports here: the CLI reads these at start-up, and core may import this
 plain numbers, no files, printing or presentation libraries).
 """
 
-#: The papers' Llama-3-70B / A100-80GB TP8 calibration (FACTS §1).
-DEFAULT_SERVING = "llama-3-70b-a100-80gb-tp8"
+#: The planner's default serving profile: Llama-3.1-70B (FP8) on 8× H100 with vLLM, measured
+#: (profiles/serving/, fitted by scripts/calibrate_bundled.py; docs/profiles.md).
+DEFAULT_SERVING = "llama-3.1-70b-fp8-h100-80gb-tp8-vllm"
+#: The papers' Llama-3-70B / A100-80GB TP8 calibration (FACTS §1), for their tables.
+PAPER_SERVING = "llama-3-70b-a100-80gb-tp8"
 #: The service model the planner sizes with unless told otherwise (docs/math.md, "The engine model").
 DEFAULT_SERVICE_MODEL = "engine"
 #: How the simulator dispatches a pool's requests to its instances unless told otherwise: each to the

@@ -25,7 +25,7 @@ from fleetopt.core.audit import (
 from fleetopt.core.planner import Planner, PlanOptions
 from fleetopt.core.sizing import ProblemKind
 from fleetopt.core.workload_stats import classify_archetype
-from fleetopt.defaults import DEFAULT_SERVING
+from fleetopt.defaults import PAPER_SERVING
 from fleetopt.errors import ValidationError
 from fleetopt.io.workloads import load_workload
 from fleetopt.render.audit import order_text, workload_reasons
@@ -33,7 +33,7 @@ from fleetopt.render.audit import order_text, workload_reasons
 
 @cache
 def _hardware():
-    return resolve_hardware(DEFAULT_SERVING, None, profile_search_path(None))
+    return resolve_hardware(PAPER_SERVING, None, profile_search_path(None))
 
 
 @cache

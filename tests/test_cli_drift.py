@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from fleetopt.cli import app
 from fleetopt.core.workload_stats import ks_distance
-from fleetopt.defaults import DEFAULT_SERVING
+from fleetopt.defaults import PAPER_SERVING
 from fleetopt.io.workloads import load_workload
 
 runner = CliRunner()
@@ -42,6 +42,8 @@ def plans(tmp_path_factory) -> dict[str, Path]:
                 "500ms",
                 "--service-model",
                 "lockstep",
+                "--serving",
+                "llama-3-70b-a100-80gb-tp8",
                 *extra,
                 "--output",
                 str(path),
@@ -254,7 +256,7 @@ HAND_EDITS = [
     (
         lambda d: d["best"]["pools"]["long"].update(serving_profile="other"),
         "best.pools.long.serving_profile = 'other' does not match inputs.profiles.long.serving_name "
-        f"{DEFAULT_SERVING!r}",
+        f"{PAPER_SERVING!r}",
     ),
     (
         lambda d: d["best"]["pools"].pop("long"),
@@ -372,7 +374,23 @@ def test_a_three_pool_plan_is_simulated_and_checked_for_drift(tmp_path) -> None:
     path = tmp_path / "three.yaml"
     planned = runner.invoke(
         app,
-        ["plan", "--cdf", "azure-2023", "--slo", "500ms", "--rate", "1000", "--pools", "3", "-o", str(path)],
+        [
+            "plan",
+            "--cdf",
+            "azure-2023",
+            "--slo",
+            "500ms",
+            "--rate",
+            "1000",
+            "--pools",
+            "3",
+            "-o",
+            str(path),
+            "--service-model",
+            "lockstep",
+            "--serving",
+            "llama-3-70b-a100-80gb-tp8",
+        ],  # fmt: skip
     )
     assert planned.exit_code == 0, planned.output
     document = yaml.safe_load(path.read_text())

@@ -42,8 +42,9 @@ def test_plan_document_has_the_documented_schema(azure_plan_json) -> None:
     assert set(document["baselines"]) == {"homogeneous", "pool_routing", "retrofit"}
     assert best["total_gpus"] <= document["baselines"]["homogeneous"]["total_gpus"]
     assert len(document["grid"]) >= 11
-    # $/year = GPUs × $/GPU-hour × 8,760 (A100 at $2.21, FACTS §1).
-    assert best["cost_per_year_usd"] == pytest.approx(best["total_gpus"] * 2.21 * 8760)
+    # $/year = GPUs × $/GPU-hour × 8,760 (the default H100 profile at $3.99, profiles/gpus/h100-80gb.yaml).
+    assert document["inputs"]["profiles"]["short"]["gpu_hour_usd"] == 3.99
+    assert best["cost_per_year_usd"] == pytest.approx(best["total_gpus"] * 3.99 * 8760)
 
 
 def test_azure_2023_report_explains_what_binds_and_why(azure_plan_json) -> None:

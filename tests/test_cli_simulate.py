@@ -30,6 +30,8 @@ def plan_file(tmp_path_factory) -> Path:
             "1000",
             "--service-model",
             "lockstep",
+            "--serving",
+            "llama-3-70b-a100-80gb-tp8",
             "--output",
             str(path),
         ],  # fmt: skip
@@ -151,7 +153,7 @@ def test_replay_of_the_log_at_the_plan_rate(plan_file: Path) -> None:
 def test_plan_validate_json_has_validation_and_the_output_file_does_not(tmp_path: Path) -> None:
     path = tmp_path / "plan.json"
     args = ["plan", "--cdf", "azure-2023", "--slo", "500ms", "--rate", "1000", "--service-model", "lockstep",
-            "--validate"]  # fmt: skip
+            "--serving", "llama-3-70b-a100-80gb-tp8", "--validate"]  # fmt: skip
     result = runner.invoke(
         app, [*args, "--sim-requests", "20000", "--sim-seeds", "2", "-o", str(path), "-f", "json"]
     )
@@ -166,7 +168,7 @@ def test_plan_validate_json_has_validation_and_the_output_file_does_not(tmp_path
 
 def test_plan_validate_table_prints_the_plan_then_the_simulation() -> None:
     args = ["plan", "--cdf", "azure-2023", "--slo", "500ms", "--rate", "1000", "--service-model", "lockstep",
-            "--validate"]  # fmt: skip
+            "--serving", "llama-3-70b-a100-80gb-tp8", "--validate"]  # fmt: skip
     result = runner.invoke(app, [*args, "--sim-requests", "20000", "--sim-seeds", "2"])
     assert result.exit_code == 0, result.output
     assert "Simulation of the plan (B = 1,536, γ = 1.7, p_c = 1)" in result.stdout

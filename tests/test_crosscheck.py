@@ -32,6 +32,7 @@ from fleetopt.core.routing import Routing
 from fleetopt.core.service import PoolHardware
 from fleetopt.core.sizing import size_pool
 from fleetopt.core.workload import Workload, workload_from_requests
+from fleetopt.defaults import PAPER_SERVING
 from fleetopt.render.simulate import crosscheck_document
 
 SLO_S = 0.5
@@ -50,12 +51,13 @@ def _assert_utilization_within_one_percent(report) -> None:
 def test_azure_2023_lockstep_plan_utilization_within_one_percent_and_slo_met() -> None:
     """fleetopt plan --cdf azure-2023 --slo 500ms --rate 1000 --service-model lockstep (pooled dispatch)."""
     run = plan_workload(
-        "azure-2023", ttft_slo_s=SLO_S, arrival_rate_per_s=RATE_PER_S, service_model="lockstep"
-    )
+        "azure-2023", ttft_slo_s=SLO_S, arrival_rate_per_s=RATE_PER_S, service_model="lockstep",
+        serving=PAPER_SERVING,
+    )  # fmt: skip
     setup = setup_from_plan(run.plan)
     assert [p.name for p in setup.pools] == ["short", "long"]
     report = crosscheck_setup(
-        setup, run.workload, service_model="lockstep", requests=400_000, seeds=range(1, 11)
+        setup, run.workload, service_model="lockstep", dispatch="pooled", requests=400_000, seeds=range(1, 11)
     )
     _assert_utilization_within_one_percent(report)
     for row in report.pools:
@@ -94,7 +96,7 @@ def test_fleetopt_table_3_pool_routing_utilization_within_one_percent(
     Poisson at λ·F(B) and λ·(1 − F(B)), so a pool alone gets a tight interval at a fraction of the cost."""
     run = plan_workload(
         cdf, ttft_slo_s=SLO_S, arrival_rate_per_s=RATE_PER_S, service_model="fleet-sim",
-        b_short_candidates=[b_short], gammas=[1.0], compressibility=p_c,
+        b_short_candidates=[b_short], gammas=[1.0], compressibility=p_c, serving=PAPER_SERVING,
     )  # fmt: skip
     best = run.plan.best
     assert best.b_short_tokens == b_short and best.gamma == 1.0
@@ -108,7 +110,12 @@ def test_fleetopt_table_3_pool_routing_utilization_within_one_percent(
             300_000, default_request_count(workload, alone, sizing.arrival_rate_per_s, "fleet-sim")
         )
         report = crosscheck_setup(
-            alone, workload, service_model="fleet-sim", requests=requests, seeds=range(1, 7)
+            alone,
+            workload,
+            service_model="fleet-sim",
+            dispatch="pooled",
+            requests=requests,
+            seeds=range(1, 7),
         )
         _assert_utilization_within_one_percent(report)
 

@@ -231,7 +231,13 @@ def test_three_pools_beat_two_on_a_long_tailed_conversation_cdf() -> None:
 
     hardware = pool_hardware("llama-3-70b-a100-80gb-tp8", [bundled_dir("profiles")])
     # 3 s: a 128K-token prefill alone takes 2.2 s at one slot under lockstep
-    options = PlanOptions(arrival_rate_per_s=200.0, ttft_slo_s=3.0, long_context_tokens=131_072, max_pools=3)
+    options = PlanOptions(
+        arrival_rate_per_s=200.0,
+        ttft_slo_s=3.0,
+        long_context_tokens=131_072,
+        max_pools=3,
+        service_model="lockstep",
+    )
     plan = Planner(workload, hardware, hardware, options).plan()
     two, three = plan.best_by_pool_count[1], plan.best_by_pool_count[2]
     assert two is not None and three is not None

@@ -25,8 +25,8 @@ from fleetopt.cli.common import FORMAT_OPTION, PROFILES_DIR_OPTION
 from fleetopt.defaults import (
     DEFAULT_LONG_CONTEXT_TOKENS,
     DEFAULT_MAX_UTILIZATION,
-    DEFAULT_SERVING,
     PAPER_GPU_HOUR_USD,
+    PAPER_SERVING,
 )
 from fleetopt.render.output import OutputFormat
 
@@ -252,7 +252,7 @@ _SLO = typer.Option(
 _SERVING = typer.Option(
     None,
     "--serving",
-    help=f"Workload mode: serving profile of the short pool. [default: {DEFAULT_SERVING}]",
+    help=f"Workload mode: serving profile of the short pool. [default: {PAPER_SERVING}, the papers']",
 )
 _SERVING_LONG = typer.Option(
     None, "--serving-long", help="Workload mode: serving profile of the long and homogeneous pools."

@@ -44,6 +44,8 @@ class PoolHardware:
         memory_bandwidth_bytes_per_s: memory bandwidth of one instance, bytes/s, if known.
         parameters_active: parameters active per token (a count), if known.
         weight_bytes: bytes of weights one instance holds, if known.
+        ttft_overhead_s: T0, a constant per-request TTFT overhead (API server, tokenization,
+            scheduling), seconds; the engine model adds it to every TTFT.
     """
 
     serving_name: str
@@ -64,6 +66,7 @@ class PoolHardware:
     memory_bandwidth_bytes_per_s: float | None = None
     parameters_active: float | None = None
     weight_bytes: float | None = None
+    ttft_overhead_s: float = 0.0
 
     def max_slots(self, context_tokens: int) -> int:
         """KV-limited slots per instance at ``context_tokens`` (block budget), capped by max_num_seqs."""
@@ -404,10 +407,10 @@ class EngineModel(LockstepModel):
         compound-Poisson bound). The q-quantile combines the two independent excesses over the
         mean in quadrature:
 
-            T_q = wait_q + T̄ + √((T_own,q − T̄)² + (z_q·τ·√(λ_i·t̄·K·E[L_in²]))²),
+            T_q = T0 + wait_q + T̄ + √((T_own,q − T̄)² + (z_q·τ·√(λ_i·t̄·K·E[L_in²]))²),
 
-        T̄ at the mean (P, L_in), T_own,q at (P_q, L_in,q). Exact for Gaussian parts; a documented
-        approximation otherwise (docs/math.md).
+        T̄ at the mean (P, L_in), T_own,q at (P_q, L_in,q), T0 the profile's constant TTFT overhead.
+        Exact for Gaussian parts; a documented approximation otherwise (docs/math.md).
         """
         xp = FLOATS if isinstance(occupancy_seen, float) and isinstance(wait_q_s, float) else ARRAYS
         mean_output = moments.mean_iterations - moments.mean_prefill_iterations
@@ -428,7 +431,7 @@ class EngineModel(LockstepModel):
             * xp.sqrt(rate_per_instance_per_s * iteration_s * window * moments.mean_sq_input_tokens)
         )
         excess = xp.sqrt(xp.maximum(own_q - mean, 0.0) ** 2 + spread**2)
-        ttft = xp.where(others < 1.0, wait_q_s + mean + excess, math.inf)
+        ttft = xp.where(others < 1.0, wait_q_s + mean + excess + hardware.ttft_overhead_s, math.inf)
         return ttft, mean + excess - 1.5 * iteration_s, iteration_s
 
 

@@ -80,6 +80,7 @@ class SimulatedPool:
         prefill_per_token_s: τ, seconds per prompt token in an iteration (``physical`` only).
         physical_iteration_base_s: the W the ``physical`` engine uses when it differs from the
             profile's (the weight-streaming floor of :func:`fleetopt.core.service.iteration_costs`).
+        ttft_overhead_s: T0, added to every first token by the ``physical`` engine, seconds.
     """
 
     name: str
@@ -92,6 +93,7 @@ class SimulatedPool:
     calibration_context_tokens: int = 8192
     prefill_per_token_s: float = 0.0
     physical_iteration_base_s: float | None = None
+    ttft_overhead_s: float = 0.0
 
     @property
     def servers(self) -> int:
@@ -703,7 +705,7 @@ def _simulate_pool(
             arrival_s,
             np.asarray(engine.slot_start),
             admission,
-            np.asarray(engine.first_token),
+            np.asarray(engine.first_token) + pool.ttft_overhead_s,
             departure,
             iterations,
             measured,

@@ -428,7 +428,12 @@ class _FieldReader:
 
 
 #: Hardware fields that may be 0 (the first is in every plan; the rest came with token-level costs).
-_NON_NEGATIVE_HARDWARE = ("iteration_per_slot_s", "prefill_per_token_s", "iteration_per_kv_token_s")
+_NON_NEGATIVE_HARDWARE = (
+    "iteration_per_slot_s",
+    "prefill_per_token_s",
+    "iteration_per_kv_token_s",
+    "ttft_overhead_s",
+)
 #: Hardware fields that are a positive number or null (unknown).
 _OPTIONAL_POSITIVE_HARDWARE = (
     "peak_flops_per_s",

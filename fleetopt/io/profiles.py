@@ -54,6 +54,7 @@ class ModelProfile:
     weight_dtype: str
     kv_dtype: str
     source_file: str
+    max_context_tokens: int | None = None
 
     def kv_bytes_per_token(self, kv_dtype: str | None = None) -> int:
         """KV bytes per token of one copy of the cache (no tensor parallelism), pool-routing Eq. 1."""
@@ -124,6 +125,8 @@ class ServingProfile:
     source_file: str
     prefill_per_token_s: float = 0.0
     iteration_per_kv_token_s: float = 0.0
+    ttft_overhead_s: float = 0.0
+    fit: dict[str, Any] | None = None
 
     @property
     def gpus_per_instance(self) -> int:
@@ -190,6 +193,19 @@ def _text(value: Any) -> str:
     return value.strip()
 
 
+def _fit_record(value: Any) -> dict[str, Any]:
+    """A measured calibration's provenance: a mapping of names to numbers, text or lists of them."""
+    if not isinstance(value, dict) or not value:
+        raise _Bad
+    for key, item in value.items():
+        if not isinstance(key, str):
+            raise _Bad
+        items = item if isinstance(item, list) else [item]
+        if not all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in items):
+            raise _Bad
+    return dict(value)
+
+
 _DATE_RE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
 
 
@@ -227,6 +243,7 @@ _MODEL_FIELDS: tuple[_Field, ...] = (
     ),
     _Field("weight_dtype", _choice(kv.WEIGHT_DTYPES), _WEIGHT_DTYPE_ALLOWED),
     _Field("kv_dtype", _choice(kv.KV_DTYPES), _KV_DTYPE_ALLOWED),
+    _whole_field("max_context_tokens", 1, "the model's longest supported context", required=False),
 )
 
 _GPU_FIELDS: tuple[_Field, ...] = (
@@ -277,6 +294,12 @@ _SERVING_FIELDS: tuple[_Field, ...] = (
         "a number ≥ 0 (κ: nanoseconds per KV token held by the batch)",
         required=False,
     ),
+    _Field(
+        "ttft_overhead_ms",
+        _number(at_least=0),
+        "a number ≥ 0 (T0: constant milliseconds every TTFT carries — API server, tokenization)",
+        required=False,
+    ),
     _whole_field("prefill_chunk_tokens", 1, "chunked-prefill tokens per iteration"),
     _whole_field("calibration_context_tokens", 1, "context at which H was calibrated"),
     _whole_field("kv_block_tokens", 1, "KV block size in tokens"),
@@ -298,6 +321,12 @@ _SERVING_FIELDS: tuple[_Field, ...] = (
     _Field("weight_dtype", _choice(kv.WEIGHT_DTYPES), _WEIGHT_DTYPE_ALLOWED, required=False),
     _Field("kv_dtype", _choice(kv.KV_DTYPES), _KV_DTYPE_ALLOWED, required=False),
     _Field("kv_head_layout", _choice(kv.KV_HEAD_LAYOUTS), "one of even, replicated", required=False),
+    _Field(
+        "fit",
+        _fit_record,
+        "a mapping of names to numbers or text (a measured calibration's rows, method and errors)",
+        required=False,
+    ),
 )
 
 _FIELDS_BY_KIND: dict[str, tuple[_Field, ...]] = {
@@ -391,6 +420,7 @@ def _model_from(path: Path, name: str, data: Mapping[str, Any]) -> ModelProfile:
         weight_dtype=c["weight_dtype"],
         kv_dtype=c["kv_dtype"],
         source_file=str(path),
+        max_context_tokens=c["max_context_tokens"],
     )
 
 
@@ -463,6 +493,8 @@ def _serving_from(path: Path, name: str, data: Mapping[str, Any]) -> ServingProf
         source_file=str(path),
         prefill_per_token_s=(c["prefill_per_token_us"] or 0.0) / 1e6,
         iteration_per_kv_token_s=(c["iteration_per_kv_token_ns"] or 0.0) / 1e9,
+        ttft_overhead_s=(c["ttft_overhead_ms"] or 0.0) / 1e3,
+        fit=c["fit"],
     )
 
 
@@ -744,6 +776,7 @@ def pool_hardware(serving_name_or_path: str | Path, dirs: Sequence[Path]) -> Poo
         memory_bandwidth_bytes_per_s=serving.tensor_parallel * gpu.memory_bandwidth_bytes_per_s,
         parameters_active=model.parameter_count_active,
         weight_bytes=serving.tensor_parallel * sizing.weight_bytes_per_gpu,
+        ttft_overhead_s=serving.ttft_overhead_s,
     )
 
 

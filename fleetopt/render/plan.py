@@ -29,8 +29,8 @@ def explain_pool(name: str, pool: Mapping[str, Any], slo_s: float) -> str:
         count = f"the utilization cap sets {pool['instances']:,} instance(s) (running at {cap_text})"
     else:
         count = (
-            f"the SLO sets {pool['instances']:,} instances: fewer would push the P99 wait past what the "
-            f"{fmt_seconds(slo_s)} SLO leaves after prefill (utilization {cap_text})"
+            f"the SLO sets {pool['instances']:,} instances: with fewer, queueing or busier (slower) "
+            f"iterations would push the P99 TTFT past the {fmt_seconds(slo_s)} SLO (utilization {cap_text})"
         )
     slots, limit, ctx = pool["slots_per_instance"], pool["kv_slot_limit"], pool["context_tokens"]
     binding = pool["slots_binding"]
