@@ -763,6 +763,7 @@ class WorkloadAuditRun:
 
     audit: WorkloadAudit
     arrival_rate_origin: str
+    split_assumed: bool = False
 
 
 def audit_workload_from_options(
@@ -827,7 +828,9 @@ def audit_workload_from_options(
         rates_per_s=rate_values,
     )
     try:
-        return WorkloadAuditRun(audit_workload(workload, short_hardware, long_hardware, options), origin)
+        return WorkloadAuditRun(
+            audit_workload(workload, short_hardware, long_hardware, options), origin, workload.split_assumed
+        )
     except HomogeneousInfeasible as exc:
         from fleetopt.render.words import fleet_reason
 

@@ -64,7 +64,8 @@ def _measured(shared_dir: Path, system: str, tp: int) -> Benchmark:
             r
             for r in csv.DictReader(handle)
             if r["mode"] == "agg" and r["system"] == system and r["backend"] == "vllm"
-            and r["model_path"] == "meta-llama/Llama-3.1-70B" and r["tp_size"] == str(tp) and r["precision"] == "fp8"
+            and r["model_path"] == "meta-llama/Llama-3.1-70B" and r["tp_size"] == str(tp)
+            and r["precision"] == "fp8"
         ]  # fmt: skip
     assert len(rows) >= 10
 

@@ -108,3 +108,34 @@ def test_gzip_and_byte_order_mark(tmp_path: Path) -> None:
 )
 def test_detection(content: bytes, expected: str) -> None:
     assert detect_format(content) == expected
+
+
+# -- the input/output split of a CDF (issue 13, item 6) -------------------------------------------
+
+
+def test_bare_cdf_is_split_80_20_and_marked_assumed(tmp_path) -> None:
+    path = tmp_path / "bare.json"
+    path.write_text('{"cdf": [[100, 0.5], [1000, 1.0]]}')
+    workload = load_workload(str(path))
+    assert workload.split_assumed and workload.split_model == "fleet-sim"
+    assert workload.input_tokens[-1] == 800 and workload.output_tokens[-1] == 200
+
+
+def test_cdf_with_means_is_split_in_their_proportion(tmp_path) -> None:
+    """mean_input_tokens 300, mean_output_tokens 700: f = 300/1000 = 0.3, so L = 1,000 → (300, 700)."""
+    path = tmp_path / "means.json"
+    path.write_text('{"cdf": [[100, 0.5], [1000, 1.0]], "mean_input_tokens": 300, "mean_output_tokens": 700}')
+    workload = load_workload(str(path))
+    assert not workload.split_assumed and workload.split_model == "input-fraction:0.3"
+    assert (workload.input_tokens[-1], workload.output_tokens[-1]) == (300, 700)
+    # an explicit --split wins over the file, and is not an assumption either
+    explicit = load_workload(str(path), split="output-tokens:100")
+    assert not explicit.split_assumed and explicit.output_tokens[-1] == 100
+
+
+def test_cdf_with_one_mean_is_an_error(tmp_path) -> None:
+    path = tmp_path / "half.json"
+    path.write_text('{"cdf": [[100, 1.0]], "mean_input_tokens": 300}')
+    with pytest.raises(ValidationError) as error:
+        load_workload(str(path))
+    assert str(error.value) == f"{path}: mean_input_tokens is given without mean_output_tokens"

@@ -479,7 +479,7 @@ def _workload_path(
     reader_options = {
         key: options.pop(key) for key in ("input_format", "input_column", "output_column", "time_column")
     }
-    reader_options["split"] = options.pop("split") or "fleet-sim"
+    reader_options["split"] = options.pop("split")
     plot = options.pop("plot")
     run = audit_workload_from_options(
         cdf=cdf, rate=rate, compressibility=compressibility, current_gpus=current_gpus,
@@ -495,6 +495,7 @@ def _workload_path(
         workload_label=cdf,
         arrival_rate_origin=run.arrival_rate_origin,
         plot_path=None if plot is None else str(plot),
+        split_assumed=run.split_assumed,
     )
     emit(document, output_format, draw_workload_audit)
 

@@ -37,9 +37,10 @@ INPUT_COLUMN_OPTION = typer.Option(None, "--input-column", help="CSV/JSONL colum
 OUTPUT_COLUMN_OPTION = typer.Option(None, "--output-column", help="CSV/JSONL column of output tokens.")
 TIME_COLUMN_OPTION = typer.Option(None, "--time-column", help="CSV/JSONL column of arrival times.")
 SPLIT_OPTION = typer.Option(
-    "fleet-sim",
+    None,
     "--split",
-    help="Input/output split of a CDF: fleet-sim, input-fraction:F or output-tokens:N.",
+    help="Input/output split of a CDF: fleet-sim, input-fraction:F or output-tokens:N. Default: the "
+    "file's mean_input_tokens/mean_output_tokens, else fleet-sim's 80/20 (with a warning).",
 )
 
 

@@ -65,7 +65,7 @@ def drift(
     input_column: str | None = INPUT_COLUMN_OPTION,
     output_column: str | None = OUTPUT_COLUMN_OPTION,
     time_column: str | None = TIME_COLUMN_OPTION,
-    split: str = SPLIT_OPTION,
+    split: str | None = SPLIT_OPTION,
     fmt: DriftFormat = typer.Option(
         DriftFormat.table,
         "--format",

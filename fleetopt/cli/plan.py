@@ -90,7 +90,7 @@ def plan(
     input_column: str | None = INPUT_COLUMN_OPTION,
     output_column: str | None = OUTPUT_COLUMN_OPTION,
     time_column: str | None = TIME_COLUMN_OPTION,
-    split: str = SPLIT_OPTION,
+    split: str | None = SPLIT_OPTION,
     profiles_dir: Path | None = PROFILES_DIR_OPTION,
     validate: bool = typer.Option(
         False, "--validate", help="Simulate the plan's fleet and compare it with the predictions."

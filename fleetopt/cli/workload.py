@@ -36,10 +36,11 @@ def show(
         "--time-column",
         help="Column of arrival times (date-times, or numbers; unit from a _s/_ms/_us suffix).",
     ),
-    split: str = typer.Option(
-        "fleet-sim",
+    split: str | None = typer.Option(
+        None,
         "--split",
-        help="CDF input/output split: fleet-sim, input-fraction:F or output-tokens:N.",
+        help="CDF input/output split: fleet-sim, input-fraction:F or output-tokens:N. Default: the "
+        "file's mean_input_tokens/mean_output_tokens, else fleet-sim's 80/20 (with a warning).",
     ),
 ) -> None:
     """Token-length statistics, F at the usual boundaries, arrivals and the archetype at B_short."""

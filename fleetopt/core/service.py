@@ -386,6 +386,17 @@ class EngineModel(LockstepModel):
             + costs.per_prefill_token_s * self.prompt_tokens_quantile(moments, hardware)
         )
 
+    @staticmethod
+    def decode_and_prompt_costs(moments: PoolMoments, costs: IterationCosts) -> tuple[float, float]:
+        """(c_d, τ·E[L_in]): the decode-side cost one sequence adds to an iteration, averaged over its
+        residence, (H·E[L_out] + κ·E[I·L]) / E[I], and the compute of one request's prompt, seconds."""
+        mean_output = moments.mean_iterations - moments.mean_prefill_iterations
+        mean_input = moments.mean_total_tokens - mean_output
+        decode = (costs.per_decode_s * mean_output + costs.per_kv_token_s * moments.mean_iter_x_len) / (
+            moments.mean_iterations
+        )
+        return decode, costs.per_prefill_token_s * mean_input
+
     def ttft_quantile_s(
         self,
         moments: PoolMoments,
@@ -397,42 +408,45 @@ class EngineModel(LockstepModel):
     ) -> tuple[Any, Any, Any]:
         """(P99 TTFT, its prefill part, the mean iteration time it sees), seconds; floats or arrays.
 
-        On an instance with k sequences in flight, an iteration lasts t̄ = t_d / (1 − u) on
-        average: t_d = W + c_d·k (their decode-side cost c_d) plus the other requests' prompt
-        tokens, which take the share u = τ·λ_i·E[L_in] of the instance's time. A request's time to
-        first token is T = (P + 3/2)·t̄ + τ·L_in: half an iteration to the next boundary, P prefill
-        iterations and one decode, each t̄ long on average, plus its own prompt's compute (its
-        chunks ride in those iterations). Over its K = P_q + 3/2 iterations the others' prompt
-        tokens vary as shot noise; their variance is at most λ_i·t̄·K·E[L_in²] tokens² (the
-        compound-Poisson bound). The q-quantile combines the two independent excesses over the
-        mean in quadrature:
+        Iterations on an instance with k sequences in flight: t = t_d + τ·X, t_d = W + c_d·k (the
+        decode-side cost c_d of the k sequences) and X the other requests' prompt tokens in the
+        iteration. X is shot noise: requests arrive at λ_i, each puts its chunks (≈ L_in/P tokens)
+        into P consecutive iterations, so E[X] = λ_i·E[L_in]·t̄ and Var[X] ≈ λ_i·t̄·E[L_in²/P],
+        bounded by λ_i·t̄·min(E[L_in²], chunk·E[L_in]). Hence t̄ = t_d/(1 − u), u = τ·λ_i·E[L_in],
+        and Var[t] = τ²·λ_i·t̄·min(E[L_in²], chunk·E[L_in]) / (1 − u²) (the iteration length feeds
+        the next one's prompts).
 
-            T_q = T0 + wait_q + T̄ + √((T_own,q − T̄)² + (z_q·τ·√(λ_i·t̄·K·E[L_in²]))²),
+        A request waits for the iteration in progress to end (the length-biased residual,
+        R = E[t²] / (2·t̄) = (t̄² + Var[t]) / (2·t̄)), then runs P prefill iterations and one decode,
+        each t̄ long on average, plus its own prompt's compute (its chunks ride in those
+        iterations): T = R + (P + 1)·t̄ + τ·L_in. Its spread beyond the prompt size is
+        √((P + 1)·Var[t] + R²) (independent iterations; an exponential-like residual). The q-quantile
+        combines the two independent excesses over the mean in quadrature:
+
+            T_q = T0 + wait_q + T̄ + √((T_own,q − T̄)² + z_q²·((P_q + 1)·Var[t] + R²)),
 
         T̄ at the mean (P, L_in), T_own,q at (P_q, L_in,q), T0 the profile's constant TTFT overhead.
         Exact for Gaussian parts; a documented approximation otherwise (docs/math.md).
         """
         xp = FLOATS if isinstance(occupancy_seen, float) and isinstance(wait_q_s, float) else ARRAYS
-        mean_output = moments.mean_iterations - moments.mean_prefill_iterations
-        mean_input = moments.mean_total_tokens - mean_output
         tau = costs.per_prefill_token_s
-        decode_per_sequence_s = (
-            costs.per_decode_s * mean_output + costs.per_kv_token_s * moments.mean_iter_x_len
-        ) / moments.mean_iterations
-        others = tau * rate_per_instance_per_s * mean_input
+        decode_per_sequence_s, prompt_work_s = self.decode_and_prompt_costs(moments, costs)
+        mean_input = moments.mean_total_tokens - (moments.mean_iterations - moments.mean_prefill_iterations)
+        others = rate_per_instance_per_s * prompt_work_s
         decode_iteration_s = costs.base_s + decode_per_sequence_s * occupancy_seen
         iteration_s = decode_iteration_s / xp.maximum(1.0 - others, 1e-300)
-        window = moments.prefill_iterations_quantile + 1.5
-        own_q = window * iteration_s + tau * self.prompt_tokens_quantile(moments, hardware)
-        mean = (moments.mean_prefill_iterations + 1.5) * iteration_s + tau * mean_input
-        spread = (
-            _normal_quantile(moments.quantile)
-            * tau
-            * xp.sqrt(rate_per_instance_per_s * iteration_s * window * moments.mean_sq_input_tokens)
+        chunk_sq = min(moments.mean_sq_input_tokens, hardware.prefill_chunk_tokens * mean_input)
+        iteration_var = (
+            tau**2 * rate_per_instance_per_s * iteration_s * chunk_sq / xp.maximum(1.0 - others**2, 1e-300)
         )
-        excess = xp.sqrt(xp.maximum(own_q - mean, 0.0) ** 2 + spread**2)
+        residual = 0.5 * (iteration_s + iteration_var / iteration_s)
+        level = moments.prefill_iterations_quantile
+        own_q = residual + (level + 1.0) * iteration_s + tau * self.prompt_tokens_quantile(moments, hardware)
+        mean = residual + (moments.mean_prefill_iterations + 1.0) * iteration_s + tau * mean_input
+        spread_sq = _normal_quantile(moments.quantile) ** 2 * ((level + 1.0) * iteration_var + residual**2)
+        excess = xp.sqrt(xp.maximum(own_q - mean, 0.0) ** 2 + spread_sq)
         ttft = xp.where(others < 1.0, wait_q_s + mean + excess + hardware.ttft_overhead_s, math.inf)
-        return ttft, mean + excess - 1.5 * iteration_s, iteration_s
+        return ttft, mean + excess - residual - iteration_s, iteration_s
 
 
 def _normal_quantile(q: float) -> float:

@@ -659,15 +659,21 @@ def _with_instances(sizing: PoolSizing, instances: int, hardware: PoolHardware) 
 
 @dataclass(frozen=True)
 class _EngineContext:
-    """What an occupancy-aware evaluation of one pool needs besides (n, s)."""
+    """What an occupancy-aware evaluation of one pool needs besides (n, s).
+
+    ``decode_per_sequence_s``: c_d, the decode-side cost one sequence adds to an iteration;
+    ``prompt_work_s``: τ·E[L_in], the compute of one request's prompt (so the prompt share of an
+    instance's time is u = λ/n · τ·E[L_in]); ``work_per_request_s``: E[I]·c₁ = E[I]·c_d + τ·E[L_in].
+    """
 
     rate: float
     moments: PoolMoments
     hardware: PoolHardware
     service_model: ServiceModel
     costs: IterationCosts
-    per_sequence_s: float
-    prompt_tokens_q: float
+    decode_per_sequence_s: float
+    prompt_work_s: float
+    work_per_request_s: float
     ttft_slo_s: float
     cap: float
     tpot_slo_s: float | None
@@ -678,26 +684,32 @@ def _engine_context(
     ttft_slo_s: float, cap: float, tpot_slo_s: float | None,
 ) -> _EngineContext:  # fmt: skip
     costs = iteration_costs(hardware)
+    decode, prompt = service_model.decode_and_prompt_costs(moments, costs)
     return _EngineContext(
-        rate, moments, hardware, service_model, costs, costs.per_sequence_s(moments),
-        service_model.prompt_tokens_quantile(moments, hardware), ttft_slo_s, cap, tpot_slo_s,
+        rate, moments, hardware, service_model, costs, decode, prompt,
+        moments.mean_iterations * decode + prompt, ttft_slo_s, cap, tpot_slo_s,
     )  # fmt: skip
 
 
 def _engine_eval(ctx: _EngineContext, instances: Any, slots: Any) -> dict[str, Any]:
-    """The chain's figures at n ``instances`` of s ``slots`` (floats or arrays), and ``ok``: the
-    pool is stable, within the cap (slot occupancy and compute), meets the TTFT SLO and TPOT cap.
+    """The chain's figures at n ``instances`` of s ``slots`` (arrays), and ``ok``: the pool is
+    stable, within the cap (slot occupancy and compute), meets the TTFT SLO and TPOT cap.
 
-    P99 TTFT = wait_q + t_seen/2 (to the next iteration boundary) + (P_q + 1)·t_seen + τ·L_in,q,
-    t_seen = W + c₁·min(s, m_q / n), m_q the q-quantile of the requests in service an arrival sees.
+    Other requests' prompts take the share u = λ_i·τ·E[L_in] of an instance's time, stretching
+    every iteration by 1/(1 − u); with k sequences in flight per instance an iteration lasts
+    (W + c_d·k)/(1 − u), which is the chain of :mod:`fleetopt.core.occupancy` with W' = W/(1 − u)
+    and c' = c_d/(1 − u). The TTFT is :meth:`EngineModel.ttft_quantile_s` at the q-quantile of
+    the sequences an arrival finds (m_q / n, at most s).
     """
     m = ctx.moments
     q = m.quantile
     n = np.asarray(instances, dtype=np.float64)
     s = np.asarray(slots, dtype=np.float64)
-    base_s, c1 = ctx.costs.base_s, ctx.per_sequence_s
-    st = occupancy_state(ctx.rate, n, s, m.mean_iterations, base_s, c1)
-    stable = st["stable"]
+    prompt_share = ctx.rate / n * ctx.prompt_work_s
+    stretch = 1.0 / np.maximum(1.0 - prompt_share, 1e-12)
+    base_s, per_sequence_s = ctx.costs.base_s * stretch, ctx.decode_per_sequence_s * stretch
+    st = occupancy_state(ctx.rate, n, s, m.mean_iterations, base_s, per_sequence_s)
+    stable = st["stable"] & (prompt_share < 1.0)
     wait_q = wait_quantile_s(st["p_wait"], st["drain_rate_per_s"], m.iterations_scv, q)
     with np.errstate(divide="ignore", invalid="ignore"):
         # m_q: smallest m with P(K ≤ m) ≥ q, P(K ≤ m) = F(m)/Z below the cap
@@ -705,14 +717,13 @@ def _engine_eval(ctx: _EngineContext, instances: Any, slots: Any) -> dict[str, A
         seen = np.where(st["p_wait"] > 1.0 - q, n * s, nbdtrik(target, st["r"], 1.0 - st["x"]))
     seen = np.where(np.isfinite(seen), np.ceil(seen), n * s)
     per_instance_seen = np.minimum(s, seen / n)
-    ttft, own_prefill_s, decode_iteration_s = ctx.service_model.ttft_quantile_s(
+    ttft, own_prefill_s, seen_iteration_s = ctx.service_model.ttft_quantile_s(
         m, ctx.hardware, ctx.costs, ctx.rate / n, per_instance_seen, wait_q
     )
-    seen_iteration_s = base_s + c1 * per_instance_seen
     ttft = np.where(stable, ttft, np.inf)
     # unstable: report the offered slot load σ = λ·E[I]·t(s)/c ≥ 1, as M/G/c reports ρ ≥ 1
-    utilization = np.where(stable, st["mean_busy"] / (n * s), st["sigma"])
-    compute = st["compute_utilization"]
+    utilization = np.where(stable, st["mean_busy"] / (n * s), np.maximum(st["sigma"], 1.0))
+    compute = ctx.rate / n * ctx.work_per_request_s
     ok = stable & (utilization <= ctx.cap) & (compute <= ctx.cap) & (ttft <= ctx.ttft_slo_s)
     if ctx.tpot_slo_s is not None:
         ok &= seen_iteration_s <= ctx.tpot_slo_s
@@ -726,16 +737,20 @@ def _engine_eval_one(ctx: _EngineContext, instances: float, slots: float) -> dic
     """:func:`_engine_eval` at one point, in plain floats (the same formulas)."""
     m = ctx.moments
     q = m.quantile
-    base_s, c1 = ctx.costs.base_s, ctx.per_sequence_s
-    stable, p_wait, drain, mean_busy, compute, r, z = occupancy_state_one(
-        ctx.rate, instances, slots, m.mean_iterations, base_s, c1
-    )
+    prompt_share = ctx.rate / instances * ctx.prompt_work_s
+    compute = ctx.rate / instances * ctx.work_per_request_s
     servers = instances * slots
-    if not stable:
-        sigma = ctx.rate * m.mean_iterations * (base_s + c1 * slots) / servers
+    stretch = 1.0 / max(1.0 - prompt_share, 1e-12)
+    base_s, per_sequence_s = ctx.costs.base_s * stretch, ctx.decode_per_sequence_s * stretch
+    stable, p_wait, drain, mean_busy, chain_x, r, z = occupancy_state_one(
+        ctx.rate, instances, slots, m.mean_iterations, base_s, per_sequence_s
+    )
+    if not (stable and prompt_share < 1.0):
+        sigma = ctx.rate * m.mean_iterations * (base_s + per_sequence_s * slots) / servers
         return {
-            "ok": False, "ttft": math.inf, "wait_q": math.inf, "utilization": sigma, "compute": compute,
-            "seen_iteration_s": base_s + c1 * slots, "own_prefill_s": math.nan,
+            "ok": False, "ttft": math.inf, "wait_q": math.inf, "utilization": max(sigma, 1.0),
+            "compute": compute, "seen_iteration_s": base_s + per_sequence_s * slots,
+            "own_prefill_s": math.nan,
             "p_wait": 1.0, "drain": drain, "mean_busy": servers,
         }  # fmt: skip
     if p_wait > 1.0 - q:
@@ -743,11 +758,10 @@ def _engine_eval_one(ctx: _EngineContext, instances: float, slots: float) -> dic
         seen = servers
     else:
         wait_q = 0.0
-        seen = float(nbdtrik(min(1.0, q * z), r, 1.0 - compute))
+        seen = float(nbdtrik(min(1.0, q * z), r, 1.0 - chain_x))
         seen = math.ceil(seen) if math.isfinite(seen) else servers
     per_instance_seen = float(min(slots, seen / instances))
-    seen_iteration_s = base_s + c1 * per_instance_seen
-    ttft, own_prefill_s, _ = ctx.service_model.ttft_quantile_s(
+    ttft, own_prefill_s, seen_iteration_s = ctx.service_model.ttft_quantile_s(
         m, ctx.hardware, ctx.costs, ctx.rate / instances, per_instance_seen, wait_q
     )
     utilization = mean_busy / servers
@@ -795,7 +809,8 @@ def _engine_describe(
         utilization=float(ev["utilization"]),
         p99_wait_s=float(ev["wait_q"]),
         p99_prefill_s=float(ev["own_prefill_s"]),
-        iteration_s=ctx.costs.base_s + ctx.per_sequence_s * mean_busy / instances,
+        iteration_s=(ctx.costs.base_s + ctx.decode_per_sequence_s * mean_busy / instances)
+        / max(1.0 - ctx.rate / instances * ctx.prompt_work_s, 1e-12),
         p99_ttft_s=float(ev["ttft"]),
         binding_constraint=binding,
         slots_binding=slots_binding,
@@ -837,7 +852,7 @@ def _size_engine(
         return bool(ok.any()), ok
 
     # No pool with fewer instances than the compute bound λ·E[I]·c₁ / cap is allowed (x ≤ cap).
-    start = max(1, math.ceil(rate * moments.mean_iterations * ctx.per_sequence_s / cap))
+    start = max(1, math.ceil(rate * ctx.work_per_request_s / cap))
     # The usual answer, without arrays: the most slots, at the fewest instances they need; then
     # one vectorized look at one instance fewer decides whether fewer slots could do better.
     if passes_at_most(start)[0]:

@@ -42,6 +42,8 @@ class Workload:
         arrival_times_s: sorted arrival times in seconds from the first, or ``None``.
         split_model: how totals were split into input/output (CDF only), e.g. ``"fleet-sim"``.
         source: where the data came from (path, provenance).
+        split_assumed: a CDF of total tokens only, split by the default assumption (nobody chose it,
+            and the file carried no input/output information); every output warns about it.
     """
 
     name: str
@@ -55,6 +57,7 @@ class Workload:
     split_model: str | None = None
     source: str = ""
     metadata: dict = field(default_factory=dict)
+    split_assumed: bool = False
 
     @cached_property
     def total_weight(self) -> float:

@@ -207,6 +207,7 @@ def summarize_workload(
         "kind": workload.kind,
         "source": workload.source,
         "split_model": workload.split_model,
+        "split_assumed": workload.split_assumed,
         "request_count": workload.request_count,
         "atom_count": int(workload.total_tokens.size),
         "total_weight": workload.total_weight,

@@ -18,6 +18,7 @@ the fast path cannot take is re-read line by line, which also finds the line of 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import datetime
 import gzip
 import io
@@ -98,16 +99,18 @@ def load_workload(
     input_column: str | None = None,
     output_column: str | None = None,
     time_column: str | None = None,
-    split: str = "fleet-sim",
+    split: str | None = None,
 ) -> Workload:
     """Load a bundled workload by name, or a request log / CDF file by path.
 
     ``input_format`` overrides detection (one of :data:`INPUT_FORMATS`); the column options
     apply to CSV and JSONL logs; ``split`` is the input/output split model of a CDF
     (``fleet-sim``, ``input-fraction:F``, ``output-tokens:N``) and is ignored for logs, which
-    carry their own split.
+    carry their own split. Without ``split`` a CDF file that gives its mean input and output
+    lengths (``mean_input_tokens``, ``mean_output_tokens``) is split in that proportion; a bare CDF
+    gets the reference's 80/20 split, marked ``split_assumed``.
     """
-    split_model = parse_split_model(split)
+    split_model = None if split is None else parse_split_model(split)
     if input_format is not None and input_format not in INPUT_FORMATS:
         raise ValidationError(f"unknown input format {input_format!r} (allowed: {', '.join(INPUT_FORMATS)})")
     path = Path(name_or_path).expanduser()
@@ -234,8 +237,8 @@ def _load_file(
     data = _read_bytes(path)
     fmt = input_format or detect_format(data, path)
     if fmt == "cdf-json":
-        tokens, fractions, _ = _parse_cdf_json(data, path)
-        return _cdf_workload(tokens, fractions, name, split_model, source)
+        tokens, fractions, extra = _parse_cdf_json(data, path)
+        return _cdf_workload(tokens, fractions, name, split_model or _split_from_file(extra, path), source)
     if fmt == "cdf-csv":
         tokens, fractions = _parse_cdf_csv(data, path)
         return _cdf_workload(tokens, fractions, name, split_model, source)
@@ -283,7 +286,36 @@ def _load_bundled(name: str, split_model) -> Workload:
 
 
 def _cdf_workload(tokens: np.ndarray, fractions: np.ndarray, name: str, split_model, source: str) -> Workload:
+    """A CDF workload; with no split model (none given, none in the file) the reference's 80/20
+    split, marked as assumed."""
+    if split_model is None:
+        workload = workload_from_cdf(tokens, fractions, name=name, split="fleet-sim", source=source)
+        return dataclasses.replace(workload, split_assumed=True)
     return workload_from_cdf(tokens, fractions, name=name, split=split_model, source=source)
+
+
+def _split_from_file(extra: dict, path: Path):
+    """The split a CDF JSON object carries: ``mean_input_tokens`` and ``mean_output_tokens`` give the
+    input share f = E[in] / (E[in] + E[out]) (input-fraction:f keeps that ratio of the means), or
+    None when the file gives neither."""
+    keys = ("mean_input_tokens", "mean_output_tokens")
+    present = [k for k in keys if k in extra]
+    if not present:
+        return None
+    if len(present) == 1:
+        raise ValidationError(f"{path}: {present[0]} is given without {(set(keys) - set(present)).pop()}")
+    means = []
+    for key in keys:
+        value = extra[key]
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not (value > 0 and math.isfinite(value))
+        ):
+            raise ValidationError(f"{path}: {key} = {json.dumps(value)} is invalid; expected a number > 0")
+        means.append(float(value))
+    fraction = means[0] / (means[0] + means[1])
+    return parse_split_model(f"input-fraction:{fraction:.6g}")
 
 
 # --------------------------------------------------------------------------- CDF tables

@@ -29,7 +29,7 @@ from fleetopt.core.service import PoolHardware
 from fleetopt.core.sizing import PoolSizing
 from fleetopt.defaults import HOURS_PER_YEAR
 from fleetopt.render.output import fmt_count, fmt_num, fmt_pct, fmt_seconds, fmt_usd, to_jsonable
-from fleetopt.render.words import fleet_reason, plan_notes, pool_reason
+from fleetopt.render.words import SPLIT_ASSUMED_NOTE, fleet_reason, plan_notes, pool_reason
 
 
 def _hardware(hw: PoolHardware) -> dict[str, Any]:
@@ -43,7 +43,12 @@ def _hardware(hw: PoolHardware) -> dict[str, Any]:
 
 
 def workload_audit_document(
-    audit: WorkloadAudit, *, workload_label: str, arrival_rate_origin: str, plot_path: str | None = None
+    audit: WorkloadAudit,
+    *,
+    workload_label: str,
+    arrival_rate_origin: str,
+    plot_path: str | None = None,
+    split_assumed: bool = False,
 ) -> dict[str, Any]:
     """Every figure of the audit as a JSON-ready dictionary (the ``--format json`` output)."""
     o = audit.options
@@ -115,7 +120,9 @@ def workload_audit_document(
         "fleet_vs_rate_note": None if audit.rate_sweep is None else rate_sweep_note(audit.rate_sweep),
         "plot": plot_path,
         "pricing": {"hours_per_year": HOURS_PER_YEAR},
-        "notes": plan_notes(audit.plan) + [_note(audit, note) for note in audit.notes],
+        "notes": ([SPLIT_ASSUMED_NOTE] if split_assumed else [])
+        + plan_notes(audit.plan)
+        + [_note(audit, note) for note in audit.notes],
     }
     return to_jsonable(document)
 

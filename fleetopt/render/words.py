@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from fleetopt.core.planner import FleetCandidate, FleetPlan
 from fleetopt.core.sizing import PoolProblem, PoolSizing, ProblemKind
+from fleetopt.core.workload import Workload
 
 
 def problem_sentence(problem: PoolProblem, context_tokens: int) -> str:
@@ -57,6 +58,20 @@ def fleet_reason(fleet: FleetCandidate) -> str | None:
         if not pool.feasible
     ]
     return "; ".join(reasons) or None
+
+
+#: What every output says about a bare total-token CDF split by the default assumption.
+SPLIT_ASSUMED_NOTE = (
+    "this CDF gives total tokens only, so fleetopt split every length 80/20 into prompt and output "
+    "(the papers' reference implementation's assumption); the split moves the fleet a lot (the Azure "
+    "2023 logs, split 80/20 instead of by their own prompts and outputs, plan 10–45% more GPUs): pass "
+    "--split, or add mean_input_tokens and mean_output_tokens to the CDF file"
+)
+
+
+def workload_notes(workload: Workload) -> list[str]:
+    """What a reader should know about how the workload was read."""
+    return [SPLIT_ASSUMED_NOTE] if workload.split_assumed else []
 
 
 def plan_notes(plan: FleetPlan) -> list[str]:

@@ -17,6 +17,10 @@ def draw_workload(console: Console, data: Mapping[str, Any]) -> None:
     count = data["request_count"]
     kind = f"{count:,} requests" if count is not None else f"CDF, split {data['split_model']}"
     console.print(f"{data['name']} ({kind}; {data['atom_count']:,} distinct atoms)")
+    if data.get("split_assumed"):
+        from fleetopt.render.words import SPLIT_ASSUMED_NOTE
+
+        console.print(f"note: {SPLIT_ASSUMED_NOTE}")
     tokens = Table(title=f"Tokens (quantiles: {data['quantile_method']})")
     tokens.add_column("")
     for label in ("mean", "p50", "p90", "p99", "max"):
