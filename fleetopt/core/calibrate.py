@@ -176,3 +176,29 @@ def fit_iteration_model(
         *(float(v) for v in theta), int(prefill_chunk_tokens), benchmark.rows,
         pct_errors(tpot, benchmark.tpot_s), pct_errors(ttft, benchmark.ttft_s),
     )  # fmt: skip
+
+
+def subset(benchmark: Benchmark, keep: np.ndarray) -> Benchmark:
+    """The rows of ``benchmark`` where ``keep`` (a boolean mask) holds."""
+    return Benchmark(
+        benchmark.concurrency[keep], benchmark.input_tokens[keep], benchmark.output_tokens[keep],
+        benchmark.ttft_s[keep], benchmark.tpot_s[keep],
+    )  # fmt: skip
+
+
+def leave_one_out_errors(
+    benchmark: Benchmark, prefill_chunk_tokens: int, **fit_options: object
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """(TPOT, TTFT) % errors of each row predicted by a fit of the other rows (rows the fit did not
+    see), or None when dropping a row leaves too few concurrencies to fit."""
+    tpot_errors, ttft_errors = [], []
+    for k in range(benchmark.rows):
+        keep = np.arange(benchmark.rows) != k
+        try:
+            fit = fit_iteration_model(subset(benchmark, keep), prefill_chunk_tokens, **fit_options)
+        except ValidationError:
+            return None
+        tpot, ttft = predict(fit.parameters, subset(benchmark, ~keep), prefill_chunk_tokens)
+        tpot_errors.append(float(pct_errors(tpot, benchmark.tpot_s[~keep])[0]))
+        ttft_errors.append(float(pct_errors(ttft, benchmark.ttft_s[~keep])[0]))
+    return np.array(tpot_errors), np.array(ttft_errors)

@@ -1,0 +1,317 @@
+"""Reading measured benchmark results for calibration (``fleetopt calibrate``).
+
+Three formats, detected from the content (each row or file is one closed-loop benchmark point:
+concurrency c, mean prompt and output tokens, mean TTFT and TPOT):
+
+* ``silicon-csv`` — the measured-results CSV of NVIDIA aiconfigurator (``silicon_sample.csv``:
+  columns ``system, backend, model_path, precision, mode, isl, osl, batch_size, tp_size,
+  silicon_ttft_ms, silicon_tpot_ms``; only ``mode == agg`` rows). Rows are selected with
+  :class:`RowFilter`.
+* ``vllm-bench`` — a ``vllm bench serve --save-result`` JSON file (vllm/benchmarks/serve.py at
+  commit 009e6d4a1cd6): ``max_concurrency``, ``completed``, ``total_input_tokens``,
+  ``total_output_tokens``, ``mean_ttft_ms``, ``mean_tpot_ms``; with ``--save-detailed`` the
+  per-request lists are there too and ignored. One file is one point; give several.
+* ``guidellm`` — GuideLLM's ``benchmarks.json`` (src/guidellm/benchmark/schemas/generative/
+  metrics.py): per benchmark ``metrics.request_concurrency``, ``prompt_token_count``,
+  ``output_token_count``, ``time_to_first_token_ms``, ``inter_token_latency_ms``, each a summary
+  by status whose ``successful.mean`` is used (the inter-token latency is TPOT without the first
+  token, as vLLM's TPOT).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fleetopt.core.calibrate import Benchmark
+from fleetopt.errors import ValidationError
+
+MEASUREMENT_FORMATS = ("silicon-csv", "vllm-bench", "guidellm")
+_SILICON_COLUMNS = ("batch_size", "isl", "osl", "silicon_ttft_ms", "silicon_tpot_ms")
+
+
+@dataclass(frozen=True)
+class RowFilter:
+    """Which rows of a measured-results CSV to use (None: any). Matched exactly against the
+    columns ``system``, ``backend``, ``model_path``, ``tp_size`` and ``precision``."""
+
+    system: str | None = None
+    backend: str | None = None
+    model: str | None = None
+    tp: int | None = None
+    precision: str | None = None
+
+    @property
+    def given(self) -> bool:
+        return any(v is not None for v in (self.system, self.backend, self.model, self.tp, self.precision))
+
+    def describe(self) -> str:
+        parts = [
+            f"{name}={value}"
+            for name, value in (
+                ("system", self.system), ("backend", self.backend), ("model", self.model),
+                ("tp", self.tp), ("precision", self.precision),
+            )
+            if value is not None
+        ]  # fmt: skip
+        return " ".join(parts) or "all rows"
+
+    def matches(self, row: dict[str, str]) -> bool:
+        checks = (
+            (self.system, "system"), (self.backend, "backend"), (self.model, "model_path"),
+            (None if self.tp is None else str(self.tp), "tp_size"), (self.precision, "precision"),
+        )  # fmt: skip
+        return all(want is None or (row.get(column) or "").strip() == want for want, column in checks)
+
+
+@dataclass(frozen=True)
+class Measurements:
+    """Benchmark points read from files, with where they came from."""
+
+    benchmark: Benchmark
+    sources: tuple[str, ...]
+    formats: tuple[str, ...]
+    row_filter: RowFilter
+    labels: tuple[str, ...]  # one per point: file and row/benchmark
+
+
+def read_measurements(paths: Sequence[str | Path], row_filter: RowFilter | None = None) -> Measurements:
+    """Every benchmark point of ``paths`` (formats detected per file), filtered by ``row_filter``.
+
+    Raises ValidationError naming the file for unreadable files, unknown formats, missing fields,
+    non-positive values, and when nothing is left after filtering.
+    """
+    row_filter = row_filter or RowFilter()
+    if not paths:
+        raise ValidationError("calibrate: give at least one file of measured results")
+    points: list[tuple[float, float, float, float, float, str]] = []
+    formats: list[str] = []
+    for raw in paths:
+        path = Path(raw)
+        try:
+            text = path.read_text(encoding="utf-8-sig")
+        except FileNotFoundError:
+            raise ValidationError(f"{path}: no such file") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValidationError(f"{path}: cannot be read ({exc})") from None
+        fmt = detect_measurement_format(text, path)
+        formats.append(fmt)
+        if fmt != "silicon-csv" and row_filter.given:
+            raise ValidationError(
+                f"{path}: --system/--backend/--model/--tp/--precision select rows of a measured-results CSV; "
+                f"this file is {fmt} (one benchmark per file or entry): drop them or give the CSV"
+            )
+        reader = {"silicon-csv": _silicon_points, "vllm-bench": _vllm_points, "guidellm": _guidellm_points}[fmt]
+        points.extend(reader(text, path, row_filter))
+    if not points:
+        raise ValidationError(
+            f"calibrate: no usable rows in {', '.join(str(p) for p in paths)} ({row_filter.describe()})"
+        )
+    columns = list(zip(*points, strict=True))
+    benchmark = Benchmark(*(np.asarray(c, dtype=np.float64) for c in columns[:5]))
+    return Measurements(benchmark, tuple(str(p) for p in paths), tuple(formats), row_filter, tuple(columns[5]))
+
+
+def detect_measurement_format(text: str, path: Path) -> str:
+    """``silicon-csv``, ``vllm-bench`` or ``guidellm`` from the content."""
+    stripped = text.lstrip()
+    if stripped.startswith("{"):
+        try:
+            document = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValidationError(f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+        if isinstance(document, dict) and isinstance(document.get("benchmarks"), list):
+            return "guidellm"
+        if isinstance(document, dict) and "mean_ttft_ms" in document:
+            return "vllm-bench"
+        raise ValidationError(
+            f"{path}: a JSON file that is neither a `vllm bench serve --save-result` result (no mean_ttft_ms) "
+            "nor a GuideLLM benchmarks.json (no benchmarks list)"
+        )
+    header = stripped.splitlines()[0].split(",") if stripped else []
+    if all(column in [h.strip() for h in header] for column in _SILICON_COLUMNS):
+        return "silicon-csv"
+    raise ValidationError(
+        f"{path}: not a measured-results file: expected a CSV with the columns {', '.join(_SILICON_COLUMNS)}, "
+        "a vllm bench serve result JSON or a GuideLLM benchmarks.json"
+    )
+
+
+def _positive(value: Any, where: str) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValidationError(f"{where} = {value!r} is not a number") from None
+    if not (number > 0 and np.isfinite(number)):
+        raise ValidationError(f"{where} = {value!r} is invalid; expected a number > 0")
+    return number
+
+
+def _silicon_points(text: str, path: Path, row_filter: RowFilter) -> list[tuple]:
+    points = []
+    for number, row in enumerate(csv.DictReader(io.StringIO(text)), start=2):
+        if (row.get("mode") or "").strip() != "agg" or not row_filter.matches(row):
+            continue
+        where = f"{path}, line {number}"
+        concurrency, isl, osl, ttft_ms, tpot_ms = (
+            _positive(row[column], f"{where}: {column}") for column in _SILICON_COLUMNS
+        )
+        points.append((concurrency, isl, osl, ttft_ms / 1e3, tpot_ms / 1e3, f"{path.name}:{number}"))
+    return points
+
+
+def _vllm_points(text: str, path: Path, row_filter: RowFilter) -> list[tuple]:
+    document = json.loads(text)
+    missing = [
+        key
+        for key in ("max_concurrency", "completed", "total_input_tokens", "total_output_tokens", "mean_ttft_ms", "mean_tpot_ms")
+        if document.get(key) is None
+    ]
+    if missing:
+        hint = " (run vllm bench serve with --max-concurrency: a closed-loop benchmark)" if "max_concurrency" in missing else ""
+        raise ValidationError(f"{path}: missing {', '.join(missing)}{hint}")
+    completed = _positive(document["completed"], f"{path}: completed")
+    return [
+        (
+            _positive(document["max_concurrency"], f"{path}: max_concurrency"),
+            _positive(document["total_input_tokens"], f"{path}: total_input_tokens") / completed,
+            _positive(document["total_output_tokens"], f"{path}: total_output_tokens") / completed,
+            _positive(document["mean_ttft_ms"], f"{path}: mean_ttft_ms") / 1e3,
+            _positive(document["mean_tpot_ms"], f"{path}: mean_tpot_ms") / 1e3,
+            path.name,
+        )
+    ]
+
+
+def _successful_mean(metrics: dict, key: str, where: str) -> float:
+    try:
+        value = metrics[key]["successful"]["mean"]
+    except (KeyError, TypeError):
+        raise ValidationError(f"{where}: missing metrics.{key}.successful.mean") from None
+    return _positive(value, f"{where}: metrics.{key}.successful.mean")
+
+
+def _guidellm_points(text: str, path: Path, row_filter: RowFilter) -> list[tuple]:
+    points = []
+    for index, benchmark in enumerate(json.loads(text)["benchmarks"]):
+        where = f"{path}, benchmarks[{index}]"
+        metrics = benchmark.get("metrics") if isinstance(benchmark, dict) else None
+        if not isinstance(metrics, dict):
+            raise ValidationError(f"{where}: missing metrics")
+        points.append(
+            (
+                _successful_mean(metrics, "request_concurrency", where),
+                _successful_mean(metrics, "prompt_token_count", where),
+                _successful_mean(metrics, "output_token_count", where),
+                _successful_mean(metrics, "time_to_first_token_ms", where) / 1e3,
+                _successful_mean(metrics, "inter_token_latency_ms", where) / 1e3,
+                f"{path.name}[{index}]",
+            )
+        )
+    return points
+
+
+def _median_max(errors: np.ndarray) -> tuple[float, float]:
+    return round(float(np.median(np.abs(errors))), 1), round(float(np.abs(errors).max()), 1)
+
+
+def measured_profile_yaml(
+    *,
+    title: str,
+    model: str,
+    gpu: str,
+    tensor_parallel: int,
+    fit: Any,
+    leave_one_out: tuple[np.ndarray, np.ndarray] | None,
+    measurements: Measurements,
+    description: str,
+    date: str,
+    max_num_seqs: int | None = None,
+    weight_dtype: str | None = None,
+    memory_utilization: float = 0.9,
+    activation_reserve_gb: float = 10.0,
+) -> str:
+    """A serving profile (``calibration: measured``) for a fitted calibration, with its provenance.
+
+    ``fit``: a :class:`fleetopt.core.calibrate.Fit`; ``leave_one_out``: per-row (TPOT, TTFT) %
+    errors of each row predicted from the others, or None; ``description``: what the rows are."""
+    tpot_med, tpot_max = _median_max(fit.tpot_pct_errors)
+    ttft_med, ttft_max = _median_max(fit.ttft_pct_errors)
+    lines = [
+        f"# {title}",
+        f"model: {model}",
+        f"gpu: {gpu}",
+        f"tensor_parallel: {tensor_parallel}",
+        "calibration: measured",
+        "source: >-",
+    ]
+    text = (
+        f"Fitted to {fit.rows} measured benchmark points ({description}) by bounded least squares on "
+        f"relative TPOT and TTFT errors of the closed-loop model in fleetopt/core/calibrate.py "
+        f"(docs/profiles.md). Median |error| TPOT {tpot_med}% and TTFT {ttft_med}% on the fitted rows"
+    )
+    if leave_one_out is not None:
+        text += (
+            f", {_median_max(leave_one_out[0])[0]}% and {_median_max(leave_one_out[1])[0]}% leave-one-out"
+        )
+    text += (
+        f". KV capacity from memory with {memory_utilization:g} utilization and a {activation_reserve_gb:g} GB "
+        "per-GPU activation reserve (assumed)."
+    )
+    lines += _wrap(text, "  ")
+    lines += [
+        f"iteration_base_ms: {fit.iteration_base_s * 1e3:.4g}",
+        f"iteration_per_slot_ms: {max(fit.iteration_per_slot_s * 1e3, 1e-6):.4g}",
+        f"prefill_per_token_us: {fit.prefill_per_token_s * 1e6:.4g}",
+    ]
+    if fit.iteration_per_kv_token_s > 0:
+        lines.append(f"iteration_per_kv_token_ns: {fit.iteration_per_kv_token_s * 1e9:.4g}")
+    lines += [
+        f"ttft_overhead_ms: {fit.ttft_overhead_s * 1e3:.4g}",
+        f"prefill_chunk_tokens: {fit.prefill_chunk_tokens}",
+        "calibration_context_tokens: 8192",
+        "kv_block_tokens: 16",
+        "kv_capacity: memory",
+        f"gpu_memory_utilization: {memory_utilization:g}",
+        f"activation_reserve_gb_per_gpu: {activation_reserve_gb:g}",
+    ]
+    if max_num_seqs is not None:
+        lines.append(f"max_num_seqs: {max_num_seqs}")
+    if weight_dtype is not None:
+        lines.append(f"weight_dtype: {weight_dtype}")
+    fit_block = {
+        "source": ", ".join(Path(source).name for source in measurements.sources),
+        "formats": ", ".join(sorted(set(measurements.formats))),
+        "rows": fit.rows,
+        "filter": measurements.row_filter.describe(),
+        "method": "bounded linear least squares (scipy lsq_linear, BVLS) on relative TPOT and TTFT errors",
+        "date": date,
+        "benchmark_prefill_overlap_us": float(f"{fit.benchmark_prefill_overlap_s * 1e6:.4g}"),
+        "tpot_median_abs_pct_error": tpot_med,
+        "tpot_max_abs_pct_error": tpot_max,
+        "ttft_median_abs_pct_error": ttft_med,
+        "ttft_max_abs_pct_error": ttft_max,
+    }
+    if leave_one_out is not None:
+        fit_block |= {
+            "leave_one_out_tpot_median_abs_pct_error": _median_max(leave_one_out[0])[0],
+            "leave_one_out_tpot_max_abs_pct_error": _median_max(leave_one_out[0])[1],
+            "leave_one_out_ttft_median_abs_pct_error": _median_max(leave_one_out[1])[0],
+            "leave_one_out_ttft_max_abs_pct_error": _median_max(leave_one_out[1])[1],
+        }
+    lines.append("fit:")
+    lines += [f"  {key}: {json.dumps(value, ensure_ascii=False)}" for key, value in fit_block.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _wrap(text: str, indent: str, width: int = 96) -> list[str]:
+    import textwrap
+
+    return [indent + line for line in textwrap.wrap(text, width - len(indent))]
