@@ -49,8 +49,9 @@ class RowFilter:
     precision: str | None = None
 
     @property
-    def given(self) -> bool:
-        return any(v is not None for v in (self.system, self.backend, self.model, self.tp, self.precision))
+    def selects_csv_rows(self) -> bool:
+        """A filter that only a measured-results CSV can apply (``tp`` is also the profile's TP)."""
+        return any(v is not None for v in (self.system, self.backend, self.model, self.precision))
 
     def describe(self) -> str:
         parts = [
@@ -103,12 +104,14 @@ def read_measurements(paths: Sequence[str | Path], row_filter: RowFilter | None 
             raise ValidationError(f"{path}: cannot be read ({exc})") from None
         fmt = detect_measurement_format(text, path)
         formats.append(fmt)
-        if fmt != "silicon-csv" and row_filter.given:
+        if fmt != "silicon-csv" and row_filter.selects_csv_rows:
             raise ValidationError(
-                f"{path}: --system/--backend/--model/--tp/--precision select rows of a measured-results CSV; "
+                f"{path}: --system/--backend/--model/--precision select rows of a measured-results CSV; "
                 f"this file is {fmt} (one benchmark per file or entry): drop them or give the CSV"
             )
-        reader = {"silicon-csv": _silicon_points, "vllm-bench": _vllm_points, "guidellm": _guidellm_points}[fmt]
+        reader = {"silicon-csv": _silicon_points, "vllm-bench": _vllm_points, "guidellm": _guidellm_points}[
+            fmt
+        ]
         points.extend(reader(text, path, row_filter))
     if not points:
         raise ValidationError(
@@ -116,7 +119,9 @@ def read_measurements(paths: Sequence[str | Path], row_filter: RowFilter | None 
         )
     columns = list(zip(*points, strict=True))
     benchmark = Benchmark(*(np.asarray(c, dtype=np.float64) for c in columns[:5]))
-    return Measurements(benchmark, tuple(str(p) for p in paths), tuple(formats), row_filter, tuple(columns[5]))
+    return Measurements(
+        benchmark, tuple(str(p) for p in paths), tuple(formats), row_filter, tuple(columns[5])
+    )
 
 
 def detect_measurement_format(text: str, path: Path) -> str:
@@ -126,20 +131,24 @@ def detect_measurement_format(text: str, path: Path) -> str:
         try:
             document = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ValidationError(f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+            raise ValidationError(
+                f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+            ) from None
         if isinstance(document, dict) and isinstance(document.get("benchmarks"), list):
             return "guidellm"
         if isinstance(document, dict) and "mean_ttft_ms" in document:
             return "vllm-bench"
         raise ValidationError(
-            f"{path}: a JSON file that is neither a `vllm bench serve --save-result` result (no mean_ttft_ms) "
+            f"{path}: a JSON file that is neither a `vllm bench serve --save-result` result "
+            "(no mean_ttft_ms) "
             "nor a GuideLLM benchmarks.json (no benchmarks list)"
         )
     header = stripped.splitlines()[0].split(",") if stripped else []
     if all(column in [h.strip() for h in header] for column in _SILICON_COLUMNS):
         return "silicon-csv"
     raise ValidationError(
-        f"{path}: not a measured-results file: expected a CSV with the columns {', '.join(_SILICON_COLUMNS)}, "
+        f"{path}: not a measured-results file: expected a CSV with the columns "
+        f"{', '.join(_SILICON_COLUMNS)}, "
         "a vllm bench serve result JSON or a GuideLLM benchmarks.json"
     )
 
@@ -171,11 +180,22 @@ def _vllm_points(text: str, path: Path, row_filter: RowFilter) -> list[tuple]:
     document = json.loads(text)
     missing = [
         key
-        for key in ("max_concurrency", "completed", "total_input_tokens", "total_output_tokens", "mean_ttft_ms", "mean_tpot_ms")
+        for key in (
+            "max_concurrency",
+            "completed",
+            "total_input_tokens",
+            "total_output_tokens",
+            "mean_ttft_ms",
+            "mean_tpot_ms",
+        )
         if document.get(key) is None
     ]
     if missing:
-        hint = " (run vllm bench serve with --max-concurrency: a closed-loop benchmark)" if "max_concurrency" in missing else ""
+        hint = (
+            " (run vllm bench serve with --max-concurrency: a closed-loop benchmark)"
+            if "max_concurrency" in missing
+            else ""
+        )
         raise ValidationError(f"{path}: missing {', '.join(missing)}{hint}")
     completed = _positive(document["completed"], f"{path}: completed")
     return [
@@ -258,11 +278,10 @@ def measured_profile_yaml(
         f"(docs/profiles.md). Median |error| TPOT {tpot_med}% and TTFT {ttft_med}% on the fitted rows"
     )
     if leave_one_out is not None:
-        text += (
-            f", {_median_max(leave_one_out[0])[0]}% and {_median_max(leave_one_out[1])[0]}% leave-one-out"
-        )
+        text += f", {_median_max(leave_one_out[0])[0]}% and {_median_max(leave_one_out[1])[0]}% leave-one-out"
     text += (
-        f". KV capacity from memory with {memory_utilization:g} utilization and a {activation_reserve_gb:g} GB "
+        f". KV capacity from memory with {memory_utilization:g} utilization and a "
+        f"{activation_reserve_gb:g} GB "
         "per-GPU activation reserve (assumed)."
     )
     lines += _wrap(text, "  ")

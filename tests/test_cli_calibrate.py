@@ -1,0 +1,140 @@
+"""``fleetopt calibrate``: the three input formats, --output, --check, and the errors, via CliRunner.
+
+The sample files in tests/data/ were made from known parameters with fleetopt's own closed-loop
+model (tests/data/README.md), so a correct fit recovers them exactly."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from fleetopt.cli import app
+
+runner = CliRunner()
+DATA = Path(__file__).parent / "data"
+VLLM_FILES = sorted(str(p) for p in DATA.glob("vllm-bench-*.json"))
+GUIDELLM = str(DATA / "guidellm-benchmarks.json")
+TRUTH = {
+    "iteration_base_ms": 9.0,
+    "iteration_per_slot_ms": 0.1,
+    "prefill_per_token_us": 30.0,
+    "ttft_overhead_ms": 15.0,
+}
+
+
+def _json(result) -> dict:
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("files", [VLLM_FILES, [GUIDELLM]], ids=["vllm-bench", "guidellm"])
+def test_fit_recovers_the_parameters_behind_the_sample_files(files) -> None:
+    document = _json(runner.invoke(app, ["calibrate", *files, "-f", "json"]))
+    assert document["rows"] == 5
+    for key, value in TRUTH.items():
+        assert document["parameters"][key] == pytest.approx(value, rel=1e-6)
+    assert document["tpot"]["max_abs_pct_error"] < 1e-6 and document["ttft"]["max_abs_pct_error"] < 1e-6
+
+
+def test_output_writes_a_profile_the_planner_accepts(tmp_path) -> None:
+    path = tmp_path / "measured.yaml"
+    args = ["calibrate", *VLLM_FILES, "--output", str(path), "--model-profile", "llama-3.1-70b"]
+    args += ["--gpu-profile", "h100-80gb", "--tp", "8", "--max-num-seqs", "512"]
+    document = _json(runner.invoke(app, [*args, "-f", "json"]))
+    assert document["output"] == str(path)
+    profile = yaml.safe_load(path.read_text())
+    assert profile["calibration"] == "measured" and profile["prefill_per_token_us"] == pytest.approx(30.0)
+    assert profile["fit"]["rows"] == 5 and profile["fit"]["formats"] == "vllm-bench"
+    planned = runner.invoke(
+        app,
+        ["plan", "--cdf", "azure-2023", "--slo", "1s", "--rate", "100", "--serving", str(path), "-f", "json"],
+    )
+    plan = _json(planned)
+    assert plan["inputs"]["profiles"]["short"]["prefill_per_token_s"] == pytest.approx(30e-6)
+    assert plan["best"]["pools"]["short"]["slots_per_instance"] <= 512
+
+
+def test_check_reports_the_documented_fields() -> None:
+    document = _json(
+        runner.invoke(
+            app,
+            [
+                "calibrate",
+                GUIDELLM,
+                "--check",
+                "--profile",
+                "llama-3.1-70b-fp8-h100-80gb-tp8-vllm",
+                "-f",
+                "json",
+            ],
+        )
+    )
+    assert document["rows"] == 5
+    for metric in ("tpot", "ttft"):
+        assert set(document[metric]) == {"median_abs_pct_error", "max_abs_pct_error"}
+        assert document[metric]["max_abs_pct_error"] >= document[metric]["median_abs_pct_error"] >= 0
+
+
+def test_shared_csv_is_read_with_row_filters(shared_dir) -> None:
+    csv_path = str(shared_dir / "reference" / "silicon" / "measured-ttft-tpot.csv")
+    filters = ["--system", "h200_sxm", "--backend", "vllm", "--model", "meta-llama/Llama-3.1-70B"]
+    document = _json(
+        runner.invoke(app, ["calibrate", csv_path, *filters, "--tp", "8", "--precision", "fp8", "-f", "json"])
+    )
+    assert document["rows"] == 11 and document["formats"] == ["silicon-csv"]
+    assert document["tpot"]["median_abs_pct_error"] <= 10 and document["ttft"]["median_abs_pct_error"] <= 25
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--check"], "Error: --check needs --profile NAME (the serving profile to check)\n"),
+        (
+            ["--output", "x.yaml"],
+            "Error: --output: a serving profile needs --model-profile, --gpu-profile, --tp\n",
+        ),
+        (
+            ["--system", "h100_sxm"],
+            f"Error: {VLLM_FILES[0]}: --system/--backend/--model/--precision select rows of a "
+            "measured-results "
+            "CSV; this file is vllm-bench (one benchmark per file or entry): drop them or give the CSV\n",
+        ),
+    ],
+)
+def test_usage_mistakes_exit_1_with_the_exact_error(args, message) -> None:
+    result = runner.invoke(app, ["calibrate", *VLLM_FILES, *args])
+    assert result.exit_code == 1
+    assert result.stderr == message
+
+
+def test_one_concurrency_is_refused(tmp_path) -> None:
+    result = runner.invoke(app, ["calibrate", VLLM_FILES[1]])
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "Error: calibration: 1 distinct concurrency value(s); at least 2 are needed to separate the "
+        "per-iteration cost W from the per-sequence cost H\n"
+    )
+
+
+def test_filter_matching_nothing_and_unknown_files(tmp_path) -> None:
+    csv_file = tmp_path / "rows.csv"
+    csv_file.write_text(
+        "system,backend,model_path,precision,mode,isl,osl,batch_size,tp_size,silicon_ttft_ms,silicon_tpot_ms\n"
+        "h100_sxm,vllm,m,fp8,agg,1024,1024,4,8,70,9\n"
+    )
+    result = runner.invoke(app, ["calibrate", str(csv_file), "--system", "b200_sxm"])
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: calibrate: no usable rows in {csv_file} (system=b200_sxm)\n"
+    other = tmp_path / "other.json"
+    other.write_text('{"hello": 1}')
+    result = runner.invoke(app, ["calibrate", str(other)])
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: {other}: a JSON file that is neither a `vllm bench serve --save-result` result "
+        "(no mean_ttft_ms) "
+        "nor a GuideLLM benchmarks.json (no benchmarks list)\n"
+    )
