@@ -16,10 +16,9 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
-from scipy.special import nbdtrik
 
 from fleetopt.core.occupancy import mean_wait_s as chain_mean_wait_s
-from fleetopt.core.occupancy import occupancy_state, occupancy_state_one, wait_quantile_s
+from fleetopt.core.occupancy import occupancy_quantile, occupancy_state, occupancy_state_one, wait_quantile_s
 from fleetopt.core.poolstats import PoolMoments
 from fleetopt.core.queueing import (
     ARRAYS,
@@ -714,7 +713,7 @@ def _engine_eval(ctx: _EngineContext, instances: Any, slots: Any) -> dict[str, A
     with np.errstate(divide="ignore", invalid="ignore"):
         # m_q: smallest m with P(K ≤ m) ≥ q, P(K ≤ m) = F(m)/Z below the cap
         target = np.clip(q * st["z"], 0.0, 1.0)
-        seen = np.where(st["p_wait"] > 1.0 - q, n * s, nbdtrik(target, st["r"], 1.0 - st["x"]))
+        seen = np.where(st["p_wait"] > 1.0 - q, n * s, occupancy_quantile(target, st["r"], st["x"]))
     seen = np.where(np.isfinite(seen), np.ceil(seen), n * s)
     per_instance_seen = np.minimum(s, seen / n)
     ttft, own_prefill_s, seen_iteration_s = ctx.service_model.ttft_quantile_s(
@@ -758,7 +757,7 @@ def _engine_eval_one(ctx: _EngineContext, instances: float, slots: float) -> dic
         seen = servers
     else:
         wait_q = 0.0
-        seen = float(nbdtrik(min(1.0, q * z), r, 1.0 - chain_x))
+        seen = float(occupancy_quantile(min(1.0, q * z), r, chain_x))
         seen = math.ceil(seen) if math.isfinite(seen) else servers
     per_instance_seen = float(min(slots, seen / instances))
     ttft, own_prefill_s, seen_iteration_s = ctx.service_model.ttft_quantile_s(
