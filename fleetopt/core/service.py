@@ -344,14 +344,15 @@ class EngineModel(LockstepModel):
     """Token-aware and occupancy-aware: an iteration costs W + H·(sequences decoding) + τ·(prompt
     tokens in it) (+ κ·KV tokens), and the sequences in flight follow the load.
 
-    The pool is the state-dependent birth–death chain of :mod:`fleetopt.core.occupancy` (k requests
-    in service iterate in W + c₁·k/n; the P99 wait from its waiting probability and drain rate),
-    and a request's TTFT is its wait, half an iteration to the next boundary, then its own
-    prefill at the iteration time it sees: (P_q + 1)·t_seen + τ·L_in,q, with t_seen the iteration
-    time at the pool's mean occupancy (at full occupancy when the q-quantile request waits).
-    Pools receive the exact routed mixture, as under ``lockstep``. :meth:`service_times` gives the
-    full-occupancy values (what the audit's throughput and the request-level simulator use);
-    sizing uses the chain (``occupancy_aware``).
+    Decode work grows with the sequences in flight, prompt work with the arrival flow (it takes the
+    share u = λ_i·τ·E[L_in] of an instance's time). The pool is the state-dependent birth–death
+    chain of :mod:`fleetopt.core.occupancy` with iterations (W + c_d·k/n)/(1 − u), which gives the
+    P99 wait; the TTFT adds the length-biased residual of the iteration in progress, P prefill
+    iterations and one decode at the mean iteration time, the request's own prompt compute and the
+    profile's constant overhead T0 (:meth:`ttft_quantile_s`; docs/math.md). Pools receive the exact
+    routed mixture, as under ``lockstep``. :meth:`service_times` gives full-occupancy values (what
+    the audit's throughput uses); sizing uses the chain (``occupancy_aware``), and the simulator
+    checks it with its ``physical`` engine.
     """
 
     name = "engine"
