@@ -46,6 +46,8 @@ class PoolHardware:
         weight_bytes: bytes of weights one instance holds, if known.
         ttft_overhead_s: T0, a constant per-request TTFT overhead (API server, tokenization,
             scheduling), seconds; the engine model adds it to every TTFT.
+        kv_bytes_per_token: KV-cache bytes one token occupies on the instance (all its GPUs), if known.
+        max_context_tokens: the model's longest supported context, if known.
     """
 
     serving_name: str
@@ -67,6 +69,8 @@ class PoolHardware:
     parameters_active: float | None = None
     weight_bytes: float | None = None
     ttft_overhead_s: float = 0.0
+    kv_bytes_per_token: float | None = None
+    max_context_tokens: int | None = None
 
     def max_slots(self, context_tokens: int) -> int:
         """KV-limited slots per instance at ``context_tokens`` (block budget), capped by max_num_seqs."""
@@ -297,6 +301,7 @@ class IterationCosts:
     per_kv_token_s: float
     prefill_floor_binds: bool
     base_floor_binds: bool
+    kv_read_floor_s_per_token: float = 0.0
 
     def per_sequence_s(self, moments: PoolMoments) -> float:
         """c₁ = (H·E[L_out] + τ·E[L_in] + κ·E[I·L]) / E[I]: the mean cost one sequence adds to an
@@ -318,6 +323,8 @@ def iteration_costs(hardware: PoolHardware) -> IterationCosts:
     Prefill compute floor: τ ≥ 2·N_active / F_peak (two FLOPs per active parameter per prompt
     token, at the instance's dense peak; Kaplan et al. 2020, "Scaling Laws", §2.1). Weight
     streaming floor: W ≥ weight bytes / memory bandwidth (every iteration reads the weights once).
+    KV-read floor: a decoding sequence's cost per iteration is at least its KV bytes / bandwidth
+    (applied to the residence-averaged decode cost, so a measured H that already holds it is kept).
     """
     tau = hardware.prefill_per_token_s
     tau_floor = (
@@ -337,6 +344,11 @@ def iteration_costs(hardware: PoolHardware) -> IterationCosts:
         per_kv_token_s=hardware.iteration_per_kv_token_s,
         prefill_floor_binds=tau_floor > tau,
         base_floor_binds=base_floor > hardware.iteration_base_s,
+        kv_read_floor_s_per_token=(
+            hardware.kv_bytes_per_token / hardware.memory_bandwidth_bytes_per_s
+            if hardware.kv_bytes_per_token and hardware.memory_bandwidth_bytes_per_s
+            else 0.0
+        ),
     )
 
 
@@ -396,7 +408,9 @@ class EngineModel(LockstepModel):
         decode = (costs.per_decode_s * mean_output + costs.per_kv_token_s * moments.mean_iter_x_len) / (
             moments.mean_iterations
         )
-        return decode, costs.per_prefill_token_s * mean_input
+        # KV-read floor: a decoding sequence reads its whole cache every iteration
+        kv_floor = costs.kv_read_floor_s_per_token * moments.mean_iter_x_len / moments.mean_iterations
+        return max(decode, kv_floor), costs.per_prefill_token_s * mean_input
 
     def ttft_quantile_s(
         self,

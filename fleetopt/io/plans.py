@@ -436,6 +436,7 @@ _NON_NEGATIVE_HARDWARE = (
 )
 #: Hardware fields that are a positive number or null (unknown).
 _OPTIONAL_POSITIVE_HARDWARE = (
+    "kv_bytes_per_token",
     "peak_flops_per_s",
     "memory_bandwidth_bytes_per_s",
     "parameters_active",
@@ -463,7 +464,7 @@ def hardware_from_document(document: Any, *, source: str = "plan", field: str = 
         if item.name in ("serving_name", "model_name", "gpu_name"):
             if not isinstance(value, str) or not value:
                 raise ValidationError(f"{source}: {name} = {value!r} is invalid; expected a name")
-        elif item.name == "max_num_seqs":
+        elif item.name in ("max_num_seqs", "max_context_tokens"):
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
                 raise ValidationError(
                     f"{source}: {name} = {value!r} is invalid; expected an integer ≥ 1 or null"

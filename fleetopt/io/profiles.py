@@ -777,6 +777,8 @@ def pool_hardware(serving_name_or_path: str | Path, dirs: Sequence[Path]) -> Poo
         parameters_active=model.parameter_count_active,
         weight_bytes=serving.tensor_parallel * sizing.weight_bytes_per_gpu,
         ttft_overhead_s=serving.ttft_overhead_s,
+        kv_bytes_per_token=float(sizing.kv_bytes_per_token_per_instance),
+        max_context_tokens=model.max_context_tokens,
     )
 
 

@@ -20,7 +20,7 @@ from fleetopt.core.sizing import PoolSizing
 from fleetopt.core.workload import Workload
 from fleetopt.defaults import HOURS_PER_YEAR
 from fleetopt.io.plans import PLAN_KIND, SCHEMA_VERSION, workload_fingerprint
-from fleetopt.render.words import fleet_reason, plan_notes, pool_reason, workload_notes
+from fleetopt.render.words import context_notes, fleet_reason, plan_notes, pool_reason, workload_notes
 
 
 def hardware_document(hardware: PoolHardware) -> dict[str, Any]:
@@ -203,6 +203,6 @@ def plan_document(plan: FleetPlan, workload: Workload, inputs: dict[str, Any]) -
             }
             for c in plan.grid
         ],
-        "notes": workload_notes(workload) + plan_notes(plan),
+        "notes": workload_notes(workload) + context_notes(plan) + plan_notes(plan),
     }
     return document

@@ -74,6 +74,20 @@ def workload_notes(workload: Workload) -> list[str]:
     return [SPLIT_ASSUMED_NOTE] if workload.split_assumed else []
 
 
+def context_notes(plan: FleetPlan) -> list[str]:
+    """A pool context beyond what its model supports (the papers' 64K long pool on Llama-3-70B, 8K)."""
+    notes = []
+    for role, hardware in (("short", plan.short_hardware), ("long", plan.long_hardware)):
+        limit = hardware.max_context_tokens
+        if role == "long" and limit is not None and plan.options.long_context_tokens > limit:
+            notes.append(
+                f"the long pool's context {plan.options.long_context_tokens:,} tokens exceeds what "
+                f"{hardware.model_name} supports ({limit:,} tokens): the plan is arithmetic only; use "
+                f"--long-context {limit} or a longer-context model"
+            )
+    return notes
+
+
 def plan_notes(plan: FleetPlan) -> list[str]:
     """What a reader of the plan should know about its outcome."""
     if plan.best is None:
