@@ -27,6 +27,7 @@ from fleetopt.core.service import PoolHardware
 from fleetopt.core.workload import Workload
 from fleetopt.core.workload_stats import arrival_statistics
 from fleetopt.errors import ValidationError
+from fleetopt.io.yamlio import safe_load
 
 #: Version 2 (fleetopt 0.2): fleets of any number of pools (``pool-1`` … ``pool-K`` beyond two),
 #: ``routing.boundaries_tokens``, ``pool_count``, ``inputs.max_pools``, ``best_by_pool_count``.
@@ -183,9 +184,8 @@ def _load_document(path: Path) -> Any:
     try:
         if path.suffix.lower() == ".json":
             return json.loads(text)
-        import yaml
 
-        return yaml.safe_load(text)
+        return safe_load(text)
     except Exception as exc:  # json.JSONDecodeError, yaml.YAMLError: a truncated or mangled file
         first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ValidationError(

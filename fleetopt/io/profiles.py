@@ -20,6 +20,7 @@ from typing import Any
 from fleetopt.core import kv
 from fleetopt.core.service import PoolHardware
 from fleetopt.errors import NotFoundError, ValidationError
+from fleetopt.io.yamlio import safe_load
 
 KINDS: tuple[str, ...] = ("models", "gpus", "serving")
 CALIBRATION_KINDS: tuple[str, ...] = ("measured", "derived", "paper")
@@ -344,7 +345,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise NotFoundError(f"{path}: cannot read the profile ({exc.strerror or exc})") from None
     try:
-        data = yaml.safe_load(text)
+        data = safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""

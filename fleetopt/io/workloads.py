@@ -32,6 +32,7 @@ import numpy as np
 
 from fleetopt.core.workload import Workload, parse_split_model, workload_from_cdf, workload_from_requests
 from fleetopt.errors import NotFoundError, ValidationError
+from fleetopt.io.yamlio import safe_load
 
 INPUT_FORMATS = ("azure", "csv", "jsonl", "cdf-json", "cdf-csv")
 
@@ -250,13 +251,12 @@ def _load_file(
 
 def _load_bundled(name: str, split_model) -> Workload:
     """A bundled workload: a YAML manifest naming one or more data files of one format."""
-    import yaml
 
     from fleetopt.io.data import bundled_dir
 
     folder = bundled_dir("workloads")
     manifest_path = folder / f"{name}.yaml"
-    manifest = yaml.safe_load(manifest_path.read_text(encoding="utf-8"))
+    manifest = safe_load(manifest_path.read_text(encoding="utf-8"))
     files = [folder / f for f in manifest["files"]]
     fmt = manifest["format"]
     source = f"bundled:{name} ({manifest.get('source', '')})".strip()
