@@ -180,11 +180,21 @@ def test_a_cdf_without_timestamps_uses_the_planned_rate(plans) -> None:
 # -------------------------------------------------------------------------------------------- exit 2
 
 
+_LOADED: dict[Path, str] = {}
+
+
 def _broken(tmp_path: Path, source: Path, name: str, edit) -> Path:
-    document = yaml.safe_load(source.read_text())
+    """The plan ``source`` with ``edit`` applied, written as ``name`` (YAML, with libyaml when
+    available: the pure-Python dumper made these tests slow)."""
+    if source not in _LOADED:
+        _LOADED[source] = json.dumps(
+            yaml.load(source.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        )
+    document = json.loads(_LOADED[source])
     edit(document)
     path = tmp_path / name
-    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    path.write_text(yaml.dump(document, Dumper=dumper, sort_keys=False, allow_unicode=True))
     return path
 
 
