@@ -434,11 +434,14 @@ class EngineModel(LockstepModel):
         A request waits for the iteration in progress to end (the length-biased residual,
         R = E[t²] / (2·t̄) = (t̄² + Var[t]) / (2·t̄)), then runs P prefill iterations and one decode,
         each t̄ long on average, plus its own prompt's compute (its chunks ride in those
-        iterations): T = R + (P + 1)·t̄ + τ·L_in. Its spread beyond the prompt size is
-        √((P + 1)·Var[t] + R²) (independent iterations; an exponential-like residual). The q-quantile
-        combines the two independent excesses over the mean in quadrature:
+        iterations), and the other prompts that arrive while its own prefill runs join its next
+        iteration (λ_i·τ·L_in of them on average: u·τ·L_in more time, compound-Poisson variance
+        τ²·λ_i·τ·L_in·min(E[L_in²], chunk·E[L_in])): T = R + (P + 1)·t̄ + (1 + u)·τ·L_in. Its
+        spread beyond the prompt size is √((P + 1)·Var[t] + R² + that variance) (independent
+        iterations; an exponential-like residual). The q-quantile combines the two independent
+        excesses over the mean in quadrature:
 
-            T_q = T0 + wait_q + T̄ + √((T_own,q − T̄)² + z_q²·((P_q + 1)·Var[t] + R²)),
+            T_q = T0 + wait_q + T̄ + √((T_own,q − T̄)² + z_q²·((P_q + 1)·Var[t] + R² + V_join)),
 
         T̄ at the mean (P, L_in), T_own,q at (P_q, L_in,q), T0 the profile's constant TTFT overhead.
         Exact for Gaussian parts; a documented approximation otherwise (docs/math.md).
@@ -456,9 +459,19 @@ class EngineModel(LockstepModel):
         )
         residual = 0.5 * (iteration_s + iteration_var / iteration_s)
         level = moments.prefill_iterations_quantile
-        own_q = residual + (level + 1.0) * iteration_s + tau * self.prompt_tokens_quantile(moments, hardware)
-        mean = residual + (moments.mean_prefill_iterations + 1.0) * iteration_s + tau * mean_input
-        spread_sq = _normal_quantile(moments.quantile) ** 2 * ((level + 1.0) * iteration_var + residual**2)
+        own_work_q = tau * self.prompt_tokens_quantile(moments, hardware)
+        # other prompts that arrive while the request's own (long) prefill runs join its next
+        # iteration: on average u·τ·L_in more, with compound-Poisson noise
+        own_q = residual + (level + 1.0) * iteration_s + own_work_q * (1.0 + others)
+        mean = (
+            residual
+            + (moments.mean_prefill_iterations + 1.0) * iteration_s
+            + tau * mean_input * (1.0 + others)
+        )
+        joined_var = tau**2 * rate_per_instance_per_s * own_work_q * chunk_sq
+        spread_sq = _normal_quantile(moments.quantile) ** 2 * (
+            (level + 1.0) * iteration_var + residual**2 + joined_var
+        )
         excess = xp.sqrt(xp.maximum(own_q - mean, 0.0) ** 2 + spread_sq)
         ttft = xp.where(others < 1.0, wait_q_s + mean + excess + hardware.ttft_overhead_s, math.inf)
         return ttft, mean + excess - residual - iteration_s, iteration_s
