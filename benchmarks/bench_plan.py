@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable
 
 from fleetopt.core.planner import Planner, PlanOptions
+from fleetopt.defaults import DEFAULT_SERVING
 from fleetopt.io.data import bundled_dir
 from fleetopt.io.profiles import pool_hardware
 from fleetopt.io.workloads import load_workload
@@ -86,13 +87,21 @@ def planning_cases() -> list[tuple[str, Callable[[], object]]]:
                     (f"  the same, {name} statistics prepared inside, λ = {rate:g}/s", sweep_from_scratch)
                 )
     trace = load_workload("azure-2023")
+    default = pool_hardware(DEFAULT_SERVING, [bundled_dir("profiles")])
     for rate in RATES:
         options = PlanOptions(arrival_rate_per_s=rate, ttft_slo_s=0.5)
-        cells = len(Planner(trace, hardware, hardware, options).plan().grid)
+        cells = len(Planner(trace, default, default, options).plan().grid)
         cases.append(
             (
-                f"full default plan, azure-2023, λ = {rate:g}/s ({cells} cells + baselines)",
-                lambda options=options: Planner(trace, hardware, hardware, options).plan(),
+                f"full default plan (engine, {DEFAULT_SERVING}), azure-2023, λ = {rate:g}/s ({cells} cells)",
+                lambda options=options: Planner(trace, default, default, options).plan(),
+            )
+        )
+        lockstep = PlanOptions(arrival_rate_per_s=rate, ttft_slo_s=0.5, service_model="lockstep")
+        cases.append(
+            (
+                f"  the same under lockstep on the papers' A100 profile, λ = {rate:g}/s",
+                lambda options=lockstep: Planner(trace, hardware, hardware, options).plan(),
             )
         )
     return cases
