@@ -31,7 +31,7 @@ from fleetopt.defaults import (
     DEFAULT_SERVING,
     PAPER_SERVING,
 )
-from fleetopt.errors import ValidationError
+from fleetopt.errors import FleetoptError, ValidationError
 
 
 @dataclass(frozen=True)
@@ -56,8 +56,12 @@ def resolve_hardware(serving: str, gpu: str | None, dirs: Sequence[Path]) -> Poo
 
     if gpu is None:
         return pool_hardware(serving, dirs)
-    model = load_serving(serving, dirs).model_name
-    return pool_hardware(find_serving(model=model, gpu=gpu, dirs=dirs).source_file, dirs)
+    base = load_serving(serving, dirs)
+    try:  # the same model at the same tensor-parallel size, when that calibration exists
+        found = find_serving(model=base.model_name, gpu=gpu, tensor_parallel=base.tensor_parallel, dirs=dirs)
+    except FleetoptError:
+        found = find_serving(model=base.model_name, gpu=gpu, dirs=dirs)
+    return pool_hardware(found.source_file, dirs)
 
 
 def resolve_pool_hardware_pair(
@@ -70,10 +74,21 @@ def resolve_pool_hardware_pair(
     return short_hardware, resolve_hardware(serving_long or serving, gpu_long, dirs)
 
 
+#: The highest arrival rate a plan accepts, req/s (a hundred million: far past any fleet, and
+#: every count derived from it stays exact in float64).
+MAX_RATE_PER_S = 1e8
+
+
 def rate_with_origin(workload: Workload, arrival_rate_per_s: float | None) -> tuple[float, str]:
     """The rate to plan at and where it came from: ``given``, ``observed`` (the log), or ``default``."""
     if arrival_rate_per_s is not None:
-        return float(arrival_rate_per_s), "given"
+        rate = float(arrival_rate_per_s)
+        if not (0.0 < rate <= MAX_RATE_PER_S):
+            raise ValidationError(
+                f"--rate: {arrival_rate_per_s:g} req/s is not allowed; it must be > 0 and at most "
+                f"{MAX_RATE_PER_S:g} req/s"
+            )
+        return rate, "given"
     observed = observed_rate_per_s(workload)
     return (observed, "observed") if observed else (DEFAULT_RATE_PER_S, "default")
 
@@ -172,10 +187,13 @@ def plan_run_from_options(
     **options: Any,
 ) -> PlanRun:
     """Like :func:`plan_from_options`, returning the whole :class:`PlanRun`."""
-    from fleetopt.io.units import parse_duration_s, parse_number_list
+    from fleetopt.io.units import parse_duration_s, parse_fraction, parse_number_list
 
-    if rate_per_s is not None and not rate_per_s >= 0:
-        raise ValidationError(f"--rate: {rate_per_s:g} req/s must be ≥ 0")
+    for key, flag in (("compressibility", "--compressibility"), ("max_utilization", "--max-utilization")):
+        if isinstance(options.get(key), str):  # the CLI's text: 0.85 or 85%
+            options[key] = parse_fraction(options[key], field=flag)
+    if options.get("max_utilization") == 0:
+        raise ValidationError("--max-utilization: 0 leaves no capacity; it must be in (0, 1] (e.g. 85%)")
     b_values = parse_number_list(b_short, field="--b-short", integer=True) if b_short else None
     gammas = tuple(parse_number_list(gamma, field="--gamma")) if gamma else DEFAULT_GAMMAS
     return plan_workload(

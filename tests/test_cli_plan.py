@@ -111,13 +111,58 @@ def test_output_writes_a_plan_that_reads_back(tmp_path) -> None:
             ["--slo", "500ms", "--service-model", "magic"],
             "Error: service model: 'magic' is not one of engine, lockstep, fleet-sim",
         ),
-        (["--slo", "500ms", "--rate", "-1"], "Error: --rate: -1 req/s must be ≥ 0"),
+        (
+            ["--slo", "500ms", "--rate", "-1"],
+            "Error: --rate: -1 req/s is not allowed; it must be > 0 and at most 1e+08 req/s",
+        ),
+        # hostile inputs (issue 17): no traceback, one line naming the input
+        (
+            ["--slo", "500ms", "--rate", "0"],
+            "Error: --rate: 0 req/s is not allowed; it must be > 0 and at most 1e+08 req/s",
+        ),
+        (
+            ["--slo", "500ms", "--rate", "1e308"],
+            "Error: --rate: 1e+308 req/s is not allowed; it must be > 0 and at most 1e+08 req/s",
+        ),
+        (
+            ["--slo", "500ms", "--compressibility", "nan"],
+            "Error: --compressibility: 'nan' must be in [0, 1] (0% to 100%)",
+        ),
+        (
+            ["--slo", "500ms", "--max-utilization", "0"],
+            "Error: --max-utilization: 0 leaves no capacity; it must be in (0, 1] (e.g. 85%)",
+        ),
     ],
 )
 def test_bad_values_exit_1_with_the_exact_error(arguments, message) -> None:
     result = runner.invoke(app, ["plan", "--cdf", "azure", *arguments])
     assert result.exit_code == 1
     assert result.stderr.strip() == message
+
+
+def test_percentages_are_accepted_where_fractions_are() -> None:
+    """--max-utilization 85% is 0.85, as --alpha 80% is 0.8 in the audit."""
+    documents = [
+        json.loads(
+            runner.invoke(
+                app, ["plan", "--cdf", "azure", "--slo", "500ms", "--rate", "50", *cap, "-f", "json"]
+            ).stdout
+        )
+        for cap in (["--max-utilization", "85%"], ["--max-utilization", "0.85"])
+    ]
+    assert documents[0]["inputs"]["max_utilization"] == documents[1]["inputs"]["max_utilization"] == 0.85
+    assert documents[0]["best"] == documents[1]["best"]
+
+
+def test_token_counts_beyond_any_context_are_refused(tmp_path) -> None:
+    log = tmp_path / "big.csv"
+    log.write_text("input_tokens,output_tokens\n100,10\n99999999999999999999,5\n")
+    result = runner.invoke(app, ["plan", "--cdf", str(log), "--slo", "500ms"])
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: {log}, line 3: input_tokens = 99999999999999999999 is too large "
+        "(at most 100,000,000 tokens per request)\n"
+    )
 
 
 def test_unknown_workload_lists_the_bundled_ones() -> None:
@@ -156,3 +201,15 @@ def test_bad_output_suffix_is_refused_before_planning(tmp_path) -> None:
     assert result.stderr.strip() == (
         f"Error: --output {tmp_path / 'plan.txt'}: the suffix must be .json, .yaml or .yml (got '.txt')"
     )
+
+
+def test_gpu_takes_the_model_calibration_at_the_same_tensor_parallel_size() -> None:
+    """--gpu h200 with the default (TP 8) profile: the model's H200 calibrations are TP 4 and TP 8;
+    the TP 8 one is meant, not an error (issue 17)."""
+    document = json.loads(
+        runner.invoke(
+            app, ["plan", "--cdf", "azure", "--slo", "1s", "--rate", "50", "--gpu", "h200", "-f", "json"]
+        ).stdout
+    )
+    short = document["inputs"]["profiles"]["short"]
+    assert short["serving_name"] == "llama-3.1-70b-fp8-h200-tp8-vllm" and short["gpus_per_instance"] == 8

@@ -363,7 +363,7 @@ def test_find_serving_with_two_tp_sizes_needs_one(tmp_path: Path) -> None:
         GOOD_SERVING.replace("tensor_parallel: 8", "tensor_parallel: 4"),
     )
     dirs = (tmp_path, *BUNDLED)
-    with pytest.raises(ValidationError, match="several serving profiles .* give a tensor-parallel size"):
+    with pytest.raises(ValidationError, match="several serving profiles .* pick one with --serving NAME"):
         profiles.find_serving(model="llama-3-70b", gpu="a100-80gb", dirs=dirs)
     assert (
         profiles.find_serving(

@@ -61,8 +61,8 @@ def plan(
     gamma: str | None = typer.Option(
         None, "--gamma", help="Fix γ, or a comma list. Default: 1.0, 1.1, …, 2.0."
     ),
-    compressibility: float = typer.Option(
-        1.0, "--compressibility", min=0.0, max=1.0, help="p_c: share of borderline requests C&R compresses."
+    compressibility: str = typer.Option(
+        "1", "--compressibility", help="p_c: share of borderline requests C&R compresses, e.g. 0.75 or 75%."
     ),
     service_model: str = typer.Option(
         DEFAULT_SERVICE_MODEL,
@@ -70,8 +70,10 @@ def plan(
         help="engine (token- and occupancy-aware, the default), lockstep (FleetOpt Eq. 3 as written) "
         "or fleet-sim (the papers' reference implementation).",
     ),
-    max_utilization: float = typer.Option(
-        DEFAULT_MAX_UTILIZATION, "--max-utilization", help="Utilization cap ρ_max, in (0, 1]."
+    max_utilization: str = typer.Option(
+        str(DEFAULT_MAX_UTILIZATION),
+        "--max-utilization",
+        help="Utilization cap ρ_max in (0, 1], e.g. 0.85 or 85%.",
     ),
     pools: int = typer.Option(
         DEFAULT_POOL_COUNT,

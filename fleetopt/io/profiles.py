@@ -612,7 +612,7 @@ def find_serving(
         )
     names = ", ".join(f"{p.name} (TP {p.tensor_parallel})" for p in matches)
     raise ValidationError(
-        f"several serving profiles for model {model!r} on GPU {gpu!r}: {names}; give a tensor-parallel size"
+        f"several serving profiles for model {model!r} on GPU {gpu!r}: {names}; pick one with --serving NAME"
     )
 
 

@@ -34,6 +34,9 @@ from fleetopt.core.workload import Workload, parse_split_model, workload_from_cd
 from fleetopt.errors import NotFoundError, ValidationError
 from fleetopt.io.yamlio import safe_load
 
+#: The most tokens one side of one request may have (no model has a context near this; it keeps
+#: every count far inside int64 and float64 arithmetic).
+MAX_REQUEST_TOKENS = 100_000_000
 INPUT_FORMATS = ("azure", "csv", "jsonl", "cdf-json", "cdf-csv")
 
 AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
@@ -648,6 +651,11 @@ def _parse_token(value: str, column: str, path: Path, line: int) -> int:
         number = int(as_float)
     if number < 0:
         raise ValidationError(f"{path}, line {line}: {column} = {number} is negative (token counts are ≥ 0)")
+    if number > MAX_REQUEST_TOKENS:
+        raise ValidationError(
+            f"{path}, line {line}: {column} = {value.strip()} is too large "
+            f"(at most {MAX_REQUEST_TOKENS:,} tokens per request)"
+        )
     return number
 
 
