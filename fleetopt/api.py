@@ -598,7 +598,13 @@ def crosscheck_setup_run(
                 "time column); drop --replay to simulate Poisson arrivals"
             )
         if rate is None:
-            rate = (times.size - 1) / float(times[-1] - times[0])
+            span = float(times[-1] - times[0])
+            if not span > 0:
+                raise ValidationError(
+                    f"--replay: the {times.size:,} arrival times of {workload.name!r} span 0 s (all equal), "
+                    "so they give no rate to replay at; give --rate or drop --replay"
+                )
+            rate = (times.size - 1) / span
     elif rate is None:
         rate = setup.arrival_rate_per_s
     analytical_model = setup.analytical_model if service_model == PHYSICAL else service_model
@@ -913,6 +919,9 @@ def calibrate_from_files(
     leave_one_out = leave_one_out_errors(measurements.benchmark, prefill_chunk_tokens)
     dirs = profile_search_path(profiles_dir)
     if output is not None:
+        from fleetopt.io.plans import refuse_overwriting_input
+
+        refuse_overwriting_input(Path(output), [str(f) for f in files])
         needed = (("--model-profile", model), ("--gpu-profile", gpu), ("--tp", tensor_parallel))
         missing = [flag for flag, value in needed if value is None]
         if missing:

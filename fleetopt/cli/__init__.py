@@ -31,6 +31,22 @@ class _FleetoptGroup(typer.core.TyperGroup):
         except FleetoptError as exc:
             typer.echo(f"Error: {exc}", err=True)
             raise typer.Exit(1) from None
+        except RecursionError:
+            typer.echo("Error: an input is nested too deeply to read", err=True)
+            raise typer.Exit(1) from None
+        except MemoryError:
+            typer.echo("Error: out of memory: use a smaller input or fewer requests", err=True)
+            raise typer.Exit(1) from None
+        except Exception as exc:  # a bug in fleetopt, not the user's input: one line, no traceback
+            if _DEBUG["on"] or _is_cli_control(exc):
+                raise
+            typer.echo(
+                f"Error: internal error ({type(exc).__name__}: {exc}) — this is a bug in fleetopt "
+                f"{__version__}; please report it with the command you ran (rerun with --debug for the "
+                "traceback)",
+                err=True,
+            )
+            raise typer.Exit(INTERNAL_ERROR_EXIT) from None
 
 
 app = typer.Typer(
@@ -44,6 +60,21 @@ app = typer.Typer(
 )
 
 
+#: Exit code of an unexpected internal error (a bug): distinct from 1 (bad input) and 2 (usage,
+#: or drift's unusable input); 70 is EX_SOFTWARE of BSD's sysexits.h.
+INTERNAL_ERROR_EXIT = 70
+_DEBUG = {"on": False}
+
+
+def _is_cli_control(exc: BaseException) -> bool:
+    """typer/click's own exits, aborts and usage errors (typer vendors click in some versions)."""
+    return type(exc).__module__.split(".")[0] in ("typer", "click")
+
+
+def _debug_callback(value: bool) -> None:
+    _DEBUG["on"] = bool(value)
+
+
 def _version_callback(value: bool) -> None:
     if value:
         typer.echo(f"fleetopt {__version__}")
@@ -54,6 +85,9 @@ def _version_callback(value: bool) -> None:
 def _root(
     version: bool = typer.Option(
         False, "--version", callback=_version_callback, is_eager=True, help="Print the version and exit."
+    ),
+    debug: bool = typer.Option(
+        False, "--debug", callback=_debug_callback, is_eager=True, help="Show an internal error's traceback."
     ),
 ) -> None:
     """Size an LLM-serving fleet analytically: how many GPUs, in which pools, at what cost."""

@@ -106,12 +106,13 @@ def plan(
     """Plan the cheapest fleet (n_s, n_l, B*, γ*) that meets a P99 TTFT SLO, against the baselines."""
     from fleetopt.api import plan_run_from_options
     from fleetopt.errors import FleetoptError
-    from fleetopt.io.plans import plan_format_for, write_document_atomically
+    from fleetopt.io.plans import plan_format_for, refuse_overwriting_input, write_document_atomically
     from fleetopt.render.output import dumps, emit
     from fleetopt.render.plan import draw_plan
 
     if output is not None:
         output_format = plan_format_for(output)  # refuse a bad suffix before any work
+        refuse_overwriting_input(output, [cdf])
     run = plan_run_from_options(
         workload=cdf,
         slo=slo,

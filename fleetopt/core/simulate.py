@@ -59,6 +59,9 @@ SERVICE_MODELS = (
 )
 DISPATCH_POLICIES = ("pooled", "round-robin", "least-loaded")
 DEFAULT_SEEDS = (1, 2, 3)
+#: Requests per seed the simulator accepts: it keeps ~10 arrays of 8 bytes per request and, for
+#: ``physical``, Python lists per request (~100 bytes each), so 10⁷ is about 1 GB.
+MAX_REQUESTS = 10_000_000
 
 #: Progress callback: ``progress(requests_done, requests_total)`` over all seeds and pools.
 ProgressCallback = Callable[[int, int], None]
@@ -244,6 +247,11 @@ def _validate(
         raise ValidationError(f"arrival rate: {arrival_rate_per_s!r} req/s must be a finite number > 0")
     if requests < 2:
         raise ValidationError(f"requests: {requests} must be ≥ 2")
+    if requests > MAX_REQUESTS:
+        raise ValidationError(
+            f"requests: {requests:,} per seed is more than this simulator holds in memory "
+            f"(at most {MAX_REQUESTS:,}, about 1 GB); use more seeds instead"
+        )
     if not 0.0 <= warmup_fraction < 1.0:
         raise ValidationError(f"warm-up fraction: {warmup_fraction!r} must be in [0, 1)")
     if len(seeds) == 0:

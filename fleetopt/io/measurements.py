@@ -130,6 +130,8 @@ def detect_measurement_format(text: str, path: Path) -> str:
     if stripped.startswith("{"):
         try:
             document = json.loads(text)
+        except RecursionError:
+            raise ValidationError(f"{path}: JSON nested too deeply to be a benchmark result") from None
         except json.JSONDecodeError as exc:
             raise ValidationError(
                 f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"

@@ -80,17 +80,39 @@ def workload_fingerprint(
     return fingerprint
 
 
+def refuse_overwriting_input(output: Path, inputs: list[str]) -> None:
+    """Raise ValidationError when ``output`` is one of the ``inputs`` files (a plan must never
+    replace the log or CDF it was computed from)."""
+    target = Path(output).expanduser().resolve()
+    for item in inputs:
+        source = Path(item).expanduser()
+        if source.is_file() and source.resolve() == target:
+            raise ValidationError(
+                f"--output {output}: that is the input file {item}; write the plan elsewhere"
+            )
+
+
 def write_document_atomically(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` via a temporary file in the same folder and an atomic rename."""
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise ValidationError(f"--output {path}: the folder {folder} does not exist")
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
+    except OSError as exc:
+        raise ValidationError(f"--output {path}: cannot write in {folder} ({exc.strerror or exc})") from None
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
             stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())  # a full disk fails here, before the rename, not after
         os.replace(temporary, path)
+    except OSError as exc:
+        Path(temporary).unlink(missing_ok=True)
+        raise ValidationError(
+            f"--output {path}: not written ({exc.strerror or exc}); nothing was changed"
+        ) from None
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise

@@ -161,8 +161,8 @@ def detect_format(data: bytes, path: Path | str = "<data>") -> str:
         first_line = text[: text.find(b"\n")] if b"\n" in text[:65536] else text
         try:
             first = json.loads(first_line)
-        except ValueError:
-            return "cdf-json"  # a multi-line JSON document
+        except (ValueError, RecursionError):
+            return "cdf-json"  # a multi-line JSON document (or one the CDF reader refuses)
         if isinstance(first, dict) and "cdf" not in first:
             keys = {str(k).lower() for k in first}
             if keys & set(INPUT_COLUMN_NAMES):
@@ -170,7 +170,7 @@ def detect_format(data: bytes, path: Path | str = "<data>") -> str:
             try:  # one whole JSON document that is not a request: let the CDF reader say why
                 json.loads(text)
                 return "cdf-json"
-            except ValueError:
+            except (ValueError, RecursionError):
                 return "jsonl"
         return "cdf-json"
     header = [c.strip().lower() for c in _split_header(_first_line(text))]
@@ -337,6 +337,8 @@ def _parse_cdf_json(data: bytes, path: Path) -> tuple[np.ndarray, np.ndarray, di
         ) from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise ValidationError(f"{path}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise ValidationError(f"{path}: JSON nested too deeply to be a CDF") from None
     extra: dict = {}
     if isinstance(document, dict):
         if "cdf" not in document:
@@ -756,7 +758,7 @@ def _read_jsonl(
             continue
         try:
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise ValidationError(f"{path}, line {line_number}: not a JSON object") from None
         if not isinstance(record, dict):
             raise ValidationError(f"{path}, line {line_number}: not a JSON object")

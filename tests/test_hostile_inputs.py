@@ -1,0 +1,97 @@
+"""Hostile inputs and environments (issue 17): one `Error:` line naming the input, the right exit
+code, no traceback, nothing overwritten."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import fleetopt.api as api
+from fleetopt.cli import INTERNAL_ERROR_EXIT, app
+
+runner = CliRunner()
+
+
+def test_json_nested_100000_deep_is_refused_by_name(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"cdf": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    result = runner.invoke(app, ["plan", "--cdf", str(deep), "--slo", "500ms"])
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: {deep}: JSON nested too deeply to be a CDF\n"
+
+
+def test_replay_of_a_log_whose_timestamps_are_all_equal(tmp_path: Path) -> None:
+    log = tmp_path / "same.csv"
+    log.write_text("input_tokens,output_tokens,timestamp\n10,5,1.0\n20,5,1.0\n30,5,1.0\n")
+    plan = tmp_path / "plan.yaml"
+    planned = runner.invoke(
+        app, ["plan", "--cdf", str(log), "--slo", "500ms", "--rate", "10", "-o", str(plan)]
+    )
+    assert planned.exit_code == 0, planned.output
+    result = runner.invoke(app, ["simulate", "--plan", str(plan), "--cdf", str(log), "--replay"])
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "Error: --replay: the 3 arrival times of 'same.csv' span 0 s (all equal), so they give no rate to "
+        "replay at; give --rate or drop --replay\n"
+    )
+
+
+def test_a_hundred_million_simulated_requests_are_refused_up_front(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.yaml"
+    assert (
+        runner.invoke(
+            app, ["plan", "--cdf", "azure", "--slo", "1s", "--rate", "10", "-o", str(plan)]
+        ).exit_code
+        == 0
+    )
+    result = runner.invoke(app, ["simulate", "--plan", str(plan), "--requests", "100000000"])
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "Error: requests: 100,000,000 per seed is more than this simulator holds in memory "
+        "(at most 10,000,000, about 1 GB); use more seeds instead\n"
+    )
+
+
+def test_output_never_replaces_the_input(tmp_path: Path) -> None:
+    cdf = tmp_path / "cdf.json"
+    text = '{"cdf": [[100, 0.5], [1000, 1.0]]}'
+    cdf.write_text(text)
+    result = runner.invoke(app, ["plan", "--cdf", str(cdf), "--slo", "1s", "--rate", "10", "-o", str(cdf)])
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: --output {cdf}: that is the input file {cdf}; write the plan elsewhere\n"
+    assert cdf.read_text() == text
+
+
+def test_an_unwritable_output_is_one_line_and_changes_nothing(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    result = runner.invoke(
+        app, ["plan", "--cdf", "azure", "--slo", "1s", "--rate", "10", "-o", str(blocker / "p.yaml")]
+    )
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: --output {blocker / 'p.yaml'}: the folder {blocker} does not exist\n"
+
+
+def test_an_internal_error_is_one_line_asking_for_a_report(monkeypatch) -> None:
+    def broken(*args, **kwargs):
+        raise TypeError("boom")
+
+    monkeypatch.setattr(api, "queue_report", broken)
+    result = runner.invoke(app, ["queue", "--servers", "10", "--load", "5"])
+    assert result.exit_code == INTERNAL_ERROR_EXIT == 70
+    assert result.stderr.startswith("Error: internal error (TypeError: boom) — this is a bug in fleetopt ")
+    assert "Traceback" not in result.output
+    debug = runner.invoke(app, ["--debug", "queue", "--servers", "10", "--load", "5"])
+    assert isinstance(debug.exception, TypeError)  # the traceback is there for whoever asked
+
+
+@pytest.mark.parametrize("value", ["1e308", "99999999999999999999"])
+def test_jsonl_token_counts_beyond_any_context(tmp_path: Path, value: str) -> None:
+    log = tmp_path / "big.jsonl"
+    log.write_text(f'{{"input_length": {value}, "output_length": 5}}\n')
+    result = runner.invoke(app, ["plan", "--cdf", str(log), "--slo", "500ms"])
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"Error: {log}, line 1: input_length = ")
+    assert result.stderr.endswith("is too large (at most 100,000,000 tokens per request)\n")
