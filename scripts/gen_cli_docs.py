@@ -36,13 +36,14 @@ Conventions shared by every command:
   (`fleetopt drift` also has `markdown`).
 - Durations take a unit: `500ms`, `0.5s`. Fractions take `0.1` or `10%`.
 - Exit status, every command:
-
-  | code | meaning |
-  |---|---|
-  | 0 | success (`simulate`/`plan --validate`: also a FAIL verdict, unless `--strict`) |
-  | 1 | an error in the input or environment — one `Error: …` line on stderr naming the input, never a traceback, no output file changed — or an infeasible plan; `drift`: the plan no longer fits (drift); `simulate --strict`: an SLO breach |
-  | 2 | a usage error (unknown option, text where a number belongs); `drift`: unusable input (plan, workload or option) |
-  | 70 | an internal error (a bug in fleetopt): one line asking for a report; `fleetopt --debug …` shows the traceback |
+  - **0** success (`simulate` and `plan --validate` also on a FAIL verdict, unless `--strict`);
+  - **1** an error in the input or environment — one `Error: …` line on stderr naming the input,
+    never a traceback, no output file changed — or an infeasible plan; for `drift`, drift (the
+    plan no longer fits); for `simulate --strict`, an SLO breach;
+  - **2** a usage error (unknown option, text where a number belongs); for `drift`, unusable input
+    (plan, workload or option);
+  - **70** an internal error, i.e. a bug in fleetopt: one line asking for a report
+    (`fleetopt --debug …` shows the traceback).
 - Profiles: `--profiles-dir DIR` adds your own folder (models/, gpus/, serving/) before the
   bundled profiles; any profile option also takes a path to a YAML file.
 - Workloads: `--cdf` takes a bundled name (`fleetopt workload show --help` lists the formats) or a

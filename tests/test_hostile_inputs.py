@@ -95,3 +95,39 @@ def test_jsonl_token_counts_beyond_any_context(tmp_path: Path, value: str) -> No
     assert result.exit_code == 1
     assert result.stderr.startswith(f"Error: {log}, line 1: input_length = ")
     assert result.stderr.endswith("is too large (at most 100,000,000 tokens per request)\n")
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (
+            b"input_tokens;output_tokens\n10;5\n",
+            "the columns are separated by semicolons, not commas; fleetopt reads "
+            "comma-separated files (convert it, e.g. with `tr`)",
+        ),
+        (
+            b"input_tokens\toutput_tokens\n10\t5\n",
+            "the columns are separated by tabs, not commas; fleetopt reads "
+            "comma-separated files (convert it, e.g. with `tr`)",
+        ),
+        (
+            "input_tokens,output_tokens\n10,5\n".encode("utf-16"),
+            "the file is UTF-16-encoded; save it as UTF-8",
+        ),
+        (
+            b"\x01\x02\x00\x00binary",
+            "not a text file (it contains NUL bytes: binary data, or UTF-16 without a BOM)",
+        ),
+        (
+            b"input_tokens,input_tokens,output_tokens\n10,7,5\n",
+            "column 'input_tokens' appears more than once in the header",
+        ),
+    ],
+    ids=["semicolons", "tabs", "utf-16", "binary", "duplicate-column"],
+)
+def test_unreadable_logs_say_why(tmp_path: Path, content: bytes, message: str) -> None:
+    log = tmp_path / "log.csv"
+    log.write_bytes(content)
+    result = runner.invoke(app, ["plan", "--cdf", str(log), "--slo", "1s"])
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: {log}: {message}\n"

@@ -211,7 +211,30 @@ def _read_bytes(path: Path) -> bytes:
             raise ValidationError(f"{path}: not a valid gzip file ({exc})") from None
     if not data or data.isspace():
         raise ValidationError(f"{path}: the file is empty")
+    _check_text(data, path)
     return data
+
+
+def _check_text(data: bytes, path: Path) -> None:
+    """Refuse UTF-16/32 and binary files by name (their headers would read as garbage)."""
+    for bom, encoding in (
+        (b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
+        (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"),
+    ):  # fmt: skip
+        if data.startswith(bom):
+            raise ValidationError(f"{path}: the file is {encoding}-encoded; save it as UTF-8")
+    head = data[:65536]
+    if b"\x00" in head:
+        raise ValidationError(
+            f"{path}: not a text file (it contains NUL bytes: binary data, or UTF-16 without a BOM)"
+        )
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 4:  # not just a character cut at the end of the head
+            raise ValidationError(
+                f"{path}: not UTF-8 text (byte {exc.start:,} is 0x{head[exc.start]:02x}); save it as UTF-8"
+            ) from None
 
 
 def _load_file(
@@ -519,6 +542,16 @@ def _read_csv(
     header = [c.strip() for c in _split_header(_first_line(text_start))]
     if not header:
         raise ValidationError(f"{path}: the file is empty")
+    if len(header) == 1:
+        for separator, word in ((";", "semicolons"), ("\t", "tabs"), ("|", "vertical bars")):
+            if separator in header[0]:
+                raise ValidationError(
+                    f"{path}: the columns are separated by {word}, not commas; fleetopt reads "
+                    "comma-separated files (convert it, e.g. with `tr`)"
+                )
+    repeated = sorted({name for name in header if [c.lower() for c in header].count(name.lower()) > 1})
+    if repeated:
+        raise ValidationError(f"{path}: column {repeated[0]!r} appears more than once in the header")
     input_index = _pick_column(header, input_column, INPUT_COLUMN_NAMES, "input", path, True)
     output_index = _pick_column(header, output_column, OUTPUT_COLUMN_NAMES, "output", path, True)
     time_index = _pick_column(header, time_column, TIME_COLUMN_NAMES, "time", path, False)
