@@ -131,3 +131,29 @@ def test_unreadable_logs_say_why(tmp_path: Path, content: bytes, message: str) -
     result = runner.invoke(app, ["plan", "--cdf", str(log), "--slo", "1s"])
     assert result.exit_code == 1
     assert result.stderr == f"Error: {log}: {message}\n"
+
+
+def _notes(args: list[str]) -> list[str]:
+    import json
+
+    result = runner.invoke(app, ["plan", *args, "-f", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)["notes"]
+
+
+def test_a_log_that_gives_no_rate_says_so(tmp_path: Path) -> None:
+    log = tmp_path / "one.csv"
+    log.write_text("input_tokens,output_tokens,timestamp\n10,5,1.0\n")
+    assert (
+        "the log's timestamps give no arrival rate (one request): planned at the default 1,000 req/s; "
+        "give --rate" in _notes(["--cdf", str(log), "--slo", "1s"])
+    )
+
+
+def test_pools_of_different_models_are_flagged() -> None:
+    notes = _notes(
+        ["--cdf", "azure", "--slo", "2s", "--rate", "50", "--serving-long", "llama-3-70b-h100-80gb-tp8"]
+    )
+    assert any(
+        n.startswith("the short pool serves llama-3.1-70b and the long pool llama-3-70b") for n in notes
+    )

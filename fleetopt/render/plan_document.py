@@ -20,7 +20,15 @@ from fleetopt.core.sizing import PoolSizing
 from fleetopt.core.workload import Workload
 from fleetopt.defaults import HOURS_PER_YEAR
 from fleetopt.io.plans import PLAN_KIND, SCHEMA_VERSION, workload_fingerprint
-from fleetopt.render.words import context_notes, fleet_reason, plan_notes, pool_reason, workload_notes
+from fleetopt.render.words import (
+    context_notes,
+    fleet_reason,
+    plan_notes,
+    pool_model_notes,
+    pool_reason,
+    rate_notes,
+    workload_notes,
+)
 
 
 def hardware_document(hardware: PoolHardware) -> dict[str, Any]:
@@ -203,6 +211,10 @@ def plan_document(plan: FleetPlan, workload: Workload, inputs: dict[str, Any]) -
             }
             for c in plan.grid
         ],
-        "notes": workload_notes(workload) + context_notes(plan) + plan_notes(plan),
+        "notes": workload_notes(workload)
+        + rate_notes(workload, plan.options.arrival_rate_per_s, inputs.get("arrival_rate_origin", "given"))
+        + context_notes(plan)
+        + pool_model_notes(plan)
+        + plan_notes(plan),
     }
     return document

@@ -74,6 +74,34 @@ def workload_notes(workload: Workload) -> list[str]:
     return [SPLIT_ASSUMED_NOTE] if workload.split_assumed else []
 
 
+def rate_notes(workload: Workload, rate_per_s: float, origin: str) -> list[str]:
+    """Say when the rate was not the user's and the log could not give one, or looks off."""
+    times = workload.arrival_times_s
+    if origin == "default" and times is not None:
+        why = "one request" if times.size < 2 else "all its timestamps are equal"
+        return [
+            f"the log's timestamps give no arrival rate ({why}): planned at the default "
+            f"{rate_per_s:,g} req/s; give --rate"
+        ]
+    if origin == "observed" and not (1e-3 <= rate_per_s <= 1e6):
+        return [
+            f"the log's observed rate is {rate_per_s:.3g} req/s, which looks wrong: check the unit of its "
+            "time column (a _ms/_us/_ns suffix in the column name sets it) or give --rate"
+        ]
+    return []
+
+
+def pool_model_notes(plan: FleetPlan) -> list[str]:
+    """Pools that serve different models: a comparison with the homogeneous fleet is of unlike fleets."""
+    short, long = plan.short_hardware.model_name, plan.long_hardware.model_name
+    if short == long:
+        return []
+    return [
+        f"the short pool serves {short} and the long pool {long}: a saving against the homogeneous "
+        f"{long} fleet compares fleets of different models"
+    ]
+
+
 def context_notes(plan: FleetPlan) -> list[str]:
     """A pool context beyond what its model supports (the papers' 64K long pool on Llama-3-70B, 8K)."""
     notes = []
