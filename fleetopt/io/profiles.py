@@ -344,8 +344,12 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise NotFoundError(f"{path}: cannot read the profile ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ValidationError(f"{path}: not UTF-8 text (byte {exc.start:,}); save the profile as UTF-8") from None
     try:
         data = safe_load(text)
+    except RecursionError:
+        raise ValidationError(f"{path}: YAML nested too deeply to be a profile") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
