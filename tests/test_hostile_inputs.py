@@ -157,3 +157,18 @@ def test_pools_of_different_models_are_flagged() -> None:
     assert any(
         n.startswith("the short pool serves llama-3.1-70b and the long pool llama-3-70b") for n in notes
     )
+
+
+def test_a_full_disk_on_stdout_is_an_error_not_a_success(monkeypatch) -> None:
+    """`fleetopt plan … > /dev/full`: the write fails with ENOSPC; exit 1 with one line, not 0."""
+    import errno
+
+    import fleetopt.render.output as output
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(output, "dumps", full)
+    result = runner.invoke(app, ["plan", "--cdf", "azure", "--slo", "1s", "--rate", "10", "-f", "json"])
+    assert result.exit_code == 1
+    assert result.stderr == "Error: cannot write the output or read a file: No space left on device\n"

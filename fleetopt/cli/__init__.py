@@ -34,6 +34,15 @@ class _FleetoptGroup(typer.core.TyperGroup):
         except RecursionError:
             typer.echo("Error: an input is nested too deeply to read", err=True)
             raise typer.Exit(1) from None
+        except OSError as exc:  # the environment: a full disk, a closed pipe, a missing permission
+            where = f" ({exc.filename})" if exc.filename else ""
+            try:
+                typer.echo(
+                    f"Error: cannot write the output or read a file{where}: {exc.strerror or exc}", err=True
+                )
+            except OSError:
+                pass
+            raise typer.Exit(1) from None
         except MemoryError:
             typer.echo("Error: out of memory: use a smaller input or fewer requests", err=True)
             raise typer.Exit(1) from None

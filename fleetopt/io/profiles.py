@@ -345,7 +345,9 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise NotFoundError(f"{path}: cannot read the profile ({exc.strerror or exc})") from None
     except UnicodeDecodeError as exc:
-        raise ValidationError(f"{path}: not UTF-8 text (byte {exc.start:,}); save the profile as UTF-8") from None
+        raise ValidationError(
+            f"{path}: not UTF-8 text (byte {exc.start:,}); save the profile as UTF-8"
+        ) from None
     try:
         data = safe_load(text)
     except RecursionError:
