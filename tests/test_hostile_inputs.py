@@ -172,3 +172,29 @@ def test_a_full_disk_on_stdout_is_an_error_not_a_success(monkeypatch) -> None:
     result = runner.invoke(app, ["plan", "--cdf", "azure", "--slo", "1s", "--rate", "10", "-f", "json"])
     assert result.exit_code == 1
     assert result.stderr == "Error: cannot write the output or read a file: No space left on device\n"
+
+
+def test_drift_calls_an_unreadable_workload_unusable_input_exit_2(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.yaml"
+    assert (
+        runner.invoke(
+            app, ["plan", "--cdf", "azure", "--slo", "1s", "--rate", "10", "-o", str(plan)]
+        ).exit_code
+        == 0
+    )
+    garbage = tmp_path / "garbage.csv"
+    garbage.write_bytes(b"\x00\x01\x02binary")
+    result = runner.invoke(app, ["drift", "--plan", str(plan), "--cdf", str(garbage)])
+    assert result.exit_code == 2  # 1 means drift; this is unusable input
+    assert result.stderr == (
+        f"Error: {garbage}: not a text file (it contains NUL bytes: binary data, or UTF-16 without a BOM)\n"
+    )
+
+
+def test_an_implausible_observed_rate_is_flagged(tmp_path: Path) -> None:
+    """Nanosecond timestamps in a column read as seconds: one request per 10⁹ s."""
+    log = tmp_path / "ns.csv"
+    rows = "".join(f"{100 + k},{10 + k},{k * 1_000_000_000}\n" for k in range(5))
+    log.write_text("input_tokens,output_tokens,timestamp\n" + rows)
+    notes = _notes(["--cdf", str(log), "--slo", "1s"])
+    assert any(n.startswith("the log's observed rate is 1e-09 req/s, which looks wrong") for n in notes)
