@@ -44,6 +44,11 @@ Conventions shared by every command:
     (plan, workload or option);
   - **70** an internal error, i.e. a bug in fleetopt: one line asking for a report
     (`fleetopt --debug …` shows the traceback).
+- Hostile input: malformed, mangled, binary, mis-encoded or absurd files and option values get
+  one `Error:` line naming the input (token counts above 10⁸ per request, rates outside
+  (0, 10⁸] req/s, more than 10⁷ simulated requests per seed are refused before any work); output
+  files are written atomically (never half-written, never over an input). `tests/test_fuzz.py`
+  feeds generated and mutated inputs through every command (`FLEETOPT_FUZZ=deep` for a long run).
 - Profiles: `--profiles-dir DIR` adds your own folder (models/, gpus/, serving/) before the
   bundled profiles; any profile option also takes a path to a YAML file.
 - Workloads: `--cdf` takes a bundled name (`fleetopt workload show --help` lists the formats) or a
