@@ -68,7 +68,7 @@ def _run(args: list[str], inputs: list[Path], outputs: list[Path] = ()) -> None:
     before = {p: p.read_bytes() for p in inputs}
     result = runner.invoke(app, args)
     text = result.output + (result.stderr if result.stderr_bytes is not None else "")
-    assert result.exit_code in (0, 1, 2), (args, result.exit_code, text[-500:], result.exception)
+    assert result.exit_code in (0, 1, 2), f"exit {result.exit_code}: {text[:400]}"
     assert "Traceback" not in text, (args, text[-500:])
     for path, content in before.items():
         assert path.read_bytes() == content, f"{path} was changed"

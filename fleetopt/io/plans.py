@@ -362,7 +362,10 @@ def workload_summary(
     for column in ("input", "output"):
         key = f"{column}_tokens_p50_p90_p99"
         if fingerprint.get(key) is not None:
-            tokens[column] = tuple(get.integers(fingerprint, f"{prefix}.{key}"))
+            values = tuple(get.integers(fingerprint, f"{prefix}.{key}"))
+            if len(values) != 3:
+                get.fail(f"{prefix}.{key}", f"{len(values)} values", "three (p50, p90, p99)")
+            tokens[column] = values
     levels = tuple(get.numbers(fingerprint, f"{prefix}.total_tokens_quantile_levels"))
     quantiles = tuple(get.integers(fingerprint, f"{prefix}.total_tokens_quantiles"))
     if len(levels) != len(quantiles) or not levels:

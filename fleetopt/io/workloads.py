@@ -231,7 +231,7 @@ def _check_text(data: bytes, path: Path) -> None:
     try:
         head.decode("utf-8")
     except UnicodeDecodeError as exc:
-        if exc.start < len(head) - 4:  # not just a character cut at the end of the head
+        if len(head) == len(data) or exc.start < len(head) - 4:  # not a character cut by the head
             raise ValidationError(
                 f"{path}: not UTF-8 text (byte {exc.start:,} is 0x{head[exc.start]:02x}); save it as UTF-8"
             ) from None
