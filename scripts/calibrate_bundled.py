@@ -26,28 +26,48 @@ DEFAULT_CSV = ROOT.parent / "shared" / "reference" / "silicon" / "measured-ttft-
 #: A100 (vllm/engine/arg_utils.py, EngineArgs._set_default_args), and its default max_num_seqs there.
 VLLM_CHUNK_TOKENS = 8192
 VLLM_MAX_NUM_SEQS = 1024
+LLAMA = "meta-llama/Llama-3.1-70B"
 
-# profile name, model profile, GPU profile, CSV system, backend, model_path, TP, precision, weight dtype
+# profile name, model profile, GPU profile, CSV system, TP, CSV model_path, CSV precision, weight dtype
 TARGETS = (
-    ("llama-3.1-70b-fp8-h100-80gb-tp8-vllm", "llama-3.1-70b", "h100-80gb", "h100_sxm", 8),
-    ("llama-3.1-70b-fp8-h100-80gb-tp4-vllm", "llama-3.1-70b", "h100-80gb", "h100_sxm", 4),
-    ("llama-3.1-70b-fp8-h200-tp8-vllm", "llama-3.1-70b", "h200", "h200_sxm", 8),
-    ("llama-3.1-70b-fp8-h200-tp4-vllm", "llama-3.1-70b", "h200", "h200_sxm", 4),
-    ("llama-3.1-70b-fp8-b200-tp8-vllm", "llama-3.1-70b", "b200", "b200_sxm", 8),
-    ("llama-3.1-70b-fp8-b200-tp4-vllm", "llama-3.1-70b", "b200", "b200_sxm", 4),
+    (
+        "llama-3.1-70b-fp8-h100-80gb-tp8-vllm",
+        "llama-3.1-70b",
+        "h100-80gb",
+        "h100_sxm",
+        8,
+        LLAMA,
+        "fp8",
+        "fp8",
+    ),
+    (
+        "llama-3.1-70b-fp8-h100-80gb-tp4-vllm",
+        "llama-3.1-70b",
+        "h100-80gb",
+        "h100_sxm",
+        4,
+        LLAMA,
+        "fp8",
+        "fp8",
+    ),
+    ("llama-3.1-70b-fp8-h200-tp8-vllm", "llama-3.1-70b", "h200", "h200_sxm", 8, LLAMA, "fp8", "fp8"),
+    ("llama-3.1-70b-fp8-h200-tp4-vllm", "llama-3.1-70b", "h200", "h200_sxm", 4, LLAMA, "fp8", "fp8"),
+    ("llama-3.1-70b-fp8-b200-tp8-vllm", "llama-3.1-70b", "b200", "b200_sxm", 8, LLAMA, "fp8", "fp8"),
+    ("llama-3.1-70b-fp8-b200-tp4-vllm", "llama-3.1-70b", "b200", "b200_sxm", 4, LLAMA, "fp8", "fp8"),
+    # the CSV leaves the precision of these rows blank: the model's BF16 weights
+    ("qwen3-32b-h100-80gb-tp8-vllm", "qwen3-32b", "h100-80gb", "h100_sxm", 8, "Qwen/Qwen3-32B", "", None),
+    ("qwen3-32b-h100-80gb-tp4-vllm", "qwen3-32b", "h100-80gb", "h100_sxm", 4, "Qwen/Qwen3-32B", "", None),
 )
-CSV_MODEL = "meta-llama/Llama-3.1-70B"
 BACKEND = "vllm"
-PRECISION = "fp8"
 
 
 def _median_max(errors: np.ndarray) -> tuple[float, float]:
     return round(float(np.median(np.abs(errors))), 1), round(float(np.abs(errors).max()), 1)
 
 
-def measurements_for(path: Path, system: str, tp: int) -> Measurements:
+def measurements_for(path: Path, system: str, tp: int, model: str, precision: str) -> Measurements:
     return read_measurements(
-        [path], RowFilter(system=system, backend=BACKEND, model=CSV_MODEL, tp=tp, precision=PRECISION)
+        [path], RowFilter(system=system, backend=BACKEND, model=model, tp=tp, precision=precision)
     )
 
 
@@ -61,8 +81,8 @@ def main() -> None:
         + "| leave-one-out TPOT / TTFT median |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
-    for name, model, gpu, system, tp in TARGETS:
-        measurements = measurements_for(args.csv, system, tp)
+    for name, model, gpu, system, tp, csv_model, precision, weight_dtype in TARGETS:
+        measurements = measurements_for(args.csv, system, tp, csv_model, precision)
         fit = fit_iteration_model(measurements.benchmark, VLLM_CHUNK_TOKENS)
         loo = leave_one_out_errors(measurements.benchmark, VLLM_CHUNK_TOKENS)
         tpot, ttft = _median_max(fit.tpot_pct_errors), _median_max(fit.ttft_pct_errors)
@@ -76,17 +96,18 @@ def main() -> None:
         print("| " + " | ".join(cells) + " |")
         if args.write:
             concurrencies = sorted({int(c) for c in measurements.benchmark.concurrency})
+            dtype = (weight_dtype or "bf16").upper()
             description = (
-                f"vLLM, {CSV_MODEL} with FP8 weights on {tp}x {system}, concurrency "
+                f"vLLM, {csv_model} with {dtype} weights on {tp}x {system}, concurrency "
                 f"{', '.join(map(str, concurrencies))}, from NVIDIA aiconfigurator's silicon_sample.csv "
                 f"(Apache-2.0, commit 095f58a51c4c); max_num_batched_tokens {VLLM_CHUNK_TOKENS} and "
                 f"max_num_seqs {VLLM_MAX_NUM_SEQS} are vLLM's defaults on this GPU (vllm/engine/arg_utils.py)"
             )
             text = measured_profile_yaml(
-                title=f"Llama-3.1-70B, FP8 weights, on {tp}x {gpu} with vLLM: a measured calibration.",
+                title=f"{csv_model}, {dtype} weights, on {tp}x {gpu} with vLLM: a measured calibration.",
                 model=model, gpu=gpu, tensor_parallel=tp, fit=fit, leave_one_out=loo,
                 measurements=measurements, description=description, date=datetime.date.today().isoformat(),
-                max_num_seqs=VLLM_MAX_NUM_SEQS, weight_dtype="fp8",
+                max_num_seqs=VLLM_MAX_NUM_SEQS, weight_dtype=weight_dtype,
             )  # fmt: skip
             (ROOT / "profiles" / "serving" / f"{name}.yaml").write_text(text)
 

@@ -47,25 +47,28 @@ def test_one_concurrency_cannot_separate_w_from_h() -> None:
     )
 
 
+LLAMA, QWEN = "meta-llama/Llama-3.1-70B", "Qwen/Qwen3-32B"
 BUNDLED = {
-    "llama-3.1-70b-fp8-h100-80gb-tp8-vllm": ("h100_sxm", 8),
-    "llama-3.1-70b-fp8-h200-tp8-vllm": ("h200_sxm", 8),
-    "llama-3.1-70b-fp8-b200-tp8-vllm": ("b200_sxm", 8),
-    "llama-3.1-70b-fp8-h100-80gb-tp4-vllm": ("h100_sxm", 4),
-    "llama-3.1-70b-fp8-h200-tp4-vllm": ("h200_sxm", 4),
-    "llama-3.1-70b-fp8-b200-tp4-vllm": ("b200_sxm", 4),
+    "llama-3.1-70b-fp8-h100-80gb-tp8-vllm": ("h100_sxm", 8, LLAMA, "fp8"),
+    "llama-3.1-70b-fp8-h200-tp8-vllm": ("h200_sxm", 8, LLAMA, "fp8"),
+    "llama-3.1-70b-fp8-b200-tp8-vllm": ("b200_sxm", 8, LLAMA, "fp8"),
+    "llama-3.1-70b-fp8-h100-80gb-tp4-vllm": ("h100_sxm", 4, LLAMA, "fp8"),
+    "llama-3.1-70b-fp8-h200-tp4-vllm": ("h200_sxm", 4, LLAMA, "fp8"),
+    "llama-3.1-70b-fp8-b200-tp4-vllm": ("b200_sxm", 4, LLAMA, "fp8"),
+    "qwen3-32b-h100-80gb-tp8-vllm": ("h100_sxm", 8, QWEN, ""),
+    "qwen3-32b-h100-80gb-tp4-vllm": ("h100_sxm", 4, QWEN, ""),
 }
 
 
-def _measured(shared_dir: Path, system: str, tp: int) -> Benchmark:
+def _measured(shared_dir: Path, system: str, tp: int, model: str, precision: str) -> Benchmark:
     path = shared_dir / "reference" / "silicon" / "measured-ttft-tpot.csv"
     with path.open(newline="") as handle:
         rows = [
             r
             for r in csv.DictReader(handle)
             if r["mode"] == "agg" and r["system"] == system and r["backend"] == "vllm"
-            and r["model_path"] == "meta-llama/Llama-3.1-70B" and r["tp_size"] == str(tp)
-            and r["precision"] == "fp8"
+            and r["model_path"] == model and r["tp_size"] == str(tp)
+            and r["precision"] == precision
         ]  # fmt: skip
     assert len(rows) >= 10
 
