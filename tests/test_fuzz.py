@@ -3,7 +3,7 @@
 Properties, for every input: the exit code is 0, 1 or 2 (70 would be an internal error, a bug);
 no traceback reaches the output; the input file is never changed; a failed command leaves no
 output file behind. The default run is a few seconds; ``FLEETOPT_FUZZ=deep pytest tests/test_fuzz.py``
-runs 50× more examples.
+runs 75× more examples.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from fleetopt.cli import app
 runner = CliRunner()
 DEEP = os.environ.get("FLEETOPT_FUZZ") == "deep"
 FUZZ = settings(
-    max_examples=600 if DEEP else 12,
+    max_examples=600 if DEEP else 8,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
