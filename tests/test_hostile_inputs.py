@@ -14,6 +14,14 @@ from fleetopt.cli import INTERNAL_ERROR_EXIT, app
 runner = CliRunner()
 
 
+def _plan(tmp_path: Path, workload: str = "azure") -> Path:
+    """A small plan of ``workload`` at 10 req/s and a 1 s SLO, written to tmp_path."""
+    plan = tmp_path / "plan.yaml"
+    result = runner.invoke(app, ["plan", "--cdf", workload, "--slo", "1s", "--rate", "10", "-o", str(plan)])
+    assert result.exit_code == 0, result.output
+    return plan
+
+
 def test_json_nested_100000_deep_is_refused_by_name(tmp_path: Path) -> None:
     deep = tmp_path / "deep.json"
     deep.write_text('{"cdf": ' + "[" * 100_000 + "]" * 100_000 + "}")
@@ -25,11 +33,7 @@ def test_json_nested_100000_deep_is_refused_by_name(tmp_path: Path) -> None:
 def test_replay_of_a_log_whose_timestamps_are_all_equal(tmp_path: Path) -> None:
     log = tmp_path / "same.csv"
     log.write_text("input_tokens,output_tokens,timestamp\n10,5,1.0\n20,5,1.0\n30,5,1.0\n")
-    plan = tmp_path / "plan.yaml"
-    planned = runner.invoke(
-        app, ["plan", "--cdf", str(log), "--slo", "500ms", "--rate", "10", "-o", str(plan)]
-    )
-    assert planned.exit_code == 0, planned.output
+    plan = _plan(tmp_path, str(log))
     result = runner.invoke(app, ["simulate", "--plan", str(plan), "--cdf", str(log), "--replay"])
     assert result.exit_code == 1
     assert result.stderr == (
@@ -39,13 +43,7 @@ def test_replay_of_a_log_whose_timestamps_are_all_equal(tmp_path: Path) -> None:
 
 
 def test_a_hundred_million_simulated_requests_are_refused_up_front(tmp_path: Path) -> None:
-    plan = tmp_path / "plan.yaml"
-    assert (
-        runner.invoke(
-            app, ["plan", "--cdf", "azure", "--slo", "1s", "--rate", "10", "-o", str(plan)]
-        ).exit_code
-        == 0
-    )
+    plan = _plan(tmp_path)
     result = runner.invoke(app, ["simulate", "--plan", str(plan), "--requests", "100000000"])
     assert result.exit_code == 1
     assert result.stderr == (
@@ -175,13 +173,7 @@ def test_a_full_disk_on_stdout_is_an_error_not_a_success(monkeypatch) -> None:
 
 
 def test_drift_calls_an_unreadable_workload_unusable_input_exit_2(tmp_path: Path) -> None:
-    plan = tmp_path / "plan.yaml"
-    assert (
-        runner.invoke(
-            app, ["plan", "--cdf", "azure", "--slo", "1s", "--rate", "10", "-o", str(plan)]
-        ).exit_code
-        == 0
-    )
+    plan = _plan(tmp_path)
     garbage = tmp_path / "garbage.csv"
     garbage.write_bytes(b"\x00\x01\x02binary")
     result = runner.invoke(app, ["drift", "--plan", str(plan), "--cdf", str(garbage)])

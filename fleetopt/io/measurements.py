@@ -32,6 +32,7 @@ import numpy as np
 
 from fleetopt.core.calibrate import Benchmark
 from fleetopt.errors import ValidationError
+from fleetopt.io.files import read_text
 
 MEASUREMENT_FORMATS = ("silicon-csv", "vllm-bench", "guidellm")
 _SILICON_COLUMNS = ("batch_size", "isl", "osl", "silicon_ttft_ms", "silicon_tpot_ms")
@@ -96,12 +97,7 @@ def read_measurements(paths: Sequence[str | Path], row_filter: RowFilter | None 
     formats: list[str] = []
     for raw in paths:
         path = Path(raw)
-        try:
-            text = path.read_text(encoding="utf-8-sig")
-        except FileNotFoundError:
-            raise ValidationError(f"{path}: no such file") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ValidationError(f"{path}: cannot be read ({exc})") from None
+        text = read_text(path)
         fmt = detect_measurement_format(text, path)
         formats.append(fmt)
         if fmt != "silicon-csv" and row_filter.selects_csv_rows:

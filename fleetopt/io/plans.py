@@ -27,6 +27,7 @@ from fleetopt.core.service import PoolHardware
 from fleetopt.core.workload import Workload
 from fleetopt.core.workload_stats import arrival_statistics
 from fleetopt.errors import ValidationError
+from fleetopt.io.files import read_text
 from fleetopt.io.yamlio import safe_load
 
 #: Version 2 (fleetopt 0.2): fleets of any number of pools (``pool-1`` … ``pool-K`` beyond two),
@@ -197,12 +198,7 @@ def read_plan(path: Path) -> PlanFile:
 
 
 def _load_document(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ValidationError(f"plan {path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValidationError(f"plan {path}: cannot be read ({exc})") from None
+    text = read_text(path, "plan ")
     try:
         if path.suffix.lower() == ".json":
             return json.loads(text)
