@@ -328,3 +328,40 @@ def test_aggregation_of_wide_keys_uses_the_sort_path() -> None:
         k for k, _ in expected
     ]
     assert workload.weights.tolist() == [float(c) for _, c in expected]
+
+
+# -- the rate profile of a log (issue 14, item 1) ----------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["code", "conv"])
+def test_rate_profile_of_the_azure_logs_against_numpy_over_the_raw_timestamps(shared_dir, name) -> None:
+    """Counts per whole minute from the first arrival, computed here from the raw CSV's TIMESTAMP
+    column with numpy alone, against the bundled log's profile."""
+    import numpy as np
+
+    from fleetopt.core.workload_stats import rate_profile
+    from fleetopt.io.workloads import load_workload
+
+    raw = shared_dir / "traces" / "azure-2023" / f"AzureLLMInferenceTrace_{name}.csv"
+    stamps = np.loadtxt(raw, delimiter=",", skiprows=1, usecols=0, dtype="datetime64[us]")
+    seconds = (stamps - stamps.min()).astype(np.int64) / 1e6
+    full = int(seconds.max() // 60)
+    counts = np.histogram(seconds, bins=np.arange(full + 1) * 60.0)[0].astype(float)
+    profile = rate_profile(load_workload(f"azure-2023-{name}").arrival_times_s, 60.0)
+    assert profile.windows == full
+    assert profile.mean_rate_per_s == pytest.approx(counts.mean() / 60, rel=1e-12)
+    assert profile.peak_rate_per_s == pytest.approx(counts.max() / 60, rel=1e-12)
+    assert profile.index_of_dispersion == pytest.approx(counts.var() / counts.mean(), rel=1e-9)
+    assert profile.rate_p90_per_s == pytest.approx(np.percentile(counts, 90, method="inverted_cdf") / 60)
+
+
+def test_rate_profile_of_evenly_spaced_arrivals_has_no_dispersion() -> None:
+    """One arrival every second for ten minutes: 60 per minute in every window, Var = 0."""
+    import numpy as np
+
+    from fleetopt.core.workload_stats import rate_profile
+
+    profile = rate_profile(np.arange(601.0), 60.0)
+    assert profile.windows == 10 and profile.mean_rate_per_s == 1.0 == profile.peak_rate_per_s
+    assert profile.index_of_dispersion == 0.0
+    assert rate_profile(np.array([0.0, 10.0]), 60.0) is None  # shorter than one window

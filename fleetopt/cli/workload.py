@@ -36,6 +36,9 @@ def show(
         "--time-column",
         help="Column of arrival times (date-times, or numbers; unit from a _s/_ms/_us suffix).",
     ),
+    rate_window: str = typer.Option(
+        "1min", "--rate-window", help="Window of the arrival-rate profile, e.g. 1min, 5min, 1h."
+    ),
     split: str | None = typer.Option(
         None,
         "--split",
@@ -45,7 +48,10 @@ def show(
 ) -> None:
     """Token-length statistics, F at the usual boundaries, arrivals and the archetype at B_short."""
     from fleetopt.core.workload_stats import summarize_workload
+    from fleetopt.io.units import parse_duration_s
     from fleetopt.io.workloads import load_workload
+
+    window_s = parse_duration_s(rate_window, field="--rate-window")
 
     loaded = load_workload(
         workload,
@@ -55,7 +61,7 @@ def show(
         time_column=time_column,
         split=split,
     )
-    emit(summarize_workload(loaded, b_short_tokens=b_short), fmt, draw_workload)
+    emit(summarize_workload(loaded, b_short_tokens=b_short, rate_window_s=window_s), fmt, draw_workload)
 
 
 def register(app: typer.Typer) -> None:

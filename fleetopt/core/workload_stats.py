@@ -148,6 +148,57 @@ def arrival_statistics(times_s: np.ndarray) -> ArrivalStatistics:
     )
 
 
+@dataclass(frozen=True)
+class RateProfile:
+    """Arrivals counted in consecutive windows of ``window_s`` from the first arrival (the last,
+    partial window dropped when there is more than one).
+
+    Rates are requests per second per window; ``index_of_dispersion`` = Var[count]/E[count] over
+    the windows (1 for Poisson arrivals, larger for bursty ones; Cox & Lewis 1966, §4.5).
+    """
+
+    window_s: float
+    windows: int
+    mean_rate_per_s: float
+    peak_rate_per_s: float
+    rate_p50_per_s: float
+    rate_p90_per_s: float
+    rate_p99_per_s: float
+    peak_to_mean_ratio: float
+    index_of_dispersion: float
+
+
+def rate_profile(times_s: np.ndarray, window_s: float) -> RateProfile | None:
+    """The windowed rate profile of arrival times (seconds), or None when they span less than one
+    window."""
+    if not (window_s > 0 and math.isfinite(window_s)):
+        raise ValidationError(f"rate window: {window_s!r} s must be a positive, finite duration")
+    times = np.asarray(times_s, dtype=np.float64)
+    if times.size < 2:
+        return None
+    start = float(times.min())
+    span = float(times.max()) - start
+    full = int(span // window_s)
+    if full < 1:
+        return None
+    index = np.floor((times - start) / window_s).astype(np.int64)
+    counts = np.bincount(index[index < full], minlength=full).astype(np.float64)
+    rates = counts / window_s
+    mean = float(counts.mean())
+    p50, p90, p99 = (float(v) for v in np.percentile(rates, (50, 90, 99), method="inverted_cdf"))
+    return RateProfile(
+        window_s=float(window_s),
+        windows=full,
+        mean_rate_per_s=mean / window_s,
+        peak_rate_per_s=float(rates.max()),
+        rate_p50_per_s=p50,
+        rate_p90_per_s=p90,
+        rate_p99_per_s=p99,
+        peak_to_mean_ratio=float(counts.max()) / mean if mean > 0 else math.nan,
+        index_of_dispersion=float(counts.var() / mean) if mean > 0 else math.nan,
+    )
+
+
 def classify_archetype(alpha: float) -> str:
     """FleetOpt §2.4 archetype from α = F(B_short): "I", "II" or "III" (rule in the module docstring)."""
     if alpha >= ARCHETYPE_I_MIN_ALPHA:
@@ -186,22 +237,29 @@ def archetype_statistics(workload: Workload, b_short_tokens: int) -> dict:
 
 
 def summarize_workload(
-    workload: Workload, *, b_short_tokens: int | None = None, quantile_method: str = "inverted-cdf"
+    workload: Workload,
+    *,
+    b_short_tokens: int | None = None,
+    quantile_method: str = "inverted-cdf",
+    rate_window_s: float = 60.0,
 ) -> dict:
     """Every summary statistic of ``workload`` as a plain (JSON-ready) dictionary.
 
     Keys: name, kind, source, split_model, request_count, atom_count, total_weight,
     quantile_method, tokens{input,output,total}{mean,p50,p90,p99,max}, cdf_at_tokens,
-    arrivals (or None), archetype (or None when ``b_short_tokens`` is None).
+    arrivals (or None), rate_profile (windows of ``rate_window_s``, or None), archetype (or None
+    when ``b_short_tokens`` is None).
     """
     weights = workload.weights
     tokens = {
         column: _distribution_summary(getattr(workload, f"{column}_tokens"), weights, quantile_method)
         for column in ("input", "output", "total")
     }
-    arrivals = None
+    arrivals = profile = None
     if workload.arrival_times_s is not None and workload.arrival_times_s.size > 0:
         arrivals = asdict(arrival_statistics(workload.arrival_times_s))
+        windows = rate_profile(workload.arrival_times_s, rate_window_s)
+        profile = None if windows is None else asdict(windows)
     return {
         "name": workload.name,
         "kind": workload.kind,
@@ -215,6 +273,7 @@ def summarize_workload(
         "tokens": tokens,
         "cdf_at_tokens": {str(t): workload.cdf_at(t) for t in CDF_REPORT_TOKENS},
         "arrivals": arrivals,
+        "rate_profile": profile,
         "archetype": None if b_short_tokens is None else archetype_statistics(workload, b_short_tokens),
     }
 

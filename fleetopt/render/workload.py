@@ -46,6 +46,22 @@ def draw_workload(console: Console, data: Mapping[str, Any]) -> None:
         table.add_row("peak per minute", f"{arrivals['peak_requests_per_min']:,} req")
         table.add_row("peak / mean rate", fmt_num(arrivals["peak_to_mean_ratio"], 4))
         console.print(table)
+    profile = data.get("rate_profile")
+    if profile is not None:
+        table = Table(
+            title=f"Rate profile ({profile['windows']:,} windows of {fmt_num(profile['window_s'])} s)"
+        )
+        table.add_column("statistic")
+        table.add_column("value", justify="right")
+        for label, key in (
+            ("mean rate", "mean_rate_per_s"), ("p50 window", "rate_p50_per_s"),
+            ("p90 window", "rate_p90_per_s"), ("p99 window", "rate_p99_per_s"),
+            ("peak window", "peak_rate_per_s"),
+        ):  # fmt: skip
+            table.add_row(label, f"{fmt_num(profile[key], 4)} req/s")
+        table.add_row("peak / mean", fmt_num(profile["peak_to_mean_ratio"], 4))
+        table.add_row("index of dispersion Var/E of counts", fmt_num(profile["index_of_dispersion"], 4))
+        console.print(table)
     archetype = data["archetype"]
     if archetype is not None:
         table = Table(title=f"Archetype at B_short = {archetype['b_short_tokens']:,} (FleetOpt §2.4)")
