@@ -99,6 +99,7 @@ class PoolSizing:
         compute_utilization: for an occupancy-aware model, the instances' compute utilization
             x = λ·(H·E[L_out] + τ·E[L_in] + κ·E[I·L]) / n (None otherwise).
         chain_mean_wait_s: for an occupancy-aware model, the chain's mean wait, seconds.
+        arrival_scv: C_a², the arrival variability the pool was sized or evaluated for (1: Poisson).
     """
 
     feasible: bool
@@ -124,6 +125,7 @@ class PoolSizing:
     cost_per_hour_usd: float
     compute_utilization: float | None = None
     chain_mean_wait_s: float | None = None
+    arrival_scv: float = 1.0
 
     @property
     def load_utilization(self) -> float:
@@ -140,9 +142,13 @@ class PoolSizing:
             return self.chain_mean_wait_s
         if self.servers == 0 or not self.arrival_rate_per_s > 0:
             return 0.0 if self.feasible else math.nan
+        z = peakedness(self.arrival_scv)  # Hayward's (c/z, λ/z), as in _wait_one
         return float(
-            mean_wait(self.servers, self.arrival_rate_per_s, 1.0 / self.mean_service_s, self.service_scv)
-        )
+            mean_wait(
+                self.servers / z, self.arrival_rate_per_s / z, 1.0 / self.mean_service_s,
+                self.service_scv / z, self.arrival_scv / z,
+            )
+        )  # fmt: skip
 
 
 def _empty_pool(hardware: PoolHardware, context_tokens: int, kv_limit: int, slots: int) -> PoolSizing:
@@ -208,11 +214,30 @@ def _surely_no_wait_one(servers: float, offered_load: float, quantile: float) ->
     return _no_wait_log_bound(servers, offered_load, FLOATS) <= math.log1p(-quantile) - 1.0
 
 
-def _wait_one(servers: float, rate: float, mean_service_s: float, scv: float, quantile: float) -> float:
-    """The q-quantile of the slot wait at c servers (one point, plain floats), seconds."""
+def peakedness(arrival_scv: float) -> float:
+    """z = (1 + C_a²)/2, the peakedness of an arrival stream with SCV C_a² (Whitt 1992): 1 for Poisson."""
+    return 0.5 * (1.0 + arrival_scv)
+
+
+def _wait_one(
+    servers: float, rate: float, mean_service_s: float, scv: float, quantile: float, arrival_scv: float = 1.0
+) -> float:
+    """The q-quantile of the slot wait at c servers (one point, plain floats), seconds.
+
+    Arrivals with SCV C_a² (peakedness z = (1 + C_a²)/2) wait as in Hayward's approximation: the
+    probability of waiting is Erlang C at (c/z, a/z) (Fredericks 1980; Whitt 1992), and the wait
+    given a wait is exponential with mean ((C_a² + C_s²)/2)/(cμ − λ) (Kimura's two-moment form, as
+    for Poisson arrivals). Both reduce to the M/G/c formulas at C_a² = 1. Passing (c/z, λ/z) with
+    SCVs divided by z to the M/G/c formula gives exactly that: its slack (c/z)μ − λ/z = (cμ − λ)/z
+    cancels the 1/z of the variability.
+    """
+    z = peakedness(arrival_scv)
+    servers, rate = servers / z, rate / z
     if _surely_no_wait_one(servers, rate * mean_service_s, quantile):
         return 0.0  # C ≤ 1 − q for certain, so the q-quantile of the wait is exactly 0
-    return unchecked_wait_statistics(quantile, servers, rate, 1.0 / mean_service_s, scv)[0]
+    return unchecked_wait_statistics(quantile, servers, rate, 1.0 / mean_service_s, scv / z, arrival_scv / z)[
+        0
+    ]
 
 
 def _utilization_bound_with(rate: float, mean_service_s: Any, slots: Any, cap: float, xp: Any) -> Any:
@@ -246,13 +271,14 @@ def _describe(
     slots_binding: str,
     feasible: bool = True,
     p99_wait: float | None = None,
+    arrival_scv: float = 1.0,
 ) -> PoolSizing:
     """The PoolSizing of n instances of ``times.slots`` slots (``p99_wait``: already computed, s)."""
     slots = times.slots
     mean_s = times.mean_service_s
     servers = instances * slots
     if p99_wait is None:
-        p99_wait = _wait_one(float(servers), rate, mean_s, times.service_scv, quantile)
+        p99_wait = _wait_one(float(servers), rate, mean_s, times.service_scv, quantile, arrival_scv)
     return PoolSizing(
         feasible=feasible,
         instances=instances,
@@ -275,6 +301,7 @@ def _describe(
         problems=(),
         min_achievable_ttft_s=None,
         cost_per_hour_usd=instances * hardware.instance_hour_usd,
+        arrival_scv=arrival_scv,
     )
 
 
@@ -313,6 +340,7 @@ def size_pool(
     max_utilization: float = DEFAULT_MAX_UTILIZATION,
     tpot_slo_s: float | None = None,
     fixed_slots: int | None = None,
+    arrival_scv: float = 1.0,
 ) -> PoolSizing:
     """The cheapest (instances, slots) for one pool: fewest instances, then the most slots.
 
@@ -322,7 +350,11 @@ def size_pool(
     wait quantile is non-increasing in n). The answer is min_s n*(s), ties going to the largest
     s. Never returns a pool that breaks its SLO or cap: if no s can meet them it returns
     ``feasible=False`` with the problem and the smallest TTFT any size reaches.
+
+    ``arrival_scv``: C_a² ≥ 1 of the pool's arrivals (1: Poisson); it enters the wait through
+    Hayward's peakedness (:func:`_wait_one`, and the occupancy chain at n/z instances and λ/z).
     """
+    _check_arrival_scv(arrival_scv)
     if not (0.0 < max_utilization <= 1.0):
         raise ValidationError(f"max utilization: {max_utilization!r} must be in (0, 1]")
     if arrival_rate_per_s < 0 or not math.isfinite(arrival_rate_per_s):
@@ -343,15 +375,24 @@ def size_pool(
         return _empty_pool(hardware, context_tokens, kv_limit, fixed_slots or kv_limit)
     args = (arrival_rate_per_s, moments, hardware, context_tokens, kv_limit, service_model, ttft_slo_s)
     if service_model.occupancy_aware:
-        return _size_engine(*args, max_utilization, tpot_slo_s, fixed_slots)
+        return _size_engine(*args, max_utilization, tpot_slo_s, fixed_slots, arrival_scv)
     if fixed_slots is not None:
-        return _size_fixed_slots(*args, max_utilization, tpot_slo_s, fixed_slots)
-    return _size_any_slots(*args, max_utilization, tpot_slo_s)
+        return _size_fixed_slots(*args, max_utilization, tpot_slo_s, fixed_slots, arrival_scv)
+    return _size_any_slots(*args, max_utilization, tpot_slo_s, arrival_scv)
+
+
+def _check_arrival_scv(arrival_scv: float) -> None:
+    if not (arrival_scv >= 1.0 and math.isfinite(arrival_scv)):
+        raise ValidationError(
+            f"arrival SCV: {arrival_scv!r} must be a finite number ≥ 1 (1 is Poisson; fleetopt never "
+            "sizes for arrivals smoother than Poisson)"
+        )
 
 
 def _size_fixed_slots(
     rate: float, moments: PoolMoments, hardware: PoolHardware, context_tokens: int, kv_limit: int,
     service_model: ServiceModel, ttft_slo_s: float, cap: float, tpot_slo_s: float | None, slots: int,
+    arrival_scv: float = 1.0,
 ) -> PoolSizing:  # fmt: skip
     """``size_pool`` with one slot count: the same search on plain floats (no array overhead)."""
     times = one_slot_service_time(moments, hardware, slots, service_model)
@@ -366,7 +407,7 @@ def _size_fixed_slots(
     mean_s, scv, s = times.mean_service_s, times.service_scv, float(slots)
 
     def wait(instances: int) -> tuple[bool, float]:
-        p99_wait = _wait_one(instances * s, rate, mean_s, scv, q)
+        p99_wait = _wait_one(instances * s, rate, mean_s, scv, q, arrival_scv)
         return p99_wait <= budget_s, p99_wait
 
     n_util = _utilization_bound_one(rate, mean_s, s, cap)
@@ -376,13 +417,15 @@ def _size_fixed_slots(
         instances, p99_wait = smallest_passing(wait, failing=n_util)
     binding = _binding(instances, n_util, rate, mean_s, s, cap)
     return _describe(
-        hardware, context_tokens, kv_limit, rate, instances, times, q, binding, "fixed", p99_wait=p99_wait
-    )
+        hardware, context_tokens, kv_limit, rate, instances, times, q, binding, "fixed", p99_wait=p99_wait,
+        arrival_scv=arrival_scv,
+    )  # fmt: skip
 
 
 def _size_any_slots(
     rate: float, moments: PoolMoments, hardware: PoolHardware, context_tokens: int, kv_limit: int,
     service_model: ServiceModel, ttft_slo_s: float, max_utilization: float, tpot_slo_s: float | None,
+    arrival_scv: float = 1.0,
 ) -> PoolSizing:  # fmt: skip
     """``size_pool`` over every slot count 1 … KV limit, vectorized over the slot counts."""
     quantile = moments.quantile
@@ -396,13 +439,15 @@ def _size_any_slots(
     at_most = one_slot_service_time(moments, hardware, most, service_model)
     if _load_per_slot_falls(moments, hardware, most, service_model):
         least = _utilization_bound_one(rate, at_most.mean_service_s, float(most), max_utilization)
-        p99_wait = _wait_one(least * float(most), rate, at_most.mean_service_s, at_most.service_scv, quantile)
+        p99_wait = _wait_one(
+            least * float(most), rate, at_most.mean_service_s, at_most.service_scv, quantile, arrival_scv
+        )
         if p99_wait <= ttft_slo_s - at_most.ttft_overhead_s:
             binding = _binding(least, least, rate, at_most.mean_service_s, float(most), max_utilization)
             slots_binding = _slots_binding(moments, hardware, most, kv_limit, service_model, tpot_slo_s)
             return _describe(
                 hardware, context_tokens, kv_limit, rate, least, at_most, quantile, binding, slots_binding,
-                p99_wait=p99_wait,
+                p99_wait=p99_wait, arrival_scv=arrival_scv,
             )  # fmt: skip
 
     slots = np.arange(1.0, most + 1.0)  # every one of them is allowed
@@ -415,12 +460,12 @@ def _size_any_slots(
     # count reaching it also meets the wait there, that is the answer (the usual case).
     least = int(n_util.min())
     last = int(np.flatnonzero(n_util == least)[-1])
-    at_last = (rate, float(mean_s[last]), float(scv[last]), quantile)
+    at_last = (rate, float(mean_s[last]), float(scv[last]), quantile, arrival_scv)
     p99_wait: float | None = _wait_one(least * float(slots[last]), *at_last)
     if p99_wait <= float(budget[last]):
         instances, choice = least, last
     else:
-        instances, choice = _search_slots(rate, slots, mean_s, scv, budget, n_util, quantile)
+        instances, choice = _search_slots(rate, slots, mean_s, scv, budget, n_util, quantile, arrival_scv)
         p99_wait = None
 
     binding = _binding(instances, int(n_util[choice]), rate, float(mean_s[choice]), float(slots[choice]),
@@ -429,7 +474,7 @@ def _size_any_slots(
     chosen = _one(times, choice)
     return _describe(
         hardware, context_tokens, kv_limit, rate, instances, chosen, quantile, binding, slots_binding,
-        p99_wait=p99_wait,
+        p99_wait=p99_wait, arrival_scv=arrival_scv,
     )  # fmt: skip
 
 
@@ -536,21 +581,24 @@ def _no_slot_count_fits(
 
 def _search_slots(
     rate: float, slots: np.ndarray, mean_s: np.ndarray, scv: np.ndarray, budget: np.ndarray,
-    n_util: np.ndarray, quantile: float,
+    n_util: np.ndarray, quantile: float, arrival_scv: float = 1.0,
 ) -> tuple[int, int]:  # fmt: skip
-    """(min_s n*(s), the largest s reaching it) by vectorized bisection over every slot count."""
+    """(min_s n*(s), the largest s reaching it) by vectorized bisection over every slot count
+    (waits as :func:`_wait_one`: Hayward's (c/z, λ/z) with the SCVs divided by z)."""
+    z = peakedness(arrival_scv)
 
     def wait_ok(instances: np.ndarray, subset: np.ndarray) -> np.ndarray:
-        servers = instances * slots[subset]
-        offered = rate * mean_s[subset]
+        servers = instances * slots[subset] / z
+        offered = rate * mean_s[subset] / z
         passed = _surely_no_wait(servers, offered, quantile)
         unsure = ~passed
         if unsure.any():
             rest = subset[unsure]
             c = servers[unsure]
             waits, _ = unchecked_wait_statistics_arrays(
-                quantile, c, np.full(c.shape, rate), 1.0 / mean_s[rest], 0.5 * (1.0 + scv[rest])
-            )
+                quantile, c, np.full(c.shape, rate / z), 1.0 / mean_s[rest],
+                0.5 * (arrival_scv + scv[rest]) / z,
+            )  # fmt: skip
             passed[unsure] = waits <= budget[rest]
         return passed
 
@@ -597,11 +645,14 @@ def evaluate_pool(
     slots_per_instance: int,
     ttft_slo_s: float,
     max_utilization: float = DEFAULT_MAX_UTILIZATION,
+    arrival_scv: float = 1.0,
 ) -> PoolSizing:
     """A given pool (n instances of s slots) under the given traffic: its latencies and whether it fits.
 
     ``feasible`` is true when utilization ≤ cap and P99 TTFT ≤ SLO; ``problems`` lists what breaks.
+    ``arrival_scv``: C_a² of the pool's arrivals, as in :func:`size_pool`.
     """
+    _check_arrival_scv(arrival_scv)
     service_model = get_service_model(service_model)
     kv_limit = hardware.max_slots(context_tokens)
     if arrival_rate_per_s == 0 or moments.is_empty:
@@ -616,13 +667,12 @@ def evaluate_pool(
     if service_model.occupancy_aware:
         return _evaluate_engine(
             arrival_rate_per_s, moments, hardware, context_tokens, kv_limit, service_model, instances,
-            slots_per_instance, ttft_slo_s, max_utilization,
+            slots_per_instance, ttft_slo_s, max_utilization, arrival_scv,
         )  # fmt: skip
     times = one_slot_service_time(moments, hardware, slots_per_instance, service_model)
     result = _describe(
         hardware, context_tokens, kv_limit, arrival_rate_per_s, instances, times, moments.quantile,
-        "evaluated",
-        "fixed",
+        "evaluated", "fixed", arrival_scv=arrival_scv,
     )  # fmt: skip
     problems = []
     if slots_per_instance > kv_limit:
@@ -676,17 +726,22 @@ class _EngineContext:
     ttft_slo_s: float
     cap: float
     tpot_slo_s: float | None
+    arrival_scv: float = 1.0
+
+    @property
+    def peakedness(self) -> float:
+        return peakedness(self.arrival_scv)
 
 
 def _engine_context(
     rate: float, moments: PoolMoments, hardware: PoolHardware, service_model: ServiceModel,
-    ttft_slo_s: float, cap: float, tpot_slo_s: float | None,
+    ttft_slo_s: float, cap: float, tpot_slo_s: float | None, arrival_scv: float = 1.0,
 ) -> _EngineContext:  # fmt: skip
     costs = iteration_costs(hardware)
     decode, prompt = service_model.decode_and_prompt_costs(moments, costs)
     return _EngineContext(
         rate, moments, hardware, service_model, costs, decode, prompt,
-        moments.mean_iterations * decode + prompt, ttft_slo_s, cap, tpot_slo_s,
+        moments.mean_iterations * decode + prompt, ttft_slo_s, cap, tpot_slo_s, arrival_scv,
     )  # fmt: skip
 
 
@@ -699,29 +754,37 @@ def _engine_eval(ctx: _EngineContext, instances: Any, slots: Any) -> dict[str, A
     (W + c_d·k)/(1 − u), which is the chain of :mod:`fleetopt.core.occupancy` with W' = W/(1 − u)
     and c' = c_d/(1 − u). The TTFT is :meth:`EngineModel.ttft_quantile_s` at the q-quantile of
     the sequences an arrival finds (m_q / n, at most s).
+
+    Arrivals with SCV C_a² (peakedness z = (1 + C_a²)/2) enter as Hayward's approximation does for
+    M/G/c: the chain is that of n/z instances fed λ/z (the same load per instance, so the same
+    iteration times and compute utilization, but a z times wider occupancy distribution: its
+    variance, relative to the mean, grows by z), its occupancy scaled back by z; the wait tail is
+    (C_a² + C_I²)/2 over the unscaled drain rate. At C_a² = 1 this is the Poisson chain exactly.
     """
     m = ctx.moments
     q = m.quantile
+    z = ctx.peakedness
     n = np.asarray(instances, dtype=np.float64)
     s = np.asarray(slots, dtype=np.float64)
     prompt_share = ctx.rate / n * ctx.prompt_work_s
     stretch = 1.0 / np.maximum(1.0 - prompt_share, 1e-12)
     base_s, per_sequence_s = ctx.costs.base_s * stretch, ctx.decode_per_sequence_s * stretch
-    st = occupancy_state(ctx.rate, n, s, m.mean_iterations, base_s, per_sequence_s)
+    n_z = n / z  # Hayward's equivalent pool (n/z instances at λ/z); n itself when z = 1
+    st = occupancy_state(ctx.rate / z, n_z, s, m.mean_iterations, base_s, per_sequence_s)
     stable = st["stable"] & (prompt_share < 1.0)
-    wait_q = wait_quantile_s(st["p_wait"], st["drain_rate_per_s"], m.iterations_scv, q)
+    wait_q = wait_quantile_s(st["p_wait"], z * st["drain_rate_per_s"], m.iterations_scv, q, ctx.arrival_scv)
     with np.errstate(divide="ignore", invalid="ignore"):
         # m_q: smallest m with P(K ≤ m) ≥ q, P(K ≤ m) = F(m)/Z below the cap
         target = np.clip(q * st["z"], 0.0, 1.0)
-        seen = np.where(st["p_wait"] > 1.0 - q, n * s, occupancy_quantile(target, st["r"], st["x"]))
-    seen = np.where(np.isfinite(seen), np.ceil(seen), n * s)
-    per_instance_seen = np.minimum(s, seen / n)
+        seen = np.where(st["p_wait"] > 1.0 - q, n_z * s, occupancy_quantile(target, st["r"], st["x"]))
+    seen = np.where(np.isfinite(seen), np.ceil(seen), n_z * s)
+    per_instance_seen = np.minimum(s, seen / n_z)
     ttft, own_prefill_s, seen_iteration_s = ctx.service_model.ttft_quantile_s(
         m, ctx.hardware, ctx.costs, ctx.rate / n, per_instance_seen, wait_q
     )
     ttft = np.where(stable, ttft, np.inf)
     # unstable: report the offered slot load σ = λ·E[I]·t(s)/c ≥ 1, as M/G/c reports ρ ≥ 1
-    utilization = np.where(stable, st["mean_busy"] / (n * s), np.maximum(st["sigma"], 1.0))
+    utilization = np.where(stable, st["mean_busy"] / (n_z * s), np.maximum(st["sigma"], 1.0))
     compute = ctx.rate / n * ctx.work_per_request_s
     ok = stable & (utilization <= ctx.cap) & (compute <= ctx.cap) & (ttft <= ctx.ttft_slo_s)
     if ctx.tpot_slo_s is not None:
@@ -736,14 +799,17 @@ def _engine_eval_one(ctx: _EngineContext, instances: float, slots: float) -> dic
     """:func:`_engine_eval` at one point, in plain floats (the same formulas)."""
     m = ctx.moments
     q = m.quantile
+    peak = ctx.peakedness
     prompt_share = ctx.rate / instances * ctx.prompt_work_s
     compute = ctx.rate / instances * ctx.work_per_request_s
     servers = instances * slots
     stretch = 1.0 / max(1.0 - prompt_share, 1e-12)
     base_s, per_sequence_s = ctx.costs.base_s * stretch, ctx.decode_per_sequence_s * stretch
+    # Hayward's equivalent chain (see _engine_eval): n/z instances at λ/z, occupancy scaled back by z
     stable, p_wait, drain, mean_busy, chain_x, r, z = occupancy_state_one(
-        ctx.rate, instances, slots, m.mean_iterations, base_s, per_sequence_s
+        ctx.rate / peak, instances / peak, slots, m.mean_iterations, base_s, per_sequence_s
     )
+    drain, mean_busy = peak * drain, peak * mean_busy
     if not (stable and prompt_share < 1.0):
         sigma = ctx.rate * m.mean_iterations * (base_s + per_sequence_s * slots) / servers
         return {
@@ -753,13 +819,13 @@ def _engine_eval_one(ctx: _EngineContext, instances: float, slots: float) -> dic
             "p_wait": 1.0, "drain": drain, "mean_busy": servers,
         }  # fmt: skip
     if p_wait > 1.0 - q:
-        wait_q = 0.5 * (1.0 + m.iterations_scv) * math.log(p_wait / (1.0 - q)) / drain
-        seen = servers
+        wait_q = 0.5 * (ctx.arrival_scv + m.iterations_scv) * math.log(p_wait / (1.0 - q)) / drain
+        seen = servers / peak
     else:
         wait_q = 0.0
         seen = float(occupancy_quantile(min(1.0, q * z), r, chain_x))
-        seen = math.ceil(seen) if math.isfinite(seen) else servers
-    per_instance_seen = float(min(slots, seen / instances))
+        seen = math.ceil(seen) if math.isfinite(seen) else servers / peak
+    per_instance_seen = float(min(slots, seen / (instances / peak)))
     ttft, own_prefill_s, seen_iteration_s = ctx.service_model.ttft_quantile_s(
         m, ctx.hardware, ctx.costs, ctx.rate / instances, per_instance_seen, wait_q
     )
@@ -817,14 +883,17 @@ def _engine_describe(
         min_achievable_ttft_s=None,
         cost_per_hour_usd=instances * ctx.hardware.instance_hour_usd,
         compute_utilization=float(ev["compute"]),
-        chain_mean_wait_s=float(chain_mean_wait_s(ev["p_wait"], ev["drain"], ctx.moments.iterations_scv)),
+        chain_mean_wait_s=float(
+            chain_mean_wait_s(ev["p_wait"], ev["drain"], ctx.moments.iterations_scv, ctx.arrival_scv)
+        ),
+        arrival_scv=ctx.arrival_scv,
     )
 
 
 def _size_engine(
     rate: float, moments: PoolMoments, hardware: PoolHardware, context_tokens: int, kv_limit: int,
     service_model: ServiceModel, ttft_slo_s: float, cap: float, tpot_slo_s: float | None,
-    fixed: int | None,
+    fixed: int | None, arrival_scv: float = 1.0,
 ) -> PoolSizing:  # fmt: skip
     """Fewest instances, then most slots, under the occupancy chain (see :func:`_engine_eval`).
 
@@ -832,7 +901,7 @@ def _size_engine(
     shorter iterations, less waiting), so the smallest n at which *some* s passes is found by
     doubling and bisection over n, each step one vectorized evaluation over every slot count.
     """
-    ctx = _engine_context(rate, moments, hardware, service_model, ttft_slo_s, cap, tpot_slo_s)
+    ctx = _engine_context(rate, moments, hardware, service_model, ttft_slo_s, cap, tpot_slo_s, arrival_scv)
     least_ttft_s, least_iteration_s = _engine_floor_s(ctx)
     if tpot_slo_s is not None and not least_iteration_s <= tpot_slo_s:
         problem = _tpot_problem(1, least_iteration_s, tpot_slo_s)
@@ -890,8 +959,9 @@ def _size_engine(
 def _evaluate_engine(
     rate: float, moments: PoolMoments, hardware: PoolHardware, context_tokens: int, kv_limit: int,
     service_model: ServiceModel, instances: int, slots: int, ttft_slo_s: float, cap: float,
+    arrival_scv: float = 1.0,
 ) -> PoolSizing:  # fmt: skip
-    ctx = _engine_context(rate, moments, hardware, service_model, ttft_slo_s, cap, None)
+    ctx = _engine_context(rate, moments, hardware, service_model, ttft_slo_s, cap, None, arrival_scv)
     result = _engine_describe(ctx, context_tokens, kv_limit, instances, slots, "evaluated", "fixed")
     problems = []
     if slots > kv_limit:

@@ -18,6 +18,7 @@ from functools import cached_property
 
 import numpy as np
 
+from fleetopt.core.arrivals import WindowCounts
 from fleetopt.errors import ValidationError
 
 #: The reference implementation's input share: L_in = max(1, floor(0.8·L)) (FACTS §1).
@@ -44,6 +45,11 @@ class Workload:
         source: where the data came from (path, provenance).
         split_assumed: a CDF of total tokens only, split by the default assumption (nobody chose it,
             and the file carried no input/output information); every output warns about it.
+        arrival_origin_epoch_s: the Unix time (UTC) of the first arrival (``arrival_times_s`` = 0)
+            when the log's clock is absolute, else None.
+        arrival_counts: arrivals counted per window, for a summary that carries counts instead of
+            timestamps (:class:`fleetopt.core.arrivals.WindowCounts`); None when the timestamps are
+            here (they give every window exactly) or there are none.
     """
 
     name: str
@@ -58,6 +64,8 @@ class Workload:
     source: str = ""
     metadata: dict = field(default_factory=dict)
     split_assumed: bool = False
+    arrival_origin_epoch_s: float | None = None
+    arrival_counts: WindowCounts | None = None
 
     @cached_property
     def total_weight(self) -> float:
@@ -149,10 +157,13 @@ def workload_from_requests(
     name: str,
     arrival_times_s: np.ndarray | None = None,
     source: str = "",
+    clock_origin_epoch_s: float | None = None,
 ) -> Workload:
     """Aggregate raw requests into weighted atoms (one per distinct (input, output) pair).
 
-    Lengths must be non-negative integers with input + output ≥ 1.
+    Lengths must be non-negative integers with input + output ≥ 1. Arrival times are shifted to
+    start at 0; ``clock_origin_epoch_s`` (the Unix time of their clock's 0, when it is absolute)
+    then gives the first arrival's wall-clock time.
     """
     inputs = np.asarray(input_tokens, dtype=np.int64)
     outputs = np.asarray(output_tokens, dtype=np.int64)
@@ -165,12 +176,15 @@ def workload_from_requests(
         raise ValidationError(f"{name}: token counts must be ≥ 0 with input + output ≥ 1")
     unique_totals, unique_inputs, counts = _count_pairs(inputs, outputs)
     times = None
+    origin = None
     if arrival_times_s is not None:
         times = np.asarray(arrival_times_s, dtype=np.float64)
         if times.shape != inputs.shape:
             raise ValidationError(f"{name}: arrival times and token columns must have equal length")
         if times.size > 1 and (times[1:] < times[:-1]).any():  # logs are usually sorted: skip the sort
             times = np.sort(times)
+        if clock_origin_epoch_s is not None:
+            origin = float(clock_origin_epoch_s) + float(times[0])
         if times[0] != 0.0:
             times = times - times[0]
     return Workload(
@@ -183,6 +197,7 @@ def workload_from_requests(
         request_count=int(inputs.size),
         arrival_times_s=times,
         source=source,
+        arrival_origin_epoch_s=origin,
     )
 
 

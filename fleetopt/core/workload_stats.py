@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from fleetopt.core.arrivals import RateProfile, WindowCounts, rate_profile_from_counts
 from fleetopt.core.workload import Workload
 from fleetopt.errors import ValidationError
 
@@ -148,55 +149,21 @@ def arrival_statistics(times_s: np.ndarray) -> ArrivalStatistics:
     )
 
 
-@dataclass(frozen=True)
-class RateProfile:
-    """Arrivals counted in consecutive windows of ``window_s`` from the first arrival (the last,
-    partial window dropped when there is more than one).
-
-    Rates are requests per second per window; ``index_of_dispersion`` = Var[count]/E[count] over
-    the windows (1 for Poisson arrivals, larger for bursty ones; Cox & Lewis 1966, §4.5).
-    """
-
-    window_s: float
-    windows: int
-    mean_rate_per_s: float
-    peak_rate_per_s: float
-    rate_p50_per_s: float
-    rate_p90_per_s: float
-    rate_p99_per_s: float
-    peak_to_mean_ratio: float
-    index_of_dispersion: float
-
-
 def rate_profile(times_s: np.ndarray, window_s: float) -> RateProfile | None:
     """The windowed rate profile of arrival times (seconds), or None when they span less than one
-    window."""
-    if not (window_s > 0 and math.isfinite(window_s)):
-        raise ValidationError(f"rate window: {window_s!r} s must be a positive, finite duration")
-    times = np.asarray(times_s, dtype=np.float64)
-    if times.size < 2:
-        return None
-    start = float(times.min())
-    span = float(times.max()) - start
-    full = int(span // window_s)
-    if full < 1:
-        return None
-    index = np.floor((times - start) / window_s).astype(np.int64)
-    counts = np.bincount(index[index < full], minlength=full).astype(np.float64)
-    rates = counts / window_s
-    mean = float(counts.mean())
-    p50, p90, p99 = (float(v) for v in np.percentile(rates, (50, 90, 99), method="inverted_cdf"))
-    return RateProfile(
-        window_s=float(window_s),
-        windows=full,
-        mean_rate_per_s=mean / window_s,
-        peak_rate_per_s=float(rates.max()),
-        rate_p50_per_s=p50,
-        rate_p90_per_s=p90,
-        rate_p99_per_s=p99,
-        peak_to_mean_ratio=float(counts.max()) / mean if mean > 0 else math.nan,
-        index_of_dispersion=float(counts.var() / mean) if mean > 0 else math.nan,
-    )
+    window (:mod:`fleetopt.core.arrivals`: the profile is built from the window counts)."""
+    counts = WindowCounts.from_times(times_s, window_s)
+    return None if counts is None else rate_profile_from_counts(counts)
+
+
+def workload_window_counts(workload: Workload, window_s: float) -> WindowCounts | None:
+    """A workload's arrivals per window of ``window_s``: from its timestamps, else from the counts a
+    summary carries (re-binned), else None."""
+    if workload.arrival_times_s is not None:
+        return WindowCounts.from_times(workload.arrival_times_s, window_s, workload.arrival_origin_epoch_s)
+    if workload.arrival_counts is not None:
+        return workload.arrival_counts.rebinned(window_s)
+    return None
 
 
 def classify_archetype(alpha: float) -> str:
@@ -258,8 +225,9 @@ def summarize_workload(
     arrivals = profile = None
     if workload.arrival_times_s is not None and workload.arrival_times_s.size > 0:
         arrivals = asdict(arrival_statistics(workload.arrival_times_s))
-        windows = rate_profile(workload.arrival_times_s, rate_window_s)
-        profile = None if windows is None else asdict(windows)
+    counts = workload_window_counts(workload, rate_window_s)
+    if counts is not None:
+        profile = asdict(rate_profile_from_counts(counts))
     return {
         "name": workload.name,
         "kind": workload.kind,

@@ -83,6 +83,8 @@ class RequestLog:
     # Seconds on the file's own clock (numbers as written, times scaled; date-times and
     # numbers beyond 2**53 relative to the file's earliest arrival), not yet shifted to 0.
     arrival_times_s: np.ndarray | None
+    # The Unix time (UTC) of that clock's 0 when the file gives date-times, else None.
+    clock_origin_epoch_s: float | None = None
 
 
 # --------------------------------------------------------------------------- public API
@@ -260,6 +262,7 @@ def _load_file(
                 name=name,
                 arrival_times_s=log.arrival_times_s,
                 source=source,
+                clock_origin_epoch_s=log.clock_origin_epoch_s,
             )
     data = _read_bytes(path)
     fmt = input_format or detect_format(data, path)
@@ -271,8 +274,9 @@ def _load_file(
         return _cdf_workload(tokens, fractions, name, split_model, source)
     log = _read_log(data, path, fmt, input_column, output_column, time_column)
     return workload_from_requests(
-        log.input_tokens, log.output_tokens, name=name, arrival_times_s=log.arrival_times_s, source=source
-    )
+        log.input_tokens, log.output_tokens, name=name, arrival_times_s=log.arrival_times_s, source=source,
+        clock_origin_epoch_s=log.clock_origin_epoch_s,
+    )  # fmt: skip
 
 
 def _load_bundled(name: str, split_model) -> Workload:
@@ -302,13 +306,24 @@ def _load_bundled(name: str, split_model) -> Workload:
     times = None
     if all(log.arrival_times_s is not None for log in logs):
         times = np.concatenate([log.arrival_times_s for log in logs])
+    origin = manifest.get("time_origin")  # the wall-clock time of the files' time 0
     return workload_from_requests(
         np.concatenate([log.input_tokens for log in logs]),
         np.concatenate([log.output_tokens for log in logs]),
         name=name,
         arrival_times_s=times,
         source=source,
+        clock_origin_epoch_s=_epoch_s(origin) if isinstance(origin, str) else logs[0].clock_origin_epoch_s,
     )
+
+
+def _epoch_s(text: str) -> float | None:
+    """Unix seconds of a date-time such as ``2023-11-16 18:15:46.6805900`` (UTC unless it names a zone)."""
+    try:
+        kind, value = _parse_time(text, "time_origin", 1.0, Path("manifest"), 0)
+    except ValidationError:
+        return None
+    return value * 1e-9 if kind == "ns" else None
 
 
 def _cdf_workload(tokens: np.ndarray, fractions: np.ndarray, name: str, split_model, source: str) -> Workload:
@@ -622,9 +637,10 @@ def _read_csv_fast(
     times = None
     if time_kind is not None:
         if time_kind == "S32":
-            times = _parse_datetimes_s(table["time"])
-            if times is None:
+            parsed = _parse_datetimes_s(table["time"])
+            if parsed is None:
                 return None
+            times, origin = parsed
         else:
             raw = table["time"]
             if time_kind == "i8" and np.abs(raw).max() > 2**53:  # epoch nanoseconds: shift to stay exact
@@ -635,11 +651,12 @@ def _read_csv_fast(
                 times *= scale_s
             if not np.isfinite(times).all():
                 return None
-    return RequestLog(inputs, outputs, times)
+    return RequestLog(inputs, outputs, times, origin if time_kind == "S32" else None)
 
 
-def _parse_datetimes_s(strings: np.ndarray) -> np.ndarray | None:
-    """ISO-8601 date-time bytes → seconds since the earliest (exact to 1 ns), by numpy's C parser.
+def _parse_datetimes_s(strings: np.ndarray) -> tuple[np.ndarray, float] | None:
+    """ISO-8601 date-time bytes → (seconds since the earliest (exact to 1 ns), the earliest as Unix
+    seconds), by numpy's C parser (naive date-times are UTC).
 
     Returns ``None`` when any value is not a plain date-time (numpy refuses it, or warns about
     a time zone): the careful path then reads the file and names the line.
@@ -654,10 +671,11 @@ def _parse_datetimes_s(strings: np.ndarray) -> np.ndarray | None:
         return None
     if moments.size == 0 or (moments == np.iinfo(np.int64).min).any():  # NaT
         return None
-    moments -= moments.min()  # our own array: shift and scale in place
+    earliest = int(moments.min())
+    moments -= earliest  # our own array: shift and scale in place
     seconds = moments.astype(np.float64)
     seconds *= 1e-9
-    return seconds
+    return seconds, earliest * 1e-9
 
 
 def _days_from_civil(year: np.ndarray, month: np.ndarray, day: np.ndarray) -> np.ndarray:
@@ -725,14 +743,17 @@ def _parse_time(value: str, column: str, scale_s: float, path: Path, line: int) 
     return "s", number * scale_s
 
 
-def _arrival_seconds(times: list, kinds: set[str], column: str, path: Path) -> np.ndarray:
-    """Seconds from values all of one kind: date-times relative to the earliest, numbers as given."""
+def _arrival_seconds(
+    times: list, kinds: set[str], column: str, path: Path
+) -> tuple[np.ndarray, float | None]:
+    """(seconds, the clock's 0 as Unix seconds or None) from values all of one kind: date-times
+    relative to the earliest, numbers as given."""
     if len(kinds) > 1:
         raise ValidationError(f"{path}: column {column!r} mixes date-times and numbers")
     if kinds == {"ns"}:
         earliest = min(times)
-        return np.array([t - earliest for t in times], dtype=np.float64) * 1e-9
-    return np.array(times, dtype=np.float64)
+        return np.array([t - earliest for t in times], dtype=np.float64) * 1e-9, earliest * 1e-9
+    return np.array(times, dtype=np.float64), None
 
 
 def _read_csv_slow(data: bytes, path: Path, field_count: int, columns: tuple, names: tuple) -> RequestLog:
@@ -769,8 +790,8 @@ def _read_csv_slow(data: bytes, path: Path, field_count: int, columns: tuple, na
             times.append(moment)
     if not inputs:
         raise ValidationError(f"{path}: no requests (only a header)")
-    arrival = None if time_index is None else _arrival_seconds(times, kinds, names[2], path)
-    return RequestLog(np.array(inputs, dtype=np.int64), np.array(outputs, dtype=np.int64), arrival)
+    arrival, origin = (None, None) if time_index is None else _arrival_seconds(times, kinds, names[2], path)
+    return RequestLog(np.array(inputs, dtype=np.int64), np.array(outputs, dtype=np.int64), arrival, origin)
 
 
 def _read_jsonl(
@@ -825,5 +846,5 @@ def _read_jsonl(
         raise ValidationError(f"{path}: the file is empty")
     if time_column is not None and not has_time:
         raise ValidationError(f"{path}: no field {time_column!r} for time")
-    arrival = _arrival_seconds(times, kinds, time_key, path) if has_time else None
-    return RequestLog(np.array(inputs, dtype=np.int64), np.array(outputs, dtype=np.int64), arrival)
+    arrival, origin = _arrival_seconds(times, kinds, time_key, path) if has_time else (None, None)
+    return RequestLog(np.array(inputs, dtype=np.int64), np.array(outputs, dtype=np.int64), arrival, origin)

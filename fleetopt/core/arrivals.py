@@ -1,0 +1,322 @@
+"""The arrival process of a log: windowed counts, the rate profile, the rate basis, burstiness, and
+the arrivals a simulation replays at another mean rate.
+
+Everything here starts from *window counts* — arrivals counted in consecutive windows from the
+first arrival (:class:`WindowCounts`) — so a workload summary that carries counts instead of
+timestamps plans like the log it came from. Counts come from timestamps exactly
+(:meth:`WindowCounts.from_times`) or from a coarser summary by re-binning.
+
+Definitions (docs/planner.md, "Peak- and burst-aware sizing"):
+
+* Rate profile: the rates count/window of the full windows; mean, percentiles (inverted CDF),
+  peak, peak/mean and the index of dispersion Var/E of the counts (Cox & Lewis 1966, §4.5).
+* Rate basis: ``mean``, ``peak`` or ``pNN`` (the NN-th percentile of the windowed rates); a plan
+  sizes every pool at mean × max(1, basis / mean), so it never sizes below the mean.
+* Within-window dispersion at scale τ = window/J: the windows are cut into J sub-windows, and
+  D(τ) = Σ_k Σ_j (n_kj − N_k/J)² / Σ_k N_k(1 − 1/J), with N_k the window's count and n_kj its
+  sub-window counts. For Poisson arrivals whose rate is constant within each window, E[D] = 1
+  exactly (given the window counts the sub-window counts are multinomial); D > 1 measures
+  burstiness *below* the window scale, which sizing at the window's rate does not cover. It is
+  Fisher's index-of-dispersion test statistic (Cochran 1954) applied window by window.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from fleetopt.errors import ValidationError
+
+#: The rate bases a plan accepts: mean, peak, or pNN (a percentile of the windowed rates).
+RATE_BASIS_FORMS = ("mean", "peak", "pNN")
+_PERCENTILE_BASIS = re.compile(r"^p(\d{1,2}(?:\.\d+)?)$")
+
+#: Sub-window divisions J of a window at which the within-window dispersion is measured
+#: (scales τ = window / J, from half a window down to 1/600 of it).
+DISPERSION_DIVISIONS = (2, 3, 4, 6, 10, 15, 20, 30, 60, 120, 300, 600)
+
+
+@dataclass(frozen=True, eq=False)
+class WindowCounts:
+    """Arrivals counted in consecutive full windows of ``window_s`` seconds from the first arrival.
+
+    ``origin_epoch_s``: the Unix time of the first window's start (the first arrival) when the
+    log's clock is absolute, else None. A partial last window is dropped (unless it is the only one).
+    """
+
+    window_s: float
+    counts: np.ndarray
+    origin_epoch_s: float | None = None
+
+    @classmethod
+    def from_times(
+        cls, times_s: np.ndarray, window_s: float, origin_epoch_s: float | None = None
+    ) -> WindowCounts | None:
+        """Counts of arrival times (seconds, any origin), or None when they span less than one window."""
+        _check_window(window_s)
+        times = np.asarray(times_s, dtype=np.float64)
+        if times.size < 2:
+            return None
+        start = float(times.min())
+        full = int((float(times.max()) - start) // window_s)
+        if full < 1:
+            return None
+        index = np.floor((times - start) / window_s).astype(np.int64)
+        counts = np.bincount(index[index < full], minlength=full)
+        return cls(float(window_s), counts.astype(np.int64), origin_epoch_s)
+
+    @property
+    def windows(self) -> int:
+        return int(self.counts.size)
+
+    @property
+    def span_s(self) -> float:
+        """The time the full windows cover, seconds."""
+        return self.windows * self.window_s
+
+    def rebinned(self, window_s: float) -> WindowCounts:
+        """The same arrivals in windows of ``window_s``, a whole multiple of this window (the last
+        partial window dropped)."""
+        _check_window(window_s)
+        factor = window_s / self.window_s
+        whole = round(factor)
+        if whole < 1 or abs(factor - whole) > 1e-9 * factor:
+            raise ValidationError(
+                f"rate window: {window_s:g} s is not a whole multiple of the counts' window "
+                f"{self.window_s:g} s (a summary's counts can only be merged, not split)"
+            )
+        if whole == 1:
+            return self
+        full = self.counts.size // whole
+        if full < 1:
+            raise ValidationError(
+                f"rate window: {window_s:g} s is longer than the {self.span_s:g} s the counts cover"
+            )
+        merged = self.counts[: full * whole].reshape(full, whole).sum(axis=1)
+        return WindowCounts(float(window_s), merged, self.origin_epoch_s)
+
+
+def _check_window(window_s: float) -> None:
+    if not (window_s > 0 and math.isfinite(window_s)):
+        raise ValidationError(f"rate window: {window_s!r} s must be a positive, finite duration")
+
+
+@dataclass(frozen=True)
+class RateProfile:
+    """The windowed rates of a log (requests per second per window; see the module docstring).
+
+    ``index_of_dispersion`` = Var[count]/E[count] over the windows (1 for Poisson arrivals, larger
+    for bursty ones; Cox & Lewis 1966, §4.5).
+    """
+
+    window_s: float
+    windows: int
+    mean_rate_per_s: float
+    peak_rate_per_s: float
+    rate_p50_per_s: float
+    rate_p90_per_s: float
+    rate_p99_per_s: float
+    peak_to_mean_ratio: float
+    index_of_dispersion: float
+
+
+def rate_profile_from_counts(counts: WindowCounts) -> RateProfile:
+    """The rate profile of window counts."""
+    values = counts.counts.astype(np.float64)
+    rates = values / counts.window_s
+    mean = float(values.mean())
+    p50, p90, p99 = (float(v) for v in np.percentile(rates, (50, 90, 99), method="inverted_cdf"))
+    return RateProfile(
+        window_s=counts.window_s,
+        windows=counts.windows,
+        mean_rate_per_s=mean / counts.window_s,
+        peak_rate_per_s=float(rates.max()),
+        rate_p50_per_s=p50,
+        rate_p90_per_s=p90,
+        rate_p99_per_s=p99,
+        peak_to_mean_ratio=float(values.max()) / mean if mean > 0 else math.nan,
+        index_of_dispersion=float(values.var() / mean) if mean > 0 else math.nan,
+    )
+
+
+def parse_rate_basis(text: str) -> str:
+    """``mean``, ``peak`` or ``pNN`` (0 < NN < 100, e.g. p99 or p99.9), normalized; ValidationError
+    otherwise."""
+    basis = text.strip().lower()
+    if basis in ("mean", "peak"):
+        return basis
+    match = _PERCENTILE_BASIS.match(basis)
+    if match and 0.0 < float(match.group(1)) < 100.0:
+        return f"p{float(match.group(1)):g}"
+    raise ValidationError(
+        f"--rate-basis: {text!r} is not allowed; use mean, peak, or pNN (a percentile of the windowed "
+        "rates, e.g. p99)"
+    )
+
+
+def basis_rate_per_s(counts: WindowCounts, basis: str) -> float:
+    """The windowed rate the basis names: the mean, the peak, or a percentile (inverted CDF), req/s."""
+    rates = counts.counts.astype(np.float64) / counts.window_s
+    if basis == "mean":
+        return float(rates.mean())
+    if basis == "peak":
+        return float(rates.max())
+    level = float(parse_rate_basis(basis)[1:])
+    return float(np.percentile(rates, level, method="inverted_cdf"))
+
+
+def basis_factor(counts: WindowCounts, basis: str) -> float:
+    """max(1, basis rate / mean rate): how much above the mean a plan on this basis sizes (never
+    below it)."""
+    mean = float(counts.counts.mean()) / counts.window_s
+    if not mean > 0:
+        return 1.0
+    return max(1.0, basis_rate_per_s(counts, basis) / mean)
+
+
+# --------------------------------------------------------------------------------------------
+# Burstiness below the window scale
+# --------------------------------------------------------------------------------------------
+
+
+def within_window_dispersion(counts: WindowCounts, divisions: int) -> float | None:
+    """D(window/J) from counts in sub-windows: ``counts`` holds J consecutive sub-window counts per
+    window (its window is the sub-window), so windows are groups of ``divisions`` entries. None when
+    no window has an arrival."""
+    if divisions < 2:
+        raise ValidationError(f"dispersion: {divisions} sub-windows per window; at least 2 are needed")
+    full = counts.counts.size // divisions
+    if full < 1:
+        return None
+    sub = counts.counts[: full * divisions].reshape(full, divisions).astype(np.float64)
+    totals = sub.sum(axis=1)
+    arrivals = float(totals.sum())
+    if arrivals <= 0:
+        return None
+    squares = float(((sub - totals[:, None] / divisions) ** 2).sum())
+    return squares / (arrivals * (1.0 - 1.0 / divisions))
+
+
+def dispersion_curve(
+    times_s: np.ndarray | None, window_s: float, fine_counts: WindowCounts | None = None
+) -> tuple[tuple[float, float], ...]:
+    """(τ, D(τ)) at τ = window/J for J in :data:`DISPERSION_DIVISIONS`, largest τ first: from arrival
+    times, or from ``fine_counts`` (a summary's counts) at the scales its window divides. Empty when
+    the log covers less than one window."""
+    points = []
+    for division in DISPERSION_DIVISIONS:
+        scale_s = window_s / division
+        if times_s is not None:
+            sub = WindowCounts.from_times(times_s, scale_s)
+        elif fine_counts is not None and _is_multiple(scale_s, fine_counts.window_s):
+            sub = fine_counts.rebinned(scale_s)
+        else:
+            continue
+        if sub is None:
+            continue
+        value = within_window_dispersion(sub, division)
+        if value is not None:
+            points.append((float(scale_s), float(value)))
+    return tuple(points)
+
+
+def _is_multiple(value: float, unit: float) -> bool:
+    ratio = value / unit
+    return round(ratio) >= 1 and abs(ratio - round(ratio)) <= 1e-9 * ratio
+
+
+def dispersion_at(curve: tuple[tuple[float, float], ...], scale_s: float) -> float:
+    """D at ``scale_s``: linear in log τ between the curve's points, held at its ends; 1 (Poisson)
+    for an empty curve."""
+    if not curve:
+        return 1.0
+    scales = np.log(np.array([point[0] for point in curve])[::-1])
+    values = np.array([point[1] for point in curve])[::-1]
+    return float(np.interp(math.log(max(scale_s, 1e-300)), scales, values))
+
+
+def pool_arrival_scv(
+    curve: tuple[tuple[float, float], ...], traffic_fraction: float, holding_s: float
+) -> float:
+    """C_a² of a pool's arrivals: 1 + p·(D(2h) − 1), at least 1.
+
+    h is the pool's mean slot-holding time (the time scale over which its occupancy remembers
+    arrivals) and p its share of the fleet's requests (routing by length thins the stream
+    independently of time, and a p-thinning scales D − 1 by p). D(2h) is the index of dispersion
+    of counts over 2h: the peakedness of a stream with respect to an exponential holding time h is
+    z = 1 + (1/2λ)∫c(u)e^{−|u|/h}du (c the reduced covariance density; Eckberg 1983), and replacing
+    the exponential kernel by the triangle (1 − |u|/2h)⁺ of the same area and height gives
+    z = (1 + D(2h))/2 — exact both for fast correlations (renewal streams, z = (1 + c_a²)/2) and for
+    slow ones — which is QNA's convention z = (1 + C_a²)/2 with C_a² = D(2h) (Whitt 1983).
+    """
+    if not curve or not (traffic_fraction > 0 and holding_s > 0 and math.isfinite(holding_s)):
+        return 1.0
+    return max(1.0, 1.0 + traffic_fraction * (dispersion_at(curve, 2.0 * holding_s) - 1.0))
+
+
+# --------------------------------------------------------------------------------------------
+# Arrivals for a simulation at another mean rate
+# --------------------------------------------------------------------------------------------
+
+
+def replay_at_rate(
+    times_s: np.ndarray, rate_factor: float, window_s: float, rng: np.random.Generator
+) -> np.ndarray:
+    """The log's arrivals at ``rate_factor`` × its mean rate on its own time axis (sorted, seconds
+    from the first arrival, within one period P = span + one mean gap).
+
+    k = ⌈f⌉ copies of the log are superposed, each arrival of each copy kept with probability f/k,
+    and copy j is shifted by a uniform offset in its own k-th of (−window/2, window/2) (stratified),
+    wrapping around the period. So the windowed rate profile is kept (each window's expected count
+    is f times the log's, smoothed by less than a window), every copy carries the log's bursts, and
+    more traffic means more independent users shaped by the same profile, not one user sending f
+    times as much. f = 1 is the log itself; f < 1 thins it.
+    """
+    times = np.sort(np.asarray(times_s, dtype=np.float64))
+    times = times - times[0]
+    if not (rate_factor > 0 and math.isfinite(rate_factor)):
+        raise ValidationError(f"replay: rate factor {rate_factor!r} must be a positive, finite number")
+    span = float(times[-1])
+    period = span + (span / (times.size - 1) if times.size > 1 and span > 0 else 1.0)
+    copies = max(1, math.ceil(rate_factor - 1e-12))
+    keep = rate_factor / copies
+    if copies == 1:
+        return times if keep >= 1.0 else times[rng.random(times.size) < keep]
+    offsets = window_s * ((np.arange(copies) + rng.random(copies)) / copies - 0.5)
+    parts = []
+    for offset in offsets:
+        kept = times[rng.random(times.size) < keep] if keep < 1.0 else times
+        parts.append(np.mod(kept + offset, period))
+    merged = np.concatenate(parts)
+    merged.sort()
+    return merged
+
+
+def profile_arrivals(counts: WindowCounts, rate_factor: float, rng: np.random.Generator) -> np.ndarray:
+    """A non-homogeneous Poisson process following the windowed profile at ``rate_factor`` × its
+    rates: in window k, Poisson(f·N_k) arrivals placed uniformly (sorted, seconds from the start)."""
+    expected = rate_factor * counts.counts.astype(np.float64)
+    drawn = rng.poisson(expected)
+    starts = np.repeat(np.arange(counts.windows, dtype=np.float64) * counts.window_s, drawn)
+    times = starts + rng.random(starts.size) * counts.window_s
+    times.sort()
+    return times
+
+
+def with_periodic_warmup(times_s: np.ndarray, period_s: float, warmup_s: float) -> tuple[np.ndarray, int]:
+    """(times, count of warm-up arrivals): the last ``warmup_s`` of a periodic arrival pattern placed
+    before it (repeating it as often as needed), all shifted to start at 0. The warm-up fills the
+    pools as the end of the previous period would have."""
+    times = np.asarray(times_s, dtype=np.float64)
+    if warmup_s <= 0 or times.size == 0:
+        return times, 0
+    laps = math.ceil(warmup_s / period_s)
+    before = []
+    for lap in range(laps, 0, -1):
+        shifted = times - lap * period_s
+        before.append(shifted[shifted >= -warmup_s])
+    prefix = np.concatenate(before) if before else np.empty(0)
+    return np.concatenate((prefix, times)) + warmup_s, int(prefix.size)
