@@ -36,7 +36,29 @@ def plan(
     ),
     slo: str = typer.Option(..., "--slo", help="P99 time-to-first-token SLO, e.g. 500ms or 0.5s."),
     rate: float | None = typer.Option(
-        None, "--rate", help="Arrival rate, req/s. Default: the log's observed rate, else 1,000 req/s."
+        None,
+        "--rate",
+        help="Mean arrival rate, req/s (a log's profile is scaled to it). Default: the log's observed "
+        "rate, else 1,000 req/s.",
+    ),
+    rate_basis: str | None = typer.Option(
+        None,
+        "--rate-basis",
+        help="What each pool is sized for: mean, peak or pNN (a percentile) of the rates in --rate-window "
+        "windows, with the arrivals' burstiness within windows off the mean. Default: peak for a log "
+        "with timestamps, else mean.",
+    ),
+    rate_window: str = typer.Option(
+        "1min", "--rate-window", help="Window of the rate profile the basis is read from, e.g. 1min, 5min."
+    ),
+    schedule: str | None = typer.Option(
+        None,
+        "--schedule",
+        help="Also the instances each pool needs in every window of this length (e.g. 1h) of the log's "
+        "profile: periodic over a day or week when the log spans one, else over its span.",
+    ),
+    schedule_csv: Path | None = typer.Option(
+        None, "--schedule-csv", help="With --schedule: write the schedule as CSV (atomically)."
     ),
     serving: str = typer.Option(
         DEFAULT_SERVING, "--serving", help="Serving profile (model × GPU × TP) of the short pool."
@@ -101,6 +123,24 @@ def plan(
         None, "--sim-requests", help="With --validate: requests per seed (default: sized to warm up)."
     ),
     sim_seeds: int = typer.Option(3, "--sim-seeds", help="With --validate: seeds (replications)."),
+    replay: bool = typer.Option(
+        False,
+        "--replay",
+        help="With --validate: replay the log's arrival times at the plan's mean rate, on their own time "
+        "scale (--arrivals replay).",
+    ),
+    arrivals: str | None = typer.Option(
+        None,
+        "--arrivals",
+        help="With --validate: poisson (at the rate the plan was sized for), replay or profile (Poisson "
+        "following the log's windowed rate profile, at the plan's mean). Default: poisson.",
+    ),
+    strict: bool = typer.Option(
+        False,
+        "--strict",
+        help="With --validate: exit 1 on FAIL and on INCONCLUSIVE (too few requests, or a P99 interval "
+        "straddling the SLO); the plan and report are printed (and written) first.",
+    ),
     fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
     """Plan the cheapest fleet (n_s, n_l, B*, γ*) that meets a P99 TTFT SLO, against the baselines."""
@@ -113,6 +153,10 @@ def plan(
     if output is not None:
         output_format = plan_format_for(output)  # refuse a bad suffix before any work
         refuse_overwriting_input(output, [cdf])
+    if schedule_csv is not None:
+        if schedule is None:
+            raise typer.BadParameter("--schedule-csv needs --schedule WINDOW", param_hint="--schedule-csv")
+        refuse_overwriting_input(schedule_csv, [cdf])
     run = plan_run_from_options(
         workload=cdf,
         slo=slo,
@@ -137,8 +181,16 @@ def plan(
             "split": split,
         },
         profiles_dir=profiles_dir,
+        rate_basis=rate_basis,
+        rate_window=rate_window,
+        schedule=schedule,
     )
     document = run.document
+    strict_error = None
+    if (strict or replay or arrivals is not None or sim_requests is not None) and not validate:
+        raise typer.BadParameter(
+            "--strict, --replay, --arrivals and --sim-requests apply to --validate", param_hint="--validate"
+        )
     if not (validate and document["feasible"]):
         emit(document, fmt, draw_plan)
     else:  # the plan first for people (the simulation takes a while), one document for machines
@@ -149,12 +201,23 @@ def plan(
         if fmt is OutputFormat.table:
             emit(document, fmt, draw_plan)
         with progress_bar(fmt) as progress:
-            check = crosscheck_plan_run(run, requests=sim_requests, seeds=sim_seeds, progress=progress)
+            check = crosscheck_plan_run(
+                run,
+                requests=sim_requests,
+                seeds=sim_seeds,
+                progress=progress,
+                arrivals=arrivals,
+                replay=replay,
+            )
         crosscheck = crosscheck_run_document(check)
         if fmt is OutputFormat.table:
             emit(crosscheck, fmt, draw_crosscheck)
         else:
             emit({**document, "validation": crosscheck}, fmt, draw_plan)
+        if strict:
+            from fleetopt.render.simulate import strict_failure
+
+            strict_error = strict_failure(crosscheck)
     if not document["feasible"]:
         raise FleetoptError(
             "no fleet meets the SLO and the utilization cap; nothing was written"
@@ -165,3 +228,11 @@ def plan(
         write_document_atomically(output, dumps(document, output_format))
         if fmt is OutputFormat.table:
             typer.echo(f"plan written to {output}")
+    if schedule_csv is not None and document.get("schedule"):
+        from fleetopt.io.plans import schedule_csv as schedule_csv_text
+
+        write_document_atomically(schedule_csv, schedule_csv_text(document["schedule"]))
+        if fmt is OutputFormat.table:
+            typer.echo(f"schedule written to {schedule_csv}")
+    if strict_error is not None:
+        raise strict_error

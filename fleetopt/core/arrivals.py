@@ -38,6 +38,9 @@ _PERCENTILE_BASIS = re.compile(r"^p(\d{1,2}(?:\.\d+)?)$")
 #: (scales τ = window / J, from half a window down to 1/600 of it).
 DISPERSION_DIVISIONS = (2, 3, 4, 6, 10, 15, 20, 30, 60, 120, 300, 600)
 
+#: The most windows a profile holds (80 MB of counts: a year of 3-second windows).
+MAX_WINDOWS = 10_000_000
+
 
 @dataclass(frozen=True, eq=False)
 class WindowCounts:
@@ -61,9 +64,15 @@ class WindowCounts:
         if times.size < 2:
             return None
         start = float(times.min())
-        full = int((float(times.max()) - start) // window_s)
+        full = (float(times.max()) - start) // window_s
         if full < 1:
             return None
+        if full > MAX_WINDOWS:
+            raise ValidationError(
+                f"rate window: the arrivals span {full:,.0f} windows of {window_s:g} s, more than the "
+                f"{MAX_WINDOWS:,} a profile holds; use a longer --rate-window (or --rate-basis mean)"
+            )
+        full = int(full)
         index = np.floor((times - start) / window_s).astype(np.int64)
         counts = np.bincount(index[index < full], minlength=full)
         return cls(float(window_s), counts.astype(np.int64), origin_epoch_s)
@@ -200,6 +209,40 @@ def within_window_dispersion(counts: WindowCounts, divisions: int) -> float | No
     return squares / (arrivals * (1.0 - 1.0 / divisions))
 
 
+def within_window_dispersion_of_times(times_s: np.ndarray, window_s: float, divisions: int) -> float | None:
+    """D(window/J) straight from arrival times (full windows from the first arrival only), touching
+    the non-empty sub-windows only: Σ_kj (n_kj − N_k/J)² = Σ_kj n_kj² − Σ_k N_k²/J. Equals
+    :func:`within_window_dispersion` of the sub-window counts."""
+    times = np.sort(np.asarray(times_s, dtype=np.float64))
+    if times.size < 2 or divisions < 2:
+        return None
+    start = float(times[0])
+    full = int((float(times[-1]) - start) // window_s)
+    if full < 1:
+        return None
+    scale_s = window_s / divisions
+    sub_index = np.floor((times - start) / scale_s).astype(np.int64)
+    window_index = np.floor((times - start) / window_s).astype(np.int64)
+    keep = window_index < full
+    sub_index, window_index = sub_index[keep], window_index[keep]
+    # a sub-window belongs to the window its start lies in: recompute it from the sub-window index
+    sub_index = np.minimum(sub_index, (window_index + 1) * divisions - 1)
+    sub_index = np.maximum(sub_index, window_index * divisions)
+    arrivals = float(sub_index.size)
+    if arrivals <= 0:
+        return None
+    sub_counts = _run_lengths(sub_index)
+    window_counts = _run_lengths(window_index)
+    squares = float(np.dot(sub_counts, sub_counts)) - float(np.dot(window_counts, window_counts)) / divisions
+    return squares / (arrivals * (1.0 - 1.0 / divisions))
+
+
+def _run_lengths(sorted_keys: np.ndarray) -> np.ndarray:
+    """Sizes of the runs of equal values in a sorted integer array (as float64)."""
+    edges = np.flatnonzero(np.diff(sorted_keys)) + 1
+    return np.diff(np.concatenate(([0], edges, [sorted_keys.size]))).astype(np.float64)
+
+
 def dispersion_curve(
     times_s: np.ndarray | None, window_s: float, fine_counts: WindowCounts | None = None
 ) -> tuple[tuple[float, float], ...]:
@@ -210,14 +253,11 @@ def dispersion_curve(
     for division in DISPERSION_DIVISIONS:
         scale_s = window_s / division
         if times_s is not None:
-            sub = WindowCounts.from_times(times_s, scale_s)
+            value = within_window_dispersion_of_times(times_s, window_s, division)
         elif fine_counts is not None and _is_multiple(scale_s, fine_counts.window_s):
-            sub = fine_counts.rebinned(scale_s)
+            value = within_window_dispersion(fine_counts.rebinned(scale_s), division)
         else:
             continue
-        if sub is None:
-            continue
-        value = within_window_dispersion(sub, division)
         if value is not None:
             points.append((float(scale_s), float(value)))
     return tuple(points)
@@ -320,3 +360,71 @@ def with_periodic_warmup(times_s: np.ndarray, period_s: float, warmup_s: float) 
         before.append(shifted[shifted >= -warmup_s])
     prefix = np.concatenate(before) if before else np.empty(0)
     return np.concatenate((prefix, times)) + warmup_s, int(prefix.size)
+
+
+#: How a simulation generates arrivals (``--arrivals``).
+ARRIVAL_PROCESSES = ("poisson", "replay", "profile")
+
+
+@dataclass(frozen=True, eq=False)
+class ArrivalSpec:
+    """The arrivals of one simulated seed: Poisson at ``rate_per_s``; the log's ``times_s`` replayed
+    at ``rate_factor`` × its mean (:func:`replay_at_rate`); or the non-homogeneous Poisson process of
+    its window ``counts`` at that factor (:func:`profile_arrivals`).
+
+    Replay and profile cover the log's span once, after a warm-up of ``warmup_s`` taken from the end
+    of the (periodic) pattern (:func:`with_periodic_warmup`); ``max_requests`` cuts the measured part
+    to the first that many arrivals. ``window_s``: the profile's window (replay spreads its copies
+    over one window).
+    """
+
+    kind: str
+    rate_per_s: float | None = None
+    times_s: np.ndarray | None = None
+    counts: WindowCounts | None = None
+    rate_factor: float = 1.0
+    window_s: float = 60.0
+    warmup_s: float = 0.0
+    max_requests: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in ARRIVAL_PROCESSES:
+            raise ValidationError(f"--arrivals: {self.kind!r} is not one of {', '.join(ARRIVAL_PROCESSES)}")
+        if self.kind == "replay" and (self.times_s is None or np.asarray(self.times_s).size < 2):
+            raise ValidationError("arrivals: a replay needs at least 2 arrival times")
+        if self.kind == "profile" and self.counts is None:
+            raise ValidationError("arrivals: a profile needs the log's window counts")
+        if self.kind == "poisson" and not (self.rate_per_s is not None and self.rate_per_s > 0):
+            raise ValidationError("arrivals: Poisson arrivals need a rate > 0")
+
+    @property
+    def period_s(self) -> float:
+        """The length of the pattern replayed once (the log's span plus one mean gap, or the profile's
+        windows)."""
+        if self.kind == "profile":
+            return self.counts.span_s
+        times = np.asarray(self.times_s, dtype=np.float64)
+        span = float(times.max() - times.min())
+        return span + (span / (times.size - 1) if span > 0 else 1.0)
+
+    def expected_requests(self) -> float:
+        """The expected arrivals per seed (warm-up included) of a replay or profile."""
+        count = (
+            float(np.asarray(self.times_s).size) if self.kind == "replay" else float(self.counts.counts.sum())
+        )
+        per_second = self.rate_factor * count / self.period_s
+        measured = self.rate_factor * count
+        if self.max_requests is not None:
+            measured = min(measured, float(self.max_requests))
+        return measured + per_second * self.warmup_s
+
+    def generate(self, rng: np.random.Generator) -> tuple[np.ndarray, int]:
+        """(sorted arrival times from 0, the number of warm-up arrivals at their start)."""
+        if self.kind == "replay":
+            times = replay_at_rate(self.times_s, self.rate_factor, self.window_s, rng)
+        else:
+            times = profile_arrivals(self.counts, self.rate_factor, rng)
+        times, warmup = with_periodic_warmup(times, self.period_s, self.warmup_s)
+        if self.max_requests is not None and times.size > warmup + self.max_requests:
+            times = times[: warmup + self.max_requests]
+        return times, warmup

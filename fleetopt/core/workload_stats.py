@@ -225,7 +225,10 @@ def summarize_workload(
     arrivals = profile = None
     if workload.arrival_times_s is not None and workload.arrival_times_s.size > 0:
         arrivals = asdict(arrival_statistics(workload.arrival_times_s))
-    counts = workload_window_counts(workload, rate_window_s)
+    try:
+        counts = workload_window_counts(workload, rate_window_s)
+    except ValidationError:  # more windows than a profile holds (implausible timestamps): no profile
+        counts = None
     if counts is not None:
         profile = asdict(rate_profile_from_counts(counts))
     return {

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from fleetopt.render.output import fmt_num, fmt_pct, fmt_seconds, fmt_usd
+from fleetopt.render.words import basis_sentence, duration_words
 
 
 def explain_pool(name: str, pool: Mapping[str, Any], slo_s: float) -> str:
@@ -71,6 +72,7 @@ def _pool_table(fleet: Mapping[str, Any]) -> Table:
         ("arrival rate", lambda p: f"{fmt_num(p['arrival_rate_per_s'])} req/s"),
         ("service rate μ per instance", lambda p: f"{fmt_num(p['service_rate_per_instance_per_s'])} req/s"),
         ("service-time SCV C_s²", lambda p: fmt_num(p["service_scv"], 3)),
+        ("arrival SCV C_a²", lambda p: fmt_num(p.get("arrival_scv", 1.0), 3)),
         ("utilization (slots)", lambda p: fmt_pct(p["utilization"])),
         (
             "compute utilization",
@@ -93,6 +95,67 @@ def _pool_table(fleet: Mapping[str, Any]) -> Table:
             ),
         )
     return table
+
+
+def schedule_table(schedule: Mapping[str, Any]) -> Table:
+    """Instances per pool in every window of the schedule (offsets from its origin)."""
+    table = Table(title="Schedule: instances per window", title_justify="left")
+    table.add_column("window", justify="right")
+    table.add_column("rate sized for", justify="right")
+    for name in schedule["pools"]:
+        table.add_column(name, justify="right")
+    table.add_column("GPUs", justify="right")
+    for window in schedule["windows"]:
+        table.add_row(
+            f"{_clock(window['start_s'])}–{_clock(window['end_s'])}",
+            f"{fmt_num(window['arrival_rate_per_s'])} req/s",
+            *(fmt_num(window["instances"][name]) for name in schedule["pools"]),
+            fmt_num(window["gpus"]),
+        )
+    return table
+
+
+def schedule_heading(schedule: Mapping[str, Any]) -> str:
+    """What the schedule's windows are: their length, the period, the basis and the origin."""
+    origin = schedule.get("origin_utc")
+    period = (
+        "periodic over " + _period_words(schedule["period_s"])
+        if schedule["periodic"]
+        else "over the log's span"
+    )
+    return (
+        f"schedule: {duration_words(schedule['window_s'])} windows {period}, each sized on its "
+        f"{schedule['rate_basis']} rate with the routing fixed; offsets from {origin or 'the first arrival'}"
+    )
+
+
+def schedule_summary(schedule: Mapping[str, Any]) -> str:
+    """GPU-hours of the schedule against the static (peak) fleet, per period."""
+    dynamic, static = schedule["gpu_hours_per_period"], schedule["static_gpu_hours_per_period"]
+    saving = (static - dynamic) / static if static > 0 else None
+    return (
+        f"schedule: {dynamic:,.2f} GPU-hours per {_period_words(schedule['period_s'])} against "
+        f"{static:,.2f} for the static fleet ({fmt_pct(saving)} fewer); every window's instances are "
+        "at most the static fleet's"
+    )
+
+
+def _period_words(seconds: float) -> str:
+    if seconds == 86400.0:
+        return "a day"
+    if seconds == 604800.0:
+        return "a week"
+    return f"{seconds:,.0f} s"
+
+
+def _clock(offset_s: float) -> str:
+    """An offset as [d ]hh:mm[:ss] (``1d 09:00``, ``00:58:00``)."""
+    whole = round(offset_s)
+    days, rest = divmod(whole, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, seconds = divmod(rest, 60)
+    text = f"{hours:02d}:{minutes:02d}" + (f":{seconds:02d}" if seconds else "")
+    return f"{days}d {text}" if days else text
 
 
 def _boundaries(fleet: Mapping[str, Any]) -> str:
@@ -185,11 +248,13 @@ def draw_plan(console: Console, document: Mapping[str, Any]) -> None:
     inputs = document["inputs"]
     short, long = inputs["profiles"]["short"], inputs["profiles"]["long"]
     console.print(
-        f"[bold]fleetopt plan[/bold] — workload {inputs['workload']}, "
+        f"[bold]fleetopt plan[/bold] — workload {inputs['workload']}, mean "
         f"{fmt_num(inputs['arrival_rate_per_s'])} req/s ({inputs['arrival_rate_origin']}), "
         f"P99 TTFT SLO {fmt_seconds(inputs['ttft_slo_s'])}, utilization cap {inputs['max_utilization']:.0%}, "
         f"service model {inputs['service_model']}, compressibility p_c = {inputs['compressibility']:g}"
     )
+    if inputs.get("rate_basis"):
+        console.print(f"rate basis ({inputs['rate_basis']['basis']}): {basis_sentence(inputs['rate_basis'])}")
     price = f"${short['gpu_hour_usd']}/GPU-h"
     profiles = f"short pool: {short['serving_name']} (TP {short['gpus_per_instance']}, {price})"
     if long["serving_name"] != short["serving_name"]:
@@ -226,6 +291,10 @@ def draw_plan(console: Console, document: Mapping[str, Any]) -> None:
     if by_count is not None:
         console.print(by_count)
     console.print(_grid_table(document))
+    if document.get("schedule"):
+        console.print(schedule_heading(document["schedule"]))
+        console.print(schedule_table(document["schedule"]))
+        console.print(schedule_summary(document["schedule"]))
     for note in document["notes"]:
         console.print(f"note: {note}")
     console.print(
