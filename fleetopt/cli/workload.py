@@ -39,6 +39,11 @@ def show(
     rate_window: str = typer.Option(
         "1min", "--rate-window", help="Window of the arrival-rate profile, e.g. 1min, 5min, 1h."
     ),
+    plot: bool = typer.Option(
+        False,
+        "--plot",
+        help="Also a small plot of the windowed arrival rate over time (a log with timestamps).",
+    ),
     split: str | None = typer.Option(
         None,
         "--split",
@@ -61,7 +66,21 @@ def show(
         time_column=time_column,
         split=split,
     )
-    emit(summarize_workload(loaded, b_short_tokens=b_short, rate_window_s=window_s), fmt, draw_workload)
+    data = summarize_workload(loaded, b_short_tokens=b_short, rate_window_s=window_s)
+    if plot:
+        from fleetopt.core.workload_stats import workload_window_counts
+        from fleetopt.errors import ValidationError
+
+        try:
+            counts = workload_window_counts(loaded, window_s)
+        except ValidationError:
+            counts = None
+        data["rate_series"] = (
+            None
+            if counts is None
+            else {"window_s": counts.window_s, "rates_per_s": (counts.counts / counts.window_s).tolist()}
+        )
+    emit(data, fmt, draw_workload)
 
 
 def register(app: typer.Typer) -> None:

@@ -142,7 +142,7 @@ class PoolVerdict(Enum):
 def min_requests_for_quantile(quantile: float, confidence: float = 0.95) -> int:
     """The fewest samples for which the distribution-free ``confidence`` interval of the ``quantile``
     has an upper end: the largest of n samples exceeds Q with probability 1 − q^n ≥ (1 + confidence)/2,
-    so n ≥ ln((1 − confidence)/2) / ln q (367 for the P99 at 95%)."""
+    so n ≥ ln((1 − confidence)/2) / ln q (368 for the P99 at 95%)."""
     return math.ceil(math.log(0.5 * (1.0 - confidence)) / math.log(quantile))
 
 

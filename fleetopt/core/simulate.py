@@ -700,7 +700,7 @@ def quantile_interval(values: np.ndarray, quantile: float, confidence: float = 0
     """The distribution-free ``confidence`` interval of the ``quantile`` of i.i.d. ``values``: order
     statistics x_(l) ≤ Q ≤ x_(u) with l, u the binomial(n, q) quantiles at (1 ∓ confidence)/2
     (Hahn & Meeker 1991, §5.2). ±∞ where n is too small for that bound to exist (for the P99 at
-    95%, an upper bound needs n ≥ 367)."""
+    95%, an upper bound needs n ≥ 368)."""
     from scipy.stats import binom
 
     n = int(values.size)

@@ -9,6 +9,7 @@ changes whenever a field changes meaning or disappears.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 import math
@@ -23,6 +24,7 @@ import numpy as np
 from fleetopt.core.drift import PlannedFleet, PlannedPool, WorkloadSummary
 from fleetopt.core.planner import PlanOptions
 from fleetopt.core.routing import Routing, pool_names
+from fleetopt.core.schedule import Schedule, ScheduleWindow
 from fleetopt.core.service import PoolHardware
 from fleetopt.core.workload import Workload
 from fleetopt.core.workload_stats import arrival_statistics
@@ -143,6 +145,8 @@ class PlanFile:
         summary: the planned workload's fingerprint, as a comparable summary.
         workload: the workload as given to ``fleetopt plan`` (a bundled name or a path).
         workload_reader: how that workload was read (reader options for ``load_workload``).
+        schedule: the time-of-day schedule (:class:`fleetopt.core.schedule.Schedule`) when the plan
+            was made with ``--schedule``, else None.
     """
 
     source: str
@@ -152,6 +156,7 @@ class PlanFile:
     summary: WorkloadSummary
     workload: str | None
     workload_reader: dict[str, Any]
+    schedule: Schedule | None = None
 
 
 def read_plan(path: Path) -> PlanFile:
@@ -194,6 +199,7 @@ def read_plan(path: Path) -> PlanFile:
         summary=summary,
         workload=workload if isinstance(workload, str) and workload else None,
         workload_reader=_reader_options(reader if isinstance(reader, dict) else {}),
+        schedule=None if document.get("schedule") is None else _schedule(get, document["schedule"], fleet),
     )
 
 
@@ -281,6 +287,87 @@ def _basis_options(get: _FieldReader, inputs: dict[str, Any]) -> dict[str, Any]:
         else get.number(basis, "inputs.rate_basis.window_s", positive=True),
         "arrival_dispersion": tuple((float(a), float(b)) for a, b in points),
     }
+
+
+def _schedule(get: _FieldReader, schedule: Any, fleet: PlannedFleet) -> Schedule:
+    """The plan's ``schedule`` (docs/planner.md, "Schedules"), checked: windows tile [0, period) in
+    order, one whole instance count ≥ 0 per pool of the best fleet, never above its instances."""
+    if not isinstance(schedule, dict):
+        get.fail(
+            "schedule", schedule, "a mapping (window_s, period_s, periodic, origin_utc, pools, windows, …)"
+        )
+    names = tuple(pool.name for pool in fleet.pools)
+    pools = schedule.get("pools")
+    if pools != list(names):
+        get.fail("schedule.pools", pools, f"the best fleet's pools, in order: {list(names)}")
+    period = get.number(schedule, "schedule.period_s", positive=True)
+    window_s = get.number(schedule, "schedule.window_s", positive=True)
+    periodic = schedule.get("periodic")
+    if not isinstance(periodic, bool):
+        get.fail("schedule.periodic", periodic, "true or false")
+    origin = schedule.get("origin_utc")
+    origin_epoch = None
+    if origin is not None:
+        try:
+            origin_epoch = datetime.datetime.fromisoformat(str(origin).replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            get.fail(
+                "schedule.origin_utc", origin, "an ISO 8601 UTC time such as 2023-11-16T00:00:00Z, or null"
+            )
+    basis = schedule.get("rate_basis")
+    if not isinstance(basis, str):
+        get.fail("schedule.rate_basis", basis, "mean, peak or pNN")
+    windows_doc = schedule.get("windows")
+    if not isinstance(windows_doc, list) or not windows_doc:
+        get.fail("schedule.windows", windows_doc, "a non-empty list of windows")
+    windows = []
+    expected_start = 0.0
+    for k, window in enumerate(windows_doc):
+        where = f"schedule.windows[{k}]"
+        if not isinstance(window, dict):
+            get.fail(where, window, "a mapping (start_s, end_s, arrival_rate_per_s, instances)")
+        start = get.number(window, f"{where}.start_s")
+        end = get.number(window, f"{where}.end_s")
+        if abs(start - expected_start) > 1e-6 * max(1.0, period) or not start < end <= period * (1 + 1e-12):
+            get.fail(f"{where}.start_s", start, f"{expected_start:g} (windows tile [0, period_s) in order)")
+        expected_start = end
+        counts = get.mapping(window, f"{where}.instances")
+        instances = []
+        for pool in fleet.pools:
+            value = counts.get(pool.name)
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= pool.instances:
+                get.fail(
+                    f"{where}.instances.{pool.name}", value, f"a whole number from 0 to {pool.instances}"
+                )
+            instances.append(value)
+        rate = get.number(window, f"{where}.arrival_rate_per_s")
+        mean = get.number(window, f"{where}.mean_arrival_rate_per_s", optional=True)
+        rate_windows = window.get("rate_windows", 0)
+        windows.append(
+            ScheduleWindow(
+                start_s=start,
+                end_s=end,
+                arrival_rate_per_s=rate,
+                mean_arrival_rate_per_s=rate if mean is None else mean,
+                instances=tuple(instances),
+                gpus=tuple(
+                    n * pool.hardware.gpus_per_instance
+                    for n, pool in zip(instances, fleet.pools, strict=True)
+                ),
+                rate_windows=rate_windows if isinstance(rate_windows, int) else 0,
+            )  # fmt: skip
+        )
+    if abs(expected_start - period) > 1e-6 * max(1.0, period):
+        get.fail(
+            "schedule.windows",
+            f"windows ending at {expected_start:g} s",
+            f"windows covering period_s = {period:g}",
+        )
+    return Schedule(
+        window_s=window_s, period_s=period, periodic=periodic, origin_epoch_s=origin_epoch, pool_names=names,
+        rate_basis=basis, windows=tuple(windows), static_instances=tuple(p.instances for p in fleet.pools),
+        static_gpus=fleet.total_gpus,
+    )  # fmt: skip
 
 
 def _is_number(value: Any) -> bool:
