@@ -213,34 +213,57 @@ def within_window_dispersion_of_times(times_s: np.ndarray, window_s: float, divi
     """D(window/J) straight from arrival times (full windows from the first arrival only), touching
     the non-empty sub-windows only: Σ_kj (n_kj − N_k/J)² = Σ_kj n_kj² − Σ_k N_k²/J. Equals
     :func:`within_window_dispersion` of the sub-window counts."""
-    times = np.sort(np.asarray(times_s, dtype=np.float64))
-    if times.size < 2 or divisions < 2:
-        return None
-    start = float(times[0])
-    full = int((float(times[-1]) - start) // window_s)
+    return _dispersions_of_times(times_s, window_s, (divisions,)).get(divisions)
+
+
+#: The most sub-window counts the dispersion curve holds at once (128 MB of int64); finer scales of a
+#: long log are left out (the curve is then held at its finest scale below it, which overstates
+#: the burstiness of the shortest holding times: the safe side).
+MAX_SUB_WINDOWS = 1 << 24
+
+
+def _dispersions_of_times(
+    times_s: np.ndarray, window_s: float, divisions: tuple[int, ...]
+) -> dict[int, float]:
+    """D(window/J) for every J of ``divisions`` (those whose sub-windows fit :data:`MAX_SUB_WINDOWS`)
+    from one pass over the times: the counts at the finest common sub-window (window / lcm of the
+    J) by one bincount, every coarser J by summing groups of them."""
+    times = np.asarray(times_s, dtype=np.float64)
+    if times.size < 2 or not divisions or min(divisions) < 2:
+        return {}
+    start = float(times.min())
+    full = int((float(times.max()) - start) // window_s)
     if full < 1:
-        return None
-    scale_s = window_s / divisions
-    sub_index = np.floor((times - start) / scale_s).astype(np.int64)
-    window_index = np.floor((times - start) / window_s).astype(np.int64)
-    keep = window_index < full
-    sub_index, window_index = sub_index[keep], window_index[keep]
-    # a sub-window belongs to the window its start lies in: recompute it from the sub-window index
-    sub_index = np.minimum(sub_index, (window_index + 1) * divisions - 1)
-    sub_index = np.maximum(sub_index, window_index * divisions)
-    arrivals = float(sub_index.size)
+        return {}
+    usable = sorted(d for d in divisions if full * d <= MAX_SUB_WINDOWS)
+    while usable and full * math.lcm(*usable) > MAX_SUB_WINDOWS:
+        usable.pop()
+    if not usable:
+        return {}
+    finest = math.lcm(*usable)
+    scaled = times - start  # ≥ 0, so truncating to an integer is the floor
+    scaled *= finest / window_s
+    # counts per sub-window at each J, each summed from the finest J' it divides that is done already;
+    # the arrivals past the last full window land in bins beyond it, which are cut off
+    fine_counts = np.bincount(scaled.astype(np.int64), minlength=full * finest)[: full * finest]
+    del scaled
+    arrivals = float(fine_counts.sum())
     if arrivals <= 0:
-        return None
-    sub_counts = _run_lengths(sub_index)
-    window_counts = _run_lengths(window_index)
-    squares = float(np.dot(sub_counts, sub_counts)) - float(np.dot(window_counts, window_counts)) / divisions
-    return squares / (arrivals * (1.0 - 1.0 / divisions))
-
-
-def _run_lengths(sorted_keys: np.ndarray) -> np.ndarray:
-    """Sizes of the runs of equal values in a sorted integer array (as float64)."""
-    edges = np.flatnonzero(np.diff(sorted_keys)) + 1
-    return np.diff(np.concatenate(([0], edges, [sorted_keys.size]))).astype(np.float64)
+        return {}
+    by_division = {finest: fine_counts.reshape(full, finest)}
+    for division in sorted(set(usable) | {1}, reverse=True):
+        if division in by_division:
+            continue
+        source = min(j for j in by_division if j % division == 0)
+        by_division[division] = by_division[source].reshape(full, division, source // division).sum(axis=2)
+    window_counts = by_division[1].ravel().astype(np.float64)
+    window_squares = float(np.dot(window_counts, window_counts))
+    out = {}
+    for division in usable:
+        sub = by_division[division].ravel().astype(np.float64)
+        squares = float(np.dot(sub, sub)) - window_squares / division
+        out[division] = squares / (arrivals * (1.0 - 1.0 / division))
+    return out
 
 
 def dispersion_curve(
@@ -249,17 +272,16 @@ def dispersion_curve(
     """(τ, D(τ)) at τ = window/J for J in :data:`DISPERSION_DIVISIONS`, largest τ first: from arrival
     times, or from ``fine_counts`` (a summary's counts) at the scales its window divides. Empty when
     the log covers less than one window."""
+    if times_s is not None:
+        values = _dispersions_of_times(times_s, window_s, DISPERSION_DIVISIONS)
+        return tuple((window_s / j, values[j]) for j in DISPERSION_DIVISIONS if j in values)
     points = []
     for division in DISPERSION_DIVISIONS:
         scale_s = window_s / division
-        if times_s is not None:
-            value = within_window_dispersion_of_times(times_s, window_s, division)
-        elif fine_counts is not None and _is_multiple(scale_s, fine_counts.window_s):
+        if fine_counts is not None and _is_multiple(scale_s, fine_counts.window_s):
             value = within_window_dispersion(fine_counts.rebinned(scale_s), division)
-        else:
-            continue
-        if value is not None:
-            points.append((float(scale_s), float(value)))
+            if value is not None:
+                points.append((float(scale_s), float(value)))
     return tuple(points)
 
 
