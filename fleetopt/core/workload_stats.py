@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from fleetopt.core.arrivals import RateProfile, WindowCounts, rate_profile_from_counts
+from fleetopt.core.arrivals import RateProfile, WindowCounts, dispersion_curve, rate_profile_from_counts
 from fleetopt.core.workload import Workload
 from fleetopt.errors import ValidationError
 
@@ -231,6 +231,9 @@ def summarize_workload(
         counts = None
     if counts is not None:
         profile = asdict(rate_profile_from_counts(counts))
+        # burstiness below the window, at the scales a pool's queue sees (core/arrivals.py)
+        curve = dispersion_curve(workload.arrival_times_s, rate_window_s, workload.arrival_counts)
+        profile["within_window_dispersion"] = [list(point) for point in curve]
     return {
         "name": workload.name,
         "kind": workload.kind,

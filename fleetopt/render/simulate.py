@@ -272,6 +272,12 @@ def draw_crosscheck(console: Console, data: Mapping[str, Any]) -> None:
         f"{len(data['seeds'])} seeds, warm-up {data['warmup_fraction']:.0%} "
         f"({fmt_seconds(min(data['warmup_s']))}) discarded."
     )
+    if data.get("rate_basis") and data["rate_basis"] != "mean":
+        console.print(
+            f"The plan: a mean of {fmt_num(data['plan_mean_rate_per_s'])} req/s, sized for "
+            f"{fmt_num(data['plan_sizing_rate_per_s'])} req/s (its {data['rate_basis']} basis, "
+            f"{data['plan_sizing_rate_per_s'] / data['plan_mean_rate_per_s']:.3g} × the mean)."
+        )
     console.print(
         f"Analytical model: {data['analytical_model']} ({data['analytical_source']}); "
         "error % = (analytical − simulated) / simulated; CIs are Student-t 95% over seeds "

@@ -90,6 +90,9 @@ def draw_workload(console: Console, data: Mapping[str, Any]) -> None:
             table.add_row(label, f"{fmt_num(profile[key], 4)} req/s")
         table.add_row("peak / mean", fmt_num(profile["peak_to_mean_ratio"], 4))
         table.add_row("index of dispersion Var/E of counts", fmt_num(profile["index_of_dispersion"], 4))
+        curve = dict((round(t, 6), d) for t, d in profile.get("within_window_dispersion") or [])
+        for scale in sorted(curve, reverse=True)[::3]:
+            table.add_row(f"dispersion within windows at {fmt_num(scale)} s", fmt_num(curve[scale], 4))
         console.print(table)
     if "rate_series" in data:
         series = data["rate_series"]
