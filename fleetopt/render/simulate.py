@@ -8,11 +8,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from fleetopt.api import CrossCheck
 from fleetopt.core.crosscheck import METRICS, CrossCheckReport, Finding, FindingKind, Verdict
+from fleetopt.render.layout import FitTable, bullets
 from fleetopt.render.output import fmt_num, fmt_seconds
 
 _VERDICTS = {
@@ -166,18 +165,17 @@ def draw_crosscheck(console: Console, data: Mapping[str, Any]) -> None:
     )
     slo = data["ttft_slo_s"]
     for name, pool in data["pools"].items():
-        table = Table(
+        table = FitTable(
             title=(
                 f"{name} pool: {pool['instances']:,} × {pool['slots_per_instance']} slots, "
                 f"{pool['requests_measured']:,} requests measured"
                 + ("" if pool["warmed_up"] else " — NOT WARMED UP")
             ),
-            title_justify="left",
         )
-        table.add_column("metric")
-        table.add_column("analytical", justify="right")
-        table.add_column("simulated ± 95% CI", justify="right")
-        table.add_column("error", justify="right")
+        table.add_column("metric", justify="left", wrap=True)
+        table.add_column("analytical")
+        table.add_column("simulated ± 95% CI")
+        table.add_column("error")
         for key, label in _LABELS.items():
             row = pool[key]
             table.add_row(
@@ -192,5 +190,5 @@ def draw_crosscheck(console: Console, data: Mapping[str, Any]) -> None:
         console.print(f"  simulated P99 TTFT {fmt_seconds(p99)} {mark} the {fmt_seconds(slo)} SLO")
     style = "bold green" if data["verdict"].startswith("PASS") else "bold red"
     console.print(f"[{style}]{data['verdict']}[/{style}]")
-    for note in data["notes"]:
-        console.print(f"  • {escape(note)}")
+    if data["notes"]:
+        console.print(bullets(data["notes"], marker="  • "))
