@@ -21,6 +21,7 @@ from fleetopt.core.drift import (
 from fleetopt.core.planner import FleetCandidate, PlanOptions
 from fleetopt.core.sizing import PoolSizing
 from fleetopt.render.layout import FitTable, bullets
+from fleetopt.render.markdown import md_bullets, md_table
 from fleetopt.render.output import fmt_num, fmt_pct, fmt_seconds, fmt_usd
 
 DRIFT_KIND = "fleetopt-drift"
@@ -359,26 +360,26 @@ def drift_markdown(data: Mapping[str, Any]) -> str:
     """A compact pull-request comment: verdict first, the reasons, a table of pools, the shift."""
     lines = [f"### fleetopt drift — **{_verdict_line(data)}**", "", _context_line(data), ""]
     if data["reasons"]:
-        lines += [f"- {r['message']}" for r in data["reasons"]] + [""]
+        lines += md_bullets(r["message"] for r in data["reasons"]) + [""]
     fit = data["fit"]
     if fit is not None:
-        lines += [
-            "| pool | instances × slots | req/s | utilization (cap) | P99 TTFT (SLO) | TTFT headroom "
-            "| status |",
-            "|---|--:|--:|--:|--:|--:|---|",
-        ]
-        for name, pool in fit["pools"].items():
-            headroom = "–" if pool["ttft_headroom_s"] is None else fmt_seconds(pool["ttft_headroom_s"])
-            lines.append(
-                f"| {name} | {pool['instances']:,} × {pool['slots_per_instance']} | "
-                f"{fmt_num(pool['arrival_rate_per_s'])} | {fmt_num(pool['utilization'], 3)} "
-                f"({pool['max_utilization']:g}) | {_ttft(pool)} ({fmt_seconds(pool['ttft_slo_s'])}) | "
-                f"{headroom} | {'ok' if pool['fits'] else '**broken**'} |"
+        headers = ("pool", "instances × slots", "req/s", "utilization (cap)", "P99 TTFT (SLO)")
+        headers += ("TTFT headroom", "status")
+        rows = [
+            (
+                name,
+                f"{pool['instances']:,} × {pool['slots_per_instance']}",
+                fmt_num(pool["arrival_rate_per_s"]),
+                f"{fmt_num(pool['utilization'], 3)} ({pool['max_utilization']:g})",
+                f"{_ttft(pool)} ({fmt_seconds(pool['ttft_slo_s'])})",
+                fmt_seconds(pool["ttft_headroom_s"]),
+                "ok" if pool["fits"] else "**broken**",
             )
-        lines.append("")
+            for name, pool in fit["pools"].items()
+        ]
+        lines += md_table(headers, rows, align="lrrrrrl") + [""]
     line = _replan_line(data)
     if line:
         lines += [line[0].upper() + line[1:], ""]
-    lines += ["| workload | planned | today | change |", "|---|--:|--:|--:|"]
-    lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in _shift_rows(data)]
+    lines += md_table(("workload", "planned", "today", "change"), _shift_rows(data))
     return "\n".join(lines) + "\n"
