@@ -105,7 +105,8 @@ def vendor_keda(crd: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
     parser.add_argument("--kubernetes-validate", type=Path, help="the installed kubernetes_validate package")
     parser.add_argument("--keda-crd", type=Path, help="keda.sh_scaledobjects.yaml of the KEDA release")
     args = parser.parse_args()

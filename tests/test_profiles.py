@@ -386,7 +386,10 @@ def test_huggingface_id_is_read_and_checked(tmp_path: Path) -> None:
     path = _write(tmp_path, "models", "bad", GOOD_MODEL + "huggingface_id: no-slash\n")
     with pytest.raises(ValidationError) as err:
         profiles.load_model("bad", (tmp_path,))
-    assert str(err.value).startswith(f"{path}: field 'huggingface_id' = 'no-slash' is not allowed; it must be a ")
+    message = (
+        f"{path}: field 'huggingface_id' = 'no-slash' is not allowed; it must be a Hugging Face model id"
+    )
+    assert str(err.value).startswith(message)
 
 
 def test_every_bundled_model_names_its_checkpoint() -> None:

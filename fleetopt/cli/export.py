@@ -25,11 +25,9 @@ TO_HELP = (
     "and Services) or markdown (a one-page summary); repeat for several."
 )
 OUTPUT_DIR_HELP = (
-    "Write the files into this folder (created if missing; each file atomically). Default: print."
+    "write the files into this folder (created if missing; each file atomically); default: print."
 )
-KEDA_HELP = (
-    "With --to kubernetes: also KEDA ScaledObjects (cron floors from the plan's schedule, a queue trigger)."
-)
+KEDA_HELP = "also KEDA ScaledObjects (cron floors from the plan's schedule, a queue trigger for bursts)."
 
 
 def register(app: typer.Typer) -> None:
@@ -41,9 +39,11 @@ def export(
     plan: Path = typer.Option(
         ..., "--plan", help="A plan written by fleetopt plan --output (.yaml/.yml/.json)."
     ),
-    to: list[ExportTarget] = typer.Option(..., "--to", help=TO_HELP),
-    keda: bool = typer.Option(False, "--keda", help=KEDA_HELP),
-    output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help=OUTPUT_DIR_HELP, file_okay=False),
+    to: list[ExportTarget] = typer.Option(..., "--to", help=TO_HELP, metavar="TARGET"),
+    keda: bool = typer.Option(False, "--keda", help="With --to kubernetes: " + KEDA_HELP),
+    output_dir: Path | None = typer.Option(
+        None, "--output-dir", "-o", help=OUTPUT_DIR_HELP[0].upper() + OUTPUT_DIR_HELP[1:], file_okay=False
+    ),
     model_id: str | None = typer.Option(
         None, "--model-id", help="The checkpoint to serve (default: the model profile's huggingface_id)."
     ),

@@ -103,14 +103,12 @@ def plan(
     ),
     sim_seeds: int = typer.Option(3, "--sim-seeds", help="With --validate: seeds (replications)."),
     export: list[ExportTarget] | None = typer.Option(
-        None, "--export", help="Also export the plan (as fleetopt export --to): " + TO_HELP
+        None, "--export", help="Also export the plan (as fleetopt export --to): " + TO_HELP, metavar="TARGET"
     ),
     output_dir: Path | None = typer.Option(
         None, "--output-dir", help="With --export: " + OUTPUT_DIR_HELP, file_okay=False
     ),
-    keda: bool = typer.Option(
-        False, "--keda", help="With --export kubernetes: " + KEDA_HELP.split(": ", 1)[1]
-    ),
+    keda: bool = typer.Option(False, "--keda", help="With --export kubernetes: " + KEDA_HELP),
     fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
     """Plan the cheapest fleet (n_s, n_l, B*, γ*) that meets a P99 TTFT SLO, against the baselines."""

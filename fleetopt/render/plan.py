@@ -64,7 +64,8 @@ def _headroom(value_s: float | None, fraction: float | None) -> str:
 
 def _tpot_label(pools: Mapping[str, Mapping[str, Any]]) -> str:
     pool = next(iter(pools.values()))
-    limit = fmt_seconds(pool.get("tpot_limit_s"))
+    limit_s = pool.get("tpot_limit_s")
+    limit = NOT_APPLICABLE if limit_s is None else f"{limit_s * 1e3:g} ms"
     if pool.get("tpot_limit_kind") == "tpot_slo":
         return f"TPOT headroom to the {limit} TPOT SLO"
     return f"TPOT headroom to {limit} (chat reading pace)"
