@@ -164,3 +164,34 @@ def test_bullets_wrap_under_their_text() -> None:
     Console(file=buffer, width=30, color_system=None).print(bullets(["one two three four five six seven"]))
     first, second = buffer.getvalue().splitlines()[:2]
     assert first.startswith("  - one") and second.startswith("    ")
+
+
+@pytest.fixture(scope="module")
+def small_plan(tmp_path_factory) -> str:
+    path = tmp_path_factory.mktemp("layout") / "plan.yaml"
+    result = runner.invoke(
+        app, ["plan", "--cdf", "azure-2023-conv", "--slo", "500ms", "--rate", "20", "-o", str(path)]
+    )
+    assert result.exit_code == 0, result.output
+    return str(path)
+
+
+@pytest.mark.parametrize("columns", [80, 200, None])
+def test_drift_and_simulate_reports_fit_too(small_plan: str, columns: int | None) -> None:
+    runs = {
+        "drift": runner.invoke(
+            app, ["drift", "--plan", small_plan, "--cdf", "azure-2023-conv", "--rate", "40"],
+            env={"COLUMNS": str(columns or "")},
+        ),
+        "simulate": runner.invoke(
+            app, ["simulate", "--plan", small_plan, "--requests", "3000", "--seeds", "1"],
+            env={"COLUMNS": str(columns or "")},
+        ),
+    }  # fmt: skip
+    for name, result in runs.items():
+        assert result.exit_code in (0, 1), (name, result.output)
+        text = result.stdout
+        assert text, name
+        if columns is not None:
+            assert max(len(line) for line in text.splitlines()) <= columns, name
+        assert "…" not in text and not NOT_A_NUMBER.search(text), (name, text)

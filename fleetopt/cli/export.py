@@ -129,8 +129,7 @@ def write_export(
 ) -> None:
     """Export and print the files, or write them into ``output_dir`` (never over an input file)."""
     from fleetopt.api import export_plan
-    from fleetopt.errors import ValidationError
-    from fleetopt.io.plans import write_files_atomically
+    from fleetopt.io.plans import refuse_overwriting_input, write_files_atomically
 
     run = export_plan(
         plan_file, targets, options=options, keda=keda, profiles_dir=profiles_dir, model_id=model_id,
@@ -142,13 +141,8 @@ def write_export(
         typer.echo(run.text(), nl=False)
         return
     for name in run.files:
-        target = (output_dir / name).expanduser().resolve()
-        for item in inputs:
-            source = Path(item).expanduser()
-            if source.is_file() and source.resolve() == target:
-                raise ValidationError(
-                    f"--output-dir {output_dir}: {name} would replace the input file {item}"
-                )
+        message = f"--output-dir {output_dir}: {name} would replace the input file {{input}}"
+        refuse_overwriting_input(output_dir / name, inputs, message)
     for path in write_files_atomically(output_dir, run.files):
         if echo_written:
             typer.echo(f"wrote {path}")

@@ -82,16 +82,16 @@ def workload_fingerprint(
     return fingerprint
 
 
-def refuse_overwriting_input(output: Path, inputs: list[str]) -> None:
+def refuse_overwriting_input(output: Path, inputs: list[str], message: str | None = None) -> None:
     """Raise ValidationError when ``output`` is one of the ``inputs`` files (a plan must never
-    replace the log or CDF it was computed from)."""
+    replace the log or CDF it was computed from, an export never the plan). ``message`` words the
+    refusal; ``{input}`` in it names the input file."""
     target = Path(output).expanduser().resolve()
     for item in inputs:
         source = Path(item).expanduser()
         if source.is_file() and source.resolve() == target:
-            raise ValidationError(
-                f"--output {output}: that is the input file {item}; write the plan elsewhere"
-            )
+            default = f"--output {output}: that is the input file {{input}}; write the plan elsewhere"
+            raise ValidationError((message or default).format(input=item))
 
 
 def _create_temporary(folder: Path, name: str) -> tuple[int, Path]:
