@@ -143,13 +143,8 @@ class FitTable:
             excess -= 1
         return indices, [widths[i] for i in indices]
 
-    def _rich_table(self, indices: list[int], widths: list[int], part: int) -> Table:
-        title = self.title
-        if title and part > 0:
-            title = f"{title} (continued)"
+    def _rich_table(self, indices: list[int], widths: list[int]) -> Table:
         table = Table(
-            title=Text(title) if title else None,
-            title_justify=self.title_justify,  # type: ignore[arg-type]
             show_header=self.show_header,
             box=None if self.plain else rich_box.HEAVY_HEAD,
             pad_edge=not self.plain,
@@ -167,8 +162,15 @@ class FitTable:
         return table
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        parts = self.layout(options.max_width)
-        yield Group(*(self._rich_table(indices, widths, k) for k, (indices, widths) in enumerate(parts)))
+        """Each part under its title; the title is a line of its own, so it wraps at the console's
+        width, not the (narrower) table's."""
+        renderables: list = []
+        for part, (indices, widths) in enumerate(self.layout(options.max_width)):
+            if self.title:
+                title = self.title if part == 0 else f"{self.title} (continued)"
+                renderables.append(Text(title, justify=self.title_justify))  # type: ignore[arg-type]
+            renderables.append(self._rich_table(indices, widths))
+        yield Group(*renderables)
 
 
 def bullets(items: Iterable[str], marker: str = "  - ") -> Table:
