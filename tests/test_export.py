@@ -506,3 +506,51 @@ def test_markdown_summary_states_the_plan(readme_plan: Path) -> None:
     assert "| short | 73 × 8 | 4,096 | 316 |" in text and "| long | 5 × 8 | 65,536 | 19 |" in text
     assert "|---|--:|--:|--:|--:|--:|--:|--:|--:|---|" in text
     assert "within 2% of the 500 ms SLO" in text  # the headroom warnings travel with the summary
+
+
+def test_a_three_pool_plan_exports_every_pool(tmp_path: Path) -> None:
+    plan_path = tmp_path / "plan.yaml"
+    result = runner.invoke(
+        app,
+        [
+            "plan",
+            "--cdf",
+            "azure-2023",
+            "--slo",
+            "1s",
+            "--rate",
+            "2000",
+            "--pools",
+            "3",
+            "-o",
+            str(plan_path),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    plan = read_plan(plan_path)
+    assert [p.name for p in plan.fleet.pools] == ["pool-1", "pool-2", "pool-3"]
+    result = runner.invoke(
+        app,
+        [
+            "export",
+            "--plan",
+            str(plan_path),
+            "--to",
+            "router",
+            "--to",
+            "kubernetes",
+            "-o",
+            str(tmp_path / "d"),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    manifests = [m for m in yaml.safe_load_all((tmp_path / "d" / "kubernetes.yaml").read_text()) if m]
+    for manifest in manifests:
+        _validate(manifest)
+    deployments = {m["metadata"]["name"]: m for m in manifests if m["kind"] == "Deployment"}
+    assert {name: d["spec"]["replicas"] for name, d in deployments.items()} == {
+        f"fleetopt-{p.name}": p.instances for p in plan.fleet.pools
+    }
+    config = read_router(tmp_path / "d" / "router.yaml")
+    assert config.routing == plan.fleet.routing
+    assert [p.max_budget_tokens for p in config.pools] == [p.context_tokens for p in plan.fleet.pools]
