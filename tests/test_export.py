@@ -554,3 +554,17 @@ def test_a_three_pool_plan_exports_every_pool(tmp_path: Path) -> None:
     config = read_router(tmp_path / "d" / "router.yaml")
     assert config.routing == plan.fleet.routing
     assert [p.max_budget_tokens for p in config.pools] == [p.context_tokens for p in plan.fleet.pools]
+
+
+def test_histogram_buckets_add_the_plans_edges_to_vllms(readme_plan: Path) -> None:
+    result = runner.invoke(app, ["export", "--plan", str(readme_plan), "--to", "vllm", "--histogram-buckets"])
+    assert result.exit_code == 0, result.output
+    short, long = (_flags(c[3:]) for c in _commands(result.stdout))
+    for flags, context in ((short, 4096), (long, 65536)):
+        buckets = json.loads(flags["--custom-histogram-buckets"])
+        assert set(buckets) == {"request_tokens", "time_to_first_token"}  # vLLM's bucket-family keys
+        for edges in buckets.values():  # what vLLM's validator demands: positive, strictly increasing
+            assert all(0 < a < b for a, b in zip(edges, edges[1:], strict=False))
+        assert 0.5 in buckets["time_to_first_token"] and buckets["request_tokens"][-1] == context
+        assert {1, 2, 5, 1000, 2000} <= set(buckets["request_tokens"])  # vLLM's 1-2-5 series is kept
+    assert {4096, 7782} <= set(json.loads(long["--custom-histogram-buckets"])["request_tokens"])  # B and ⌊γB⌋

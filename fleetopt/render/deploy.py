@@ -100,15 +100,26 @@ def max_num_batched_tokens(pool: DeployPool) -> int:
     return max(pool.engine.max_num_batched_tokens, pool.slots_per_instance)
 
 
+def _one_two_five(limit: int) -> list[int]:
+    """vLLM's default token buckets: 1, 2, 5, 10, 20, 50, … up to ``limit`` (``build_1_2_5_buckets``)."""
+    edges, scale = [], 1
+    while True:
+        for mantissa in (1, 2, 5):
+            if mantissa * scale > limit:
+                return edges
+            edges.append(mantissa * scale)
+        scale *= 10
+
+
 def histogram_buckets(context: ExportContext, pool: DeployPool) -> dict[str, list[float]]:
-    """Bucket edges that make the plan's boundaries and SLO exact counts in Prometheus: every
-    pool boundary up to this pool's context (token histograms) and the TTFT SLO (seconds)."""
+    """vLLM's default bucket edges plus the plan's own: the pool boundaries and ⌊γB⌋ up to this pool's
+    context (token histograms), and the TTFT SLO (seconds), so Prometheus counts them exactly."""
+    plan_edges = {*context.routing.boundaries_tokens, pool.context_tokens}
+    if context.routing.band_top_tokens is not None:
+        plan_edges.add(context.routing.band_top_tokens)
     tokens = sorted(
-        {b for b in (*context.routing.boundaries_tokens, pool.context_tokens) if b <= pool.context_tokens}
+        {*_one_two_five(pool.context_tokens), *(b for b in plan_edges if b <= pool.context_tokens)}
     )
-    band_top = context.routing.band_top_tokens
-    if band_top is not None and band_top <= pool.context_tokens:
-        tokens = sorted({*tokens, band_top})
     ttft = sorted({*VLLM_TTFT_BUCKETS_S, context.ttft_slo_s})
     return {"request_tokens": [float(t) for t in tokens], "time_to_first_token": ttft}
 
