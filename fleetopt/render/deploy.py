@@ -163,12 +163,15 @@ def _pool_notes(context: ExportContext, pool: DeployPool) -> list[str]:
 
 
 def _served_by(context: ExportContext, index: int) -> str:
+    """Which requests a pool serves, in words (router.yaml states the same rule as data)."""
     bounds = context.routing.boundaries_tokens
-    low = 0 if index == 0 else bounds[index - 1]
-    high = bounds[index] if index < len(bounds) else None
-    text = f"prompt + max_tokens ≤ {high:,}" if high is not None else f"prompt + max_tokens > {low:,}"
-    if high is not None and low:
-        text = f"{low:,} < prompt + max_tokens ≤ {high:,}"
+    if not bounds:
+        return "every request (one pool)"
+    if index == len(bounds):
+        return f"prompt + max_tokens > {bounds[-1]:,}, and requests without max_tokens"
+    text = f"prompt + max_tokens ≤ {bounds[index]:,}"
+    if index > 0:
+        text = f"{bounds[index - 1]:,} < {text}"
     band = context.routing.band_top_tokens
     if index == 0 and band is not None and band > bounds[0] and context.routing.compressibility > 0:
         text += f", and compressed prompts up to {band:,} (C&R)"
@@ -188,11 +191,12 @@ def _metrics_comment(context: ExportContext, pool: DeployPool, options: ExportOp
             f'  sum(rate(vllm:time_to_first_token_seconds_bucket{{{selector},le="{slo:g}"}}[5m]))',
         ]
     else:
-        below = max((b for b in VLLM_TTFT_BUCKETS_S if b < slo), default=None)
-        above = min((b for b in VLLM_TTFT_BUCKETS_S if b > slo), default=None)
+        below = max((b for b in VLLM_TTFT_BUCKETS_S if b < slo), default=0.0)
+        above = min((b for b in VLLM_TTFT_BUCKETS_S if b > slo), default=math.inf)
         lines += [
             f"vLLM's TTFT histogram has no edge at the {slo * 1e3:g} ms SLO: the count within it lies",
-            f'between its buckets le="{below:g}" and le="{above:g}" (vllm:time_to_first_token_seconds).',
+            f'between its buckets le="{below:g}" and le="{"+Inf" if math.isinf(above) else f"{above:g}"}"'
+            " (vllm:time_to_first_token_seconds).",
         ]
     return lines
 
@@ -206,7 +210,7 @@ def vllm_script(context: ExportContext, pool: DeployPool, options: ExportOptions
         f"# fleetopt {__version__} export --to vllm: {pool.name} pool of {context.plan_label}",
         f"# {pool.instances:,} instances × {pool.gpus_per_instance} GPUs ({pool.gpu}); run this on each.",
         f"# Serving profile {pool.serving_profile}.",
-        f"# It serves requests with {_served_by(context, index)} (router.yaml).",
+        f"# It serves {_served_by(context, index)} (router.yaml).",
         "# Flags checked against vLLM's CLI (vllm/engine/arg_utils.py, v0.11 series; docs/deploy.md).",
         f"# At start-up vLLM logs 'Maximum concurrency for {pool.context_tokens:,} tokens per request: Nx':",
         f"# N must be at least max_num_seqs = {pool.slots_per_instance:,} (the plan assumed "
