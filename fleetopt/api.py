@@ -1105,6 +1105,12 @@ def export_plan(
             files["kubernetes.yaml"] = deploy.manifests_yaml(
                 deploy.kubernetes_manifests(context, options), header
             )
+            amd = sorted({p.gpu for p in context.pools if deploy.gpu_resource(p.gpu) == "amd.com/gpu"})
+            if amd and options.image == deploy.DEFAULT_VLLM_IMAGE:
+                notes.append(
+                    f"{', '.join(amd)}: {deploy.DEFAULT_VLLM_IMAGE} is vLLM's CUDA image; give a ROCm "
+                    "build of vLLM with --image"
+                )
             if keda:
                 try:
                     scaled, keda_notes = deploy.keda_manifests(context, options)

@@ -568,3 +568,38 @@ def test_histogram_buckets_add_the_plans_edges_to_vllms(readme_plan: Path) -> No
         assert 0.5 in buckets["time_to_first_token"] and buckets["request_tokens"][-1] == context
         assert {1, 2, 5, 1000, 2000} <= set(buckets["request_tokens"])  # vLLM's 1-2-5 series is kept
     assert {4096, 7782} <= set(json.loads(long["--custom-histogram-buckets"])["request_tokens"])  # B and ⌊γB⌋
+
+
+def test_an_amd_pool_asks_for_amd_gpus_and_a_rocm_image(tmp_path: Path) -> None:
+    plan_path = tmp_path / "plan.yaml"
+    serving = "qwen3-235b-a22b-mi300x-tp8"
+    result = runner.invoke(
+        app,
+        [
+            "plan",
+            "--cdf",
+            "azure-2023",
+            "--slo",
+            "2s",
+            "--rate",
+            "100",
+            "--serving",
+            serving,
+            "-o",
+            str(plan_path),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["export", "--plan", str(plan_path), "--to", "kubernetes"])
+    assert result.exit_code == 0, result.output
+    for manifest in (m for m in yaml.safe_load_all(result.stdout) if m):
+        _validate(manifest)
+        if manifest["kind"] == "Deployment":
+            (container,) = manifest["spec"]["template"]["spec"]["containers"]
+            assert container["resources"]["limits"] == {"amd.com/gpu": 8}
+            assert container["args"][0] == "Qwen/Qwen3-235B-A22B-FP8"  # an FP8 checkpoint: no --quantization
+            assert "--quantization" not in container["args"]
+    assert (
+        "mi300x: vllm/vllm-openai:v0.11.0 is vLLM's CUDA image; give a ROCm build of vLLM with --image"
+        in (result.stderr)
+    )
