@@ -603,3 +603,25 @@ def test_an_amd_pool_asks_for_amd_gpus_and_a_rocm_image(tmp_path: Path) -> None:
         "mi300x: vllm/vllm-openai:v0.11.0 is vLLM's CUDA image; give a ROCm build of vLLM with --image"
         in (result.stderr)
     )
+
+
+def test_the_papers_profile_gets_its_block_budget_and_a_token_budget_vllm_accepts(tmp_path: Path) -> None:
+    plan_path = tmp_path / "plan.yaml"
+    args = ["plan", "--cdf", "azure-2023", "--slo", "500ms", "--rate", "1000", "--service-model", "fleet-sim",
+            "--serving", "llama-3-70b-a100-80gb-tp8", "-o", str(plan_path)]  # fmt: skip
+    assert runner.invoke(app, args).exit_code == 0
+    result = runner.invoke(app, ["export", "--plan", str(plan_path), "--to", "vllm"])
+    assert result.exit_code == 0, result.output
+    plan = read_plan(plan_path)
+    for command, pool in zip(_commands(result.stdout), plan.fleet.pools, strict=True):
+        flags = _flags(command[3:])
+        assert int(flags["--num-gpu-blocks-override"]) == 65_536  # the papers' KV budget (FACTS §1)
+        assert "--gpu-memory-utilization" not in flags
+        # vLLM requires max_num_batched_tokens ≥ max_num_seqs (vllm/config/scheduler.py)
+        assert int(flags["--max-num-batched-tokens"]) == max(512, pool.slots_per_instance)
+    short = plan.fleet.pools[0]
+    if short.slots_per_instance > 512:
+        assert (
+            f"raised from the profile's 512 to max_num_seqs = {short.slots_per_instance:,}" in result.stdout
+        )
+    assert "--max-model-len 65,536 is beyond the model's 8,192 tokens" in result.stdout

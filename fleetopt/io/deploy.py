@@ -43,6 +43,7 @@ class EngineSettings:
         max_num_batched_tokens: ``--max-num-batched-tokens``, the profile's per-iteration token
             budget (chunked prefill).
         kv_capacity_tokens: the KV cache the plan assumed per instance, tokens.
+        max_context_tokens: the model's longest context (``max_position_embeddings``), if known.
         notes: what the operator should check that the flags cannot say.
     """
 
@@ -54,6 +55,7 @@ class EngineSettings:
     block_size: int
     max_num_batched_tokens: int
     kv_capacity_tokens: int
+    max_context_tokens: int | None = None
     notes: tuple[str, ...] = ()
 
 
@@ -127,6 +129,7 @@ def engine_settings(
         block_size=serving.kv_block_tokens,
         max_num_batched_tokens=serving.prefill_chunk_tokens,
         kv_capacity_tokens=sizing.kv_capacity_tokens_per_instance,
+        max_context_tokens=model.max_context_tokens,
         notes=tuple(notes),
     )
 

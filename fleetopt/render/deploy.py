@@ -157,6 +157,14 @@ def _pool_notes(context: ExportContext, pool: DeployPool) -> list[str]:
             f"{pool.engine.max_num_batched_tokens:,} to max_num_seqs = {pool.slots_per_instance:,}, the "
             f"least vLLM accepts; the plan's iteration times assumed {pool.engine.max_num_batched_tokens:,}"
         )
+    limit = pool.engine.max_context_tokens
+    if limit is not None and pool.context_tokens > limit:
+        notes.append(
+            f"--max-model-len {pool.context_tokens:,} is beyond the model's {limit:,} tokens: vLLM refuses "
+            "it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (and the model then runs past what it was trained "
+            "on); "
+            f"re-plan with --long-context {limit}"
+        )
     if pool.instances == 0:
         notes.append("this pool receives no traffic in the plan: 0 instances")
     return notes
