@@ -1101,6 +1101,10 @@ def export_plan(
                 f"fleetopt {__version__} export --to kubernetes: {label}",
                 "One Deployment (replicas = the planned instances, GPUs = tensor parallelism) and one",
                 "Service per pool; validated against the Kubernetes apps/v1 and v1 schemas (docs/deploy.md).",
+            ] + [
+                f"note: {pool.name}: {note}"
+                for pool in context.pools
+                for note in deploy.pool_notes(context, pool)
             ]
             files["kubernetes.yaml"] = deploy.manifests_yaml(
                 deploy.kubernetes_manifests(context, options), header

@@ -149,7 +149,8 @@ def vllm_arguments(context: ExportContext, pool: DeployPool, options: ExportOpti
     return args
 
 
-def _pool_notes(context: ExportContext, pool: DeployPool) -> list[str]:
+def pool_notes(context: ExportContext, pool: DeployPool) -> list[str]:
+    """What the operator of a pool should know that its flags cannot say (profile and vLLM limits)."""
     notes = list(pool.engine.notes)
     if pool.engine.max_num_batched_tokens < pool.slots_per_instance:
         notes.append(
@@ -224,7 +225,7 @@ def vllm_script(context: ExportContext, pool: DeployPool, options: ExportOptions
         f"# N must be at least max_num_seqs = {pool.slots_per_instance:,} (the plan assumed "
         f"{pool.engine.kv_capacity_tokens:,} KV tokens per instance).",
     ]
-    lines += [f"# note: {note}" for note in _pool_notes(context, pool)]
+    lines += [f"# note: {note}" for note in pool_notes(context, pool)]
     lines += [f"# {line}" for line in _metrics_comment(context, pool, options)]
     lines.append(_shell_command(command))
     return "\n".join(lines) + "\n"
