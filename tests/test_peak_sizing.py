@@ -252,12 +252,15 @@ def test_the_schedule_reads_back_and_writes_csv(tmp_path) -> None:
          str(csv_path), "-o", str(plan)],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    schedule = read_plan(plan).schedule
+    plan_file = read_plan(plan)
+    schedule = plan_file.schedule
     assert schedule is not None and len(schedule.windows) == 4 and schedule.window_s == 21600.0
+    assert schedule.origin_utc.isoformat() == "2024-03-04T00:00:00+00:00" and schedule.periodic
     lines = csv_path.read_text().splitlines()
-    names = "".join(f"{name}_instances," for name in schedule.pool_names)
+    names = "".join(f"{name}_instances," for name in schedule.pools)
     assert lines[0] == f"start_s,end_s,start_utc,arrival_rate_per_s,{names}gpus"
     first = lines[1].split(",")
     assert first[:3] == ["0", "21600", "2024-03-04T00:00:00Z"]
-    assert [int(v) for v in first[4:-1]] == list(schedule.windows[0].instances)
-    assert int(first[-1]) == sum(schedule.windows[0].gpus)
+    assert [int(v) for v in first[4:-1]] == [schedule.windows[0].instances[name] for name in schedule.pools]
+    gpus = {pool.name: pool.hardware.gpus_per_instance for pool in plan_file.fleet.pools}
+    assert int(first[-1]) == sum(n * gpus[name] for name, n in schedule.windows[0].instances.items())

@@ -15,6 +15,7 @@ from fleetopt.cli.common import (
     SPLIT_OPTION,
     TIME_COLUMN_OPTION,
 )
+from fleetopt.cli.export import KEDA_HELP, OUTPUT_DIR_HELP, TO_HELP, ExportTarget
 from fleetopt.defaults import (
     DEFAULT_LONG_CONTEXT_TOKENS,
     DEFAULT_MAX_UTILIZATION,
@@ -141,6 +142,13 @@ def plan(
         help="With --validate: exit 1 on FAIL and on INCONCLUSIVE (too few requests, or a P99 interval "
         "straddling the SLO); the plan and report are printed (and written) first.",
     ),
+    export: list[ExportTarget] | None = typer.Option(
+        None, "--export", help="Also export the plan (as fleetopt export --to): " + TO_HELP, metavar="TARGET"
+    ),
+    output_dir: Path | None = typer.Option(
+        None, "--output-dir", help="With --export: " + OUTPUT_DIR_HELP, file_okay=False
+    ),
+    keda: bool = typer.Option(False, "--keda", help="With --export kubernetes: " + KEDA_HELP),
     fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
     """Plan the cheapest fleet (n_s, n_l, B*, γ*) that meets a P99 TTFT SLO, against the baselines."""
@@ -157,6 +165,11 @@ def plan(
         if schedule is None:
             raise typer.BadParameter("--schedule-csv needs --schedule WINDOW", param_hint="--schedule-csv")
         refuse_overwriting_input(schedule_csv, [cdf])
+    if export and fmt is not OutputFormat.table and output_dir is None:
+        raise typer.BadParameter(
+            f"--export with --format {fmt.value} needs --output-dir (stdout holds the plan document)",
+            param_hint="--export",
+        )
     run = plan_run_from_options(
         workload=cdf,
         slo=slo,
@@ -234,5 +247,18 @@ def plan(
         write_document_atomically(schedule_csv, schedule_csv_text(document["schedule"]))
         if fmt is OutputFormat.table:
             typer.echo(f"schedule written to {schedule_csv}")
+    if export:
+        import json
+
+        from fleetopt.cli.export import write_export
+        from fleetopt.io.plans import plan_file_from_document
+
+        label = str(output) if output is not None else f"fleetopt plan --cdf {cdf}"
+        plan_file = plan_file_from_document(json.loads(dumps(document, "json")), f"plan of {cdf}")
+        write_export(
+            plan_file, [t.value for t in export], keda=keda, output_dir=output_dir,
+            inputs=[cdf] + ([str(output)] if output is not None else []), profiles_dir=profiles_dir,
+            plan_label=label, echo_written=fmt is OutputFormat.table,
+        )  # fmt: skip
     if strict_error is not None:
         raise strict_error
