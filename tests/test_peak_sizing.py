@@ -264,3 +264,28 @@ def test_the_schedule_reads_back_and_writes_csv(tmp_path) -> None:
     assert [int(v) for v in first[4:-1]] == [schedule.windows[0].instances[name] for name in schedule.pools]
     gpus = {pool.name: pool.hardware.gpus_per_instance for pool in plan_file.fleet.pools}
     assert int(first[-1]) == sum(n * gpus[name] for name, n in schedule.windows[0].instances.items())
+
+
+def test_a_summary_cannot_be_replayed_but_its_profile_can(shared_dir) -> None:
+    import dataclasses
+
+    from fleetopt.api import crosscheck_setup_run, plan_workload
+    from fleetopt.core.arrivals import WindowCounts
+    from fleetopt.core.crosscheck import setup_from_plan
+    from fleetopt.io.workloads import load_workload
+
+    log = load_workload("azure-2023-conv")
+    summary = dataclasses.replace(
+        log, arrival_times_s=None, arrival_counts=WindowCounts.from_times(log.arrival_times_s, 1.0)
+    )
+    run = plan_workload(summary, ttft_slo_s=1.0, arrival_rate_per_s=20, service_model="lockstep")
+    setup = setup_from_plan(run.plan)
+    with pytest.raises(ValidationError, match="it carries window counts: --arrivals profile follows them"):
+        crosscheck_setup_run(setup, summary, service_model="lockstep", seeds=1, arrivals="replay")
+    check = crosscheck_setup_run(
+        setup, summary, service_model="lockstep", seeds=1, arrivals="profile", requests=20_000
+    )
+    assert check.arrival_process == "profile" and check.mean_rate_per_s == 20
+    minutes = summary.arrival_counts.rebinned(60.0)  # the profile follows the plan's rate window
+    assert check.rate_factor == pytest.approx(20 / (minutes.counts.sum() / minutes.span_s))
+    )
