@@ -288,4 +288,3 @@ def test_a_summary_cannot_be_replayed_but_its_profile_can(shared_dir) -> None:
     assert check.arrival_process == "profile" and check.mean_rate_per_s == 20
     minutes = summary.arrival_counts.rebinned(60.0)  # the profile follows the plan's rate window
     assert check.rate_factor == pytest.approx(20 / (minutes.counts.sum() / minutes.span_s))
-    )
