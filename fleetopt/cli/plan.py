@@ -121,7 +121,10 @@ def plan(
         False, "--validate", help="Simulate the plan's fleet and compare it with the predictions."
     ),
     sim_requests: int | None = typer.Option(
-        None, "--sim-requests", help="With --validate: requests per seed (default: sized to warm up)."
+        None,
+        "--sim-requests",
+        help="With --validate: requests per seed (default: sized to warm up); with a replay or profile, "
+        "its first N arrivals (default: the whole log).",
     ),
     sim_seeds: int = typer.Option(3, "--sim-seeds", help="With --validate: seeds (replications)."),
     replay: bool = typer.Option(

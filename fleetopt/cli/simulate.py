@@ -26,8 +26,9 @@ def simulate(
     requests: int | None = typer.Option(
         None,
         "--requests",
-        help="Requests per seed, warm-up included. Default: enough for the warm-up to outlast the "
-        "longest service (at least 100,000).",
+        help="Poisson: requests per seed, warm-up included (default: enough for the warm-up to outlast "
+        "the longest service, at least 100,000). Replay/profile: replay only the log's first N arrivals "
+        "(default: all of it, once).",
     ),
     seeds: int = typer.Option(3, "--seeds", help="Independent replications (seeds 1…K); CIs over them."),
     service_model: str | None = typer.Option(
@@ -62,7 +63,10 @@ def simulate(
         None, "--rate-window", help="Profile/replay: the rate window (default: the plan's, else 1min)."
     ),
     warmup_fraction: float = typer.Option(
-        0.5, "--warmup-fraction", help="Share of each seed's first arrivals discarded, in [0, 1)."
+        0.5,
+        "--warmup-fraction",
+        help="Poisson: share of each seed's first arrivals discarded, in [0, 1) (a replay or profile warms "
+        "up on the end of the log instead).",
     ),
     strict: bool = typer.Option(
         False,
