@@ -188,3 +188,16 @@ def test_drift_of_a_peak_plan_on_its_own_log_fits(tmp_path: Path) -> None:
     assert drift.exit_code == 0, drift.output
     data = json.loads(drift.stdout)
     assert data["verdict"] == "fits" and data["replan"]["gpu_change"] == 0
+
+
+def test_plan_validate_replay_replays_right_after_planning(tmp_path: Path) -> None:
+    log = _short_log(tmp_path)
+    args = ["plan", "--cdf", str(log), "--slo", "1s", "--rate", "50", "--service-model", "lockstep"]
+    result = runner.invoke(app, [*args, "--validate", "--replay", "--sim-seeds", "2", "-f", "json"])
+    assert result.exit_code == 0, result.output
+    validation = json.loads(result.stdout)["validation"]
+    assert validation["arrival_process"] == "replay" and validation["replay"]["mean_rate_per_s"] == 50
+    assert validation["rate_basis"] == "peak" and validation["plan_mean_rate_per_s"] == 50
+    clash = runner.invoke(app, [*args, "--validate", "--replay", "--arrivals", "profile"])
+    assert clash.exit_code == 1
+    assert clash.stderr == "Error: --replay and --arrivals profile contradict each other; give one of them\n"
