@@ -103,7 +103,6 @@ def _keeping_requests(setup, run, arrivals: str, seeds: int):
     try:
         return crosscheck_setup_run(
             setup, run.workload, service_model=setup.analytical_model, seeds=seeds, arrivals=arrivals,
-            rate_window_s=run.plan.options.rate_window_s,
         )  # fmt: skip
     finally:
         crosscheck.simulate_fleet = original

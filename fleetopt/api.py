@@ -748,7 +748,11 @@ def crosscheck_setup_run(
       plan's mean), keeping their time scale (:func:`fleetopt.core.arrivals.replay_at_rate`): the
       whole log once after a warm-up, ``requests`` (if given) cutting it to its first arrivals;
     * ``profile``: a non-homogeneous Poisson process following the log's windowed rate profile
-      (windows of ``rate_window_s``, default the plan's) at that mean.
+      (windows of ``rate_window_s``) at that mean.
+
+    ``rate_window_s`` (default 1 minute, whatever window the plan sized on — so a plan on a coarser
+    window is not checked against smoother traffic): the scale whose profile a replay keeps in
+    common across its copies (below it their bursts are independent) and a profile follows.
 
     Replay and profile keep the plan's own predictions (made at its sizing rate): the simulated
     traffic has no one rate to re-evaluate them at.
@@ -869,7 +873,6 @@ def crosscheck_plan_run(
     return crosscheck_setup_run(
         setup, run.workload, service_model=setup.analytical_model, requests=requests, seeds=seeds,
         progress=progress, arrivals=arrivals, replay=replay, dispatch=dispatch,
-        rate_window_s=run.plan.options.rate_window_s,
     )  # fmt: skip
 
 
@@ -892,7 +895,7 @@ def crosscheck_plan_file(
 
     The plan is read by the one plan reader (:func:`fleetopt.io.plans.read_plan`); its workload is
     re-read the way the plan read it; on another workload the predictions are re-evaluated first.
-    Arrivals as :func:`crosscheck_setup_run` (``rate_window_s`` defaults to the plan's).
+    Arrivals as :func:`crosscheck_setup_run` (``rate_window_s``: 1 minute unless given).
     """
     from fleetopt.core.crosscheck import reevaluate, setup_from_planned
     from fleetopt.errors import FleetoptError
@@ -925,7 +928,7 @@ def crosscheck_plan_file(
         setup, loaded, service_model=service_model or plan_file.options.service_model,
         dispatch=dispatch, requests=requests, seeds=seeds, warmup_fraction=warmup_fraction,
         arrival_rate_per_s=arrival_rate_per_s, progress=progress, reevaluated_for_other_workload=other,
-        arrivals=process, rate_window_s=rate_window_s or plan_file.options.rate_window_s,
+        arrivals=process, rate_window_s=rate_window_s,
     )  # fmt: skip
 
 

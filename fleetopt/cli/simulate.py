@@ -60,7 +60,10 @@ def simulate(
         "mean the log is scaled to (default: the plan's mean), req/s.",
     ),
     rate_window: str | None = typer.Option(
-        None, "--rate-window", help="Profile/replay: the rate window (default: the plan's, else 1min)."
+        None,
+        "--rate-window",
+        help="Replay/profile: the scale whose rate profile is kept (a replay's copies share it, their "
+        "bursts below it are independent) or followed. Default: 1min, whatever the plan sized on.",
     ),
     warmup_fraction: float = typer.Option(
         0.5,
