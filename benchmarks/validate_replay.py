@@ -53,6 +53,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--slo", type=float, default=0.5)
     parser.add_argument("--rate", type=float, default=1000.0)
+    parser.add_argument("--window", type=float, default=None, help="only the plans on this rate window (s)")
     args = parser.parse_args()
     print(
         "| workload | basis | arrivals | pool | instances | GPUs (fleet) | sized for | C_a² "
@@ -60,6 +61,8 @@ def main() -> None:
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name, basis, window in CASES:
+        if args.window is not None and window != args.window:
+            continue
         run = plan_workload(name, ttft_slo_s=args.slo, arrival_rate_per_s=args.rate, rate_basis=basis,
                             rate_window_s=window)  # fmt: skip
         best = run.plan.best
