@@ -25,9 +25,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import special
 
 from fleetopt.errors import ValidationError
+
+
+def _special() -> Any:
+    """scipy.special, imported on first use (~0.1 s of start-up that kv, profiles, … never need)."""
+    from scipy import special
+
+    return special
 
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 # atanh(v)-series cutoff for bd0: below it the all-positive series is used (no cancellation).
@@ -79,11 +85,11 @@ class FLOATS:
 
     @staticmethod
     def gammainc(s: float, x: float) -> float:
-        return float(special.gammainc(s, x))
+        return float(_special().gammainc(s, x))
 
     @staticmethod
     def gammaincc(s: float, x: float) -> float:
-        return float(special.gammaincc(s, x))
+        return float(_special().gammaincc(s, x))
 
     @staticmethod
     def log_or_minus_inf(x: float) -> float:
@@ -122,12 +128,23 @@ class ARRAYS:
     ceil = np.ceil
     exp = np.exp
     sqrt = np.sqrt
-    lgamma = special.gammaln
+
+    @staticmethod
+    def lgamma(x: np.ndarray) -> np.ndarray:
+        return _special().gammaln(x)
+
     abs = np.abs
     minimum = np.minimum
     maximum = np.maximum
-    gammainc = special.gammainc
-    gammaincc = special.gammaincc
+
+    @staticmethod
+    def gammainc(s: np.ndarray, x: np.ndarray) -> np.ndarray:
+        return _special().gammainc(s, x)
+
+    @staticmethod
+    def gammaincc(s: np.ndarray, x: np.ndarray) -> np.ndarray:
+        return _special().gammaincc(s, x)
+
     where = np.where
     all = staticmethod(np.all)
 

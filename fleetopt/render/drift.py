@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
-
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from fleetopt.core.drift import (
     DriftCheck,
@@ -22,6 +19,9 @@ from fleetopt.core.drift import (
 from fleetopt.core.planner import FleetCandidate, PlanOptions
 from fleetopt.core.sizing import PoolSizing
 from fleetopt.render.output import fmt_num, fmt_pct, fmt_seconds, fmt_usd
+
+if TYPE_CHECKING:  # rich is imported when a table is drawn, not for --format json|yaml
+    from rich.console import Console
 
 DRIFT_KIND = "fleetopt-drift"
 
@@ -322,6 +322,8 @@ def _shift_rows(data: Mapping[str, Any]) -> list[tuple[str, str, str, str]]:
 
 def draw_drift(console: Console, data: Mapping[str, Any]) -> None:
     """The short human summary: verdict, reasons, pools, re-plan, workload shift."""
+    from rich.table import Table
+
     console.print(_verdict_line(data), markup=False)
     console.print(_context_line(data), markup=False)
     for reason in data["reasons"]:

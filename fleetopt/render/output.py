@@ -13,9 +13,10 @@ import math
 import os
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
+if TYPE_CHECKING:  # rich is imported only to draw a table, not for --format json|yaml
+    from rich.console import Console
 
 
 class OutputFormat(str, enum.Enum):
@@ -65,6 +66,8 @@ def dumps(data: Mapping[str, Any], fmt: OutputFormat | str) -> str:
 
 def make_console() -> Console:
     """A console on the current stdout (so test runners capture it), 120 columns when not a TTY."""
+    from rich.console import Console
+
     width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "120"))
     return Console(file=sys.stdout, width=width, highlight=False, soft_wrap=False)
 

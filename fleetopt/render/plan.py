@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
-
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from fleetopt.render.output import fmt_num, fmt_pct, fmt_seconds, fmt_usd
+
+if TYPE_CHECKING:  # rich is imported when a table is drawn, not for --format json|yaml
+    from rich.console import Console
+    from rich.table import Table
 
 
 def explain_pool(name: str, pool: Mapping[str, Any], slo_s: float) -> str:
@@ -55,6 +56,8 @@ def explain_pool(name: str, pool: Mapping[str, Any], slo_s: float) -> str:
 
 def _pool_table(fleet: Mapping[str, Any]) -> Table:
     """Metrics as rows, pools as columns (stays narrow however many metrics there are)."""
+    from rich.table import Table
+
     pools = fleet["pools"]
     table = Table(title="Pools", title_justify="left")
     table.add_column("")
@@ -103,6 +106,8 @@ def _boundaries(fleet: Mapping[str, Any]) -> str:
 
 def _pool_count_table(document: Mapping[str, Any]) -> Table | None:
     """The cheapest fleet with exactly k pools, k = 1 … --pools (shown when --pools > 2)."""
+    from rich.table import Table
+
     rows = document.get("best_by_pool_count") or []
     if len(rows) <= 2:
         return None
@@ -126,6 +131,8 @@ def _pool_count_table(document: Mapping[str, Any]) -> Table | None:
 
 
 def _baseline_table(document: Mapping[str, Any]) -> Table:
+    from rich.table import Table
+
     table = Table(title="Against the baselines", title_justify="left")
     for column in ("fleet", "B_short", "γ", "instances", "GPUs", "$/year", "saving vs homogeneous"):
         table.add_column(column, justify="left" if column == "fleet" else "right")
@@ -156,6 +163,8 @@ def _baseline_table(document: Mapping[str, Any]) -> Table:
 
 
 def _grid_table(document: Mapping[str, Any]) -> Table:
+    from rich.table import Table
+
     cells = document["grid"]
     gammas = sorted({c["gamma"] for c in cells})
     table = Table(title="GPUs over the (B_short, γ) grid (✗ = infeasible, * = best)", title_justify="left")

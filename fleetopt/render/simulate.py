@@ -5,15 +5,14 @@ document (what ``--format json|yaml`` prints) and its table, drawn from that sam
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
-
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from fleetopt.api import CrossCheck
 from fleetopt.core.crosscheck import METRICS, CrossCheckReport, Finding, FindingKind, Verdict
 from fleetopt.render.output import fmt_num, fmt_seconds
+
+if TYPE_CHECKING:  # rich is imported when a table is drawn, not for --format json|yaml
+    from rich.console import Console
 
 _VERDICTS = {
     Verdict.FAIL: "FAIL: a simulated P99 TTFT exceeds the SLO",
@@ -149,6 +148,9 @@ def _error(value: float | None) -> str:
 
 def draw_crosscheck(console: Console, data: Mapping[str, Any]) -> None:
     """Per pool: analytical vs simulated (± 95% CI) with the error %, then the verdict and notes."""
+    from rich.markup import escape
+    from rich.table import Table
+
     routing = (
         f"B = {data['b_short_tokens']:,}, γ = {data['gamma']:g}, p_c = {data['compressibility']:g}"
         if data["b_short_tokens"] is not None
