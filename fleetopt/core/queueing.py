@@ -35,6 +35,7 @@ def _special() -> Any:
 
     return special
 
+
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 # atanh(v)-series cutoff for bd0: below it the all-positive series is used (no cancellation).
 _BD0_SERIES_MAX_V = 0.5
