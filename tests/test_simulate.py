@@ -206,7 +206,7 @@ def test_physical_with_one_slot_per_instance_equals_hand_schedule(dispatch: str)
     prefills and W + H while it decodes: service S = P·W + τ·L_in + L_out·(W + H), first token
     P·W + τ·L_in + (W + H) after admission, and a slot frees exactly at a boundary of an instance
     that is then idle. The engine must reproduce that FCFS schedule request by request."""
-    from fleetopt.core.simulate import _dispatch_known_service
+    from fleetopt.core.simulate import dispatch_known_service as _dispatch_known_service
 
     workload = _geometric_workload()
     w, h, tau, chunk = 0.008, 0.002, 0.00004, 512

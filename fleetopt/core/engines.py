@@ -1,0 +1,501 @@
+"""The simulator's engines: who starts when, request by request and iteration by iteration.
+
+:func:`fcfs_start_times` and :func:`dispatch_known_service` serve the request-level models
+(service times known on arrival); :class:`PhysicalPool` is the iteration-level ``physical``
+engine. See :mod:`fleetopt.core.simulate` for the models, the dispatch policies and what is
+measured.
+
+Speed: the loops that cannot be vectorized (a heap of server free times, least-loaded dispatch)
+run compiled by numba when it is installed (``@jit``: ``numba.njit(cache=True)``, compiled once
+per machine and cached beside this file). Each compiled kernel is also plain Python over numpy
+arrays and scalars; without numba (or with ``FLEETOPT_JIT=0``) that same source runs
+interpreted, so both give bit-identical results (``tests/test_simulate.py`` checks it).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import os
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from fleetopt.core.simulate import SimulatedPool
+
+
+# --------------------------------------------------------------------------------------------
+# Compiled kernels (numba when installed; the same source interpreted otherwise)
+# --------------------------------------------------------------------------------------------
+
+#: ``FLEETOPT_JIT=0`` runs every engine in plain Python (today's interpreted code paths).
+JIT_ENV = "FLEETOPT_JIT"
+_COMPILED: dict[str, Any] = {}
+
+
+def jit_available() -> bool:
+    """Whether the compiled kernels are used: numba importable and ``FLEETOPT_JIT`` not ``0``."""
+    if os.environ.get(JIT_ENV, "1") == "0":
+        return False
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _compiled(kernel: Callable[..., Any]) -> Callable[..., Any]:
+    """``kernel`` compiled by numba (once per process; the machine code is cached on disk)."""
+    compiled = _COMPILED.get(kernel.__name__)
+    if compiled is None:
+        import numba
+
+        compiled = _COMPILED[kernel.__name__] = numba.njit(cache=True, nogil=True)(kernel)
+    return compiled
+
+
+def _fcfs_heap_kernel(
+    heap: np.ndarray, arrivals: np.ndarray, services: np.ndarray, starts: np.ndarray
+) -> None:
+    """FCFS on ``heap`` (a min-heap of the c server free times, updated in place): each request
+    starts at max(arrival, earliest free time), and that server is then free at start + service."""
+    size = heap.shape[0]
+    for k in range(arrivals.shape[0]):
+        arrival = arrivals[k]
+        free = heap[0]
+        begin = arrival if arrival >= free else free
+        starts[k] = begin
+        value = begin + services[k]
+        position = 0  # replace the root by ``value`` and sift it down
+        while True:
+            child = 2 * position + 1
+            if child >= size:
+                break
+            if child + 1 < size and heap[child + 1] < heap[child]:
+                child += 1
+            if heap[child] < value:
+                heap[position] = heap[child]
+                position = child
+            else:
+                break
+        heap[position] = value
+
+
+def _least_loaded_kernel(
+    arrivals: np.ndarray, services: np.ndarray, instances: int, slots: int, starts: np.ndarray
+) -> None:
+    """Least-loaded dispatch with known service times (see :func:`dispatch_known_service`).
+
+    The target is the instance with the fewest requests in system, ties to the lowest index: the
+    top of a heap of keys load·n + i whose stale entries (load changed since) are skipped. Requests
+    leave their instance's count when their service ends (a heap of end times; the order in which
+    equal end times leave does not change the counts an arrival sees).
+    """
+    count = arrivals.shape[0]
+    load = np.zeros(instances, np.int64)
+    by_load = np.empty(instances + 1024, np.int64)
+    for i in range(instances):
+        by_load[i] = i  # keys 0·n + i, already a heap
+    loads_size = instances
+    leave_time = np.empty(1024)
+    leave_instance = np.empty(1024, np.int64)
+    leave_size = 0
+    servers = np.zeros((instances, slots))
+    for k in range(count):
+        arrival = arrivals[k]
+        while leave_size > 0 and leave_time[0] <= arrival:
+            instance = leave_instance[0]
+            leave_size -= 1  # pop: the last entry sifts down from the root
+            last_time, last_instance = leave_time[leave_size], leave_instance[leave_size]
+            position = 0
+            while True:
+                child = 2 * position + 1
+                if child >= leave_size:
+                    break
+                if child + 1 < leave_size and leave_time[child + 1] < leave_time[child]:
+                    child += 1
+                if leave_time[child] < last_time:
+                    leave_time[position], leave_instance[position] = leave_time[child], leave_instance[child]
+                    position = child
+                else:
+                    break
+            leave_time[position], leave_instance[position] = last_time, last_instance
+            load[instance] -= 1
+            if loads_size == by_load.shape[0]:
+                by_load = np.concatenate((by_load, np.empty(loads_size, np.int64)))
+            key = load[instance] * instances + instance  # push, sifting up
+            position = loads_size
+            loads_size += 1
+            while position > 0 and by_load[(position - 1) // 2] > key:
+                by_load[position] = by_load[(position - 1) // 2]
+                position = (position - 1) // 2
+            by_load[position] = key
+        while by_load[0] // instances != load[by_load[0] % instances]:  # pop stale tops
+            loads_size -= 1
+            last = by_load[loads_size]
+            position = 0
+            while True:
+                child = 2 * position + 1
+                if child >= loads_size:
+                    break
+                if child + 1 < loads_size and by_load[child + 1] < by_load[child]:
+                    child += 1
+                if by_load[child] < last:
+                    by_load[position] = by_load[child]
+                    position = child
+                else:
+                    break
+            by_load[position] = last
+        target = by_load[0] % instances
+        heap = servers[target]
+        free = heap[0]
+        begin = arrival if arrival >= free else free
+        starts[k] = begin
+        end = begin + services[k]
+        position = 0  # the target's earliest-free server now frees at ``end``
+        while True:
+            child = 2 * position + 1
+            if child >= slots:
+                break
+            if child + 1 < slots and heap[child + 1] < heap[child]:
+                child += 1
+            if heap[child] < end:
+                heap[position] = heap[child]
+                position = child
+            else:
+                break
+        heap[position] = end
+        load[target] += 1
+        if loads_size == by_load.shape[0]:
+            by_load = np.concatenate((by_load, np.empty(loads_size, np.int64)))
+        key = load[target] * instances + target
+        position = loads_size
+        loads_size += 1
+        while position > 0 and by_load[(position - 1) // 2] > key:
+            by_load[position] = by_load[(position - 1) // 2]
+            position = (position - 1) // 2
+        by_load[position] = key
+        if leave_size == leave_time.shape[0]:
+            leave_time = np.concatenate((leave_time, np.empty(leave_size)))
+            leave_instance = np.concatenate((leave_instance, np.empty(leave_size, np.int64)))
+        position = leave_size
+        leave_size += 1
+        while position > 0 and leave_time[(position - 1) // 2] > end:
+            parent = (position - 1) // 2
+            leave_time[position], leave_instance[position] = leave_time[parent], leave_instance[parent]
+            position = parent
+        leave_time[position], leave_instance[position] = end, target
+
+
+# --------------------------------------------------------------------------------------------
+# Request-level engines
+# --------------------------------------------------------------------------------------------
+
+
+def fcfs_start_times(arrival_s: np.ndarray, service_s: np.ndarray, servers: int) -> np.ndarray:
+    """Service start times of a FCFS queue with ``servers`` identical servers (exact, O(N log N)).
+
+    Requests (arrival times non-decreasing, service times > 0) start at max(arrival, earliest
+    server free time). Fast path: assuming nobody waits, request i finds
+    i − #{j : a_j + S_j ≤ a_i} requests in service; up to the first i where that reaches c the
+    assumption holds exactly. From there a heap of the c server free times takes over.
+    """
+    count = arrival_s.size
+    start = arrival_s.copy()
+    if count == 0:
+        return start
+    departure = arrival_s + service_s
+    finished = np.searchsorted(np.sort(departure), arrival_s, side="right")
+    busy_seen = np.arange(count) - finished
+    conflicts = np.flatnonzero(busy_seen >= servers)
+    if conflicts.size == 0:
+        return start
+    first = int(conflicts[0])
+    earlier = np.sort(departure[:first])[-servers:]
+    if jit_available():
+        heap_array = np.concatenate((np.zeros(servers - earlier.size), earlier))  # sorted: a heap
+        starts_array = np.empty(count - first)
+        _compiled(_fcfs_heap_kernel)(heap_array, arrival_s[first:], service_s[first:], starts_array)
+        start[first:] = starts_array
+        return start
+    heap = [0.0] * (servers - earlier.size) + earlier.tolist()
+    heapq.heapify(heap)
+    arrivals = arrival_s[first:].tolist()
+    services = service_s[first:].tolist()
+    starts = [0.0] * len(arrivals)
+    replace = heapq.heapreplace
+    for k, (arrival, service) in enumerate(zip(arrivals, services, strict=True)):
+        free = heap[0]
+        begin = arrival if arrival >= free else free
+        starts[k] = begin
+        replace(heap, begin + service)
+    start[first:] = starts
+    return start
+
+
+def dispatch_known_service(
+    arrival_s: np.ndarray, service_s: np.ndarray, instances: int, slots: int, dispatch: str
+) -> np.ndarray:
+    """Start times under pooled, round-robin or least-loaded dispatch (service times known)."""
+    if dispatch == "pooled":
+        return fcfs_start_times(arrival_s, service_s, instances * slots)
+    if dispatch == "round-robin":
+        start = np.empty_like(arrival_s)
+        owner = np.arange(arrival_s.size) % instances
+        for instance in range(min(instances, arrival_s.size)):
+            mine = owner == instance
+            start[mine] = fcfs_start_times(arrival_s[mine], service_s[mine], slots)
+        return start
+    # least-loaded: the instance with the fewest requests in system (in service or queued), ties
+    # to the lowest index; a heap of (load, instance) entries, stale ones skipped lazily.
+    if jit_available():
+        starts_array = np.empty(arrival_s.size)
+        _compiled(_least_loaded_kernel)(
+            np.ascontiguousarray(arrival_s, dtype=np.float64),
+            np.ascontiguousarray(service_s, dtype=np.float64),
+            instances,
+            slots,
+            starts_array,
+        )
+        return starts_array
+    load = [0] * instances
+    by_load = [(0, i) for i in range(instances)]
+    server_heaps: list[list[float]] = [[0.0] * slots for _ in range(instances)]
+    leaving: list[tuple[float, int]] = []
+    starts = [0.0] * arrival_s.size
+    push, pop = heapq.heappush, heapq.heappop
+    for k, (arrival, service) in enumerate(zip(arrival_s.tolist(), service_s.tolist(), strict=True)):
+        while leaving and leaving[0][0] <= arrival:
+            instance = pop(leaving)[1]
+            load[instance] -= 1
+            push(by_load, (load[instance], instance))
+        while by_load[0][0] != load[by_load[0][1]]:
+            pop(by_load)
+        target = by_load[0][1]
+        heap = server_heaps[target]
+        free = heap[0]
+        begin = arrival if arrival >= free else free
+        starts[k] = begin
+        heapq.heapreplace(heap, begin + service)
+        load[target] += 1
+        push(by_load, (load[target], target))
+        push(leaving, (begin + service, target))
+    return np.asarray(starts)
+
+
+_CHUNK_CHANGE, _PREFILL_END, _DEPART = 0, 1, 2
+
+
+class PhysicalPool:
+    """Iteration-level simulation of one pool's instances (the ``physical`` service model).
+
+    An iteration of an instance costs W + H·d + τ·p: d sequences decoding, p prompt tokens being
+    prefilled (each prefilling request contributes its chunk: ``chunk`` tokens, its remainder on
+    its last prefill iteration). A request admitted at boundary b prefills in iterations
+    b+1 … b+P, decodes in b+P+1 … b+I, has its first token at the end of iteration b+P+1 and leaves
+    at boundary b+I. Per instance the state is a segment (time T at boundary K, so boundary b
+    falls at T + (b − K)·t while nothing changes); events happen only where the batch changes
+    (admission, last chunk, end of prefill, departure), so the cost is O(N log N) in the number of
+    requests, not in the number of iterations.
+    """
+
+    def __init__(
+        self,
+        pool: SimulatedPool,
+        arrival_s: np.ndarray,
+        input_tokens: np.ndarray,
+        prefill_iterations: np.ndarray,
+        iterations: np.ndarray,
+        dispatch: str,
+        progress: Callable[[int], None] | None,
+    ) -> None:
+        self.w = (
+            pool.iteration_base_s
+            if pool.physical_iteration_base_s is None
+            else pool.physical_iteration_base_s
+        )
+        self.h = pool.iteration_per_slot_s
+        self.tau = pool.prefill_per_token_s
+        self.chunk = pool.prefill_chunk_tokens
+        self.slots = pool.slots_per_instance
+        self.n = pool.instances
+        self.dispatch = dispatch
+        self.progress = progress
+        self.arrival = arrival_s.tolist()
+        self.prefill_iterations = prefill_iterations.tolist()
+        self.last_chunk = (input_tokens - np.maximum(prefill_iterations - 1, 0) * self.chunk).tolist()
+        self.iterations = iterations.tolist()
+        count = arrival_s.size
+        self.slot_start = [0.0] * count
+        self.admission = [0.0] * count
+        self.first_token = [0.0] * count
+        self.departure = [0.0] * count
+        n = self.n
+        # numpy mirrors for the vectorized choice of an instance on arrival
+        self.seg_time = np.zeros(n)
+        self.seg_boundary = np.zeros(n)
+        self.iter_s = np.full(n, self.w)
+        self.active = np.zeros(n, dtype=np.int64)
+        self.committed = np.zeros(n, dtype=np.int64)  # active + reserved
+        self.load = np.zeros(n, dtype=np.int64)  # committed + queued at the instance
+        self.decoding = [0] * n
+        self.prefill_tokens = [0] * n
+        self.changes: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
+        self.first_tokens: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+        self.reserved: list[list[int]] = [[] for _ in range(n)]
+        self.scheduled = [-1] * n  # boundary of the instance's live event, −1 = none
+        self.version = [0] * n
+        self.events: list[tuple[float, int, int, int]] = []
+        self.queues = [deque() for _ in range(1 if dispatch == "pooled" else n)]
+        self.free_slots = n * self.slots
+        self.idle = list(range(n))  # heap of instances that were idle when pushed (checked lazily)
+
+    def _schedule(self, i: int, boundary: int) -> None:
+        self.version[i] += 1
+        self.scheduled[i] = boundary
+        when = float(self.seg_time[i]) + (boundary - float(self.seg_boundary[i])) * float(self.iter_s[i])
+        heapq.heappush(self.events, (when, i, self.version[i], boundary))
+
+    def _boundary(self, i: int, now: float, boundary: int) -> None:
+        """Instance ``i`` reaches iteration boundary ``boundary`` at time ``now``."""
+        seg_time, seg_boundary, iter_s = (
+            float(self.seg_time[i]),
+            int(self.seg_boundary[i]),
+            float(self.iter_s[i]),
+        )
+        pending = self.first_tokens[i]
+        while pending and pending[0][0] <= boundary:
+            token_boundary, r = heapq.heappop(pending)
+            self.first_token[r] = seg_time + (token_boundary - seg_boundary) * iter_s
+        changes = self.changes[i]
+        decoding, prefill = self.decoding[i], self.prefill_tokens[i]
+        freed = 0
+        while changes and changes[0][0] <= boundary:
+            _, kind, r = heapq.heappop(changes)
+            if kind == _DEPART:
+                self.departure[r] = now
+                decoding -= 1
+                freed += 1
+            elif kind == _PREFILL_END:
+                prefill -= self.last_chunk[r]
+                decoding += 1
+            else:  # _CHUNK_CHANGE: the last, shorter chunk
+                prefill += self.last_chunk[r] - self.chunk
+        active = int(self.active[i]) - freed
+        committed = int(self.committed[i]) - freed
+        self.load[i] -= freed
+        admitted = self.reserved[i]
+        queue = self.queues[0 if self.dispatch == "pooled" else i]
+        self.free_slots += freed
+        while committed < self.slots and queue:
+            r = queue.popleft()
+            self.slot_start[r] = now
+            admitted.append(r)
+            committed += 1
+            self.free_slots -= 1
+            if self.dispatch == "pooled":
+                self.load[i] += 1
+        for r in admitted:
+            self.admission[r] = now
+            p = self.prefill_iterations[r]
+            heapq.heappush(changes, (boundary + self.iterations[r], _DEPART, r))
+            heapq.heappush(pending, (boundary + p + 1, r))
+            if p == 0:
+                decoding += 1
+                continue
+            prefill += self.chunk if p > 1 else self.last_chunk[r]
+            heapq.heappush(changes, (boundary + p, _PREFILL_END, r))
+            if p > 1 and self.last_chunk[r] != self.chunk:
+                heapq.heappush(changes, (boundary + p - 1, _CHUNK_CHANGE, r))
+        active += len(admitted)
+        admitted.clear()
+        self.decoding[i], self.prefill_tokens[i] = decoding, prefill
+        self.active[i] = active
+        self.committed[i] = committed
+        self.seg_time[i] = now
+        self.seg_boundary[i] = boundary
+        self.iter_s[i] = self.w + self.h * decoding + self.tau * prefill
+        if active:
+            self._schedule(i, changes[0][0])
+        else:
+            self.version[i] += 1
+            self.scheduled[i] = -1
+            heapq.heappush(self.idle, i)
+
+    def _next_boundary(self, i: int, now: float) -> tuple[int, float]:
+        """The first boundary of busy instance ``i`` at or after ``now`` and its time."""
+        seg_time, seg_boundary, iter_s = (
+            float(self.seg_time[i]),
+            int(self.seg_boundary[i]),
+            float(self.iter_s[i]),
+        )
+        steps = max(0, math.ceil((now - seg_time) / iter_s))
+        when = seg_time + steps * iter_s
+        if when < now:
+            steps += 1
+            when += iter_s
+        return seg_boundary + steps, when
+
+    def _arrive(self, r: int, now: float) -> None:
+        if self.dispatch == "pooled":
+            if self.free_slots == 0:
+                self.queues[0].append(r)
+                return
+            idle = self.idle
+            while idle and self.committed[idle[0]] != 0:
+                heapq.heappop(idle)
+            if idle:  # an idle instance admits at once: nobody can do better
+                self._reserve(heapq.heappop(idle), r, now)
+                return
+            free = np.flatnonzero(self.committed < self.slots)
+            busy_time = self.seg_time[free]
+            step = self.iter_s[free]
+            ahead = np.maximum(0.0, np.ceil((now - busy_time) / step))
+            start_at = np.where(self.active[free] > 0, busy_time + ahead * step, now)
+            i = int(free[int(np.argmin(start_at))])
+        else:
+            i = r % self.n if self.dispatch == "round-robin" else int(np.argmin(self.load))
+            self.load[i] += 1
+            if self.committed[i] >= self.slots:
+                self.queues[i].append(r)
+                return
+        self._reserve(i, r, now)
+
+    def _reserve(self, i: int, r: int, now: float) -> None:
+        """Request ``r`` takes a free slot of instance ``i`` at ``now``; admitted at the next boundary."""
+        if self.dispatch == "pooled":
+            self.load[i] += 1
+        self.free_slots -= 1
+        self.slot_start[r] = now
+        self.committed[i] += 1
+        self.reserved[i].append(r)
+        if self.active[i] == 0:
+            self.seg_time[i] = now
+            self._boundary(i, now, int(self.seg_boundary[i]))
+            return
+        boundary, when = self._next_boundary(i, now)
+        if boundary == int(self.seg_boundary[i]):
+            self._boundary(i, now, boundary)
+        elif boundary < self.scheduled[i]:
+            self._schedule(i, boundary)
+
+    def run(self) -> None:
+        arrivals = self.arrival
+        count = len(arrivals)
+        events = self.events
+        next_arrival = 0
+        while next_arrival < count or events:
+            if events and (next_arrival >= count or events[0][0] <= arrivals[next_arrival]):
+                when, i, version, boundary = heapq.heappop(events)
+                if version == self.version[i]:
+                    self._boundary(i, when, boundary)
+            else:
+                self._arrive(next_arrival, arrivals[next_arrival])
+                next_arrival += 1
+                if self.progress is not None and next_arrival % 4096 == 0:
+                    self.progress(4096)
+        if self.progress is not None:
+            self.progress(count % 4096)
