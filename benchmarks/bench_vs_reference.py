@@ -113,12 +113,13 @@ def main() -> None:
     for round_index in range(args.rounds):
         for name, path, b_short, rate in cells:
             ours = fleetopt + [
-                "plan", "--cdf", str(path), "--slo", f"{SLO_MS}ms", "--rate", str(rate), "--b-short", str(b_short),
-                "--service-model", "fleet-sim", "--compressibility", "0.75", "--format", "json",
+                "plan", "--cdf", str(path), "--slo", f"{SLO_MS}ms", "--rate", str(rate),
+                "--b-short", str(b_short), "--service-model", "fleet-sim", "--compressibility", "0.75",
+                "--format", "json",
             ]  # fmt: skip
             theirs = reference + [
-                "optimize", "--cdf", str(path), "--lam", str(rate), "--slo", str(SLO_MS), "--b-short", str(b_short),
-                "--verify-top", "0",
+                "optimize", "--cdf", str(path), "--lam", str(rate), "--slo", str(SLO_MS),
+                "--b-short", str(b_short), "--verify-top", "0",
             ]  # fmt: skip
             order = [("fleetopt", ours), ("reference", theirs)]
             if round_index % 2:  # alternate who goes first

@@ -334,13 +334,13 @@ class PhysicalPool:
         self.first_token = [0.0] * count
         self.departure = [0.0] * count
         n = self.n
-        # numpy mirrors for the vectorized choice of an instance on arrival
-        self.seg_time = np.zeros(n)
-        self.seg_boundary = np.zeros(n)
-        self.iter_s = np.full(n, self.w)
-        self.active = np.zeros(n, dtype=np.int64)
-        self.committed = np.zeros(n, dtype=np.int64)  # active + reserved
-        self.load = np.zeros(n, dtype=np.int64)  # committed + queued at the instance
+        # per-instance state in plain lists (a numpy element access costs ~4× a list's)
+        self.seg_time = [0.0] * n
+        self.seg_boundary = [0] * n
+        self.iter_s = [self.w] * n
+        self.active = [0] * n
+        self.committed = [0] * n  # active + reserved
+        self.load = [0] * n  # committed + queued at the instance
         self.decoding = [0] * n
         self.prefill_tokens = [0] * n
         self.changes: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
@@ -356,16 +356,12 @@ class PhysicalPool:
     def _schedule(self, i: int, boundary: int) -> None:
         self.version[i] += 1
         self.scheduled[i] = boundary
-        when = float(self.seg_time[i]) + (boundary - float(self.seg_boundary[i])) * float(self.iter_s[i])
+        when = self.seg_time[i] + (boundary - self.seg_boundary[i]) * self.iter_s[i]
         heapq.heappush(self.events, (when, i, self.version[i], boundary))
 
     def _boundary(self, i: int, now: float, boundary: int) -> None:
         """Instance ``i`` reaches iteration boundary ``boundary`` at time ``now``."""
-        seg_time, seg_boundary, iter_s = (
-            float(self.seg_time[i]),
-            int(self.seg_boundary[i]),
-            float(self.iter_s[i]),
-        )
+        seg_time, seg_boundary, iter_s = self.seg_time[i], self.seg_boundary[i], self.iter_s[i]
         pending = self.first_tokens[i]
         while pending and pending[0][0] <= boundary:
             token_boundary, r = heapq.heappop(pending)
@@ -384,8 +380,8 @@ class PhysicalPool:
                 decoding += 1
             else:  # _CHUNK_CHANGE: the last, shorter chunk
                 prefill += self.last_chunk[r] - self.chunk
-        active = int(self.active[i]) - freed
-        committed = int(self.committed[i]) - freed
+        active = self.active[i] - freed
+        committed = self.committed[i] - freed
         self.load[i] -= freed
         admitted = self.reserved[i]
         queue = self.queues[0 if self.dispatch == "pooled" else i]
@@ -427,11 +423,7 @@ class PhysicalPool:
 
     def _next_boundary(self, i: int, now: float) -> tuple[int, float]:
         """The first boundary of busy instance ``i`` at or after ``now`` and its time."""
-        seg_time, seg_boundary, iter_s = (
-            float(self.seg_time[i]),
-            int(self.seg_boundary[i]),
-            float(self.iter_s[i]),
-        )
+        seg_time, seg_boundary, iter_s = self.seg_time[i], self.seg_boundary[i], self.iter_s[i]
         steps = max(0, math.ceil((now - seg_time) / iter_s))
         when = seg_time + steps * iter_s
         if when < now:
@@ -450,14 +442,23 @@ class PhysicalPool:
             if idle:  # an idle instance admits at once: nobody can do better
                 self._reserve(heapq.heappop(idle), r, now)
                 return
-            free = np.flatnonzero(self.committed < self.slots)
-            busy_time = self.seg_time[free]
-            step = self.iter_s[free]
-            ahead = np.maximum(0.0, np.ceil((now - busy_time) / step))
-            start_at = np.where(self.active[free] > 0, busy_time + ahead * step, now)
-            i = int(free[int(np.argmin(start_at))])
+            # the instance with a free slot whose next iteration starts first (lowest index on ties)
+            i, best = -1, math.inf
+            slots, committed, active = self.slots, self.committed, self.active
+            seg_time, iter_s = self.seg_time, self.iter_s
+            for j in range(self.n):
+                if committed[j] >= slots:
+                    continue
+                if active[j] > 0:
+                    ahead = math.ceil((now - seg_time[j]) / iter_s[j])
+                    start_at = seg_time[j] + (ahead if ahead > 0 else 0.0) * iter_s[j]
+                else:
+                    start_at = now
+                if start_at < best:
+                    i, best = j, start_at
         else:
-            i = r % self.n if self.dispatch == "round-robin" else int(np.argmin(self.load))
+            load = self.load
+            i = r % self.n if self.dispatch == "round-robin" else load.index(min(load))
             self.load[i] += 1
             if self.committed[i] >= self.slots:
                 self.queues[i].append(r)
@@ -474,10 +475,10 @@ class PhysicalPool:
         self.reserved[i].append(r)
         if self.active[i] == 0:
             self.seg_time[i] = now
-            self._boundary(i, now, int(self.seg_boundary[i]))
+            self._boundary(i, now, self.seg_boundary[i])
             return
         boundary, when = self._next_boundary(i, now)
-        if boundary == int(self.seg_boundary[i]):
+        if boundary == self.seg_boundary[i]:
             self._boundary(i, now, boundary)
         elif boundary < self.scheduled[i]:
             self._schedule(i, boundary)
