@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from difflib import get_close_matches
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 import typer.core
@@ -200,4 +201,50 @@ def main() -> None:
     bigger machines) before any work is done.
     """
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    app()
+    exit_callbacks = _exit_callbacks()
+    try:
+        app()
+        code: Any = 0
+    except SystemExit as done:
+        code = done.code
+    if exit_callbacks is None or _exit_callbacks() != exit_callbacks:
+        sys.exit(code)  # something registered work for exit (a library): the usual shutdown
+    _leave(code)
+
+
+def _exit_callbacks() -> int | None:
+    """How many atexit callbacks are registered (None where the interpreter does not say)."""
+    import atexit
+
+    count = getattr(atexit, "_ncallbacks", None)
+    return count() if callable(count) else None
+
+
+def _leave(code: Any) -> NoReturn:
+    """Flush the output and end the process without tearing the interpreter down.
+
+    A finished command has closed its files (outputs are written atomically) and registered no
+    exit work, so the module-by-module cleanup of a normal shutdown (~20 ms of CPU after numpy,
+    typer and the planner are loaded) only costs time. A failed flush of stdout (a full disk, a
+    closed pipe) is the command's error, as it would be in the command itself.
+    """
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):  # sys.exit("message")
+        sys.stderr.write(f"{code}\n")
+        code = 1
+    try:
+        sys.stdout.flush()
+    except OSError as error:
+        if code == 0:
+            code = 1
+            try:
+                reason = error.strerror or error
+                sys.stderr.write(f"Error: cannot write the output or read a file: {reason}\n")
+            except OSError:
+                pass
+    try:
+        sys.stderr.flush()
+    except OSError:
+        pass
+    os._exit(code)
