@@ -109,7 +109,8 @@ def main() -> None:
     # install under PYTHONDONTWRITEBYTECODE) each run would recompile fleetopt's sources.
     import fleetopt as package
 
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(package.__file__).parent)], check=False)
+    package_dir = str(Path(package.__file__).parent)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", package_dir], check=False)
     rates = [int(float(r)) for r in args.rates.split(",")]
     cells = [(name, args.cdf_dir / file, b, rate) for name, file, b in CASES for rate in rates]
     times: dict[tuple[str, int], dict[str, list[float]]] = {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -56,11 +57,11 @@ def _imported_after(args: list[str]) -> dict[str, bool]:
 
     probe = (
         "import contextlib, io, json, sys\n"
-        "from fleetopt.cli import main\n"
+        "from fleetopt.cli import app\n"
         f"sys.argv = ['fleetopt'] + {args!r}\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    try:\n"
-        "        main()\n"
+        "        app()\n"
         "    except SystemExit as exit:\n"
         "        assert exit.code in (0, None), exit.code\n"
         "print(json.dumps({m: m in sys.modules for m in sys.argv[1:] or []} | "
@@ -142,3 +143,37 @@ def test_light_option_coercion_gives_typers_values_and_errors(tmp_path) -> None:
                 assert repr(fast) == repr(slow), (name, param.name, value)  # repr: nan == nan
                 checked += 1
     assert checked > 500
+
+
+def _run_main(args: list[str], stdout) -> subprocess.CompletedProcess:
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "fleetopt", *args],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=False,
+    )
+
+
+def test_the_console_entry_point_flushes_everything_and_keeps_exit_codes(tmp_path) -> None:
+    """main() ends the process itself (no interpreter teardown): the output must still be complete,
+    and exit codes (0, 1 for bad input, 2 for usage) unchanged."""
+    import json
+
+    out = tmp_path / "queue.json"
+    with out.open("w") as handle:
+        done = _run_main(["queue", "--servers", "100", "--load", "85", "-f", "json"], handle)
+    assert done.returncode == 0 and done.stderr == ""
+    assert json.loads(out.read_text())["servers"] == 100
+    assert _run_main(["plan", "--cdf", "no-such-workload", "--slo", "1s"], subprocess.DEVNULL).returncode == 1
+    assert _run_main(["plan", "--cdf", "azure"], subprocess.DEVNULL).returncode == 2
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
+def test_a_full_stdout_at_the_final_flush_is_exit_1_with_one_line() -> None:
+    with open("/dev/full", "w") as full:
+        done = _run_main(["queue", "--servers", "10", "--load", "8", "-f", "json"], full)
+    assert done.returncode == 1
+    assert done.stderr == "Error: cannot write the output or read a file: No space left on device\n"
