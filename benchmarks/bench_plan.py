@@ -129,32 +129,18 @@ def command_cases() -> list[tuple[str, Callable[[], object]]]:
         "import fleetopt.cli, fleetopt.cli.plan, fleetopt.api, fleetopt.io.workloads, fleetopt.io.profiles, "
         "fleetopt.render.plan_document, fleetopt.render.plan, yaml"
     )
+    reference_cell = (
+        "-m fleetopt plan --cdf azure --slo 500ms --rate 10 --b-short 4096 --service-model fleet-sim "
+    )
+    reference_cell += "--compressibility 0.75 --format json"
     return [
         ("python -c pass (interpreter start-up)", command("-c", "pass")),
         ("fleetopt --version", command("-m", "fleetopt", "--version")),
         ("import what `fleetopt plan` needs (numpy, typer, yaml, the planner)", command("-c", plan_imports)),
         ("fleetopt --help", command("-m", "fleetopt", "--help")),
         (
-            "fleetopt plan --cdf azure --slo 500ms --rate 10 --b-short 4096 --service-model fleet-sim -f json",
-            command(
-                "-m",
-                "fleetopt",
-                "plan",
-                "--cdf",
-                "azure",
-                "--slo",
-                "500ms",
-                "--rate",
-                "10",
-                "--b-short",
-                "4096",
-                "--service-model",
-                "fleet-sim",
-                "--compressibility",
-                "0.75",
-                "--format",
-                "json",
-            ),  # fmt: skip
+            "fleetopt plan --cdf azure --slo 500ms --rate 10 --b-short 4096 (fleet-sim, json)",
+            command(*reference_cell.split()),
         ),
         (
             "fleetopt plan --cdf azure-2023 --slo 500ms (end to end, the default engine model)",
