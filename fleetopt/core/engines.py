@@ -54,8 +54,9 @@ def _compiled(kernel: Callable[..., Any]) -> Callable[..., Any]:
         import numba
         from numba.extending import register_jitable
 
-        for helper in _KERNEL_HELPERS:  # compiled into the kernels that call them
-            register_jitable(helper)
+        if not _COMPILED:  # once per process: the helpers compile into the kernels that call them
+            for helper in _KERNEL_HELPERS:
+                register_jitable(helper)
         compiled = _COMPILED[kernel.__name__] = numba.njit(cache=True, nogil=True)(kernel)
     return compiled
 
@@ -74,31 +75,75 @@ def load_kernels() -> bool:
     return True
 
 
+def _sift_down(heap: np.ndarray, size: int, value: Any) -> None:
+    """Put ``value`` at the root of the min-heap ``heap[:size]`` (replacing it) and sift it down."""
+    position = 0
+    while True:
+        child = 2 * position + 1
+        if child >= size:
+            break
+        if child + 1 < size and heap[child + 1] < heap[child]:
+            child += 1
+        if heap[child] < value:
+            heap[position] = heap[child]
+            position = child
+        else:
+            break
+    heap[position] = value
+
+
+def _sift_up(heap: np.ndarray, size: int, value: Any) -> None:
+    """Append ``value`` to the min-heap ``heap[:size]`` (capacity permitting) and sift it up."""
+    position = size
+    while position > 0 and heap[(position - 1) // 2] > value:
+        heap[position] = heap[(position - 1) // 2]
+        position = (position - 1) // 2
+    heap[position] = value
+
+
+def _sift_down_pair(keys: np.ndarray, items: np.ndarray, size: int, key: float, item: int) -> None:
+    """:func:`_sift_down` on a heap of ``keys`` carrying ``items`` alongside."""
+    position = 0
+    while True:
+        child = 2 * position + 1
+        if child >= size:
+            break
+        if child + 1 < size and keys[child + 1] < keys[child]:
+            child += 1
+        if keys[child] < key:
+            keys[position], items[position] = keys[child], items[child]
+            position = child
+        else:
+            break
+    keys[position], items[position] = key, item
+
+
+def _sift_up_pair(keys: np.ndarray, items: np.ndarray, size: int, key: float, item: int) -> None:
+    """:func:`_sift_up` on a heap of ``keys`` carrying ``items`` alongside."""
+    position = size
+    while position > 0 and keys[(position - 1) // 2] > key:
+        parent = (position - 1) // 2
+        keys[position], items[position] = keys[parent], items[parent]
+        position = parent
+    keys[position], items[position] = key, item
+
+
+def _grown(array: np.ndarray, size: int) -> np.ndarray:
+    """``array``, doubled when ``size`` fills it."""
+    return np.concatenate((array, np.empty_like(array))) if size == array.shape[0] else array
+
+
 def _fcfs_heap_kernel(
     heap: np.ndarray, arrivals: np.ndarray, services: np.ndarray, starts: np.ndarray
 ) -> None:
     """FCFS on ``heap`` (a min-heap of the c server free times, updated in place): each request
     starts at max(arrival, earliest free time), and that server is then free at start + service."""
-    size = heap.shape[0]
     for k in range(arrivals.shape[0]):
         arrival = arrivals[k]
         free = heap[0]
         begin = arrival if arrival >= free else free
         starts[k] = begin
-        value = begin + services[k]
-        position = 0  # replace the root by ``value`` and sift it down
-        while True:
-            child = 2 * position + 1
-            if child >= size:
-                break
-            if child + 1 < size and heap[child + 1] < heap[child]:
-                child += 1
-            if heap[child] < value:
-                heap[position] = heap[child]
-                position = child
-            else:
-                break
-        heap[position] = value
+        _sift_down(heap, heap.shape[0], begin + services[k])
 
 
 def _least_loaded_kernel(
@@ -111,100 +156,43 @@ def _least_loaded_kernel(
     leave their instance's count when their service ends (a heap of end times; the order in which
     equal end times leave does not change the counts an arrival sees).
     """
-    count = arrivals.shape[0]
     load = np.zeros(instances, np.int64)
-    by_load = np.empty(instances + 1024, np.int64)
-    for i in range(instances):
-        by_load[i] = i  # keys 0·n + i, already a heap
+    by_load = np.arange(instances + 1024, dtype=np.int64)  # keys 0·n + i first: already a heap
     loads_size = instances
     leave_time = np.empty(1024)
     leave_instance = np.empty(1024, np.int64)
     leave_size = 0
     servers = np.zeros((instances, slots))
-    for k in range(count):
+    for k in range(arrivals.shape[0]):
         arrival = arrivals[k]
         while leave_size > 0 and leave_time[0] <= arrival:
             instance = leave_instance[0]
-            leave_size -= 1  # pop: the last entry sifts down from the root
-            last_time, last_instance = leave_time[leave_size], leave_instance[leave_size]
-            position = 0
-            while True:
-                child = 2 * position + 1
-                if child >= leave_size:
-                    break
-                if child + 1 < leave_size and leave_time[child + 1] < leave_time[child]:
-                    child += 1
-                if leave_time[child] < last_time:
-                    leave_time[position], leave_instance[position] = leave_time[child], leave_instance[child]
-                    position = child
-                else:
-                    break
-            leave_time[position], leave_instance[position] = last_time, last_instance
+            leave_size -= 1
+            _sift_down_pair(
+                leave_time, leave_instance, leave_size, leave_time[leave_size], leave_instance[leave_size]
+            )
             load[instance] -= 1
-            if loads_size == by_load.shape[0]:
-                by_load = np.concatenate((by_load, np.empty(loads_size, np.int64)))
-            key = load[instance] * instances + instance  # push, sifting up
-            position = loads_size
+            by_load = _grown(by_load, loads_size)
+            _sift_up(by_load, loads_size, load[instance] * instances + instance)
             loads_size += 1
-            while position > 0 and by_load[(position - 1) // 2] > key:
-                by_load[position] = by_load[(position - 1) // 2]
-                position = (position - 1) // 2
-            by_load[position] = key
         while by_load[0] // instances != load[by_load[0] % instances]:  # pop stale tops
             loads_size -= 1
-            last = by_load[loads_size]
-            position = 0
-            while True:
-                child = 2 * position + 1
-                if child >= loads_size:
-                    break
-                if child + 1 < loads_size and by_load[child + 1] < by_load[child]:
-                    child += 1
-                if by_load[child] < last:
-                    by_load[position] = by_load[child]
-                    position = child
-                else:
-                    break
-            by_load[position] = last
+            _sift_down(by_load, loads_size, by_load[loads_size])
         target = by_load[0] % instances
         heap = servers[target]
         free = heap[0]
         begin = arrival if arrival >= free else free
         starts[k] = begin
         end = begin + services[k]
-        position = 0  # the target's earliest-free server now frees at ``end``
-        while True:
-            child = 2 * position + 1
-            if child >= slots:
-                break
-            if child + 1 < slots and heap[child + 1] < heap[child]:
-                child += 1
-            if heap[child] < end:
-                heap[position] = heap[child]
-                position = child
-            else:
-                break
-        heap[position] = end
+        _sift_down(heap, slots, end)  # the target's earliest-free server now frees at ``end``
         load[target] += 1
-        if loads_size == by_load.shape[0]:
-            by_load = np.concatenate((by_load, np.empty(loads_size, np.int64)))
-        key = load[target] * instances + target
-        position = loads_size
+        by_load = _grown(by_load, loads_size)
+        _sift_up(by_load, loads_size, load[target] * instances + target)
         loads_size += 1
-        while position > 0 and by_load[(position - 1) // 2] > key:
-            by_load[position] = by_load[(position - 1) // 2]
-            position = (position - 1) // 2
-        by_load[position] = key
-        if leave_size == leave_time.shape[0]:
-            leave_time = np.concatenate((leave_time, np.empty(leave_size)))
-            leave_instance = np.concatenate((leave_instance, np.empty(leave_size, np.int64)))
-        position = leave_size
+        leave_time = _grown(leave_time, leave_size)
+        leave_instance = _grown(leave_instance, leave_size)
+        _sift_up_pair(leave_time, leave_instance, leave_size, end, target)
         leave_size += 1
-        while position > 0 and leave_time[(position - 1) // 2] > end:
-            parent = (position - 1) // 2
-            leave_time[position], leave_instance[position] = leave_time[parent], leave_instance[parent]
-            position = parent
-        leave_time[position], leave_instance[position] = end, target
 
 
 # --------------------------------------------------------------------------------------------
@@ -558,13 +546,8 @@ _FREE, _IDLE_SIZE, _QUEUE_HEAD, _QUEUE_TAIL, _EVENTS = 0, 1, 2, 3, 4
 
 def _row_push(heap: np.ndarray, sizes: np.ndarray, i: int, key: int) -> None:
     """Push ``key`` on the min-heap in row ``i`` of ``heap`` (its size in ``sizes[i]``)."""
-    row = heap[i]
-    position = sizes[i]
+    _sift_up(heap[i], sizes[i], key)
     sizes[i] += 1
-    while position > 0 and row[(position - 1) // 2] > key:
-        row[position] = row[(position - 1) // 2]
-        position = (position - 1) // 2
-    row[position] = key
 
 
 def _row_pop(heap: np.ndarray, sizes: np.ndarray, i: int) -> int:
@@ -572,21 +555,7 @@ def _row_pop(heap: np.ndarray, sizes: np.ndarray, i: int) -> int:
     row = heap[i]
     top = row[0]
     sizes[i] -= 1
-    size = sizes[i]
-    last = row[size]
-    position = 0
-    while True:
-        child = 2 * position + 1
-        if child >= size:
-            break
-        if child + 1 < size and row[child + 1] < row[child]:
-            child += 1
-        if row[child] < last:
-            row[position] = row[child]
-            position = child
-        else:
-            break
-    row[position] = last
+    _sift_down(row, sizes[i], row[sizes[i]])
     return top
 
 
@@ -663,36 +632,16 @@ def _schedule_event(
 
 def _push_idle(idle: np.ndarray, counters: np.ndarray, i: int) -> np.ndarray:
     """Push instance ``i`` on the idle heap (grown when full); returns the heap."""
-    size = counters[_IDLE_SIZE]
-    if size == idle.shape[0]:
-        idle = np.concatenate((idle, np.empty(size, np.int64)))
-    position = size
-    counters[_IDLE_SIZE] = size + 1
-    while position > 0 and idle[(position - 1) // 2] > i:
-        idle[position] = idle[(position - 1) // 2]
-        position = (position - 1) // 2
-    idle[position] = i
+    idle = _grown(idle, counters[_IDLE_SIZE])
+    _sift_up(idle, counters[_IDLE_SIZE], i)
+    counters[_IDLE_SIZE] += 1
     return idle
 
 
 def _pop_idle(idle: np.ndarray, counters: np.ndarray) -> int:
     top = idle[0]
     counters[_IDLE_SIZE] -= 1
-    size = counters[_IDLE_SIZE]
-    last = idle[size]
-    position = 0
-    while True:
-        child = 2 * position + 1
-        if child >= size:
-            break
-        if child + 1 < size and idle[child + 1] < idle[child]:
-            child += 1
-        if idle[child] < last:
-            idle[position] = idle[child]
-            position = child
-        else:
-            break
-    idle[position] = last
+    _sift_down(idle, counters[_IDLE_SIZE], idle[counters[_IDLE_SIZE]])
     return top
 
 
@@ -927,12 +876,6 @@ def _physical_kernel(
 
 
 _KERNEL_HELPERS = (
-    _row_push,
-    _row_pop,
-    _event_before,
-    _event_sift,
-    _event_remove,
-    _schedule_event,
-    _push_idle,
-    _pop_idle,
-)
+    _sift_down, _sift_up, _sift_down_pair, _sift_up_pair, _grown,
+    _row_push, _row_pop, _event_before, _event_sift, _event_remove, _schedule_event, _push_idle, _pop_idle,
+)  # fmt: skip
