@@ -294,6 +294,35 @@ def dispatch_known_service(
 _CHUNK_CHANGE, _PREFILL_END, _DEPART = 0, 1, 2
 
 
+def _steps_to_boundary(segment_time: float, iteration_s: float, now: float) -> int:
+    """Iterations from a busy instance's segment start to its first boundary at or after ``now``."""
+    steps = math.ceil((now - segment_time) / iteration_s)
+    if steps < 0:
+        steps = 0
+    if segment_time + steps * iteration_s < now:
+        steps += 1
+    return steps
+
+
+def _soonest_free_instance(
+    n: int, slots: int, committed: Any, active: Any, seg_time: Any, iter_s: Any, now: float
+) -> int:
+    """The instance with a free slot whose next iteration starts first, lowest index on ties
+    (``pooled`` dispatch; lists or arrays)."""
+    target, best = -1, math.inf
+    for j in range(n):
+        if committed[j] >= slots:
+            continue
+        if active[j] > 0:
+            ahead = math.ceil((now - seg_time[j]) / iter_s[j])
+            start_at = seg_time[j] + (ahead if ahead > 0 else 0.0) * iter_s[j]
+        else:
+            start_at = now
+        if start_at < best:
+            target, best = j, start_at
+    return target
+
+
 class PhysicalPool:
     """Iteration-level simulation of one pool's instances (the ``physical`` service model).
 
@@ -426,15 +455,9 @@ class PhysicalPool:
             self.scheduled[i] = -1
             heapq.heappush(self.idle, i)
 
-    def _next_boundary(self, i: int, now: float) -> tuple[int, float]:
-        """The first boundary of busy instance ``i`` at or after ``now`` and its time."""
-        seg_time, seg_boundary, iter_s = self.seg_time[i], self.seg_boundary[i], self.iter_s[i]
-        steps = max(0, math.ceil((now - seg_time) / iter_s))
-        when = seg_time + steps * iter_s
-        if when < now:
-            steps += 1
-            when += iter_s
-        return seg_boundary + steps, when
+    def _next_boundary(self, i: int, now: float) -> int:
+        """The first boundary of busy instance ``i`` at or after ``now``."""
+        return self.seg_boundary[i] + _steps_to_boundary(self.seg_time[i], self.iter_s[i], now)
 
     def _arrive(self, r: int, now: float) -> None:
         if self.dispatch == "pooled":
@@ -447,20 +470,9 @@ class PhysicalPool:
             if idle:  # an idle instance admits at once: nobody can do better
                 self._reserve(heapq.heappop(idle), r, now)
                 return
-            # the instance with a free slot whose next iteration starts first (lowest index on ties)
-            i, best = -1, math.inf
-            slots, committed, active = self.slots, self.committed, self.active
-            seg_time, iter_s = self.seg_time, self.iter_s
-            for j in range(self.n):
-                if committed[j] >= slots:
-                    continue
-                if active[j] > 0:
-                    ahead = math.ceil((now - seg_time[j]) / iter_s[j])
-                    start_at = seg_time[j] + (ahead if ahead > 0 else 0.0) * iter_s[j]
-                else:
-                    start_at = now
-                if start_at < best:
-                    i, best = j, start_at
+            i = _soonest_free_instance(
+                self.n, self.slots, self.committed, self.active, self.seg_time, self.iter_s, now
+            )
         else:
             load = self.load
             i = r % self.n if self.dispatch == "round-robin" else load.index(min(load))
@@ -482,7 +494,7 @@ class PhysicalPool:
             self.seg_time[i] = now
             self._boundary(i, now, self.seg_boundary[i])
             return
-        boundary, when = self._next_boundary(i, now)
+        boundary = self._next_boundary(i, now)
         if boundary == self.seg_boundary[i]:
             self._boundary(i, now, boundary)
         elif boundary < self.scheduled[i]:
@@ -725,17 +737,7 @@ def _physical_kernel(
                 if counters[_IDLE_SIZE] > 0:
                     target = _pop_idle(idle, counters)
                 else:
-                    best = np.inf
-                    for j in range(n):
-                        if committed[j] >= slots:
-                            continue
-                        if active[j] > 0:
-                            ahead = math.ceil((now - seg_time[j]) / iter_s[j])
-                            start_at = seg_time[j] + (ahead if ahead > 0 else 0.0) * iter_s[j]
-                        else:
-                            start_at = now
-                        if start_at < best:
-                            target, best = j, start_at
+                    target = _soonest_free_instance(n, slots, committed, active, seg_time, iter_s, now)
             else:
                 if dispatch == _ROUND_ROBIN:
                     target = r % n
@@ -766,29 +768,15 @@ def _physical_kernel(
                 boundary_instance = i
                 boundary = seg_boundary[i]
             else:
-                steps = math.ceil((now - seg_time[i]) / iter_s[i])
-                if steps < 0:
-                    steps = 0
-                moment = seg_time[i] + steps * iter_s[i]
-                if moment < now:
-                    steps += 1
-                next_boundary = seg_boundary[i] + steps
+                next_boundary = seg_boundary[i] + _steps_to_boundary(seg_time[i], iter_s[i], now)
                 if next_boundary == seg_boundary[i]:
                     boundary_instance = i
                     boundary = next_boundary
                 elif next_boundary < scheduled[i]:
                     _schedule_event(
-                        events,
-                        where,
-                        when,
-                        counters,
-                        scheduled,
-                        seg_time,
-                        seg_boundary,
-                        iter_s,
-                        i,
+                        events, where, when, counters, scheduled, seg_time, seg_boundary, iter_s, i,
                         next_boundary,
-                    )
+                    )  # fmt: skip
             if boundary_instance < 0:
                 continue
         # instance ``i`` reaches iteration boundary ``boundary`` at ``now``
@@ -858,17 +846,9 @@ def _physical_kernel(
         iter_s[i] = w + h * busy_decoding + tau * busy_prefill
         if now_active > 0:
             _schedule_event(
-                events,
-                where,
-                when,
-                counters,
-                scheduled,
-                seg_time,
-                seg_boundary,
-                iter_s,
-                i,
+                events, where, when, counters, scheduled, seg_time, seg_boundary, iter_s, i,
                 changes[i, 0] // kinds,
-            )
+            )  # fmt: skip
         else:
             _event_remove(events, where, when, counters, i)
             scheduled[i] = -1
@@ -876,6 +856,6 @@ def _physical_kernel(
 
 
 _KERNEL_HELPERS = (
-    _sift_down, _sift_up, _sift_down_pair, _sift_up_pair, _grown,
+    _sift_down, _sift_up, _sift_down_pair, _sift_up_pair, _grown, _steps_to_boundary, _soonest_free_instance,
     _row_push, _row_pop, _event_before, _event_sift, _event_remove, _schedule_event, _push_idle, _pop_idle,
 )  # fmt: skip
