@@ -87,6 +87,32 @@ def _run_starts(sorted_totals: np.ndarray) -> np.ndarray:
     return np.flatnonzero(np.concatenate(([True], sorted_totals[1:] != sorted_totals[:-1])))
 
 
+def _atom_prefix_table(
+    prefill_iterations: np.ndarray, output_tokens: np.ndarray, total_tokens: np.ndarray, weights: np.ndarray
+) -> np.ndarray:
+    """Cumulative sums of w·(1, I, I², I·L, I²·L, I²·L², P, P·L, L, L_in²) with a leading zero,
+    shape (10, N + 1): prefix[:, k] = Σ_{j<k} column[j]. Built in one buffer, a row per column."""
+    table = np.empty((len(_COLUMNS), weights.size + 1))
+    table[:, 0] = 0.0
+    body = table[:, 1:]
+    p = prefill_iterations.astype(np.float64)
+    i = p + output_tokens
+    length = total_tokens.astype(np.float64)
+    body[_W] = weights
+    np.multiply(weights, i, out=body[_I])
+    np.multiply(body[_I], i, out=body[_I2])
+    np.multiply(body[_I], length, out=body[_IL])
+    np.multiply(body[_I2], length, out=body[_I2L])
+    np.multiply(body[_I2L], length, out=body[_I2L2])
+    np.multiply(weights, p, out=body[_P])
+    np.multiply(body[_P], length, out=body[_PL])
+    np.multiply(weights, length, out=body[_L])
+    inputs = length - output_tokens
+    np.multiply(weights * inputs, inputs, out=body[_J2])
+    np.cumsum(body, axis=1, out=body)
+    return table
+
+
 def _run_prefix_table(
     prefill_iterations: np.ndarray,
     output_tokens: np.ndarray,
@@ -95,17 +121,19 @@ def _run_prefix_table(
     run_starts: np.ndarray,
 ) -> np.ndarray:
     """Cumulative sums of w·(1, I, I², I·L, I²·L, I²·L², P, P·L, L, L_in²) at the start of every run
-    of equal total (and past the last atom), shape (runs + 1, 10): row k sums the atoms before run
-    k. The sums run atom by atom, as a per-atom table would (same numbers), one column at a time,
-    so only the rows a range query can land on are kept."""
-    table = np.empty((run_starts.size + 1, len(_COLUMNS)))
-    table[0] = 0.0
+    of equal total (and past the last atom), shape (10, runs + 1): table[:, k] sums the atoms before
+    run k. The sums run atom by atom, as a per-atom table would (same numbers), one column at a
+    time, so only the entries a range query can land on are kept."""
+    table = np.empty((len(_COLUMNS), run_starts.size + 1))
+    table[:, 0] = 0.0
     if run_starts.size == 0:
         return table
+    if run_starts.size == total_tokens.size:  # every total distinct (a CDF): one row per atom
+        return _atom_prefix_table(prefill_iterations, output_tokens, total_tokens, weights)
     ends = np.append(run_starts[1:], total_tokens.size) - 1  # last atom of each run
 
     def put(column: int, values: np.ndarray) -> None:
-        table[1:, column] = np.cumsum(values)[ends]
+        table[column, 1:] = np.cumsum(values)[ends]
 
     # one weighted column at a time, each product formed as a per-atom table would form it, and
     # every intermediate dropped as soon as the columns that need it are done
@@ -266,14 +294,14 @@ class PoolStatistics:
         """Sums over the runs i0 … i1 − 1."""
         if i1 <= i0:
             return np.zeros(len(_COLUMNS))
-        return self._prefix[i1] - self._prefix[i0]
+        return self._prefix[:, i1] - self._prefix[:, i0]
 
     def cdf(self, tokens: float) -> float:
         """F(tokens): fraction of requests with total length ≤ tokens (memoized by ⌊tokens⌋)."""
         bound = _floor_tokens(tokens)
         value = self._cdf.get(bound)
         if value is None:
-            value = self._cdf[bound] = float(self._prefix[self._run_index(bound), _W])
+            value = self._cdf[bound] = float(self._prefix[_W, self._run_index(bound)])
         return value
 
     def range_moments(
@@ -443,13 +471,13 @@ class _CompressionBand:
         return int(self._run_totals.searchsorted(hi_tokens, side="right"))
 
     def compressed_sums(self, hi_tokens: int) -> np.ndarray:
-        return self._compressed[self._end(hi_tokens)]
+        return self._compressed[:, self._end(hi_tokens)]
 
     def original_sums(self, hi_tokens: int) -> np.ndarray:
-        return self._original[self._end(hi_tokens)]
+        return self._original[:, self._end(hi_tokens)]
 
     def incompressible_sums(self, hi_tokens: int) -> np.ndarray:
-        return self._incompressible[self._end(hi_tokens)]
+        return self._incompressible[:, self._end(hi_tokens)]
 
 
 def _pad(histogram: np.ndarray, levels: int) -> np.ndarray:

@@ -71,9 +71,11 @@ def weighted_quantiles(
         raise ValidationError(f"unknown quantile method {method!r} (allowed: {', '.join(QUANTILE_METHODS)})")
     values = np.asarray(values)
     weights = np.asarray(weights, dtype=np.float64)
-    order = np.argsort(values, kind="stable")
-    sorted_values = values[order]
-    sorted_weights = weights[order]
+    if values.size < 2 or bool((values[1:] >= values[:-1]).all()):  # sorted already (totals)
+        sorted_values, sorted_weights = values, weights
+    else:
+        order = np.argsort(values, kind="stable")
+        sorted_values, sorted_weights = values[order], weights[order]
     cumulative = np.cumsum(sorted_weights)
     total = cumulative[-1]
     if total <= 0:

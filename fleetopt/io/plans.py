@@ -44,8 +44,11 @@ FINGERPRINT_LEVELS = tuple(round(k / 1000, 3) for k in range(1001))
 
 def _weighted_quantiles(values: np.ndarray, weights: np.ndarray, levels) -> list[int]:
     """Inverted-CDF quantiles (smallest v with F(v) ≥ level) of a weighted sample sorted by value."""
-    order = np.argsort(values, kind="stable")
-    sorted_values, cumulative = values[order], np.cumsum(weights[order])
+    if values.size < 2 or bool((values[1:] >= values[:-1]).all()):  # totals (and split CDFs) are sorted
+        sorted_values, cumulative = values, np.cumsum(weights)
+    else:
+        order = np.argsort(values, kind="stable")
+        sorted_values, cumulative = values[order], np.cumsum(weights[order])
     cumulative /= cumulative[-1]
     positions = np.searchsorted(cumulative, np.asarray(levels) * (1 - 1e-12), side="left")
     return [int(sorted_values[min(p, sorted_values.size - 1)]) for p in positions]

@@ -32,6 +32,15 @@ def to_jsonable(value: Any) -> Any:
 
     Non-finite floats become ``None`` so that the JSON is strict (RFC 8259).
     """
+    kind = type(value)  # the plain types first: a plan document is thousands of them
+    if kind is dict:
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else None
+    if kind is list or kind is tuple:
+        return [to_jsonable(v) for v in value]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return to_jsonable(dataclasses.asdict(value))
     if isinstance(value, Mapping):
