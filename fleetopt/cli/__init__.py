@@ -31,6 +31,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "fleetopt.cli.plan",
         "Plan the cheapest fleet (n_s, n_l, B*, γ*) that meets a P99 TTFT SLO, against the baselines.",
     ),
+    "export": (
+        "fleetopt.cli.export",
+        "Turn a plan into what deploys it: vLLM commands, the router file, Kubernetes and KEDA manifests.",
+    ),
     "audit": (
         "fleetopt.cli.audit",
         "Estimate the savings of pool routing (and Compress-and-Route), by every estimate.",
