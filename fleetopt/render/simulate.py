@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
-
-from rich.console import Console
+from typing import TYPE_CHECKING, Any
 
 from fleetopt.api import CrossCheck
 from fleetopt.core.crosscheck import (
@@ -19,8 +17,10 @@ from fleetopt.core.crosscheck import (
     Verdict,
     min_requests_for_quantile,
 )
-from fleetopt.render.layout import FitTable, bullets
 from fleetopt.render.output import NOT_APPLICABLE, fmt_num, fmt_seconds
+
+if TYPE_CHECKING:  # rich is imported when a table is drawn, not for --format json|yaml
+    from rich.console import Console
 
 _VERDICTS = {
     Verdict.FAIL: "FAIL: a simulated P99 TTFT exceeds the SLO",
@@ -253,6 +253,8 @@ def _error(value: float | None) -> str:
 
 def draw_crosscheck(console: Console, data: Mapping[str, Any]) -> None:
     """Per pool: analytical vs simulated (± 95% CI) with the error %, then the verdict and notes."""
+    from fleetopt.render.layout import FitTable, bullets
+
     routing = (
         f"B = {data['b_short_tokens']:,}, γ = {data['gamma']:g}, p_c = {data['compressibility']:g}"
         if data["b_short_tokens"] is not None

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
-
-import numpy as np
-from rich.console import Console
+from typing import TYPE_CHECKING, Any
 
 from fleetopt.render.output import fmt_num
+
+if TYPE_CHECKING:  # rich is imported when a table is drawn, not for --format json|yaml
+    from rich.console import Console
 
 _BLOCKS = " ▁▂▃▄▅▆▇█"
 
@@ -17,6 +17,8 @@ def rate_plot_lines(rates: Sequence[float], window_s: float, width: int = 72, he
     """A small text plot of the windowed rates over time: at most ``width`` columns (each the busiest
     of the windows it covers, so the peak always shows), ``height`` rows of eighth-blocks, the top
     row labelled with the peak."""
+    import numpy as np
+
     values = np.asarray(rates, dtype=np.float64)
     if values.size == 0:
         return []
