@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fleetopt.core.ttft import PromptLevels
 from fleetopt.core.workload import Workload
 
 # Columns of the per-atom moment table, each multiplied by the atom's weight w.
@@ -51,6 +52,8 @@ class PoolMoments:
         mean_sq_input_tokens: E[L_in²], tokens² (L_in = L − L_out, after compression).
         prefill_quantile_fraction: where the q-quantile falls inside its prefill level P_q, in
             (0, 1]: the share of that level's weight needed to reach q (1 when not computed).
+        prompt_levels: the prompt lengths by prefill level (weights and E[L_in^j | P], j ≤ 3), for
+            the ``engine`` model's TTFT law (:mod:`fleetopt.core.ttft`); None when not asked for.
     """
 
     traffic_fraction: float
@@ -67,6 +70,7 @@ class PoolMoments:
     max_total_tokens: int
     mean_sq_input_tokens: float = math.nan
     prefill_quantile_fraction: float = 1.0
+    prompt_levels: PromptLevels | None = None
 
     @property
     def is_empty(self) -> bool:
@@ -128,7 +132,13 @@ class _PrefillHistogram:
     searches.
     """
 
-    def __init__(self, prefill_iterations: np.ndarray, total_tokens: np.ndarray, weights: np.ndarray):
+    def __init__(
+        self,
+        prefill_iterations: np.ndarray,
+        total_tokens: np.ndarray,
+        weights: np.ndarray,
+        input_tokens: np.ndarray | None = None,
+    ):
         self.modulus = int(total_tokens.max(initial=0)) + 1
         self.levels = int(prefill_iterations.max(initial=0)) + 1
         keys = prefill_iterations.astype(np.int64) * self.modulus + total_tokens
@@ -142,6 +152,8 @@ class _PrefillHistogram:
         self.keys = keys[order]
         self.cumulative_weight = np.concatenate(([0.0], np.cumsum(weights[order])))
         self.level_offsets = np.arange(self.levels, dtype=np.int64) * self.modulus
+        self._weights, self._inputs = weights, input_tokens
+        self._prompt_sums: np.ndarray | None = None  # built on first use (the engine model only)
 
     def reweighted(self, weights: np.ndarray) -> _PrefillHistogram:
         """The same atoms (same order, no new sort) with other weights."""
@@ -149,17 +161,44 @@ class _PrefillHistogram:
         other.modulus, other.levels, other.keys = self.modulus, self.levels, self.keys
         other.level_offsets, other._order = self.level_offsets, self._order
         other.cumulative_weight = np.concatenate(([0.0], np.cumsum(weights[self._order])))
+        other._weights, other._inputs, other._prompt_sums = weights, self._inputs, None
         return other
 
-    def weights_by_level(self, lo_tokens: int, hi_tokens: int) -> np.ndarray:
-        """Array h[k] = weight of atoms with P = k and lo < L ≤ hi (integers, clamped)."""
+    def _runs(self, lo_tokens: int, hi_tokens: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """Per level, the [left, right) positions of the atoms with lo < L ≤ hi (None when empty)."""
         lo = min(max(lo_tokens, -1), self.modulus - 1)
         hi = min(max(hi_tokens, -1), self.modulus - 1)
         if hi <= lo:
-            return np.zeros(self.levels)
+            return None
         left = self.keys.searchsorted(self.level_offsets + lo, side="right")
         right = self.keys.searchsorted(self.level_offsets + hi, side="right")
-        return self.cumulative_weight[right] - self.cumulative_weight[left]
+        return left, right
+
+    def weights_by_level(self, lo_tokens: int, hi_tokens: int) -> np.ndarray:
+        """Array h[k] = weight of atoms with P = k and lo < L ≤ hi (integers, clamped)."""
+        runs = self._runs(lo_tokens, hi_tokens)
+        if runs is None:
+            return np.zeros(self.levels)
+        return self.cumulative_weight[runs[1]] - self.cumulative_weight[runs[0]]
+
+    def prompt_sums_by_level(self, lo_tokens: int, hi_tokens: int) -> np.ndarray:
+        """Rows k = 0 … levels − 1 of (Σw, Σw·L_in, Σw·L_in², Σw·L_in³) over the atoms with P = k and
+        lo < L ≤ hi, shape (levels, 4)."""
+        runs = self._runs(lo_tokens, hi_tokens)
+        if runs is None:
+            return np.zeros((self.levels, 4))
+        if self._prompt_sums is None:
+            inputs = self._inputs[self._order].astype(np.float64)
+            table = np.empty((inputs.size + 1, 4))
+            table[0] = 0.0
+            body = table[1:]
+            body[:, 0] = self._weights[self._order]
+            np.multiply(body[:, 0], inputs, out=body[:, 1])
+            np.multiply(body[:, 1], inputs, out=body[:, 2])
+            np.multiply(body[:, 2], inputs, out=body[:, 3])
+            np.cumsum(body, axis=0, out=body)
+            self._prompt_sums = table
+        return self._prompt_sums[runs[1]] - self._prompt_sums[runs[0]]
 
 
 def _quantile_level(histogram: np.ndarray, quantile: float) -> int:
@@ -205,12 +244,12 @@ class PoolStatistics:
         self._totals = workload.total_tokens
         self._prefill = -(-workload.input_tokens // self.prefill_chunk_tokens)  # ⌈L_in / chunk⌉
         self._prefix = _prefix_table(self._prefill, workload.output_tokens, self._totals, self._weights)
-        self._histogram = _PrefillHistogram(self._prefill, self._totals, self._weights)
+        self._histogram = _PrefillHistogram(self._prefill, self._totals, self._weights, workload.input_tokens)
         # _last_positive[k]: index of the last atom below k with positive weight (−1 if none).
         positive_index = np.where(self._weights > 0, np.arange(self._weights.size), -1)
         self._last_positive = np.concatenate(([-1], np.maximum.accumulate(positive_index)))
         self._bands: dict[int, _CompressionBand] = {}
-        self._ranges: dict[tuple[int, int, float, bool], PoolMoments] = {}
+        self._ranges: dict[tuple[int, int, float, bool, bool], PoolMoments] = {}
         self._cdf: dict[int, float] = {}
 
     # -- plain ranges ---------------------------------------------------------------------
@@ -231,14 +270,21 @@ class PoolStatistics:
         return value
 
     def range_moments(
-        self, lo_tokens: float, hi_tokens: float, quantile: float = 0.99, *, prefill_quantile: bool = True
+        self,
+        lo_tokens: float,
+        hi_tokens: float,
+        quantile: float = 0.99,
+        *,
+        prefill_quantile: bool = True,
+        prompt_levels: bool = False,
     ) -> PoolMoments:
         """Moments of the requests with lo < L ≤ hi, at their original lengths.
 
         ``prefill_quantile=False`` skips the prefill-iteration quantile (left None), the one part
-        that costs more than a few lookups."""
+        that costs more than a few lookups; ``prompt_levels=True`` adds the prompt lengths by
+        prefill level (:attr:`PoolMoments.prompt_levels`)."""
         lo, hi = _floor_tokens(lo_tokens), _floor_tokens(hi_tokens)
-        key = (lo, hi, quantile, prefill_quantile)
+        key = (lo, hi, quantile, prefill_quantile, prompt_levels)
         if key not in self._ranges:
             i0, i1 = self._index(lo), self._index(hi)
             self._ranges[key] = self._moments(
@@ -246,11 +292,20 @@ class PoolStatistics:
                 self._histogram.weights_by_level(lo, hi) if prefill_quantile else None,
                 quantile,
                 self._max_total_between(i0, i1),
+                self._histogram.prompt_sums_by_level(lo, hi) if prompt_levels else None,
             )
         return self._ranges[key]
 
     # -- Compress-and-Route pools ------------------------------------------------------------
-    def short_pool(self, b_short_tokens: int, gamma: float, compressibility: float, quantile: float = 0.99):
+    def short_pool(
+        self,
+        b_short_tokens: int,
+        gamma: float,
+        compressibility: float,
+        quantile: float = 0.99,
+        *,
+        prompt_levels: bool = False,
+    ):
         """The short pool: L ≤ B, plus a share p_c of the compressible band B < L ≤ γB, compressed.
 
         FleetOpt Eq. 1 and 14–15: α' = F(B) + p_c · (compressible part of F(γB) − F(B)).
@@ -260,6 +315,7 @@ class PoolStatistics:
         i_b = self._index(b)
         sums = self._sums_between(0, i_b)
         histogram = self._histogram.weights_by_level(-1, b)
+        prompts = self._histogram.prompt_sums_by_level(-1, b) if prompt_levels else None
         max_total = self._max_total_between(0, i_b)
         if compressibility > 0 and hi > b:
             band = self._band(b, hi)
@@ -269,8 +325,12 @@ class PoolStatistics:
                 histogram = _add_padded(
                     histogram, compressibility * band.compressed_histogram.weights_by_level(b, hi)
                 )
+                if prompts is not None:
+                    prompts = _add_padded(
+                        prompts, compressibility * band.compressed_histogram.prompt_sums_by_level(b, hi)
+                    )
                 max_total = b
-        return self._moments(sums, histogram, quantile, max_total)
+        return self._moments(sums, histogram, quantile, max_total, prompts)
 
     def long_pool(
         self,
@@ -279,6 +339,8 @@ class PoolStatistics:
         compressibility: float,
         quantile: float = 0.99,
         hi_tokens: float = math.inf,
+        *,
+        prompt_levels: bool = False,
     ):
         """The pool above B: γB < L ≤ ``hi_tokens``, plus the band requests that were not
         compressed (original lengths). The band must end by ``hi_tokens`` (γB ≤ hi).
@@ -296,6 +358,7 @@ class PoolStatistics:
         i_end = self._totals.size if math.isinf(hi_tokens) else self._index(top)
         sums = self._sums_between(i_hi, i_end)
         histogram = self._histogram.weights_by_level(hi, top)
+        prompts = self._histogram.prompt_sums_by_level(hi, top) if prompt_levels else None
         max_total = self._max_total_between(i_hi, i_end)
         if hi > b:
             band = self._band(b, hi)
@@ -305,8 +368,11 @@ class PoolStatistics:
                 sums = sums + stay_sums
                 histogram = _add_padded(histogram, band.incompressible_histogram.weights_by_level(b, hi))
                 histogram = _add_padded(histogram, stay * band.original_histogram.weights_by_level(b, hi))
+                if prompts is not None:
+                    prompts = _add_padded(prompts, band.incompressible_histogram.prompt_sums_by_level(b, hi))
+                    prompts = _add_padded(prompts, stay * band.original_histogram.prompt_sums_by_level(b, hi))
                 max_total = max(max_total, self._max_total_between(self._index(b), i_hi))
-        return self._moments(sums, histogram, quantile, max_total)
+        return self._moments(sums, histogram, quantile, max_total, prompts)
 
     def compressible_fraction(self, b_short_tokens: int, gamma: float) -> float:
         """Share of all requests in B < L ≤ γB with L_out < B (those C&R can compress)."""
@@ -332,9 +398,13 @@ class PoolStatistics:
         last = int(self._last_positive[i1])
         return int(self._totals[last]) if last >= i0 else 0
 
-    @staticmethod
     def _moments(
-        sums: np.ndarray, histogram: np.ndarray | None, quantile: float, max_total: int
+        self,
+        sums: np.ndarray,
+        histogram: np.ndarray | None,
+        quantile: float,
+        max_total: int,
+        prompt_sums: np.ndarray | None = None,
     ) -> PoolMoments:
         weight = float(sums[_W])
         if weight <= 1e-15:
@@ -357,6 +427,11 @@ class PoolStatistics:
             max_total_tokens=max_total,
             mean_sq_input_tokens=mean[_J2],
             prefill_quantile_fraction=fraction,
+            prompt_levels=(
+                None
+                if prompt_sums is None
+                else PromptLevels.from_sums(self.prefill_chunk_tokens, prompt_sums)
+            ),
         )
 
 
@@ -387,8 +462,11 @@ class _CompressionBand:
         self._weights, self._fixed_weights = weights, fixed_weights
         self._compressed_columns = _unweighted_columns(compressed_prefill, outputs, compressed_totals)
         self._columns = _unweighted_columns(prefill, outputs, totals)
-        self.compressed_histogram = _PrefillHistogram(compressed_prefill, totals, weights)
-        self.original_histogram = _PrefillHistogram(prefill, totals, weights)
+        compressed_inputs = b_short_tokens - np.minimum(outputs, b_short_tokens)
+        self.compressed_histogram = _PrefillHistogram(compressed_prefill, totals, weights, compressed_inputs)
+        self.original_histogram = _PrefillHistogram(
+            prefill, totals, weights, stats.workload.input_tokens[start:end]
+        )
         self.incompressible_histogram = self.original_histogram.reweighted(fixed_weights)
 
     def _end(self, hi_tokens: int) -> int:
@@ -408,11 +486,12 @@ class _CompressionBand:
 
 
 def _pad(histogram: np.ndarray, levels: int) -> np.ndarray:
-    if histogram.size >= levels:
+    """A per-level array (1-D, or rows of sums) padded with zero levels to ``levels``."""
+    if histogram.shape[0] >= levels:
         return histogram[:levels]
-    return np.concatenate((histogram, np.zeros(levels - histogram.size)))
+    return np.concatenate((histogram, np.zeros((levels - histogram.shape[0], *histogram.shape[1:]))))
 
 
 def _add_padded(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    size = max(a.size, b.size)
+    size = max(a.shape[0], b.shape[0])
     return _pad(a, size) + _pad(b, size)
