@@ -183,7 +183,7 @@ class _PrefillHistogram:
 
     def prompt_sums_by_level(self, lo_tokens: int, hi_tokens: int) -> np.ndarray:
         """Rows k = 0 … levels − 1 of (Σw, Σw·L_in, Σw·L_in², Σw·L_in³) over the atoms with P = k and
-        lo < L ≤ hi, shape (levels, 4)."""
+        lo < L ≤ hi, shape (levels, 4); column 0 is :meth:`weights_by_level`."""
         runs = self._runs(lo_tokens, hi_tokens)
         if runs is None:
             return np.zeros((self.levels, 4))
@@ -199,6 +199,15 @@ class _PrefillHistogram:
             np.cumsum(body, axis=0, out=body)
             self._prompt_sums = table
         return self._prompt_sums[runs[1]] - self._prompt_sums[runs[0]]
+
+    def level_sums(
+        self, lo_tokens: int, hi_tokens: int, prompts: bool
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """(:meth:`weights_by_level`, :meth:`prompt_sums_by_level` when ``prompts``) in one search."""
+        if not prompts:
+            return self.weights_by_level(lo_tokens, hi_tokens), None
+        sums = self.prompt_sums_by_level(lo_tokens, hi_tokens)
+        return sums[:, 0], sums
 
 
 def _quantile_level(histogram: np.ndarray, quantile: float) -> int:
@@ -289,10 +298,9 @@ class PoolStatistics:
             i0, i1 = self._index(lo), self._index(hi)
             self._ranges[key] = self._moments(
                 self._sums_between(i0, i1),
-                self._histogram.weights_by_level(lo, hi) if prefill_quantile else None,
+                *self._range_levels(lo, hi, prefill_quantile, prompt_levels),
                 quantile,
                 self._max_total_between(i0, i1),
-                self._histogram.prompt_sums_by_level(lo, hi) if prompt_levels else None,
             )
         return self._ranges[key]
 
@@ -314,23 +322,19 @@ class PoolStatistics:
         hi = _floor_tokens(gamma * b)
         i_b = self._index(b)
         sums = self._sums_between(0, i_b)
-        histogram = self._histogram.weights_by_level(-1, b)
-        prompts = self._histogram.prompt_sums_by_level(-1, b) if prompt_levels else None
+        histogram, prompts = self._histogram.level_sums(-1, b, prompt_levels)
         max_total = self._max_total_between(0, i_b)
         if compressibility > 0 and hi > b:
             band = self._band(b, hi)
             band_sums = band.compressed_sums(hi)
             if band_sums[_W] > 0:
                 sums = sums + compressibility * band_sums
-                histogram = _add_padded(
-                    histogram, compressibility * band.compressed_histogram.weights_by_level(b, hi)
-                )
+                band_histogram, band_prompts = band.compressed_histogram.level_sums(b, hi, prompt_levels)
+                histogram = _add_padded(histogram, compressibility * band_histogram)
                 if prompts is not None:
-                    prompts = _add_padded(
-                        prompts, compressibility * band.compressed_histogram.prompt_sums_by_level(b, hi)
-                    )
+                    prompts = _add_padded(prompts, compressibility * band_prompts)
                 max_total = b
-        return self._moments(sums, histogram, quantile, max_total, prompts)
+        return self._moments(sums, histogram, prompts, quantile, max_total)
 
     def long_pool(
         self,
@@ -357,8 +361,7 @@ class PoolStatistics:
         i_hi = self._index(hi)
         i_end = self._totals.size if math.isinf(hi_tokens) else self._index(top)
         sums = self._sums_between(i_hi, i_end)
-        histogram = self._histogram.weights_by_level(hi, top)
-        prompts = self._histogram.prompt_sums_by_level(hi, top) if prompt_levels else None
+        histogram, prompts = self._histogram.level_sums(hi, top, prompt_levels)
         max_total = self._max_total_between(i_hi, i_end)
         if hi > b:
             band = self._band(b, hi)
@@ -366,13 +369,15 @@ class PoolStatistics:
             stay_sums = band.incompressible_sums(hi) + stay * band.original_sums(hi)
             if stay_sums[_W] > 0:
                 sums = sums + stay_sums
-                histogram = _add_padded(histogram, band.incompressible_histogram.weights_by_level(b, hi))
-                histogram = _add_padded(histogram, stay * band.original_histogram.weights_by_level(b, hi))
+                fixed_histogram, fixed_prompts = band.incompressible_histogram.level_sums(
+                    b, hi, prompt_levels
+                )
+                stay_histogram, stay_prompts = band.original_histogram.level_sums(b, hi, prompt_levels)
+                histogram = _add_padded(_add_padded(histogram, fixed_histogram), stay * stay_histogram)
                 if prompts is not None:
-                    prompts = _add_padded(prompts, band.incompressible_histogram.prompt_sums_by_level(b, hi))
-                    prompts = _add_padded(prompts, stay * band.original_histogram.prompt_sums_by_level(b, hi))
+                    prompts = _add_padded(_add_padded(prompts, fixed_prompts), stay * stay_prompts)
                 max_total = max(max_total, self._max_total_between(self._index(b), i_hi))
-        return self._moments(sums, histogram, quantile, max_total, prompts)
+        return self._moments(sums, histogram, prompts, quantile, max_total)
 
     def compressible_fraction(self, b_short_tokens: int, gamma: float) -> float:
         """Share of all requests in B < L ≤ γB with L_out < B (those C&R can compress)."""
@@ -398,13 +403,22 @@ class PoolStatistics:
         last = int(self._last_positive[i1])
         return int(self._totals[last]) if last >= i0 else 0
 
+    def _range_levels(
+        self, lo: int, hi: int, prefill_quantile: bool, prompt_levels: bool
+    ) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """(prefill histogram or None, prompt sums by level or None) of a plain range."""
+        if not (prefill_quantile or prompt_levels):
+            return None, None
+        histogram, prompts = self._histogram.level_sums(lo, hi, prompt_levels)
+        return (histogram if prefill_quantile else None), prompts
+
     def _moments(
         self,
         sums: np.ndarray,
         histogram: np.ndarray | None,
+        prompt_sums: np.ndarray | None,
         quantile: float,
         max_total: int,
-        prompt_sums: np.ndarray | None = None,
     ) -> PoolMoments:
         weight = float(sums[_W])
         if weight <= 1e-15:

@@ -437,24 +437,45 @@ class EngineModel(LockstepModel):
         occupancy_per_instance: Any,
         wait_raw_moments: tuple[Any, Any, Any] = (0.0, 0.0, 0.0),
         with_overhead: bool = True,
+        decode_and_prompt: tuple[float, float] | None = None,
     ) -> TtftCumulants:
         """The TTFT law of one instance of the pool (:func:`fleetopt.core.ttft.ttft_cumulants`) with
         k = ``occupancy_per_instance`` sequences in flight (t_d = W + c_d·k; a float or an array),
-        behind a least-loaded router over n = ``instances`` (a share 1/n of the intake follows the
-        instance's own time), with the slot wait's raw moments and T0 (unless ``with_overhead`` is
-        false)."""
+        behind a least-loaded router over n = ``instances`` (:func:`least_loaded_time_share`), with
+        the slot wait's raw moments and T0 (unless ``with_overhead`` is false).
+        ``decode_and_prompt``: :meth:`decode_and_prompt_costs` when the caller already has them."""
         if moments.prompt_levels is None:
             raise ValueError("the engine model needs the pool's prompt lengths by prefill level")
-        decode_per_sequence_s, _ = self.decode_and_prompt_costs(moments, costs)
+        decode_per_sequence_s, prompt_work_s = decode_and_prompt or self.decode_and_prompt_costs(
+            moments, costs
+        )
         return ttft_cumulants(
             moments.prompt_levels,
             tau_s=costs.per_prefill_token_s,
             decode_iteration_s=costs.base_s + decode_per_sequence_s * occupancy_per_instance,
             rate_per_instance_per_s=rate_per_instance_per_s,
-            time_share=1.0 / max(float(instances), 1.0),
+            time_share=least_loaded_time_share(rate_per_instance_per_s * prompt_work_s, instances),
             overhead_s=hardware.ttft_overhead_s if with_overhead else 0.0,
             wait_raw_moments=wait_raw_moments,
         )
+
+
+def least_loaded_time_share(prompt_share: float, instances: float) -> float:
+    """f: the share of an instance's intake that follows its own iteration lengths behind a
+    least-loaded router over n instances, min(1, max(1, u/(1 − u)) / n), u the prompt share.
+
+    To first order a least-loaded router keeps every instance at the pool's occupancy over n, so
+    only the pool's arrival fluctuations, shared n ways, follow one instance's time: f = 1/n (and
+    f = 1 for one instance, exact). When prompts take most of an instance's time the router can
+    no longer even out the bursts a long prompt iteration sets off; we scale the share by
+    u/(1 − u), the mean number of further prompt iterations one sets off in the branching structure
+    of :mod:`fleetopt.core.ttft`. That factor was chosen by comparison with the iteration-level
+    simulation (docs/validation.md, which also checks it on workloads and profiles it was not
+    chosen on); it is an interpolation, not a derivation."""
+    if not instances >= 1.0:
+        return 1.0
+    branching = prompt_share / (1.0 - prompt_share) if prompt_share < 1.0 else math.inf
+    return min(1.0, max(1.0, branching) / instances)
 
 
 def _cdf_or_one(stats: PoolStatistics, tokens: float) -> float:

@@ -40,6 +40,7 @@ from fleetopt.core.service import (
     service_time_formulas,
     slot_service_times,
 )
+from fleetopt.core.ttft import shifted_gamma_exceeds
 from fleetopt.defaults import DEFAULT_MAX_UTILIZATION
 from fleetopt.errors import ValidationError
 
@@ -707,7 +708,10 @@ def _engine_eval(ctx: _EngineContext, instances: float, slots: Any) -> dict[str,
     (W + c_d·k)/(1 − u), which is the chain of :mod:`fleetopt.core.occupancy` with W' = W/(1 − u)
     and c' = c_d/(1 − u). The P99 TTFT is the q-quantile of :meth:`EngineModel.ttft_law` at the
     chain's mean occupancy per instance, with its slot wait; the TPOT cap is checked at the
-    q-quantile of the occupancy an arrival finds.
+    q-quantile of the occupancy an arrival finds. Over slot counts only t_d = W + c_d·k and the
+    wait change, and the law's mean, variance and third cumulant without the wait are polynomials
+    of degree 1, 2 and 3 in t_d (module :mod:`fleetopt.core.ttft`), so they are interpolated exactly
+    from four evaluations; the SLO test uses the law's survival function.
     """
     m = ctx.moments
     q = m.quantile
@@ -718,24 +722,54 @@ def _engine_eval(ctx: _EngineContext, instances: float, slots: Any) -> dict[str,
     base_s, per_sequence_s = ctx.costs.base_s * stretch, ctx.decode_per_sequence_s * stretch
     st = occupancy_state(ctx.rate, n, s, m.mean_iterations, base_s, per_sequence_s)
     stable = st["stable"] & (prompt_share < 1.0)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        wait = _wait_raw_moments(
-            np.where(stable, st["p_wait"], 0.0), st["drain_rate_per_s"], m.iterations_scv
-        )
-        occupancy = np.where(stable, st["mean_busy"], n * s) / n
-        law = ctx.service_model.ttft_law(
-            m, ctx.hardware, ctx.costs, rate_per_instance_per_s=ctx.rate / n, instances=n,
-            occupancy_per_instance=occupancy, wait_raw_moments=wait,
-        )  # fmt: skip
-        ttft = np.where(stable, law.quantile_s(q), np.inf)
-        seen_iteration_s = _seen_iteration_s(ctx, n, s, st, q) if ctx.tpot_slo_s is not None else None
     # unstable: report the offered slot load σ = λ·E[I]·t(s)/c ≥ 1, as M/G/c reports ρ ≥ 1
     utilization = np.where(stable, st["mean_busy"] / (n * s), np.maximum(st["sigma"], 1.0))
     compute = ctx.rate / n * ctx.work_per_request_s
-    ok = stable & (utilization <= ctx.cap) & (compute <= ctx.cap) & (ttft <= ctx.ttft_slo_s)
-    if seen_iteration_s is not None:
-        ok &= seen_iteration_s <= ctx.tpot_slo_s
-    return {"ok": ok, "ttft": ttft, "utilization": utilization, "compute": compute, "state": st}
+    ok = stable & (utilization <= ctx.cap) & (compute <= ctx.cap)
+    if ctx.tpot_slo_s is not None:
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            ok &= _seen_iteration_s(ctx, n, s, st, q) <= ctx.tpot_slo_s
+    if ok.any():
+        chosen = np.flatnonzero(ok)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            decode_s = ctx.costs.base_s + ctx.decode_per_sequence_s * st["mean_busy"][chosen] / n
+            mean, variance, third = _law_over_decode_times(ctx, n, decode_s)
+            w1, w2, w3 = _wait_raw_moments(
+                st["p_wait"][chosen], st["drain_rate_per_s"][chosen], m.iterations_scv
+            )
+            mean = mean + w1
+            variance = variance + w2 - w1 * w1
+            third = third + w3 - 3 * w1 * w2 + 2 * w1**3
+            ok[chosen] = ~shifted_gamma_exceeds(mean, variance, third, ctx.ttft_slo_s, q)
+    return {"ok": ok, "utilization": utilization, "compute": compute, "state": st}
+
+
+def _law_over_decode_times(ctx: _EngineContext, n: float, decode_s: np.ndarray) -> tuple[Any, Any, Any]:
+    """(mean, variance, third cumulant) of the TTFT law without the slot wait (T0 included) at each
+    t_d of ``decode_s``: exact cubic interpolation through four scalar evaluations (Chebyshev
+    nodes on the range of t_d)."""
+    lo, hi = float(decode_s.min()), float(decode_s.max())
+
+    def law(decode: float):
+        cumulants = ctx.service_model.ttft_law(
+            ctx.moments, ctx.hardware, ctx.costs, rate_per_instance_per_s=ctx.rate / n, instances=n,
+            occupancy_per_instance=(decode - ctx.costs.base_s) / ctx.decode_per_sequence_s
+            if ctx.decode_per_sequence_s > 0 else 0.0,
+            decode_and_prompt=(ctx.decode_per_sequence_s, ctx.prompt_work_s),
+        )  # fmt: skip
+        return cumulants.mean_s, cumulants.variance_s2, cumulants.third_s3
+
+    if not hi - lo > 1e-9 * hi:
+        one = law(0.5 * (lo + hi))
+        return tuple(np.full(decode_s.shape, value) for value in one)
+    mid, half = 0.5 * (hi + lo), 0.5 * (hi - lo)
+    nodes = np.cos(np.pi * (np.arange(4) + 0.5) / 4)
+    values = np.array([law(mid + half * x) for x in nodes])  # shape (4, 3)
+    if not np.all(np.isfinite(values)):
+        return tuple(np.full(decode_s.shape, np.inf) for _ in range(3))
+    coefficients = np.linalg.solve(np.vander(nodes, 4), values)  # highest degree first
+    x = (decode_s - mid) / half
+    return tuple(np.polyval(coefficients[:, j], x) for j in range(3))
 
 
 def _seen_iteration_s(ctx: _EngineContext, n: float, s: Any, st: dict[str, Any], q: float) -> Any:
@@ -772,6 +806,7 @@ def _engine_eval_one(ctx: _EngineContext, instances: float, slots: float) -> dic
         m, ctx.hardware, ctx.costs, rate_per_instance_per_s=ctx.rate / instances, instances=instances,
         occupancy_per_instance=mean_busy / instances,
         wait_raw_moments=_wait_raw_moments(p_wait, drain, m.iterations_scv),
+        decode_and_prompt=(ctx.decode_per_sequence_s, ctx.prompt_work_s),
     )  # fmt: skip
     ttft = law.quantile_s(q)
     utilization = mean_busy / servers
@@ -789,6 +824,23 @@ def _engine_eval_one(ctx: _EngineContext, instances: float, slots: float) -> dic
         "seen_iteration_s": seen_iteration_s, "p_wait": p_wait, "drain": drain, "mean_busy": mean_busy,
         "law": law,
     }  # fmt: skip
+
+
+def _engine_could_pass(ctx: _EngineContext, instances: float) -> bool:
+    """A necessary condition for some slot count to pass at n ``instances``: the TTFT law with no
+    sequence decoding (t_d = W) and no slot wait meets the SLO (the law grows with t_d and the
+    wait), and the TPOT cap allows an iteration of W/(1 − u)."""
+    prompt_share = ctx.rate / instances * ctx.prompt_work_s
+    if not prompt_share < 1.0:
+        return False
+    if ctx.tpot_slo_s is not None and not ctx.costs.base_s / (1.0 - prompt_share) <= ctx.tpot_slo_s:
+        return False
+    law = ctx.service_model.ttft_law(
+        ctx.moments, ctx.hardware, ctx.costs, rate_per_instance_per_s=ctx.rate / instances,
+        instances=instances, occupancy_per_instance=0.0,
+        decode_and_prompt=(ctx.decode_per_sequence_s, ctx.prompt_work_s),
+    )  # fmt: skip
+    return bool(law.quantile_s(ctx.moments.quantile) <= ctx.ttft_slo_s)
 
 
 def _engine_ok_one(ctx: _EngineContext, instances: float, slots: float) -> bool:
@@ -894,7 +946,7 @@ def _size_engine(
     else:
         instances, _ = smallest_passing(passes_at_most, failing=start)
         chosen = most
-        if fixed is None and instances - 1 >= start:
+        if fixed is None and instances - 1 >= start and _engine_could_pass(ctx, float(instances - 1)):
             slots = np.arange(1.0, kv_limit + 1.0)
             fewer, ok = passes(instances - 1)
             if fewer:  # rare: fewer slots iterate faster when the pool is full

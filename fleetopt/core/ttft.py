@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.special import gammaincinv, ndtri
+from scipy.special import erfc, gammainc, gammaincc, gammaincinv, ndtri
 
 
 @dataclass(frozen=True)
@@ -75,27 +75,53 @@ class PromptLevels:
     mean_2: tuple[float, ...]
     mean_3: tuple[float, ...]
 
+    def __post_init__(self) -> None:
+        c = float(self.chunk_tokens)
+        rows = []
+        for k, w, e1, e2, e3 in zip(
+            self.levels, self.weights, self.mean_1, self.mean_2, self.mean_3, strict=True
+        ):
+            # the last, partial chunk y = L − (k − 1)·C (0 < y ≤ C; y = 0 at P = 0): its moments
+            shift = (k - 1) * c if k > 0 else 0.0
+            y1 = e1 - shift
+            y2 = e2 - 2 * shift * e1 + shift * shift
+            y3 = e3 - 3 * shift * e2 + 3 * shift * shift * e1 - shift**3
+            rows.append((k, w, max(y1, 0.0), max(y2, 0.0), max(y3, 0.0)))
+        object.__setattr__(self, "_chunk_rows", tuple(rows))
+        object.__setattr__(self, "_clusters", {})  # (τ, time rate) → cluster moments, see ttft_cumulants
+        s2 = s3 = 0.0
+        for k, w, _, y2, y3 in rows:
+            if k > 0:
+                s2 += w * ((k - 1) * c * c + y2)
+                s3 += w * ((k - 1) * c**3 + y3)
+        object.__setattr__(self, "_chunk_powers", (s2, s3))
+        object.__setattr__(
+            self, "_mean_tokens", sum(w * m for w, m in zip(self.weights, self.mean_1, strict=True))
+        )
+
     @classmethod
     def from_sums(cls, chunk_tokens: int, sums_by_level) -> PromptLevels:
         """From rows (Σw, Σw·L, Σw·L², Σw·L³) indexed by the prefill level P = 0, 1, …"""
-        total = float(sum(row[0] for row in sums_by_level))
-        levels, weights, m1, m2, m3 = [], [], [], [], []
-        if total > 0:
-            for level, row in enumerate(sums_by_level):
-                w = float(row[0])
-                if w <= total * 1e-15:
-                    continue
-                levels.append(level)
-                weights.append(w / total)
-                m1.append(float(row[1]) / w)
-                m2.append(float(row[2]) / w)
-                m3.append(float(row[3]) / w)
-        return cls(int(chunk_tokens), tuple(levels), tuple(weights), tuple(m1), tuple(m2), tuple(m3))
+        sums = np.asarray(sums_by_level, dtype=np.float64).reshape(-1, 4)
+        total = float(sums[:, 0].sum())
+        if not total > 0:
+            return cls(int(chunk_tokens), (), (), (), (), ())
+        levels = np.flatnonzero(sums[:, 0] > total * 1e-15)
+        rows = sums[levels]
+        means = rows[:, 1:] / rows[:, :1]
+        return cls(
+            int(chunk_tokens),
+            tuple(levels.tolist()),
+            tuple((rows[:, 0] / total).tolist()),
+            tuple(means[:, 0].tolist()),
+            tuple(means[:, 1].tolist()),
+            tuple(means[:, 2].tolist()),
+        )
 
     @property
     def mean_tokens(self) -> float:
         """E[L_in], tokens."""
-        return sum(w * m for w, m in zip(self.weights, self.mean_1, strict=True))
+        return self._mean_tokens
 
     @property
     def max_level(self) -> int:
@@ -104,74 +130,61 @@ class PromptLevels:
 
     def chunk_power_means(self) -> tuple[float, float]:
         """(s₂, s₃) = (E[Σ_m c_m²], E[Σ_m c_m³]): per-request sums of squared and cubed chunks."""
-        c = self.chunk_tokens
-        s2 = s3 = 0.0
-        for k, w, e1, e2, e3 in self._rows():
-            if k == 0:
-                continue
-            shift = (k - 1) * c  # the last chunk is L − (k − 1)·C
-            last2 = e2 - 2 * shift * e1 + shift * shift
-            last3 = e3 - 3 * shift * e2 + 3 * shift * shift * e1 - shift**3
-            s2 += w * ((k - 1) * c * c + last2)
-            s3 += w * ((k - 1) * c**3 + last3)
-        return s2, s3
-
-    def _rows(self):
-        return zip(self.levels, self.weights, self.mean_1, self.mean_2, self.mean_3, strict=True)
+        return self._chunk_powers
 
 
-def _linear_raw(a: float, b: float, e1: float, e2: float, e3: float) -> tuple[float, float, float]:
-    """E[f], E[f²], E[f³] for f = a + b·L, from E[L], E[L²], E[L³]."""
-    return (
-        a + b * e1,
-        a * a + 2 * a * b * e1 + b * b * e2,
-        a**3 + 3 * a * a * b * e1 + 3 * a * b * b * e2 + b**3 * e3,
-    )
-
-
-def _cumulants(m1: float, m2: float, m3: float) -> tuple[float, float, float]:
+def _cumulants(m1: Any, m2: Any, m3: Any) -> tuple[Any, Any, Any]:
     return m1, m2 - m1 * m1, m3 - 3 * m1 * m2 + 2 * m1**3
 
 
-def _raw(k1: float, k2: float, k3: float) -> tuple[float, float, float]:
+def _raw(k1: Any, k2: Any, k3: Any) -> tuple[Any, Any, Any]:
     return k1, k2 + k1 * k1, k3 + 3 * k1 * k2 + k1**3
 
 
 def _conditional_raw(
-    a1: float, b1: float, a2: float, b2: float, a3: float, b3: float, e1: float, e2: float, e3: float
-) -> tuple[float, float, float]:
-    """Raw moments of Z when, given L, Z has cumulants (a1 + b1·L, a2 + b2·L, a3 + b3·L):
-    E[Z] = E[κ₁], E[Z²] = E[κ₂] + E[κ₁²], E[Z³] = E[κ₃] + 3E[κ₁κ₂] + E[κ₁³]."""
-    f1, f1sq, f1cu = _linear_raw(a1, b1, e1, e2, e3)
-    f1f2 = a1 * a2 + (a1 * b2 + a2 * b1) * e1 + b1 * b2 * e2
-    return f1, (a2 + b2 * e1) + f1sq, (a3 + b3 * e1) + 3 * f1f2 + f1cu
+    a1: Any, b1: float, a2: Any, b2: float, a3: Any, b3: float, y1: float, y2: float, y3: float
+) -> tuple[Any, Any, Any]:
+    """Raw moments of Z when, given y, Z has cumulants (a1 + b1·y, a2 + b2·y, a3 + b3·y), from
+    E[y], E[y²], E[y³]: E[Z] = E[κ₁], E[Z²] = E[κ₂] + E[κ₁²], E[Z³] = E[κ₃] + 3E[κ₁κ₂] + E[κ₁³]."""
+    m1 = a1 + b1 * y1
+    sq = a1 * a1 + 2 * a1 * b1 * y1 + b1 * b1 * y2
+    cu = a1**3 + 3 * a1 * a1 * b1 * y1 + 3 * a1 * b1 * b1 * y2 + b1**3 * y3
+    cross = a1 * a2 + (a1 * b2 + a2 * b1) * y1 + b1 * b2 * y2
+    return m1, (a2 + b2 * y1) + sq, (a3 + b3 * y1) + 3 * cross + cu
 
 
 def cluster_moments(levels: PromptLevels, tau_s: float, time_rate_per_s: float, depth: int) -> list:
     """[E[Q_r], E[Q_r²], E[Q_r³]] for r = 0 … ``depth`` (Q_0 = 0): the window time one arrival with r
     window iterations left causes, its time-driven descendants (rate ``time_rate_per_s`` per second
-    of added time) included. Seconds^j."""
-    c = levels.chunk_tokens
+    of added time) included. Seconds^j.
+
+    Chunk m of a request in level k is C for m < k − 1 and the partial chunk y for m = k − 1; the
+    chunk landing with j iterations left attracts G_j, so with prefix sums S_j of E[Q^·] over r the
+    full chunks contribute τC·(min(r, k−1) + λ·(S(r) − S(r − min(r, k−1)))) and the partial chunk
+    (when k ≤ r) τ·(1 + λ·E[Q_{r−k}]) per token."""
     lam = time_rate_per_s
+    tc = tau_s * levels.chunk_tokens
+    rows = levels._chunk_rows
     q = [(0.0, 0.0, 0.0)]
+    pre = [(0.0, 0.0, 0.0)]  # pre[x] = Σ_{i<x} Q_i
     for r in range(1, depth + 1):
+        last = pre[-1]
+        pre.append((last[0] + q[r - 1][0], last[1] + q[r - 1][1], last[2] + q[r - 1][2]))
         t1 = t2 = t3 = 0.0
-        for k, w, e1, e2, e3 in levels._rows():
-            a1 = b1 = a2 = b2 = a3 = b3 = 0.0
-            for m in range(min(r, k)):
-                qm = q[r - 1 - m]
-                if m < k - 1:
-                    base, slope = tau_s * c, 0.0
-                else:  # the last, partial chunk: τ·(L − (k − 1)·C)
-                    base, slope = -tau_s * (k - 1) * c, tau_s
-                grow = 1.0 + lam * qm[0]
-                a1 += base * grow
-                b1 += slope * grow
-                a2 += base * lam * qm[1]
-                b2 += slope * lam * qm[1]
-                a3 += base * lam * qm[2]
-                b3 += slope * lam * qm[2]
-            m1, m2, m3 = _conditional_raw(a1, b1, a2, b2, a3, b3, e1, e2, e3)
+        for k, w, y1, y2, y3 in rows:
+            if k == 0:
+                continue
+            full = min(r, k - 1)
+            hi, lo = pre[r], pre[r - full]
+            a1 = tc * (full + lam * (hi[0] - lo[0]))
+            a2 = tc * lam * (hi[1] - lo[1])
+            a3 = tc * lam * (hi[2] - lo[2])
+            if k <= r:
+                qm = q[r - k]
+                b1, b2, b3 = tau_s * (1.0 + lam * qm[0]), tau_s * lam * qm[1], tau_s * lam * qm[2]
+            else:
+                b1 = b2 = b3 = 0.0
+            m1, m2, m3 = _conditional_raw(a1, b1, a2, b2, a3, b3, y1, y2, y3)
             t1 += w * m1
             t2 += w * m2
             t3 += w * m3
@@ -215,8 +228,7 @@ def ttft_cumulants(
         decode_iteration_s: t_d = W + c_d·k, the iteration without prompts, seconds (a float, or an
             array: everything below is rational in t_d, so the same code sweeps it).
         rate_per_instance_per_s: λ_i.
-        time_share: f, the share of the intake that follows the instance's own time (1/n behind a
-            least-loaded router; 1 for random dispatch or one instance).
+        time_share: f, the share of the intake that follows the instance's own time.
         overhead_s: T0, added to every TTFT.
         wait_raw_moments: E[D], E[D²], E[D³] of the wait D for a slot (independent of the rest;
             floats or arrays like t_d).
@@ -233,35 +245,41 @@ def ttft_cumulants(
     u_time = f * u
     tbar = t_d / (1.0 - u)
     per_boundary = (1.0 - f) * lam * tbar  # μ: requests admitted per boundary, independent of t
-    c = levels.chunk_tokens
-    # the stationary iteration and the length-biased one in progress
+    tc = tau_s * levels.chunk_tokens
+    # The stationary iteration and the length-biased one in progress. κ₂ = B·t̄, κ₃ = A·t̄,
+    # κ₄ = (3A²/2B)·t̄ (all proportional to t̄), so E[Ť^j] = E[t^{j+1}]/t̄ needs no division by t̄.
     s2, s3 = levels.chunk_power_means()
-    # κ₂ = B·t̄, κ₃ = A·t̄, κ₄ = (3A²/2B)·t̄ (all proportional to t̄), so the moments of the
-    # length-biased Ť, E[Ť^j] = E[t^{j+1}]/t̄, need no division by t̄
     b_ = tau_s**2 * lam * s2 / (1.0 - u_time * u_time)
     if b_ > 0:
         a_ = (tau_s**3 * lam * s3 + 3.0 * u_time * tau_s**2 * lam_time * s2 * b_) / (1.0 - u_time**3)
         c_ = 1.5 * a_ * a_ / b_
     else:  # no prompt time reaches the instance: every iteration lasts t_d
-        a_ = b_ = c_ = 0.0
+        a_ = c_ = 0.0
     e_t = b_ + tbar
     e_t2 = a_ + 3.0 * b_ * tbar + tbar * tbar
     e_t3 = c_ + (4.0 * a_ + 3.0 * b_ * b_) * tbar + 6.0 * b_ * tbar * tbar + tbar**3
     var_t = e_t2 - e_t * e_t
     k3_t = e_t3 - 3 * e_t * e_t2 + 2 * e_t**3
     depth = levels.max_level + 1
-    q = cluster_moments(levels, tau_s, lam_time, depth)
-    # prefix sums of Q_r over r (the per-boundary intake and own-chunk clusters sum over r)
-    q_sum = [(0.0, 0.0, 0.0)]
-    for r in range(1, depth + 1):
-        prev = q_sum[-1]
-        q_sum.append((prev[0] + q[r][0], prev[1] + q[r][1], prev[2] + q[r][2]))
-    bg_rows = _background_marks(levels, tau_s, lam_time, q) if levels.max_level >= 2 else None
+    key = (tau_s, lam_time)
+    memo = levels._clusters.get(key)
+    if memo is None:  # sizing evaluates one instance count at several t_d: memoized per (τ, f·λ_i)
+        if len(levels._clusters) > 256:
+            levels._clusters.clear()
+        q = cluster_moments(levels, tau_s, lam_time, depth)
+        q_sum = [(0.0, 0.0, 0.0)]  # q_sum[r] = Σ_{i=1}^{r} Q_i
+        for r in range(1, depth + 1):
+            prev = q_sum[-1]
+            q_sum.append((prev[0] + q[r][0], prev[1] + q[r][1], prev[2] + q[r][2]))
+        background = _background_marks(levels, tau_s, lam_time, q) if levels.max_level >= 2 else None
+        memo = levels._clusters[key] = (q, q_sum, background)
+    q, q_sum, background = memo
+    q1 = q[1]
     m1 = m2 = m3 = 0.0
-    for k, w, e1, e2, e3 in levels._rows():
-        p = k  # own prefill iterations; first token at the end of iteration p + 1
+    for k, w, y1, y2, y3 in levels._chunk_rows:
+        p = k  # own prefill iterations; the first token comes at the end of iteration p + 1
         qp = q[p + 1]
-        # the residual R = U·Ť and the clusters of the arrivals during Ť (r = p + 1)
+        # the residual R = U·Ť and the clusters of the arrivals during Ť (p + 1 iterations left)
         g = 0.5 + lam_time * qp[0]
         c1 = g * e_t
         c2 = e_t2 / 12.0 + lam_time * qp[1] * e_t + g * g * var_t
@@ -270,46 +288,42 @@ def ttft_cumulants(
             + 3.0 * g * ((e_t3 - e_t * e_t2) / 12.0 + lam_time * qp[1] * var_t)
             + g**3 * k3_t
         )
-        # per-boundary intake at boundaries 1 … p + 1: Poisson(μ) clusters Q_{p+1}, …, Q_1
+        # the per-boundary intake at boundaries 1 … p + 1: Poisson(μ) clusters Q_{p+1}, …, Q_1
         qs = q_sum[p + 1]
-        c1 += per_boundary * qs[0]
-        c2 += per_boundary * qs[1]
-        c3 += per_boundary * qs[2]
-        # own decode time and chunks, and the clusters they attract: iteration i = 1 … p carries
-        # t_d + τ·c_{i−1}(L), whose arrivals have p + 1 − i iterations left; iteration p + 1 only t_d
-        own_q = q_sum[p]  # Σ_{r=1}^{p} Q_r
-        a1 = (p + 1) * t_d + lam_time * t_d * own_q[0]
-        a2 = lam_time * t_d * own_q[1]
-        a3 = lam_time * t_d * own_q[2]
-        b1, b2, b3 = tau_s, 0.0, 0.0
+        c1 = c1 + per_boundary * qs[0]
+        c2 = c2 + per_boundary * qs[1]
+        c3 = c3 + per_boundary * qs[2]
+        # the request's own decode time and chunks and the clusters they attract: iteration i = 1 … p
+        # carries t_d + τ·c_{i−1}, whose arrivals have p + 1 − i iterations left; iteration p + 1, t_d
+        own = q_sum[p]
+        a1 = (p + 1) * t_d + lam_time * t_d * own[0]
+        a2 = lam_time * t_d * own[1]
+        a3 = lam_time * t_d * own[2]
+        b1 = b2 = b3 = 0.0
         if p >= 1:
-            full = q_sum[p][0] - q[1][0], q_sum[p][1] - q[1][1], q_sum[p][2] - q[1][2]  # r = 2 … p
-            a1 += lam_time * tau_s * c * full[0]
-            a2 += lam_time * tau_s * c * full[1]
-            a3 += lam_time * tau_s * c * full[2]
-            # the last chunk τ·(L − (p − 1)·C) lands in iteration p: its arrivals have r = 1
-            shift = -(p - 1) * c
-            a1 += lam_time * tau_s * shift * q[1][0]
-            a2 += lam_time * tau_s * shift * q[1][1]
-            a3 += lam_time * tau_s * shift * q[1][2]
-            b1 += lam_time * tau_s * q[1][0]
-            b2 += lam_time * tau_s * q[1][1]
-            b3 += lam_time * tau_s * q[1][2]
-        own = _cumulants(*_conditional_raw(a1, b1, a2, b2, a3, b3, e1, e2, e3))
-        c1, c2, c3 = c1 + own[0], c2 + own[1], c3 + own[2]
-        if bg_rows is not None:
+            # full chunks (iterations 1 … p − 1: r = p … 2), then the partial one y (r = 1)
+            a1 = a1 + tc * ((p - 1) + lam_time * (own[0] - q1[0]))
+            a2 = a2 + tc * lam_time * (own[1] - q1[1])
+            a3 = a3 + tc * lam_time * (own[2] - q1[2])
+            b1, b2, b3 = tau_s * (1.0 + lam_time * q1[0]), tau_s * lam_time * q1[1], tau_s * lam_time * q1[2]
+        o1, o2, o3 = _conditional_raw(a1, b1, a2, b2, a3, b3, y1, y2, y3)
+        c1 = c1 + o1
+        c2 = c2 + o2 - o1 * o1
+        c3 = c3 + o3 - 3 * o1 * o2 + 2 * o1**3
+        if background is not None:
             # requests admitted before the iteration in progress, still prefilling: λ_i·t̄ per lag
-            bg = bg_rows[p]
-            c1 += lam * tbar * bg[0]
-            c2 += lam * tbar * bg[1]
-            c3 += lam * tbar * bg[2]
-        r1, r2, r3 = _raw(c1, c2, c3)
-        m1 += w * r1
-        m2 += w * r2
-        m3 += w * r3
+            bg = background[p]
+            c1 = c1 + lam * tbar * bg[0]
+            c2 = c2 + lam * tbar * bg[1]
+            c3 = c3 + lam * tbar * bg[2]
+        r1 = c1
+        r2 = c2 + c1 * c1
+        r3 = c3 + 3 * c1 * c2 + c1**3
+        m1 = m1 + w * r1
+        m2 = m2 + w * r2
+        m3 = m3 + w * r3
     mean, var, third = _cumulants(m1, m2, m3)
-    d1, d2, d3 = wait_raw_moments
-    wait = _cumulants(d1, d2, d3)
+    wait = _cumulants(*wait_raw_moments)
     return TtftCumulants(mean + wait[0] + overhead_s, var + wait[1], third + wait[2], tbar, u)
 
 
@@ -318,32 +332,29 @@ def _background_marks(levels: PromptLevels, tau_s: float, lam_time: float, q: li
     admitted j iterations before the iteration in progress still causes (its chunks j … j + p land
     in window iterations 1 … p + 1; chunk j + i − 1 in iteration i, whose arrivals have p + 1 − i
     iterations left). Multiplied by the intensity λ_i·t̄ per lag by the caller."""
-    c = levels.chunk_tokens
+    tc = tau_s * levels.chunk_tokens
     out = {}
     for p in levels.levels:
         t1 = t2 = t3 = 0.0
         for j in range(1, levels.max_level):
-            for k, w, e1, e2, e3 in levels._rows():
-                if k <= j:  # no chunk j: prefill done before the window
+            for k, w, y1, y2, y3 in levels._chunk_rows:
+                if k <= j:  # no chunk j: its prefill ended before the window
                     continue
-                a1 = b1 = a2 = b2 = a3 = b3 = 0.0
+                a1 = a2 = a3 = b1 = b2 = b3 = 0.0
                 for i in range(1, p + 2):
                     m = j + i - 1
                     if m >= k:
                         break
-                    if m < k - 1:
-                        base, slope = tau_s * c, 0.0
-                    else:
-                        base, slope = -tau_s * (k - 1) * c, tau_s
                     qm = q[p + 1 - i]
-                    grow = 1.0 + lam_time * qm[0]
-                    a1 += base * grow
-                    b1 += slope * grow
-                    a2 += base * lam_time * qm[1]
-                    b2 += slope * lam_time * qm[1]
-                    a3 += base * lam_time * qm[2]
-                    b3 += slope * lam_time * qm[2]
-                r1, r2, r3 = _conditional_raw(a1, b1, a2, b2, a3, b3, e1, e2, e3)
+                    if m < k - 1:
+                        a1 += tc * (1.0 + lam_time * qm[0])
+                        a2 += tc * lam_time * qm[1]
+                        a3 += tc * lam_time * qm[2]
+                    else:
+                        b1 += tau_s * (1.0 + lam_time * qm[0])
+                        b2 += tau_s * lam_time * qm[1]
+                        b3 += tau_s * lam_time * qm[2]
+                r1, r2, r3 = _conditional_raw(a1, b1, a2, b2, a3, b3, y1, y2, y3)
                 t1 += w * r1
                 t2 += w * r2
                 t3 += w * r3
@@ -391,3 +402,32 @@ def shifted_gamma_quantiles(
         value = np.where(tiny, mean + sd * float(ndtri(q)), np.where(skew > 0, upper, lower))
         value = np.where(sd > 0, value, mean)
     return np.where(np.isfinite(mean) & np.isfinite(variance), value, np.inf)
+
+
+def shifted_gamma_exceeds(
+    mean: np.ndarray, variance: np.ndarray, third: np.ndarray, level: float, q: float
+) -> np.ndarray:
+    """Whether the q-quantile of the shifted gamma law (:func:`shifted_gamma_quantile`) exceeds
+    ``level``, element by element, through the law's survival function at ``level`` (cheaper than
+    inverting it): P(X > level) > 1 − q."""
+    mean, variance, third = np.broadcast_arrays(
+        np.asarray(mean, dtype=np.float64),
+        np.asarray(variance, dtype=np.float64),
+        np.asarray(third, dtype=np.float64),
+    )
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        sd = np.sqrt(np.maximum(variance, 0.0))
+        skew = np.where(sd > 0, third / (np.maximum(variance, 1e-300) * sd), 0.0)
+        tiny = np.abs(skew) < 1e-6
+        safe = np.where(tiny, 1.0, skew)
+        shape = 4.0 / (safe * safe)
+        scale = sd * np.abs(safe) / 2.0
+        upper_tail = np.where(
+            skew > 0,
+            gammaincc(shape, np.maximum((level - (mean - shape * scale)) / scale, 0.0)),
+            gammainc(shape, np.maximum((mean + shape * scale - level) / scale, 0.0)),
+        )
+        normal_tail = 0.5 * erfc((level - mean) / (sd * math.sqrt(2.0)))
+        tail = np.where(tiny, normal_tail, upper_tail)
+        tail = np.where(sd > 0, tail, np.where(mean > level, 1.0, 0.0))
+    return ~(np.isfinite(mean) & np.isfinite(variance)) | (tail > 1.0 - q)
