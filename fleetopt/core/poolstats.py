@@ -137,7 +137,7 @@ class _PrefillHistogram:
         prefill_iterations: np.ndarray,
         total_tokens: np.ndarray,
         weights: np.ndarray,
-        input_tokens: np.ndarray | None = None,
+        last_chunk_tokens: np.ndarray | None = None,
     ):
         self.modulus = int(total_tokens.max(initial=0)) + 1
         self.levels = int(prefill_iterations.max(initial=0)) + 1
@@ -152,7 +152,7 @@ class _PrefillHistogram:
         self.keys = keys[order]
         self.cumulative_weight = np.concatenate(([0.0], np.cumsum(weights[order])))
         self.level_offsets = np.arange(self.levels, dtype=np.int64) * self.modulus
-        self._weights, self._inputs = weights, input_tokens
+        self._weights, self._inputs = weights, last_chunk_tokens
         self._prompt_sums: np.ndarray | None = None  # built on first use (the engine model only)
 
     def reweighted(self, weights: np.ndarray) -> _PrefillHistogram:
@@ -182,8 +182,9 @@ class _PrefillHistogram:
         return self.cumulative_weight[runs[1]] - self.cumulative_weight[runs[0]]
 
     def prompt_sums_by_level(self, lo_tokens: int, hi_tokens: int) -> np.ndarray:
-        """Rows k = 0 … levels − 1 of (Σw, Σw·L_in, Σw·L_in², Σw·L_in³) over the atoms with P = k and
-        lo < L ≤ hi, shape (levels, 4); column 0 is :meth:`weights_by_level`."""
+        """Rows k = 0 … levels − 1 of (Σw, Σw·y, Σw·y², Σw·y³) over the atoms with P = k and lo < L ≤ hi,
+        y = L_in − (P − 1)·chunk the last chunk of the prompt (y ≤ chunk keeps the sums well
+        conditioned), shape (levels, 4); column 0 is :meth:`weights_by_level`."""
         runs = self._runs(lo_tokens, hi_tokens)
         if runs is None:
             return np.zeros((self.levels, 4))
@@ -253,7 +254,12 @@ class PoolStatistics:
         self._totals = workload.total_tokens
         self._prefill = -(-workload.input_tokens // self.prefill_chunk_tokens)  # ⌈L_in / chunk⌉
         self._prefix = _prefix_table(self._prefill, workload.output_tokens, self._totals, self._weights)
-        self._histogram = _PrefillHistogram(self._prefill, self._totals, self._weights, workload.input_tokens)
+        self._histogram = _PrefillHistogram(
+            self._prefill,
+            self._totals,
+            self._weights,
+            _last_chunk(workload.input_tokens, self._prefill, self.prefill_chunk_tokens),
+        )
         # _last_positive[k]: index of the last atom below k with positive weight (−1 if none).
         positive_index = np.where(self._weights > 0, np.arange(self._weights.size), -1)
         self._last_positive = np.concatenate(([-1], np.maximum.accumulate(positive_index)))
@@ -476,10 +482,13 @@ class _CompressionBand:
         self._weights, self._fixed_weights = weights, fixed_weights
         self._compressed_columns = _unweighted_columns(compressed_prefill, outputs, compressed_totals)
         self._columns = _unweighted_columns(prefill, outputs, totals)
+        chunk = stats.prefill_chunk_tokens
         compressed_inputs = b_short_tokens - np.minimum(outputs, b_short_tokens)
-        self.compressed_histogram = _PrefillHistogram(compressed_prefill, totals, weights, compressed_inputs)
+        self.compressed_histogram = _PrefillHistogram(
+            compressed_prefill, totals, weights, _last_chunk(compressed_inputs, compressed_prefill, chunk)
+        )
         self.original_histogram = _PrefillHistogram(
-            prefill, totals, weights, stats.workload.input_tokens[start:end]
+            prefill, totals, weights, _last_chunk(stats.workload.input_tokens[start:end], prefill, chunk)
         )
         self.incompressible_histogram = self.original_histogram.reweighted(fixed_weights)
 
@@ -497,6 +506,11 @@ class _CompressionBand:
     def incompressible_sums(self, hi_tokens: int) -> np.ndarray:
         end = self._end(hi_tokens)
         return self._columns[:, :end] @ self._fixed_weights[:end]
+
+
+def _last_chunk(input_tokens: np.ndarray, prefill_iterations: np.ndarray, chunk_tokens: int) -> np.ndarray:
+    """y = L_in − (P − 1)·chunk: the last (partial) chunk of each prompt, tokens (0 when P = 0)."""
+    return input_tokens - np.maximum(prefill_iterations - 1, 0) * chunk_tokens
 
 
 def _pad(histogram: np.ndarray, levels: int) -> np.ndarray:

@@ -40,7 +40,6 @@ from fleetopt.core.service import (
     service_time_formulas,
     slot_service_times,
 )
-from fleetopt.core.ttft import shifted_gamma_exceeds
 from fleetopt.defaults import DEFAULT_MAX_UTILIZATION
 from fleetopt.errors import ValidationError
 
@@ -709,9 +708,8 @@ def _engine_eval(ctx: _EngineContext, instances: float, slots: Any) -> dict[str,
     and c' = c_d/(1 − u). The P99 TTFT is the q-quantile of :meth:`EngineModel.ttft_law` at the
     chain's mean occupancy per instance, with its slot wait; the TPOT cap is checked at the
     q-quantile of the occupancy an arrival finds. Over slot counts only t_d = W + c_d·k and the
-    wait change, and the law's mean, variance and third cumulant without the wait are polynomials
-    of degree 1, 2 and 3 in t_d (module :mod:`fleetopt.core.ttft`), so they are interpolated exactly
-    from four evaluations; the SLO test uses the law's survival function.
+    wait change: the law is evaluated over an array of t_d, and the SLO test uses its survival
+    function.
     """
     m = ctx.moments
     q = m.quantile
@@ -732,44 +730,16 @@ def _engine_eval(ctx: _EngineContext, instances: float, slots: Any) -> dict[str,
     if ok.any():
         chosen = np.flatnonzero(ok)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            decode_s = ctx.costs.base_s + ctx.decode_per_sequence_s * st["mean_busy"][chosen] / n
-            mean, variance, third = _law_over_decode_times(ctx, n, decode_s)
-            w1, w2, w3 = _wait_raw_moments(
-                st["p_wait"][chosen], st["drain_rate_per_s"][chosen], m.iterations_scv
-            )
-            mean = mean + w1
-            variance = variance + w2 - w1 * w1
-            third = third + w3 - 3 * w1 * w2 + 2 * w1**3
-            ok[chosen] = ~shifted_gamma_exceeds(mean, variance, third, ctx.ttft_slo_s, q)
+            law = ctx.service_model.ttft_law(
+                m, ctx.hardware, ctx.costs, rate_per_instance_per_s=ctx.rate / n, instances=n,
+                occupancy_per_instance=st["mean_busy"][chosen] / n,
+                wait_raw_moments=_wait_raw_moments(
+                    st["p_wait"][chosen], st["drain_rate_per_s"][chosen], m.iterations_scv
+                ),
+                decode_and_prompt=(ctx.decode_per_sequence_s, ctx.prompt_work_s),
+            )  # fmt: skip
+            ok[chosen] = ~law.exceeds(ctx.ttft_slo_s, q)
     return {"ok": ok, "utilization": utilization, "compute": compute, "state": st}
-
-
-def _law_over_decode_times(ctx: _EngineContext, n: float, decode_s: np.ndarray) -> tuple[Any, Any, Any]:
-    """(mean, variance, third cumulant) of the TTFT law without the slot wait (T0 included) at each
-    t_d of ``decode_s``: exact cubic interpolation through four scalar evaluations (Chebyshev
-    nodes on the range of t_d)."""
-    lo, hi = float(decode_s.min()), float(decode_s.max())
-
-    def law(decode: float):
-        cumulants = ctx.service_model.ttft_law(
-            ctx.moments, ctx.hardware, ctx.costs, rate_per_instance_per_s=ctx.rate / n, instances=n,
-            occupancy_per_instance=(decode - ctx.costs.base_s) / ctx.decode_per_sequence_s
-            if ctx.decode_per_sequence_s > 0 else 0.0,
-            decode_and_prompt=(ctx.decode_per_sequence_s, ctx.prompt_work_s),
-        )  # fmt: skip
-        return cumulants.mean_s, cumulants.variance_s2, cumulants.third_s3
-
-    if not hi - lo > 1e-9 * hi:
-        one = law(0.5 * (lo + hi))
-        return tuple(np.full(decode_s.shape, value) for value in one)
-    mid, half = 0.5 * (hi + lo), 0.5 * (hi - lo)
-    nodes = np.cos(np.pi * (np.arange(4) + 0.5) / 4)
-    values = np.array([law(mid + half * x) for x in nodes])  # shape (4, 3)
-    if not np.all(np.isfinite(values)):
-        return tuple(np.full(decode_s.shape, np.inf) for _ in range(3))
-    coefficients = np.linalg.solve(np.vander(nodes, 4), values)  # highest degree first
-    x = (decode_s - mid) / half
-    return tuple(np.polyval(coefficients[:, j], x) for j in range(3))
 
 
 def _seen_iteration_s(ctx: _EngineContext, n: float, s: Any, st: dict[str, Any], q: float) -> Any:

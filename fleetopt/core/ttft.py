@@ -31,8 +31,8 @@ arrival causes, descendants included, satisfies
 so, given L, its cumulants are linear in the chunk sizes: mean Σ τc_m(1 + fλ_i E[Q_{r−1−m}]),
 variance Σ τc_m·fλ_i·E[Q²], third cumulant Σ τc_m·fλ_i·E[Q³] (the cumulants of a compound Poisson
 sum are its intensity times the raw moments of its marks). Within a prefill level (P = k) every
-c_m is linear in L, so the raw moments of Q_r follow exactly from E[L^j | P = k], j ≤ 3
-(:class:`PromptLevels`). The law of total cumulance (Brillinger 1969) then combines the parts:
+c_m is linear in L, so the raw moments of Q_r follow exactly from E[y^j | P = k], j ≤ 3, y the last chunk
+(:class:`PromptLevels`, by the moments of each level's last chunk). The law of total cumulance (Brillinger 1969) then combines the parts:
 the residual and the clusters of the arrivals during the iteration in progress (both driven by
 its length-biased duration Ť, whose moments are E[t^{j+1}]/E[t]), the per-boundary intake, the
 requests' own chunks and decode time and their clusters, the prompts still prefilling from
@@ -62,7 +62,9 @@ from scipy.special import erfc, gammainc, gammaincc, gammaincinv, ndtri
 @dataclass(frozen=True)
 class PromptLevels:
     """A pool's prompt lengths by prefill level: for each P = ``levels[j]`` with positive weight,
-    its share of the pool's requests ``weights[j]`` and E[L_in^i | P], i = 1, 2, 3 (tokens^i).
+    its share of the pool's requests ``weights[j]`` and the moments E[y^i | P], i = 1, 2, 3, of its
+    last (partial) chunk y = L_in − (P − 1)·C, 0 < y ≤ C (y = 0 at P = 0), tokens^i. A request of
+    level P has P − 1 full chunks of C tokens and then y.
 
     Built by :meth:`from_sums` from per-level weighted sums (what
     :class:`fleetopt.core.poolstats.PoolStatistics` keeps). ``chunk_tokens`` is C.
@@ -71,37 +73,39 @@ class PromptLevels:
     chunk_tokens: int
     levels: tuple[int, ...]
     weights: tuple[float, ...]
-    mean_1: tuple[float, ...]
-    mean_2: tuple[float, ...]
-    mean_3: tuple[float, ...]
+    last_chunk_1: tuple[float, ...]
+    last_chunk_2: tuple[float, ...]
+    last_chunk_3: tuple[float, ...]
 
     def __post_init__(self) -> None:
         c = float(self.chunk_tokens)
-        rows = []
-        for k, w, e1, e2, e3 in zip(
-            self.levels, self.weights, self.mean_1, self.mean_2, self.mean_3, strict=True
-        ):
-            # the last, partial chunk y = L − (k − 1)·C (0 < y ≤ C; y = 0 at P = 0): its moments
-            shift = (k - 1) * c if k > 0 else 0.0
-            y1 = e1 - shift
-            y2 = e2 - 2 * shift * e1 + shift * shift
-            y3 = e3 - 3 * shift * e2 + 3 * shift * shift * e1 - shift**3
-            rows.append((k, w, max(y1, 0.0), max(y2, 0.0), max(y3, 0.0)))
-        object.__setattr__(self, "_chunk_rows", tuple(rows))
+        rows = tuple(
+            zip(
+                self.levels,
+                self.weights,
+                self.last_chunk_1,
+                self.last_chunk_2,
+                self.last_chunk_3,
+                strict=True,
+            )
+        )
+        object.__setattr__(self, "_chunk_rows", rows)
         object.__setattr__(self, "_clusters", {})  # (τ, time rate) → cluster moments, see ttft_cumulants
-        s2 = s3 = 0.0
-        for k, w, _, y2, y3 in rows:
+        s2 = s3 = mean = 0.0
+        for k, w, y1, y2, y3 in rows:
             if k > 0:
                 s2 += w * ((k - 1) * c * c + y2)
                 s3 += w * ((k - 1) * c**3 + y3)
+                mean += w * ((k - 1) * c + y1)
         object.__setattr__(self, "_chunk_powers", (s2, s3))
+        object.__setattr__(self, "_mean_tokens", mean)
         object.__setattr__(
-            self, "_mean_tokens", sum(w * m for w, m in zip(self.weights, self.mean_1, strict=True))
+            self, "_mean_levels", sum(w * k for k, w in zip(self.levels, self.weights, strict=True))
         )
 
     @classmethod
     def from_sums(cls, chunk_tokens: int, sums_by_level) -> PromptLevels:
-        """From rows (Σw, Σw·L, Σw·L², Σw·L³) indexed by the prefill level P = 0, 1, …"""
+        """From rows (Σw, Σw·y, Σw·y², Σw·y³) indexed by the prefill level P = 0, 1, … (y: the last chunk)."""
         sums = np.asarray(sums_by_level, dtype=np.float64).reshape(-1, 4)
         total = float(sums[:, 0].sum())
         if not total > 0:
@@ -122,6 +126,11 @@ class PromptLevels:
     def mean_tokens(self) -> float:
         """E[L_in], tokens."""
         return self._mean_tokens
+
+    @property
+    def mean_prefill_iterations(self) -> float:
+        """E[P], the mean number of prefill iterations."""
+        return self._mean_levels
 
     @property
     def max_level(self) -> int:
@@ -194,20 +203,113 @@ def cluster_moments(levels: PromptLevels, tau_s: float, time_rate_per_s: float, 
 
 @dataclass(frozen=True)
 class TtftCumulants:
-    """The first three cumulants of TTFT (seconds, s², s³; floats, or arrays over a swept t_d) and
-    the mean iteration t̄ and prompt share u they were built from."""
+    """The TTFT law by its first three cumulants (seconds, s², s³; floats, or arrays over a swept t_d),
+    the mean iteration t̄ and prompt share u it was built from, and its quiet part: with probability
+    ``quiet_probability`` = Π e^{−ν} no other request's prompt touches the request's window (ν: the
+    expected number of those that do), and then TTFT has the ``quiet_*`` cumulants (the residual of
+    a prompt-free iteration, the request's own prefill and first decode, the slot wait and T0)."""
 
     mean_s: Any
     variance_s2: Any
     third_s3: Any
     mean_iteration_s: Any
     prompt_share: float
+    quiet_probability: Any = 0.0
+    quiet_mean_s: Any = 0.0
+    quiet_variance_s2: Any = 0.0
+    quiet_third_s3: Any = 0.0
+
+    def components(self) -> tuple[tuple[Any, Any, Any, Any], tuple[Any, Any, Any, Any]]:
+        """((weight, mean, variance, third) of the quiet law, the same of the rest): the law is their
+        mixture, the rest's cumulants following from the whole law's raw moments."""
+        w0 = self.quiet_probability
+        busy = 1.0 - w0
+        quiet = _raw(self.quiet_mean_s, self.quiet_variance_s2, self.quiet_third_s3)
+        whole = _raw(self.mean_s, self.variance_s2, self.third_s3)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rest = tuple((a - w0 * b) / busy for a, b in zip(whole, quiet, strict=True))
+        return (w0, self.quiet_mean_s, self.quiet_variance_s2, self.quiet_third_s3), (
+            busy,
+            *_cumulants(*rest),
+        )
 
     def quantile_s(self, q: float) -> Any:
-        """The q-quantile of the shifted gamma law with these cumulants (:func:`shifted_gamma_quantile`)."""
+        """The q-quantile of the mixture of shifted gamma laws (:func:`shifted_gamma_quantile`) with the
+        quiet part's and the rest's cumulants; of one shifted gamma law with the whole law's cumulants
+        when either part is negligible (weight below 10⁻⁹)."""
         if isinstance(self.mean_s, np.ndarray):
-            return shifted_gamma_quantiles(self.mean_s, self.variance_s2, self.third_s3, q)
-        return shifted_gamma_quantile(self.mean_s, self.variance_s2, self.third_s3, q)
+            raise TypeError("quantile_s takes a law at one t_d; use exceeds() for arrays")
+        w0 = self.quiet_probability
+        if not (1e-9 < w0 < 1.0 - 1e-9) or not math.isfinite(self.mean_s):
+            return shifted_gamma_quantile(self.mean_s, self.variance_s2, self.third_s3, q)
+        (w0, *quiet), (w1, *rest) = self.components()
+        return _mixture_quantile(w0, quiet, w1, rest, q)
+
+    def exceeds(self, level_s: float, q: float) -> Any:
+        """Whether the q-quantile exceeds ``level_s`` (arrays allowed): P(TTFT > level) > 1 − q under
+        the same mixture as :meth:`quantile_s`, by its survival function."""
+        mean = np.asarray(self.mean_s, dtype=np.float64)
+        w0 = np.clip(np.asarray(self.quiet_probability, dtype=np.float64) * np.ones_like(mean), 0.0, 1.0)
+        w0 = np.where((w0 > 1e-9) & (w0 < 1.0 - 1e-9), w0, 0.0)
+        (_, *quiet), (_, *rest) = self.components()
+        whole = (self.mean_s, self.variance_s2, self.third_s3)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            rest = tuple(np.where(w0 > 0, r, full) for r, full in zip(rest, whole, strict=True))
+            tail = w0 * _shifted_gamma_survival(*quiet, level_s) + (1.0 - w0) * _shifted_gamma_survival(
+                *rest, level_s
+            )
+        return ~(np.isfinite(mean) & np.isfinite(np.asarray(self.variance_s2, dtype=np.float64))) | (
+            tail > 1.0 - q
+        )
+
+
+def _mixture_quantile(w0: float, first, w1: float, second, q: float) -> float:
+    """The q-quantile of w0·SG(first) + w1·SG(second) (shifted gamma laws by their cumulants): it lies
+    between the parts' own q-quantiles; found there by bisection on the survival function to 10⁻⁹
+    of the bracket, then one secant step."""
+    a = shifted_gamma_quantile(*first, q)
+    b = shifted_gamma_quantile(*second, q)
+    lo, hi = (a, b) if a <= b else (b, a)
+    if not (math.isfinite(lo) and math.isfinite(hi)) or hi - lo <= 1e-12 * max(abs(hi), 1e-300):
+        return hi if math.isfinite(hi) else math.inf
+    target = 1.0 - q
+
+    def excess(x: float) -> float:
+        return w0 * _survival_one(*first, x) + w1 * _survival_one(*second, x) - target
+
+    f_lo, f_hi = excess(lo), excess(hi)  # f_lo ≥ 0 ≥ f_hi
+    for _ in range(60):
+        if hi - lo <= 1e-9 * max(abs(hi), 1e-12):
+            break
+        # Illinois-style regula falsi, falling back to bisection when it stalls
+        mid = hi - f_hi * (hi - lo) / (f_hi - f_lo) if f_hi != f_lo else 0.5 * (lo + hi)
+        if not lo < mid < hi:
+            mid = 0.5 * (lo + hi)
+        f_mid = excess(mid)
+        if f_mid > 0:
+            lo, f_lo = mid, f_lo if f_mid == 0 else f_mid
+            f_hi *= 0.5
+        else:
+            hi, f_hi = mid, f_mid
+            f_lo *= 0.5
+    return hi
+
+
+def _survival_one(mean: float, variance: float, third: float, x: float) -> float:
+    """P(X > x) for the shifted gamma law with these cumulants (normal when |γ₁| < 10⁻⁶)."""
+    if variance <= 0.0:
+        return 1.0 if mean > x else 0.0
+    sd = math.sqrt(variance)
+    skew = third / (variance * sd)
+    if abs(skew) < 1e-6:
+        return 0.5 * math.erfc((x - mean) / (sd * math.sqrt(2.0)))
+    shape = 4.0 / (skew * skew)
+    scale = sd * abs(skew) / 2.0
+    if skew > 0:
+        z = (x - (mean - shape * scale)) / scale
+        return float(gammaincc(shape, z)) if z > 0 else 1.0
+    z = (mean + shape * scale - x) / scale
+    return float(gammainc(shape, z)) if z > 0 else 0.0
 
 
 def ttft_cumulants(
@@ -276,9 +378,29 @@ def ttft_cumulants(
     q, q_sum, background = memo
     q1 = q[1]
     m1 = m2 = m3 = 0.0
+    z1 = z2 = z3 = 0.0  # raw moments of the quiet part, weighted by its probability
+    quiet = 0.0
+    exp = math.exp if isinstance(tbar, float) else np.exp
+    # other requests that touch a request's window, on average (ν, by own level below): those with
+    # a chunk in the iteration in progress (λ_i·t̄·E[P], and u more under its length bias)
+    in_progress = lam * tbar * levels.mean_prefill_iterations + u
     for k, w, y1, y2, y3 in levels._chunk_rows:
         p = k  # own prefill iterations; the first token comes at the end of iteration p + 1
         qp = q[p + 1]
+        own_tokens = max(p - 1, 0) * levels.chunk_tokens + y1
+        # + the per-boundary intake at boundaries 1 … p + 1 + the time-driven arrivals during Ť and
+        # iterations 1 … p (the request's own chunks included)
+        others = in_progress + per_boundary * (p + 1) + lam_time * (e_t + p * tbar + tau_s * own_tokens)
+        still = exp(-others)
+        # quiet: Ť = t_d, so R = U·t_d; then p + 1 iterations of t_d and the request's own chunks
+        quiet_mean = t_d / 2.0 + (p + 1) * t_d + tau_s * own_tokens
+        quiet_var = t_d * t_d / 12.0 + tau_s**2 * (y2 - y1 * y1)
+        quiet_third = tau_s**3 * (y3 - 3 * y1 * y2 + 2 * y1**3)
+        r = _raw(quiet_mean, quiet_var, quiet_third)
+        quiet = quiet + w * still
+        z1 = z1 + w * still * r[0]
+        z2 = z2 + w * still * r[1]
+        z3 = z3 + w * still * r[2]
         # the residual R = U·Ť and the clusters of the arrivals during Ť (p + 1 iterations left)
         g = 0.5 + lam_time * qp[0]
         c1 = g * e_t
@@ -311,10 +433,14 @@ def ttft_cumulants(
         c2 = c2 + o2 - o1 * o1
         c3 = c3 + o3 - 3 * o1 * o2 + 2 * o1**3
         if background is not None:
-            # requests admitted before the iteration in progress, still prefilling: λ_i·t̄ per lag
+            # Requests admitted before the iteration in progress and still prefilling (λ_i·t̄ per lag):
+            # each also has a full chunk in that iteration, so under its length bias they are more
+            # (E[tB]/E[t]) and covary with Ť (second order, through the joint cumulants of (t, B)).
             bg = background[p]
-            c1 = c1 + lam * tbar * bg[0]
-            c2 = c2 + lam * tbar * bg[1]
+            joint = lam * tc * bg[0]  # κ₁₁(t, B)/t̄
+            cov = joint * (tbar - b_) + lam * tc * tc * bg[0]  # Cov(Ť, B) under the length bias
+            c1 = c1 + lam * tbar * bg[0] + joint
+            c2 = c2 + lam * tbar * bg[1] + lam * tc * bg[1] - joint * joint + 2.0 * g * cov
             c3 = c3 + lam * tbar * bg[2]
         r1 = c1
         r2 = c2 + c1 * c1
@@ -324,7 +450,15 @@ def ttft_cumulants(
         m3 = m3 + w * r3
     mean, var, third = _cumulants(m1, m2, m3)
     wait = _cumulants(*wait_raw_moments)
-    return TtftCumulants(mean + wait[0] + overhead_s, var + wait[1], third + wait[2], tbar, u)
+    if isinstance(quiet, float) and quiet == 0.0:
+        q_mean = q_var = q_third = 0.0
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            q_mean, q_var, q_third = _cumulants(z1 / quiet, z2 / quiet, z3 / quiet)
+    return TtftCumulants(
+        mean + wait[0] + overhead_s, var + wait[1], third + wait[2], tbar, u,
+        quiet, q_mean + wait[0] + overhead_s, q_var + wait[1], q_third + wait[2],
+    )  # fmt: skip
 
 
 def _background_marks(levels: PromptLevels, tau_s: float, lam_time: float, q: list) -> dict:
@@ -404,12 +538,8 @@ def shifted_gamma_quantiles(
     return np.where(np.isfinite(mean) & np.isfinite(variance), value, np.inf)
 
 
-def shifted_gamma_exceeds(
-    mean: np.ndarray, variance: np.ndarray, third: np.ndarray, level: float, q: float
-) -> np.ndarray:
-    """Whether the q-quantile of the shifted gamma law (:func:`shifted_gamma_quantile`) exceeds
-    ``level``, element by element, through the law's survival function at ``level`` (cheaper than
-    inverting it): P(X > level) > 1 − q."""
+def _shifted_gamma_survival(mean: Any, variance: Any, third: Any, level: float) -> np.ndarray:
+    """P(X > level) for shifted gamma laws given by arrays of cumulants (normal where |γ₁| < 10⁻⁶)."""
     mean, variance, third = np.broadcast_arrays(
         np.asarray(mean, dtype=np.float64),
         np.asarray(variance, dtype=np.float64),
@@ -429,5 +559,17 @@ def shifted_gamma_exceeds(
         )
         normal_tail = 0.5 * erfc((level - mean) / (sd * math.sqrt(2.0)))
         tail = np.where(tiny, normal_tail, upper_tail)
-        tail = np.where(sd > 0, tail, np.where(mean > level, 1.0, 0.0))
-    return ~(np.isfinite(mean) & np.isfinite(variance)) | (tail > 1.0 - q)
+        return np.where(sd > 0, tail, np.where(mean > level, 1.0, 0.0))
+
+
+def shifted_gamma_exceeds(
+    mean: np.ndarray, variance: np.ndarray, third: np.ndarray, level: float, q: float
+) -> np.ndarray:
+    """Whether the q-quantile of the shifted gamma law (:func:`shifted_gamma_quantile`) exceeds
+    ``level``, element by element, through the law's survival function at ``level`` (cheaper than
+    inverting it): P(X > level) > 1 − q."""
+    tail = _shifted_gamma_survival(mean, variance, third, level)
+    finite = np.isfinite(np.asarray(mean, dtype=np.float64)) & np.isfinite(
+        np.asarray(variance, dtype=np.float64)
+    )
+    return ~finite | (tail > 1.0 - q)
