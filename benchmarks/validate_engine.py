@@ -176,7 +176,8 @@ def run_scenarios(label: str, scenarios, args) -> None:
             minimum_total += minimum or 0
             versus = "–" if minimum is None else f"{(pool.instances / minimum - 1.0) * 100.0:+.1f}%"
             cells = (
-                workload_name, profile, f"{slo_s * 1e3:.0f} ms", f"{rate:g}", f"{cap}", routing, prediction.name,
+                workload_name, profile, f"{slo_s * 1e3:.0f} ms", f"{rate:g}", f"{cap}", routing,
+                prediction.name,
                 f"{pool.instances} × {pool.slots_per_instance}",
                 f"{sizing.utilization:.3f} / {util.mean:.3f}",
                 f"{sizing.p99_ttft_s * 1e3:.0f} ms",
@@ -192,7 +193,8 @@ def run_scenarios(label: str, scenarios, args) -> None:
         print("|---|---|---|---|---|---|---|---|")
         for workload_name, profile, slo_s, rate, cap, planned, minimum in fleets:
             print(
-                f"| {workload_name} | {profile} | {slo_s * 1e3:.0f} ms | {rate:g} | {cap} | {planned} | {minimum} | "
+                f"| {workload_name} | {profile} | {slo_s * 1e3:.0f} ms | {rate:g} | {cap} | {planned} | "
+                f"{minimum} | "
                 f"{(planned / minimum - 1.0) * 100.0:+.1f}% |"
             )
 

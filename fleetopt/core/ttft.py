@@ -1,4 +1,4 @@
-"""The distribution of time to first token on an iteration-level engine, by its first three cumulants.
+"""The law of the time to first token on an iteration-level engine: three cumulants and a quiet part.
 
 One instance of a pool runs iterations of length t = t_d + τ·X: t_d = W + c_d·k is the decode side
 (k sequences in flight), X the prompt tokens in the iteration (each prefilling request puts one
@@ -10,43 +10,51 @@ the end of iteration P + 1 (what the ``physical`` simulator does), so
     TTFT = T0 + slot wait + R + Σ_{i=1}^{P+1} t_i.
 
 **Intake.** The other requests' prompts in those iterations come from the instance's intake. One
-instance fed by Poisson arrivals at λ_i = λ/n takes in prompts in proportion to the time it
-spends, so a long iteration attracts more prompts into the next one (a branching structure). A
-pool of n instances behind a least-loaded (join-the-shortest-queue) router feeds an instance as
-its sequences leave, at its iteration boundaries, not in proportion to the length of its
-iterations. We model the intake as a share f = 1/n that follows the instance's own time
-(Poisson at f·λ_i per second: exact for one instance) and a share 1 − f admitted as a Poisson
-number of requests with mean (1 − f)·λ_i·t̄ at every boundary, t̄ = t_d / (1 − u) the mean
-iteration, u = λ_i·τ·E[L_in] the share of time spent on prompts. ``time_share=1`` gives random
-(Poisson-splitting) dispatch. Both limits are exact forms of this linear model; f = 1/n between
-them is our interpolation, checked against the simulation (docs/validation.md).
+instance fed by Poisson arrivals at λ_i takes in prompts in proportion to the time it spends, so a
+long iteration attracts more prompts into the next one (a branching structure). Behind a
+least-loaded router an instance is refilled as its sequences leave, at its iteration boundaries,
+not in proportion to the length of its iterations. The intake is modelled as a share f that
+follows the instance's own time (Poisson at f·λ_i per second) and a share 1 − f admitted as a
+Poisson number of requests with mean (1 − f)·λ_i·t̄ at every boundary (t̄ = t_d / (1 − u) the mean
+iteration, u = λ_i·τ·E[L_in] the share of time spent on prompts). f = 1 is one instance, or random
+dispatch; f for a least-loaded router is :func:`fleetopt.core.service.least_loaded_time_share`.
 
 **Clusters.** An arrival during window iteration i (0 = the iteration in progress) has r = P + 1 − i
 window iterations left; its chunks add τ·c_m(L) to iterations i + 1 + m, and the time-driven
-arrivals during that added time add their own clusters. The window time Q_r that one such
-arrival causes, descendants included, satisfies
+arrivals during that added time add their own clusters. The window time Q_r one such arrival
+causes, descendants included, satisfies
 
     Q_r = Σ_{m < r} [τ·c_m(L) + G_{r−1−m}(τ·c_m(L))],   G_s(x) ~ CompoundPoisson(f·λ_i·x; Q_s),
 
-so, given L, its cumulants are linear in the chunk sizes: mean Σ τc_m(1 + fλ_i E[Q_{r−1−m}]),
-variance Σ τc_m·fλ_i·E[Q²], third cumulant Σ τc_m·fλ_i·E[Q³] (the cumulants of a compound Poisson
-sum are its intensity times the raw moments of its marks). Within a prefill level (P = k) every
-c_m is linear in L, so the raw moments of Q_r follow exactly from E[y^j | P = k], j ≤ 3, y the last chunk
-(:class:`PromptLevels`, by the moments of each level's last chunk). The law of total cumulance (Brillinger 1969) then combines the parts:
-the residual and the clusters of the arrivals during the iteration in progress (both driven by
-its length-biased duration Ť, whose moments are E[t^{j+1}]/E[t]), the per-boundary intake, the
-requests' own chunks and decode time and their clusters, the prompts still prefilling from
-before (background), the slot wait, and T0. The stationary iteration t itself has cumulants
-t̄, τ²λ_i t̄ s₂ / (1 − u_f²) and (τ³λ_i t̄ s₃ + 3u_f τ² fλ_i s₂ κ₂)/(1 − u_f³), s_j = E[Σ_m c_m^j],
-u_f = f·u; its fourth cumulant is taken as a gamma law's, 3κ₃²/(2κ₂).
+so, given L, its cumulants are linear in the chunk sizes (a compound Poisson sum's cumulants are
+its intensity times its marks' raw moments). Within a prefill level (P = k) the chunks are C and
+then the last, partial chunk y = L − (k − 1)·C, so the raw moments of Q_r follow exactly from
+E[y^j | P = k], j ≤ 3 (:class:`PromptLevels`). The law of total cumulance (Brillinger 1969)
+combines the parts: the residual and the clusters of the arrivals during the iteration in progress
+(both driven by its length-biased duration Ť, E[Ť^j] = E[t^{j+1}]/E[t]); the per-boundary
+intake; the request's own chunks and decode time and their clusters; the prompts still prefilling
+from before (background), which also had a chunk in the iteration in progress and so covary with
+its length (mean and variance through the joint cumulants of (t, background)); the slot wait; and
+T0. The stationary iteration t has cumulants t̄, τ²λ_i·t̄·s₂/(1 − u_f²) and
+(τ³λ_i·t̄·s₃ + 3u_f·τ²·f·λ_i·s₂·κ₂)/(1 − u_f³), s_j = E[Σ_m c_m^j], u_f = f·u (an AR(1) in the
+time-driven part); its fourth cumulant is taken as a gamma law's, 3κ₃²/(2κ₂).
 
-**Quantile.** The q-quantile is that of the shifted gamma law with the same three cumulants
-(mean, variance, skewness γ₁: shape 4/γ₁², scale σγ₁/2), the normal one when γ₁ ≈ 0. A
-three-moment fit: exact for gamma-like laws, and measured against the simulation in
-docs/validation.md (it overstates the P99 of small pools of very long prompts, where rare
-overlaps make the tail heavier than a gamma's).
+**Quiet part.** With probability e^{−ν} no other request's prompt touches the window (ν: the
+expected number that do, i.e. those with a chunk in the iteration in progress, λ_i·t̄·E[P] and u
+more under its length bias, the per-boundary intake at P + 1 boundaries and the time-driven
+arrivals during Ť and iterations 1 … P). Then Ť = t_d and TTFT is T0 + wait + U·t_d + (P + 1)·t_d
++ τ·L_in (U uniform). The law is the mixture of that quiet part and the rest, whose raw moments
+are the whole law's less the quiet part's. In a small pool of long prompts overlaps are rare
+(ν ≪ 1); three cumulants alone would smear them into a heavy tail and overstate the P99.
 
-Everything is evaluated in plain floats (the sizing hot path); nothing is sampled.
+**Quantile.** Each part's q-quantile law is the shifted gamma law with its three cumulants (mean,
+variance, skewness γ₁: shape 4/γ₁², scale σ·γ₁/2; the normal one when γ₁ ≈ 0); the mixture's
+q-quantile is found between the parts' own. A three-moment fit: exact for gamma-like laws, and
+measured against the simulation in docs/validation.md (it cannot see that a request's own prefill
+is bounded, so it errs a little high where that bound sets the P99).
+
+Everything is evaluated in plain floats (the sizing hot path) or over an array of t_d (the slot
+sweep); nothing is sampled.
 """
 
 from __future__ import annotations
