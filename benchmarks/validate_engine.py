@@ -80,22 +80,23 @@ def pool_workload(workload: Workload, routing: Routing, index: int) -> Workload 
     )  # fmt: skip
 
 
-def simulate_pool(pool, workload: Workload, rate: float, requests: int, seeds: int):
-    """(P99 TTFT estimate, utilization estimate) of one pool fed its own Poisson stream: at least
-    ``requests`` per seed and 2 minutes of arrivals, the first half discarded as warm-up (a pool's
-    occupancy builds up over several residence times, seconds to tens of seconds here)."""
-    count = max(requests, math.ceil(rate * 120.0))
+def simulate_pool(pool, workload: Workload, rate: float, residence_s: float, requests: int, seeds: int):
+    """(P99 TTFT estimate, utilization estimate) of one pool fed its own Poisson stream: a warm-up of
+    at least 30 s and ten mean residences (a pool's occupancy builds up over several residences, up
+    to tens of seconds in a busy pool), then ``requests`` measured requests (at least 60 s of them).
+    ``residence_s``: the planned mean slot-holding time."""
+    warmup = math.ceil(rate * max(30.0, 10.0 * residence_s))
+    measured = max(requests, math.ceil(rate * 60.0))
     result = simulate_fleet(
         workload, [pool], Routing.homogeneous(), arrival_rate_per_s=rate, service_model="physical",
-        dispatch="least-loaded", requests=count, warmup_fraction=0.5, seeds=tuple(range(1, seeds + 1)),
+        dispatch="least-loaded", requests=warmup + measured, warmup_fraction=warmup / (warmup + measured),
+        seeds=tuple(range(1, seeds + 1)),
     )  # fmt: skip
     summary = result.pools[0]
-    if not summary.warmed_up:
-        print(f"<!-- {pool.name}: warm-up shorter than the longest sojourn -->", flush=True)
     return summary.ttft_p99_s, summary.utilization
 
 
-def smallest_meeting(pool, workload, rate, slo_s, cap, compute, requests, seeds) -> int:
+def smallest_meeting(pool, workload, rate, residence_s, slo_s, cap, compute, requests, seeds) -> int:
     """The fewest instances (slots as planned) meeting the SLO and cap in simulation: a step search
     then bisection around the planned count. ``compute``: the planned compute utilization, which
     scales as 1/n exactly; a pool must keep it ≤ cap and < 1 (a finite simulation of an overloaded
@@ -160,15 +161,14 @@ def run_scenarios(label: str, scenarios, args) -> None:
             workload = pool_workload(run.workload, best.routing, index)
             if pool.instances == 0 or workload is None:
                 continue
-            ttft, util = simulate_pool(
-                pool, workload, sizing.arrival_rate_per_s, args.pool_requests, args.seeds
-            )
+            pool_rate, residence = sizing.arrival_rate_per_s, sizing.mean_service_s
+            ttft, util = simulate_pool(pool, workload, pool_rate, residence, args.pool_requests, args.seeds)
             error = (sizing.p99_ttft_s / ttft.mean - 1.0) * 100.0
             minimum = (
                 None
                 if args.no_search
                 else smallest_meeting(
-                    pool, workload, sizing.arrival_rate_per_s, slo_s, cap, sizing.compute_utilization or 0.0,
+                    pool, workload, pool_rate, residence, slo_s, cap, sizing.compute_utilization or 0.0,
                     args.search_requests, args.seeds,
                 )
             )  # fmt: skip
