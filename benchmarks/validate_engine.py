@@ -114,7 +114,7 @@ def smallest_meeting(pool, workload, rate, residence_s, slo_s, cap, compute, req
                 cache[n] = False
             else:
                 ttft, util = simulate_pool(
-                    dataclasses.replace(pool, instances=n), workload, rate, requests, seeds
+                    dataclasses.replace(pool, instances=n), workload, rate, residence_s, requests, seeds
                 )
                 cache[n] = bool(ttft.mean <= slo_s and (cap >= 1.0 or util.mean <= cap))
         return cache[n]

@@ -101,7 +101,7 @@ request_logs = st.lists(
 def test_pool_moments_equal_brute_force_on_random_logs(pairs, chunk, b, gamma, p_c) -> None:
     inputs, outputs = np.array(pairs).T
     workload = workload_from_requests(inputs, outputs, name="random")
-    stats = PoolStatistics(workload, chunk)
+    stats = PoolStatistics(workload, chunk, prompt_levels=True)
     _check(stats, workload, chunk, b, gamma, p_c)
 
 
@@ -110,7 +110,7 @@ def test_pool_moments_equal_brute_force_on_random_logs(pairs, chunk, b, gamma, p
 def test_range_moments_and_cdf_equal_brute_force(pairs, lo, hi) -> None:
     inputs, outputs = np.array(pairs).T
     workload = workload_from_requests(inputs, outputs, name="random")
-    stats = PoolStatistics(workload, 512)
+    stats = PoolStatistics(workload, 512, prompt_levels=True)
     total = inputs + outputs
     assert stats.cdf(hi) == pytest.approx(np.mean(total <= hi), abs=1e-12)
     moments = stats.range_moments(lo, hi, prompt_levels=True)
@@ -130,7 +130,7 @@ def test_short_and_long_pools_partition_the_traffic_on_the_azure_cdf(shared_dir)
 
     cdf = json.loads((shared_dir / "reference/fleet-sim-cdfs/azure_cdf.json").read_text())
     workload = workload_from_cdf([t for t, _ in cdf], [f for _, f in cdf], name="azure")
-    stats = PoolStatistics(workload, 512)
+    stats = PoolStatistics(workload, 512, prompt_levels=True)
     for gamma in (1.0, 1.5, 2.0):
         for p_c in (0.0, 0.75, 1.0):
             short = stats.short_pool(4096, gamma, p_c)
@@ -148,6 +148,6 @@ def test_one_statistics_object_answers_widening_and_narrowing_bands(pairs, b) ->
     order, still equals brute force."""
     inputs, outputs = np.array(pairs).T
     workload = workload_from_requests(inputs, outputs, name="random")
-    stats = PoolStatistics(workload, 16)
+    stats = PoolStatistics(workload, 16, prompt_levels=True)
     for gamma in (1.2, 2.0, 3.0, 7.5, 1.5, 2.5):
         _check(stats, workload, 16, b, gamma, 0.5)

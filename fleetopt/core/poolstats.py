@@ -52,8 +52,9 @@ class PoolMoments:
         mean_sq_input_tokens: E[L_in²], tokens² (L_in = L − L_out, after compression).
         prefill_quantile_fraction: where the q-quantile falls inside its prefill level P_q, in
             (0, 1]: the share of that level's weight needed to reach q (1 when not computed).
-        prompt_levels: the prompt lengths by prefill level (weights and E[L_in^j | P], j ≤ 3), for
-            the ``engine`` model's TTFT law (:mod:`fleetopt.core.ttft`); None when not asked for.
+        prompt_levels: the prompt lengths by prefill level (weights and the moments of the last
+            chunk), for the ``engine`` model's TTFT law (:mod:`fleetopt.core.ttft`); None when not
+            asked for.
     """
 
     traffic_fraction: float
@@ -83,44 +84,87 @@ class PoolMoments:
         return max(0.0, self.mean_sq_iterations / self.mean_iterations**2 - 1.0)
 
 
-def _unweighted_columns(
-    prefill_iterations: np.ndarray, output_tokens: np.ndarray, total_tokens: np.ndarray
-) -> np.ndarray:
-    """Per-atom columns (1, I, I², I·L, I²·L, I²·L², P, P·L, L, L_in²) as float64, shape (10, N)."""
-    p = prefill_iterations.astype(np.float64)
-    i = p + output_tokens
-    length = total_tokens.astype(np.float64)
-    inputs = length - output_tokens
-    i2 = i * i
-    ones = np.ones_like(p)
-    return np.stack(
-        (ones, i, i2, i * length, i2 * length, i2 * length * length, p, p * length, length, inputs * inputs)
-    )
+def _run_starts(sorted_totals: np.ndarray) -> np.ndarray:
+    """Indices where a run of equal totals starts in an ascending array (every range query of
+    total lengths begins and ends on one of them)."""
+    if sorted_totals.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.flatnonzero(np.concatenate(([True], sorted_totals[1:] != sorted_totals[:-1])))
 
 
-def _prefix_table(
+def _atom_prefix_table(
     prefill_iterations: np.ndarray, output_tokens: np.ndarray, total_tokens: np.ndarray, weights: np.ndarray
 ) -> np.ndarray:
-    """Cumulative sums of w·(1, I, I², I·L, I²·L, I²·L², P, P·L, L, L_in²) with a leading zero row,
-    shape (N + 1, 10): prefix[k] = Σ_{j<k} row[j]. Built in one buffer (fresh arrays cost page faults)."""
-    table = np.empty((weights.size + 1, len(_COLUMNS)))
-    table[0] = 0.0
-    body = table[1:]
+    """Cumulative sums of w·(1, I, I², I·L, I²·L, I²·L², P, P·L, L, L_in²) with a leading zero,
+    shape (10, N + 1): prefix[:, k] = Σ_{j<k} column[j]. Built in one buffer, a row per column."""
+    table = np.empty((len(_COLUMNS), weights.size + 1))
+    table[:, 0] = 0.0
+    body = table[:, 1:]
     p = prefill_iterations.astype(np.float64)
     i = p + output_tokens
     length = total_tokens.astype(np.float64)
-    body[:, _W] = weights
-    np.multiply(weights, i, out=body[:, _I])
-    np.multiply(body[:, _I], i, out=body[:, _I2])
-    np.multiply(body[:, _I], length, out=body[:, _IL])
-    np.multiply(body[:, _I2], length, out=body[:, _I2L])
-    np.multiply(body[:, _I2L], length, out=body[:, _I2L2])
-    np.multiply(weights, p, out=body[:, _P])
-    np.multiply(body[:, _P], length, out=body[:, _PL])
-    np.multiply(weights, length, out=body[:, _L])
+    body[_W] = weights
+    np.multiply(weights, i, out=body[_I])
+    np.multiply(body[_I], i, out=body[_I2])
+    np.multiply(body[_I], length, out=body[_IL])
+    np.multiply(body[_I2], length, out=body[_I2L])
+    np.multiply(body[_I2L], length, out=body[_I2L2])
+    np.multiply(weights, p, out=body[_P])
+    np.multiply(body[_P], length, out=body[_PL])
+    np.multiply(weights, length, out=body[_L])
     inputs = length - output_tokens
-    np.multiply(weights * inputs, inputs, out=body[:, _J2])
-    np.cumsum(body, axis=0, out=body)
+    np.multiply(weights * inputs, inputs, out=body[_J2])
+    np.cumsum(body, axis=1, out=body)
+    return table
+
+
+def _run_prefix_table(
+    prefill_iterations: np.ndarray,
+    output_tokens: np.ndarray,
+    total_tokens: np.ndarray,
+    weights: np.ndarray,
+    run_starts: np.ndarray,
+) -> np.ndarray:
+    """Cumulative sums of w·(1, I, I², I·L, I²·L, I²·L², P, P·L, L, L_in²) at the start of every run
+    of equal total (and past the last atom), shape (10, runs + 1): table[:, k] sums the atoms before
+    run k. The sums run atom by atom, as a per-atom table would (same numbers), one column at a
+    time, so only the entries a range query can land on are kept."""
+    table = np.empty((len(_COLUMNS), run_starts.size + 1))
+    table[:, 0] = 0.0
+    if run_starts.size == 0:
+        return table
+    if run_starts.size == total_tokens.size:  # every total distinct (a CDF): one row per atom
+        return _atom_prefix_table(prefill_iterations, output_tokens, total_tokens, weights)
+    ends = np.append(run_starts[1:], total_tokens.size) - 1  # last atom of each run
+
+    def put(column: int, values: np.ndarray) -> None:
+        table[column, 1:] = np.cumsum(values)[ends]
+
+    # one weighted column at a time, each product formed as a per-atom table would form it, and
+    # every intermediate dropped as soon as the columns that need it are done
+    put(_W, weights)
+    length = total_tokens.astype(np.float64)
+    p = prefill_iterations.astype(np.float64)
+    wp = weights * p
+    put(_P, wp)
+    put(_PL, wp * length)
+    del wp
+    i = p + output_tokens
+    del p
+    wi = weights * i
+    put(_I, wi)
+    put(_IL, wi * length)
+    wi2 = wi * i
+    del wi, i
+    put(_I2, wi2)
+    wi2 *= length
+    put(_I2L, wi2)
+    wi2 *= length
+    put(_I2L2, wi2)
+    del wi2
+    put(_L, weights * length)
+    length -= output_tokens  # the input lengths now
+    put(_J2, weights * length * length)
     return table
 
 
@@ -129,7 +173,12 @@ class _PrefillHistogram:
 
     Atoms are sorted by the composite key P·M + L (M > every L), so the atoms with a given P
     and L in (lo, hi] form one contiguous run; all K runs are found with two vectorized
-    searches.
+    searches. Only distinct keys are kept, with the cumulative weight at the end of each (the
+    same numbers as per atom, since a search lands only on the end of a run of equal keys): a big
+    log has far fewer distinct (P, L) pairs than atoms. ``other_weights`` gives histograms of the
+    same atoms under other weights from the same sort. With ``last_chunk_tokens`` (y = L_in −
+    (P − 1)·chunk per atom) it also keeps Σw·y, Σw·y², Σw·y³ per run, for
+    :meth:`prompt_sums_by_level` (y ≤ chunk keeps those sums well conditioned).
     """
 
     def __init__(
@@ -137,6 +186,7 @@ class _PrefillHistogram:
         prefill_iterations: np.ndarray,
         total_tokens: np.ndarray,
         weights: np.ndarray,
+        other_weights: tuple[np.ndarray, ...] = (),
         last_chunk_tokens: np.ndarray | None = None,
     ):
         self.modulus = int(total_tokens.max(initial=0)) + 1
@@ -148,24 +198,27 @@ class _PrefillHistogram:
             order = np.argsort(prefill_iterations.astype(np.uint16), kind="stable")
         else:
             order = np.argsort(keys, kind="stable")
-        self._order = order
-        self.keys = keys[order]
-        self.cumulative_weight = np.concatenate(([0.0], np.cumsum(weights[order])))
+        keys = keys[order]
+        # positions (in the sorted atoms) just past each run of equal keys, and one key per run
+        run_ends = np.flatnonzero(np.concatenate((keys[1:] != keys[:-1], [True]))) + 1 if keys.size else keys
+        self.keys = keys[run_ends - 1] if keys.size else keys
         self.level_offsets = np.arange(self.levels, dtype=np.int64) * self.modulus
-        self._weights, self._inputs = weights, last_chunk_tokens
-        self._prompt_sums: np.ndarray | None = None  # built on first use (the engine model only)
+        last = None if last_chunk_tokens is None else last_chunk_tokens[order].astype(np.float64)
+        self.cumulative_weight, self._prompt_sums = _run_cumulative(weights, order, run_ends, last)
+        self.others = tuple(
+            self._with(*_run_cumulative(other, order, run_ends, last)) for other in other_weights
+        )
 
-    def reweighted(self, weights: np.ndarray) -> _PrefillHistogram:
-        """The same atoms (same order, no new sort) with other weights."""
+    def _with(self, cumulative_weight: np.ndarray, prompt_sums: np.ndarray | None) -> _PrefillHistogram:
+        """This histogram's keys with other cumulative weights (and prompt sums)."""
         other = object.__new__(_PrefillHistogram)
         other.modulus, other.levels, other.keys = self.modulus, self.levels, self.keys
-        other.level_offsets, other._order = self.level_offsets, self._order
-        other.cumulative_weight = np.concatenate(([0.0], np.cumsum(weights[self._order])))
-        other._weights, other._inputs, other._prompt_sums = weights, self._inputs, None
+        other.level_offsets, other.cumulative_weight, other.others = self.level_offsets, cumulative_weight, ()
+        other._prompt_sums = prompt_sums
         return other
 
     def _runs(self, lo_tokens: int, hi_tokens: int) -> tuple[np.ndarray, np.ndarray] | None:
-        """Per level, the [left, right) positions of the atoms with lo < L ≤ hi (None when empty)."""
+        """Per level, the [left, right) runs of the atoms with lo < L ≤ hi (None when empty)."""
         lo = min(max(lo_tokens, -1), self.modulus - 1)
         hi = min(max(hi_tokens, -1), self.modulus - 1)
         if hi <= lo:
@@ -182,24 +235,17 @@ class _PrefillHistogram:
         return self.cumulative_weight[runs[1]] - self.cumulative_weight[runs[0]]
 
     def prompt_sums_by_level(self, lo_tokens: int, hi_tokens: int) -> np.ndarray:
-        """Rows k = 0 … levels − 1 of (Σw, Σw·y, Σw·y², Σw·y³) over the atoms with P = k and lo < L ≤ hi,
-        y = L_in − (P − 1)·chunk the last chunk of the prompt (y ≤ chunk keeps the sums well
-        conditioned), shape (levels, 4); column 0 is :meth:`weights_by_level`."""
+        """Rows k = 0 … levels − 1 of (Σw, Σw·y, Σw·y², Σw·y³) over the atoms with P = k and
+        lo < L ≤ hi, y the last chunk of the prompt, shape (levels, 4)."""
+        if self._prompt_sums is None:
+            raise ValueError("the prefill histogram was built without the prompts' last chunks")
         runs = self._runs(lo_tokens, hi_tokens)
         if runs is None:
             return np.zeros((self.levels, 4))
-        if self._prompt_sums is None:
-            inputs = self._inputs[self._order].astype(np.float64)
-            table = np.empty((inputs.size + 1, 4))
-            table[0] = 0.0
-            body = table[1:]
-            body[:, 0] = self._weights[self._order]
-            np.multiply(body[:, 0], inputs, out=body[:, 1])
-            np.multiply(body[:, 1], inputs, out=body[:, 2])
-            np.multiply(body[:, 2], inputs, out=body[:, 3])
-            np.cumsum(body, axis=0, out=body)
-            self._prompt_sums = table
-        return self._prompt_sums[runs[1]] - self._prompt_sums[runs[0]]
+        sums = np.empty((self.levels, 4))
+        sums[:, 0] = self.cumulative_weight[runs[1]] - self.cumulative_weight[runs[0]]
+        sums[:, 1:] = self._prompt_sums[runs[1]] - self._prompt_sums[runs[0]]
+        return sums
 
     def level_sums(
         self, lo_tokens: int, hi_tokens: int, prompts: bool
@@ -209,6 +255,26 @@ class _PrefillHistogram:
             return self.weights_by_level(lo_tokens, hi_tokens), None
         sums = self.prompt_sums_by_level(lo_tokens, hi_tokens)
         return sums[:, 0], sums
+
+
+def _run_cumulative(
+    weights: np.ndarray, order: np.ndarray, run_ends: np.ndarray, last_chunk: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """([0, cumulative weight (atoms in ``order``) at the end of each run of equal keys], the same of
+    w·y, w·y², w·y³ as rows when the last chunks y, in ``order``, are given)."""
+    if order.size == 0:
+        return np.zeros(1), (None if last_chunk is None else np.zeros((1, 3)))
+    ordered = weights[order]
+    cumulative = np.concatenate(([0.0], np.cumsum(ordered)[run_ends - 1]))
+    if last_chunk is None:
+        return cumulative, None
+    prompts = np.zeros((run_ends.size + 1, 3))
+    power = ordered * last_chunk
+    for j in range(3):
+        prompts[1:, j] = np.cumsum(power)[run_ends - 1]
+        if j < 2:
+            power = power * last_chunk
+    return cumulative, prompts
 
 
 def _quantile_level(histogram: np.ndarray, quantile: float) -> int:
@@ -241,10 +307,12 @@ def _floor_tokens(value: float) -> int:
 class PoolStatistics:
     """Exact per-pool moments of a workload for one prefill chunk size.
 
-    ``lo`` / ``hi`` bounds are in tokens and select total lengths lo < L ≤ hi.
+    ``lo`` / ``hi`` bounds are in tokens and select total lengths lo < L ≤ hi. With
+    ``prompt_levels=True`` pools can also carry their prompts by prefill level
+    (:attr:`PoolMoments.prompt_levels`, what the ``engine`` model needs).
     """
 
-    def __init__(self, workload: Workload, prefill_chunk_tokens: int):
+    def __init__(self, workload: Workload, prefill_chunk_tokens: int, *, prompt_levels: bool = False):
         if prefill_chunk_tokens < 1:
             raise ValueError("prefill chunk must be ≥ 1 token")
         self.workload = workload
@@ -253,35 +321,63 @@ class PoolStatistics:
         self._weights = workload.weights / self._total_weight
         self._totals = workload.total_tokens
         self._prefill = -(-workload.input_tokens // self.prefill_chunk_tokens)  # ⌈L_in / chunk⌉
-        self._prefix = _prefix_table(self._prefill, workload.output_tokens, self._totals, self._weights)
+        # Range queries select whole runs of equal total length, so the prefix sums are kept per
+        # run (distinct lengths: far fewer than atoms in a big log), not per atom.
+        runs = _run_starts(self._totals)
+        self._run_totals = self._totals[runs]
+        self._prefix = _run_prefix_table(
+            self._prefill, workload.output_tokens, self._totals, self._weights, runs
+        )
+        # the prompts by prefill level (the engine model's TTFT law), only when asked: extra sums
+        self.prompt_levels = bool(prompt_levels)
         self._histogram = _PrefillHistogram(
             self._prefill,
             self._totals,
             self._weights,
-            _last_chunk(workload.input_tokens, self._prefill, self.prefill_chunk_tokens),
+            last_chunk_tokens=self._last_chunks(workload.input_tokens, self._prefill),
         )
-        # _last_positive[k]: index of the last atom below k with positive weight (−1 if none).
-        positive_index = np.where(self._weights > 0, np.arange(self._weights.size), -1)
+        # _last_positive[k]: index of the last run below k with positive weight (−1 if none).
+        positive = np.add.reduceat(self._weights, runs) > 0 if runs.size else np.zeros(0, dtype=bool)
+        positive_index = np.where(positive, np.arange(runs.size), -1)
         self._last_positive = np.concatenate(([-1], np.maximum.accumulate(positive_index)))
         self._bands: dict[int, _CompressionBand] = {}
         self._ranges: dict[tuple[int, int, float, bool, bool], PoolMoments] = {}
         self._cdf: dict[int, float] = {}
 
+    def _last_chunks(self, input_tokens: np.ndarray, prefill_iterations: np.ndarray) -> np.ndarray | None:
+        """y = L_in − (P − 1)·chunk per atom (0 when P = 0), when prompt levels are kept; else None."""
+        if not self.prompt_levels:
+            return None
+        return input_tokens - np.maximum(prefill_iterations - 1, 0) * self.prefill_chunk_tokens
+
+    def _check_prompt_levels(self, asked: bool) -> bool:
+        if asked and not self.prompt_levels:
+            raise ValueError(
+                "prompt levels were asked of pool statistics built without them (prompt_levels=True)"
+            )
+        return asked
+
     # -- plain ranges ---------------------------------------------------------------------
     def _index(self, bound_tokens: int) -> int:
+        """Atoms with total ≤ bound: the first ``_index`` atoms."""
         return int(self._totals.searchsorted(bound_tokens, side="right"))
 
+    def _run_index(self, bound_tokens: int) -> int:
+        """Runs of equal total ≤ bound: the first ``_run_index`` runs."""
+        return int(self._run_totals.searchsorted(bound_tokens, side="right"))
+
     def _sums_between(self, i0: int, i1: int) -> np.ndarray:
+        """Sums over the runs i0 … i1 − 1."""
         if i1 <= i0:
             return np.zeros(len(_COLUMNS))
-        return self._prefix[i1] - self._prefix[i0]
+        return self._prefix[:, i1] - self._prefix[:, i0]
 
     def cdf(self, tokens: float) -> float:
         """F(tokens): fraction of requests with total length ≤ tokens (memoized by ⌊tokens⌋)."""
         bound = _floor_tokens(tokens)
         value = self._cdf.get(bound)
         if value is None:
-            value = self._cdf[bound] = float(self._prefix[self._index(bound), _W])
+            value = self._cdf[bound] = float(self._prefix[_W, self._run_index(bound)])
         return value
 
     def range_moments(
@@ -296,15 +392,21 @@ class PoolStatistics:
         """Moments of the requests with lo < L ≤ hi, at their original lengths.
 
         ``prefill_quantile=False`` skips the prefill-iteration quantile (left None), the one part
-        that costs more than a few lookups; ``prompt_levels=True`` adds the prompt lengths by
-        prefill level (:attr:`PoolMoments.prompt_levels`)."""
+        that costs more than a few lookups; ``prompt_levels=True`` adds the prompts by prefill level
+        (the statistics must have been built with them)."""
         lo, hi = _floor_tokens(lo_tokens), _floor_tokens(hi_tokens)
-        key = (lo, hi, quantile, prefill_quantile, prompt_levels)
+        key = (lo, hi, quantile, prefill_quantile, self._check_prompt_levels(prompt_levels))
         if key not in self._ranges:
-            i0, i1 = self._index(lo), self._index(hi)
+            i0, i1 = self._run_index(lo), self._run_index(hi)
+            histogram, prompts = (
+                self._histogram.level_sums(lo, hi, prompt_levels)
+                if prefill_quantile or prompt_levels
+                else (None, None)
+            )
             self._ranges[key] = self._moments(
                 self._sums_between(i0, i1),
-                *self._range_levels(lo, hi, prefill_quantile, prompt_levels),
+                histogram if prefill_quantile else None,
+                prompts,
                 quantile,
                 self._max_total_between(i0, i1),
             )
@@ -326,9 +428,9 @@ class PoolStatistics:
         """
         b = int(b_short_tokens)
         hi = _floor_tokens(gamma * b)
-        i_b = self._index(b)
+        i_b = self._run_index(b)
         sums = self._sums_between(0, i_b)
-        histogram, prompts = self._histogram.level_sums(-1, b, prompt_levels)
+        histogram, prompts = self._histogram.level_sums(-1, b, self._check_prompt_levels(prompt_levels))
         max_total = self._max_total_between(0, i_b)
         if compressibility > 0 and hi > b:
             band = self._band(b, hi)
@@ -364,10 +466,10 @@ class PoolStatistics:
         top = _floor_tokens(hi_tokens)
         if hi > top:
             raise ValueError(f"the C&R band ends at {hi} tokens, above the pool's top {top}")
-        i_hi = self._index(hi)
-        i_end = self._totals.size if math.isinf(hi_tokens) else self._index(top)
+        i_hi = self._run_index(hi)
+        i_end = self._run_totals.size if math.isinf(hi_tokens) else self._run_index(top)
         sums = self._sums_between(i_hi, i_end)
-        histogram, prompts = self._histogram.level_sums(hi, top, prompt_levels)
+        histogram, prompts = self._histogram.level_sums(hi, top, self._check_prompt_levels(prompt_levels))
         max_total = self._max_total_between(i_hi, i_end)
         if hi > b:
             band = self._band(b, hi)
@@ -382,7 +484,7 @@ class PoolStatistics:
                 histogram = _add_padded(_add_padded(histogram, fixed_histogram), stay * stay_histogram)
                 if prompts is not None:
                     prompts = _add_padded(_add_padded(prompts, fixed_prompts), stay * stay_prompts)
-                max_total = max(max_total, self._max_total_between(self._index(b), i_hi))
+                max_total = max(max_total, self._max_total_between(self._run_index(b), i_hi))
         return self._moments(sums, histogram, prompts, quantile, max_total)
 
     def compressible_fraction(self, b_short_tokens: int, gamma: float) -> float:
@@ -407,16 +509,7 @@ class PoolStatistics:
 
     def _max_total_between(self, i0: int, i1: int) -> int:
         last = int(self._last_positive[i1])
-        return int(self._totals[last]) if last >= i0 else 0
-
-    def _range_levels(
-        self, lo: int, hi: int, prefill_quantile: bool, prompt_levels: bool
-    ) -> tuple[np.ndarray | None, np.ndarray | None]:
-        """(prefill histogram or None, prompt sums by level or None) of a plain range."""
-        if not (prefill_quantile or prompt_levels):
-            return None, None
-        histogram, prompts = self._histogram.level_sums(lo, hi, prompt_levels)
-        return (histogram if prefill_quantile else None), prompts
+        return int(self._run_totals[last]) if last >= i0 else 0
 
     def _moments(
         self,
@@ -459,10 +552,10 @@ class _CompressionBand:
     """Sums over the atoms in B < L ≤ ``hi_tokens``, split into those C&R can compress (L_out < B)
     and not; queries must stay within ``hi_tokens``.
 
-    Compressible atoms are kept twice, as compressed (L_in' = B − L_out) and as they are; all
-    histograms are keyed by the ORIGINAL total, so that (B, γB] selects the band. A band serves
-    about ten queries (one per γ), so each sum is one matrix-vector product over the atoms up to
-    γB rather than a prefix table over the whole band (a cumulative sum costs far more here).
+    Compressible atoms are counted twice, as compressed (L_in' = B − L_out) and as they are; all
+    tables and histograms are keyed by the ORIGINAL total, so that (B, γB] selects the band. Each
+    kind of sum is a prefix table over the band's runs of equal total, built once per B one column
+    at a time (nothing is kept per atom), so every γ is a lookup.
     """
 
     def __init__(self, stats: PoolStatistics, b_short_tokens: int, hi_tokens: int):
@@ -479,38 +572,35 @@ class _CompressionBand:
             -(b_short_tokens - np.minimum(outputs, b_short_tokens)) // stats.prefill_chunk_tokens
         )
         compressed_totals = np.full_like(totals, b_short_tokens)
-        self._weights, self._fixed_weights = weights, fixed_weights
-        self._compressed_columns = _unweighted_columns(compressed_prefill, outputs, compressed_totals)
-        self._columns = _unweighted_columns(prefill, outputs, totals)
-        chunk = stats.prefill_chunk_tokens
+        runs = _run_starts(totals)
+        self._run_totals = totals[runs]
+        self._compressed = _run_prefix_table(compressed_prefill, outputs, compressed_totals, weights, runs)
+        self._original = _run_prefix_table(prefill, outputs, totals, weights, runs)
+        self._incompressible = _run_prefix_table(prefill, outputs, totals, fixed_weights, runs)
         compressed_inputs = b_short_tokens - np.minimum(outputs, b_short_tokens)
         self.compressed_histogram = _PrefillHistogram(
-            compressed_prefill, totals, weights, _last_chunk(compressed_inputs, compressed_prefill, chunk)
+            compressed_prefill,
+            totals,
+            weights,
+            last_chunk_tokens=stats._last_chunks(compressed_inputs, compressed_prefill),
         )
         self.original_histogram = _PrefillHistogram(
-            prefill, totals, weights, _last_chunk(stats.workload.input_tokens[start:end], prefill, chunk)
-        )
-        self.incompressible_histogram = self.original_histogram.reweighted(fixed_weights)
+            prefill, totals, weights, (fixed_weights,),
+            last_chunk_tokens=stats._last_chunks(stats.workload.input_tokens[start:end], prefill),
+        )  # fmt: skip
+        (self.incompressible_histogram,) = self.original_histogram.others
 
     def _end(self, hi_tokens: int) -> int:
-        return int(self.totals.searchsorted(hi_tokens, side="right"))
+        return int(self._run_totals.searchsorted(hi_tokens, side="right"))
 
     def compressed_sums(self, hi_tokens: int) -> np.ndarray:
-        end = self._end(hi_tokens)
-        return self._compressed_columns[:, :end] @ self._weights[:end]
+        return self._compressed[:, self._end(hi_tokens)]
 
     def original_sums(self, hi_tokens: int) -> np.ndarray:
-        end = self._end(hi_tokens)
-        return self._columns[:, :end] @ self._weights[:end]
+        return self._original[:, self._end(hi_tokens)]
 
     def incompressible_sums(self, hi_tokens: int) -> np.ndarray:
-        end = self._end(hi_tokens)
-        return self._columns[:, :end] @ self._fixed_weights[:end]
-
-
-def _last_chunk(input_tokens: np.ndarray, prefill_iterations: np.ndarray, chunk_tokens: int) -> np.ndarray:
-    """y = L_in − (P − 1)·chunk: the last (partial) chunk of each prompt, tokens (0 when P = 0)."""
-    return input_tokens - np.maximum(prefill_iterations - 1, 0) * chunk_tokens
+        return self._incompressible[:, self._end(hi_tokens)]
 
 
 def _pad(histogram: np.ndarray, levels: int) -> np.ndarray:

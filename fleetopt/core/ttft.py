@@ -64,7 +64,18 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.special import erfc, gammainc, gammaincc, gammaincinv, ndtri
+
+_SPECIAL: Any = None
+
+
+def _special() -> Any:
+    """scipy.special, imported on first use (not at start-up: only planning needs it)."""
+    global _SPECIAL
+    if _SPECIAL is None:
+        import scipy.special
+
+        _SPECIAL = scipy.special
+    return _SPECIAL
 
 
 @dataclass(frozen=True)
@@ -315,9 +326,9 @@ def _survival_one(mean: float, variance: float, third: float, x: float) -> float
     scale = sd * abs(skew) / 2.0
     if skew > 0:
         z = (x - (mean - shape * scale)) / scale
-        return float(gammaincc(shape, z)) if z > 0 else 1.0
+        return float(_special().gammaincc(shape, z)) if z > 0 else 1.0
     z = (mean + shape * scale - x) / scale
-    return float(gammainc(shape, z)) if z > 0 else 0.0
+    return float(_special().gammainc(shape, z)) if z > 0 else 0.0
 
 
 def ttft_cumulants(
@@ -515,12 +526,12 @@ def shifted_gamma_quantile(mean: float, variance: float, third: float, q: float)
     sd = math.sqrt(variance)
     skew = third / (variance * sd)
     if abs(skew) < 1e-6:
-        return mean + sd * float(ndtri(q))
+        return mean + sd * float(_special().ndtri(q))
     shape = 4.0 / (skew * skew)
     scale = sd * abs(skew) / 2.0
     if skew > 0:
-        return mean - shape * scale + scale * float(gammaincinv(shape, q))
-    return mean + shape * scale - scale * float(gammaincinv(shape, 1.0 - q))
+        return mean - shape * scale + scale * float(_special().gammaincinv(shape, q))
+    return mean + shape * scale - scale * float(_special().gammaincinv(shape, 1.0 - q))
 
 
 def shifted_gamma_quantiles(
@@ -539,9 +550,9 @@ def shifted_gamma_quantiles(
         safe = np.where(tiny, 1.0, skew)
         shape = 4.0 / (safe * safe)
         scale = sd * np.abs(safe) / 2.0
-        upper = mean - shape * scale + scale * gammaincinv(shape, q)
-        lower = mean + shape * scale - scale * gammaincinv(shape, 1.0 - q)
-        value = np.where(tiny, mean + sd * float(ndtri(q)), np.where(skew > 0, upper, lower))
+        upper = mean - shape * scale + scale * _special().gammaincinv(shape, q)
+        lower = mean + shape * scale - scale * _special().gammaincinv(shape, 1.0 - q)
+        value = np.where(tiny, mean + sd * float(_special().ndtri(q)), np.where(skew > 0, upper, lower))
         value = np.where(sd > 0, value, mean)
     return np.where(np.isfinite(mean) & np.isfinite(variance), value, np.inf)
 
@@ -562,10 +573,10 @@ def _shifted_gamma_survival(mean: Any, variance: Any, third: Any, level: float) 
         scale = sd * np.abs(safe) / 2.0
         upper_tail = np.where(
             skew > 0,
-            gammaincc(shape, np.maximum((level - (mean - shape * scale)) / scale, 0.0)),
-            gammainc(shape, np.maximum((mean + shape * scale - level) / scale, 0.0)),
+            _special().gammaincc(shape, np.maximum((level - (mean - shape * scale)) / scale, 0.0)),
+            _special().gammainc(shape, np.maximum((mean + shape * scale - level) / scale, 0.0)),
         )
-        normal_tail = 0.5 * erfc((level - mean) / (sd * math.sqrt(2.0)))
+        normal_tail = 0.5 * _special().erfc((level - mean) / (sd * math.sqrt(2.0)))
         tail = np.where(tiny, normal_tail, upper_tail)
         return np.where(sd > 0, tail, np.where(mean > level, 1.0, 0.0))
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
+if TYPE_CHECKING:  # rich is imported when a table is drawn, not for --format json|yaml
+    from rich.console import Console
 
 
 def _probability(value: float, log10_value: float | None) -> str:
@@ -34,9 +35,7 @@ def _leading_digits(decimal: str, digits: int) -> str:
 
 def draw_queue(console: Console, data: Mapping[str, Any]) -> None:
     """Erlang B and C, utilization and the waits (and the 50-digit check with --exact)."""
-    from rich.table import Table
-    from rich.text import Text
-
+    from fleetopt.render.layout import FitTable
     from fleetopt.render.output import fmt_num, fmt_seconds
 
     in_seconds = data["time_unit"] == "s"
@@ -45,9 +44,9 @@ def draw_queue(console: Console, data: Mapping[str, Any]) -> None:
     def wait(value: float) -> str:
         return fmt_seconds(value) if in_seconds else f"{fmt_num(value, 6)} × mean service time"
 
-    table = Table(title=f"M/G/{data['servers']} queue", title_justify="left", show_header=False)
-    table.add_column(no_wrap=True)
-    table.add_column(justify="right")
+    table = FitTable(title=f"M/G/{data['servers']} queue", show_header=False)
+    table.add_column(justify="left", wrap=True)
+    table.add_column()
     rows = [("servers c", fmt_num(data["servers"]))]
     if in_seconds:
         rows += [
@@ -71,7 +70,7 @@ def draw_queue(console: Console, data: Mapping[str, Any]) -> None:
             ("fast vs exact, relative difference", f"{exact['relative_difference_erlang_c']:.1e}"),
         ]
     for label, value in rows:
-        table.add_row(Text(label), Text(value))
+        table.add_row(label, value)
     console.print(table)
     if not in_seconds:
         console.print(
