@@ -753,8 +753,11 @@ def _seen_iteration_s(ctx: _EngineContext, n: float, s: Any, st: dict[str, Any],
     return (ctx.costs.base_s + ctx.decode_per_sequence_s * per_instance) / max(1.0 - prompt_share, 1e-12)
 
 
-def _engine_eval_one(ctx: _EngineContext, instances: float, slots: float) -> dict[str, Any]:
-    """:func:`_engine_eval` at one point, in plain floats (the same formulas)."""
+def _engine_eval_one(
+    ctx: _EngineContext, instances: float, slots: float, *, quantile: bool = False
+) -> dict[str, Any]:
+    """:func:`_engine_eval` at one point, in plain floats (the same formulas). The SLO test uses the
+    law's survival function at the SLO; ``quantile=True`` also gives the P99 TTFT (``ttft``)."""
     m = ctx.moments
     q = m.quantile
     prompt_share = ctx.rate / instances * ctx.prompt_work_s
@@ -778,9 +781,9 @@ def _engine_eval_one(ctx: _EngineContext, instances: float, slots: float) -> dic
         wait_raw_moments=_wait_raw_moments(p_wait, drain, m.iterations_scv),
         decode_and_prompt=(ctx.decode_per_sequence_s, ctx.prompt_work_s),
     )  # fmt: skip
-    ttft = law.quantile_s(q)
+    ttft = law.quantile_s(q) if quantile else math.nan
     utilization = mean_busy / servers
-    ok = compute <= ctx.cap and utilization <= ctx.cap and ttft <= ctx.ttft_slo_s
+    ok = compute <= ctx.cap and utilization <= ctx.cap and not law.exceeds_one(ctx.ttft_slo_s, q)
     seen_iteration_s = math.nan
     if ctx.tpot_slo_s is not None:
         target = min(1.0, q * z)
@@ -831,7 +834,7 @@ def _engine_describe(
     ctx: _EngineContext, context_tokens: int, kv_limit: int, instances: int, slots: int,
     binding: str, slots_binding: str,
 ) -> PoolSizing:  # fmt: skip
-    ev = _engine_eval_one(ctx, float(instances), float(slots))
+    ev = _engine_eval_one(ctx, float(instances), float(slots), quantile=True)
     mean_busy = float(ev["mean_busy"])
     stable = ev["law"] is not None
     wait_q = float(
@@ -957,6 +960,9 @@ def _evaluate_engine(
         problems.append(PoolProblem(ProblemKind.OVER_CAP, result.utilization, cap))
     elif not (result.compute_utilization or 0.0) <= cap:
         problems.append(PoolProblem(ProblemKind.OVER_CAP, result.compute_utilization, cap))
-    if not result.p99_ttft_s <= ttft_slo_s:
+    # the SLO test sizing uses (the law's survival function at the SLO), so a sized pool re-evaluated
+    # passes exactly when sizing passed it; the reported P99 is the same law's quantile
+    law = _engine_eval_one(ctx, float(instances), float(slots))["law"]
+    if law is None or law.exceeds_one(ttft_slo_s, moments.quantile):
         problems.append(PoolProblem(ProblemKind.TTFT_OVER_SLO, result.p99_ttft_s, ttft_slo_s))
     return _replace(result, feasible=not problems, problems=tuple(problems))

@@ -264,6 +264,16 @@ class TtftCumulants:
         (w0, *quiet), (w1, *rest) = self.components()
         return _mixture_quantile(w0, quiet, w1, rest, q)
 
+    def exceeds_one(self, level_s: float, q: float) -> bool:
+        """:meth:`exceeds` for a law at one t_d, in plain floats (the sizing hot path)."""
+        if not (math.isfinite(self.mean_s) and math.isfinite(self.variance_s2)):
+            return True
+        w0 = self.quiet_probability
+        if not 1e-9 < w0 < 1.0 - 1e-9:
+            return _survival_one(self.mean_s, self.variance_s2, self.third_s3, level_s) > 1.0 - q
+        (w0, *quiet), (w1, *rest) = self.components()
+        return w0 * _survival_one(*quiet, level_s) + w1 * _survival_one(*rest, level_s) > 1.0 - q
+
     def exceeds(self, level_s: float, q: float) -> Any:
         """Whether the q-quantile exceeds ``level_s`` (arrays allowed): P(TTFT > level) > 1 − q under
         the same mixture as :meth:`quantile_s`, by its survival function."""
@@ -284,8 +294,8 @@ class TtftCumulants:
 
 def _mixture_quantile(w0: float, first, w1: float, second, q: float) -> float:
     """The q-quantile of w0·SG(first) + w1·SG(second) (shifted gamma laws by their cumulants): it lies
-    between the parts' own q-quantiles; found there by bisection on the survival function to 10⁻⁹
-    of the bracket, then one secant step."""
+    between the parts' own q-quantiles; found there by Brent's method on the survival function
+    (scipy.optimize.brentq, to 10⁻¹⁰ relative)."""
     a = shifted_gamma_quantile(*first, q)
     b = shifted_gamma_quantile(*second, q)
     lo, hi = (a, b) if a <= b else (b, a)
@@ -296,22 +306,14 @@ def _mixture_quantile(w0: float, first, w1: float, second, q: float) -> float:
     def excess(x: float) -> float:
         return w0 * _survival_one(*first, x) + w1 * _survival_one(*second, x) - target
 
-    f_lo, f_hi = excess(lo), excess(hi)  # f_lo ≥ 0 ≥ f_hi
-    for _ in range(60):
-        if hi - lo <= 1e-9 * max(abs(hi), 1e-12):
-            break
-        # Illinois-style regula falsi, falling back to bisection when it stalls
-        mid = hi - f_hi * (hi - lo) / (f_hi - f_lo) if f_hi != f_lo else 0.5 * (lo + hi)
-        if not lo < mid < hi:
-            mid = 0.5 * (lo + hi)
-        f_mid = excess(mid)
-        if f_mid > 0:
-            lo, f_lo = mid, f_lo if f_mid == 0 else f_mid
-            f_hi *= 0.5
-        else:
-            hi, f_hi = mid, f_mid
-            f_lo *= 0.5
-    return hi
+    f_lo, f_hi = excess(lo), excess(hi)
+    if f_lo <= 0.0:
+        return lo
+    if f_hi >= 0.0:
+        return hi
+    from scipy.optimize import brentq
+
+    return float(brentq(excess, lo, hi, xtol=1e-12, rtol=1e-10))
 
 
 def _survival_one(mean: float, variance: float, third: float, x: float) -> float:
