@@ -33,10 +33,11 @@ ENGINE_HW = replace(
 logs = st.lists(st.tuples(st.integers(1, 3000), st.integers(1, 600)), min_size=3, max_size=30)
 
 
-def _moments(pairs, chunk=512):
+def _moments(pairs, chunk=512, engine=False):
     inputs, outputs = np.array(pairs).T
     workload = workload_from_requests(inputs, outputs, name="random")
-    return PoolStatistics(workload, chunk).range_moments(-1, math.inf)
+    stats = PoolStatistics(workload, chunk, prompt_levels=engine)  # the engine model needs prompt levels
+    return stats.range_moments(-1, math.inf, 0.99, prompt_levels=engine)
 
 
 def _erlang_c_mp(servers, load):
@@ -94,7 +95,7 @@ def test_more_rate_or_burstier_arrivals_never_need_fewer_instances(
     """The peak basis sizes at factor × rate with C_a² ≥ 1: never fewer instances than the mean."""
     chunk = ENGINE_HW.prefill_chunk_tokens if model == "engine" else 512
     hardware = ENGINE_HW if model == "engine" else PAPER_A100
-    common = dict(moments=_moments(pairs, chunk), hardware=hardware, context_tokens=4096,
+    common = dict(moments=_moments(pairs, chunk, model == "engine"), hardware=hardware, context_tokens=4096,
                   service_model=model, ttft_slo_s=slo_s)  # fmt: skip
     mean = size_pool(arrival_rate_per_s=rate, **common)
     peak = size_pool(arrival_rate_per_s=rate * factor, arrival_scv=scv, **common)
