@@ -54,7 +54,9 @@ def _over_slo_share(report, slo_s: float) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument(
+        "--seeds", type=int, default=None, help="default: the CLI's (3, more for a rare pool)"
+    )
     parser.add_argument("--slo", type=float, default=0.5)
     parser.add_argument("--rate", type=float, default=1000.0)
     parser.add_argument("--window", type=float, default=None, help="only the plans on this rate window (s)")

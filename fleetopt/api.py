@@ -728,7 +728,7 @@ def crosscheck_setup_run(
     service_model: str,
     dispatch: str = DEFAULT_DISPATCH,
     requests: int | None = None,
-    seeds: int = 3,
+    seeds: int | None = None,
     warmup_fraction: float = 0.5,
     arrival_rate_per_s: float | None = None,
     replay: bool = False,
@@ -756,6 +756,11 @@ def crosscheck_setup_run(
 
     Replay and profile keep the plan's own predictions (made at its sizing rate): the simulated
     traffic has no one rate to re-evaluate them at.
+
+    ``seeds`` (default :data:`DEFAULT_SEEDS`): a replay or profile covers the log once per seed, so
+    a pool with little traffic may measure fewer requests than a P99 interval needs; by default
+    it then runs as many seeds as its rarest pool needs for that (expected from the plan's pool
+    rates, with 10% margin), at most :data:`MAX_AUTO_SEEDS`.
     """
     from fleetopt.core.arrivals import ArrivalSpec, WindowCounts
     from fleetopt.core.crosscheck import (
@@ -776,7 +781,7 @@ def crosscheck_setup_run(
         raise ValidationError(f"--service-model: {service_model!r} is not one of {', '.join(SERVICE_MODELS)}")
     if dispatch not in DISPATCH_POLICIES:
         raise ValidationError(f"--dispatch: {dispatch!r} is not one of {', '.join(DISPATCH_POLICIES)}")
-    if seeds < 1:
+    if seeds is not None and seeds < 1:
         raise ValidationError(f"seeds: {seeds} must be ≥ 1")
     if requests is not None and requests < 2:
         raise ValidationError(f"requests: {requests} must be ≥ 2")
@@ -796,8 +801,8 @@ def crosscheck_setup_run(
             setup = reevaluate(setup, workload, rate, analytical_model)
         report = crosscheck_setup(
             setup, workload, service_model=service_model, dispatch=dispatch, requests=requests,
-            seeds=tuple(range(1, seeds + 1)), warmup_fraction=warmup_fraction, arrival_rate_per_s=rate,
-            progress=progress,
+            seeds=tuple(range(1, (seeds or DEFAULT_SEEDS) + 1)), warmup_fraction=warmup_fraction,
+            arrival_rate_per_s=rate, progress=progress,
         )  # fmt: skip
         return CrossCheck(report, workload.name, process, reevaluated_for_other_workload)
     if analytical_model != setup.analytical_model:
@@ -845,6 +850,8 @@ def crosscheck_setup_run(
             f"--arrivals {process}: the log at {mean:,.4g} req/s is about {expected:,.0f} requests per seed, "
             f"more than the simulator holds ({MAX_REQUESTS:,}); give --requests to replay its first part"
         )
+    if seeds is None:
+        seeds = _seeds_for_rarest_pool(setup, spec)
     report = crosscheck_setup(
         setup, workload, service_model=service_model, dispatch=dispatch,
         seeds=tuple(range(1, seeds + 1)), progress=progress, arrivals=spec,
@@ -855,11 +862,33 @@ def crosscheck_setup_run(
     )  # fmt: skip
 
 
+#: Seeds a cross-check runs unless told otherwise.
+DEFAULT_SEEDS = 3
+#: The most seeds a replay or profile runs on its own to measure its rarest pool.
+MAX_AUTO_SEEDS = 10
+
+
+def _seeds_for_rarest_pool(setup: Any, spec: Any) -> int:
+    """Seeds for a replay or profile: 3, or as many as the rarest pool with instances needs to measure
+    the requests a P99 interval needs (expected from its planned share of the sizing rate, with 10%
+    margin), at most MAX_AUTO_SEEDS."""
+    from fleetopt.core.crosscheck import min_requests_for_quantile
+
+    measured = spec.expected_measured_requests()
+    needed = 1.1 * min_requests_for_quantile(setup.quantile)
+    seeds = DEFAULT_SEEDS
+    for pool in setup.pools:
+        share = pool.arrival_rate_per_s / setup.arrival_rate_per_s if setup.arrival_rate_per_s > 0 else 0.0
+        if pool.simulated.instances > 0 and share > 0 and measured > 0:
+            seeds = max(seeds, math.ceil(needed / (share * measured)))
+    return min(seeds, MAX_AUTO_SEEDS)
+
+
 def crosscheck_plan_run(
     run: PlanRun,
     *,
     requests: int | None = None,
-    seeds: int = 3,
+    seeds: int | None = None,
     progress: Any = None,
     arrivals: str | None = None,
     replay: bool = False,
@@ -883,7 +912,7 @@ def crosscheck_plan_file(
     service_model: str | None = None,
     dispatch: str = DEFAULT_DISPATCH,
     requests: int | None = None,
-    seeds: int = 3,
+    seeds: int | None = None,
     warmup_fraction: float = 0.5,
     arrival_rate_per_s: float | None = None,
     replay: bool = False,

@@ -103,13 +103,15 @@ def test_the_schedule_over_the_azure_hour_is_not_periodic() -> None:
     assert busiest["instances"] == {name: p["instances"] for name, p in plan["best"]["pools"].items()}
 
 
-def _short_log(tmp_path: Path) -> Path:
-    """A ten-minute log: 2 req/s with one busy minute at 6 req/s."""
+def _short_log(tmp_path: Path, long_share: float = 0.0) -> Path:
+    """A ten-minute log: 2 req/s with one busy minute at 6 req/s (``long_share`` of its prompts
+    20,000–30,000 tokens long)."""
     rng = np.random.default_rng(0)
     rates = [2.0] * 4 + [6.0] + [2.0] * 5
     counts = rng.poisson(np.array(rates) * 60.0)
     times = np.sort(np.append(np.repeat(np.arange(10) * 60.0, counts) + rng.random(counts.sum()) * 60.0, 0.0))
-    inputs = rng.integers(100, 2000, times.size)
+    short, long = rng.integers(100, 2000, times.size), rng.integers(20_000, 30_000, times.size)
+    inputs = np.where(rng.random(times.size) < long_share, long, short)
     outputs = rng.integers(10, 200, times.size)
     path = tmp_path / "short.csv"
     rows = "".join(f"{t:.6f},{i},{o}\n" for t, i, o in zip(times, inputs, outputs, strict=True))
@@ -201,3 +203,40 @@ def test_plan_validate_replay_replays_right_after_planning(tmp_path: Path) -> No
     clash = runner.invoke(app, [*args, "--validate", "--replay", "--arrivals", "profile"])
     assert clash.exit_code == 1
     assert clash.stderr == "Error: --replay and --arrivals profile contradict each other; give one of them\n"
+
+
+def test_a_replay_runs_enough_seeds_for_its_rarest_pool(tmp_path: Path) -> None:
+    """Cut to its first 1,000 arrivals a replay measures a few dozen long-pool requests per seed: by
+    default it runs as many seeds as that pool needs for a P99 interval (at most 10), not 3."""
+    log = _short_log(tmp_path, long_share=0.03)
+    plan = tmp_path / "plan.yaml"
+    args = [
+        "plan",
+        "--cdf",
+        str(log),
+        "--slo",
+        "1s",
+        "--rate",
+        "50",
+        "--service-model",
+        "lockstep",
+        "-o",
+        str(plan),
+    ]
+    assert runner.invoke(app, args).exit_code == 0
+    pools = yaml.safe_load(plan.read_text())["best"]["pools"]
+    share = min(p["traffic_fraction"] for p in pools.values() if p["instances"] > 0)
+    result = runner.invoke(
+        app, ["simulate", "--plan", str(plan), "--replay", "--requests", "1000", "-f", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    expected = min(10, max(3, -(-1.1 * 368 // (share * 1000))))
+    assert len(data["seeds"]) == expected > 3
+    fixed = json.loads(
+        runner.invoke(
+            app,
+            ["simulate", "--plan", str(plan), "--replay", "--requests", "1000", "--seeds", "2", "-f", "json"],
+        ).stdout
+    )
+    assert fixed["seeds"] == [1, 2]

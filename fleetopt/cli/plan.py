@@ -126,7 +126,12 @@ def plan(
         help="With --validate: requests per seed (default: sized to warm up); with a replay or profile, "
         "its first N arrivals (default: the whole log).",
     ),
-    sim_seeds: int = typer.Option(3, "--sim-seeds", help="With --validate: seeds (replications)."),
+    sim_seeds: int | None = typer.Option(
+        None,
+        "--sim-seeds",
+        help="With --validate: seeds (replications). Default: 3 (more for a replay or profile whose rarest "
+        "pool needs them, at most 10).",
+    ),
     replay: bool = typer.Option(
         False,
         "--replay",

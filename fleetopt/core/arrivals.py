@@ -429,16 +429,20 @@ class ArrivalSpec:
         span = float(times.max() - times.min())
         return span + (span / (times.size - 1) if span > 0 else 1.0)
 
-    def expected_requests(self) -> float:
-        """The expected arrivals per seed (warm-up included) of a replay or profile."""
-        count = (
+    def _pattern_requests(self) -> float:
+        return (
             float(np.asarray(self.times_s).size) if self.kind == "replay" else float(self.counts.counts.sum())
         )
-        per_second = self.rate_factor * count / self.period_s
-        measured = self.rate_factor * count
-        if self.max_requests is not None:
-            measured = min(measured, float(self.max_requests))
-        return measured + per_second * self.warmup_s
+
+    def expected_measured_requests(self) -> float:
+        """The expected arrivals per seed after the warm-up (the measured ones) of a replay or profile."""
+        measured = self.rate_factor * self._pattern_requests()
+        return measured if self.max_requests is None else min(measured, float(self.max_requests))
+
+    def expected_requests(self) -> float:
+        """The expected arrivals per seed (warm-up included) of a replay or profile."""
+        per_second = self.rate_factor * self._pattern_requests() / self.period_s
+        return self.expected_measured_requests() + per_second * self.warmup_s
 
     def generate(self, rng: np.random.Generator) -> tuple[np.ndarray, int]:
         """(sorted arrival times from 0, the number of warm-up arrivals at their start)."""
