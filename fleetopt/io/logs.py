@@ -27,7 +27,7 @@ import numpy as np
 
 from fleetopt.core.workload import MICROSECONDS_PER_S
 from fleetopt.errors import ValidationError
-from fleetopt.io.log_formats import LogFormat, TimeUnit
+from fleetopt.io.log_formats import LogFormat
 
 #: The most tokens one side of one request may have (no model has a context near this; it keeps
 #: every count far inside int64 and float64 arithmetic).

@@ -234,7 +234,11 @@ def detect_format(data: bytes, path: Path | str = "<data>") -> str:
             if _SUMMARY_KEY in text[:4096]:
                 return "summary"
             return _json_document_kind(text)
-        if isinstance(first, dict) and first.get(_SUMMARY_KEY.decode()) is not None:
+        if isinstance(first, dict) and first.get("fleetopt_summary") is not None:
+            return "summary"
+        from fleetopt.io.summaries import is_summary_header
+
+        if isinstance(first, dict) and is_summary_header([str(k) for k in first]):
             return "summary"
         if isinstance(first, dict) and "cdf" not in first:
             keys = {str(k).lower() for k in first}
@@ -352,7 +356,21 @@ def _detect_file(path: Path, input_format: str | None) -> tuple[str, bytes]:
             raise ValidationError(f"{path}: the file is empty")
         _check_text(head, path, whole=len(head) < _HEAD_BYTES)
     fmt = input_format or detect_format(head, path)
+    if fmt == "parquet" and input_format is None and _parquet_is_summary(path):
+        fmt = "summary"
     return fmt, head
+
+
+def _parquet_is_summary(path: Path) -> bool:
+    """Whether a Parquet file's columns are a summary table's."""
+    from fleetopt.io.logs import connect, sql_string
+    from fleetopt.io.summaries import is_summary_header
+
+    try:
+        columns = connect().execute(f"DESCRIBE SELECT * FROM read_parquet({sql_string(str(path))})").fetchall()
+    except Exception:  # noqa: BLE001 - not readable: the log reader says why
+        return False
+    return is_summary_header([c[0] for c in columns])
 
 
 def _load_file(
@@ -1037,3 +1055,144 @@ def _json_key(
         if candidate.lower() in lowered:
             return lowered[candidate.lower()]
     return None if optional else candidates[0]
+
+
+# --------------------------------------------------------------------------- summaries of logs
+
+
+def summarize_source(
+    name_or_path: str,
+    window_us: int,
+    *,
+    input_format: str | None = None,
+    input_column: str | None = None,
+    output_column: str | None = None,
+    time_column: str | None = None,
+    log_format: str | None = None,
+    time_unit: str | None = None,
+):
+    """The summary (:class:`~fleetopt.core.summary.LogSummary`) of one log — a path, a glob, a URL
+    or a bundled name — aggregated where it is read: DuckDB streams the rows through
+    :func:`fleetopt.io.logs.summary_sql`, keeping only the aggregates. A summary given here is
+    read as it is; a CDF is refused (it has no request counts)."""
+    from fleetopt.core.summary import merge_summaries, summary_from_workload
+    from fleetopt.io import logs
+
+    if input_format is not None and input_format not in INPUT_FORMATS:
+        raise ValidationError(f"unknown input format {input_format!r} (allowed: {', '.join(INPUT_FORMATS)})")
+    options = ReaderOptions(
+        input_format=input_format,
+        log_format=log_format_option(log_format, input_format),
+        input_column=input_column,
+        output_column=output_column,
+        time_column=time_column,
+        time_unit_s=time_unit_seconds(time_unit),
+    )
+    path = Path(name_or_path).expanduser()
+    not_a_log = f"{name_or_path}: is a CDF table, not a request log; a summary counts requests"
+    if path.is_file():
+        fmt, head = _detect_file(path, options.input_format)
+        if fmt in ("cdf-json", "cdf-csv"):
+            raise ValidationError(not_a_log)
+        if fmt == "summary":
+            return read_summary_file(path, head)
+        if fmt not in LOG_INPUT_FORMATS:
+            raise ValidationError(f"{path}: format {fmt!r} is not a request log")
+        if fmt == "azure" and options.log_format is None:
+            options = dataclasses.replace(options, log_format=LOG_FORMATS["azure"])
+        source = _log_source(str(path), [str(path)], fmt, _is_gzip(path))
+        if source.container == "csv":
+            _check_csv_head(head, path)
+        careful = None
+        if source.container in ("csv", "jsonl") and (
+            options.log_format is None
+            or (not options.log_format.filters and options.log_format.layout == "table")
+        ):
+            careful = lambda: _read_careful(path, source.container, options)  # noqa: E731
+    elif path.is_dir():
+        raise ValidationError(f"{name_or_path}: is a folder, not a workload file")
+    elif logs.is_remote(name_or_path) or logs.is_pattern(name_or_path):
+        if logs.is_remote(name_or_path):
+            files = [name_or_path]
+            fmt = options.input_format or logs.container_from_name(name_or_path)
+            if fmt is None:
+                raise ValidationError(
+                    f"{name_or_path}: cannot tell the format from the name; give --input-format "
+                    f"({', '.join(LOG_INPUT_FORMATS)} or summary)"
+                )
+            gzip_compressed = name_or_path.lower().split("?")[0].endswith(".gz")
+        else:
+            paths = logs.expand_local(name_or_path)
+            fmt, _ = _detect_file(paths[0], options.input_format)
+            files = [str(p) for p in paths]
+            gzip_compressed = _is_gzip(paths[0])
+            if fmt == "summary":
+                return merge_summaries([read_summary_file(p) for p in paths], files)
+        if fmt in ("cdf-json", "cdf-csv"):
+            raise ValidationError(not_a_log)
+        if fmt == "summary":
+            from fleetopt.io.summaries import read_summary_table
+
+            container = logs.container_from_name(name_or_path) or "parquet"
+            return read_summary_table(files, container, name_or_path)
+        if fmt == "azure" and options.log_format is None:
+            options = dataclasses.replace(options, log_format=LOG_FORMATS["azure"])
+        source = _log_source(name_or_path, files, fmt, gzip_compressed)
+        careful = None
+    elif name_or_path in bundled_workload_names():
+        workload = _load_bundled(name_or_path, None)
+        if workload.kind != "requests":
+            raise ValidationError(not_a_log)
+        return summary_from_workload(workload, name_or_path, window_us)
+    else:
+        load_workload(name_or_path)  # raises the missing-workload error with the bundled names
+        raise NotFoundError(name_or_path)
+    connection = logs.connect()
+    resolved = logs.resolve_log(
+        connection, source, preset=options.log_format, input_column=options.input_column,
+        output_column=options.output_column, time_column=options.time_column,
+        time_unit_s=options.time_unit_s, default_names=_default_names(source.container),
+        name_units=_name_units(source.container), time_origin_us=options.time_origin_us,
+        fallback=careful is not None,
+    )  # fmt: skip
+    try:
+        if resolved is None:
+            raise logs.UnreadableLog(name_or_path)
+        table = logs.summarize_log(resolved, window_us, name_or_path, connection)
+    except (logs.InvalidRows, logs.UnreadableLog) as problem:
+        if careful is not None:  # names the line, or reads what DuckDB could not
+            workload = _log_workload(careful(), Path(name_or_path).name, name_or_path)
+            return summary_from_workload(workload, name_or_path, window_us)
+        if isinstance(problem, logs.InvalidRows):
+            raise ValidationError(logs.first_invalid_row(resolved)) from None
+        raise
+    from fleetopt.io.summaries import summary_from_table
+
+    return summary_from_table(table, name_or_path)
+
+
+def read_summary_source(location: str):
+    """A summary named by a path, a glob (its files merged) or a URL; anything else is refused."""
+    from fleetopt.core.summary import merge_summaries
+    from fleetopt.io import logs
+
+    if logs.is_remote(location):
+        from fleetopt.io.summaries import read_summary_table
+
+        container = logs.container_from_name(location) or "parquet"
+        return read_summary_table([location], "jsonl" if container == "json" else container, location)
+    paths = [Path(location).expanduser()] if Path(location).expanduser().is_file() else None
+    if paths is None:
+        if not logs.is_pattern(location):
+            raise NotFoundError(f"{location}: no such file")
+        paths = logs.expand_local(location)
+    parts = []
+    for path in paths:
+        fmt, head = _detect_file(path, None)
+        if fmt != "summary":
+            raise ValidationError(
+                f"{path}: is not a workload summary (it reads as {fmt}); summarize it first with "
+                "fleetopt workload summarize"
+            )
+        parts.append(read_summary_file(path, head))
+    return parts[0] if len(parts) == 1 else merge_summaries(parts, [str(p) for p in paths])
