@@ -1013,6 +1013,7 @@ def workload_summary_sql(
     time_unit: str | None = None,
     time_type: str | None = None,
     no_time: bool = False,
+    where: str | None = None,
 ) -> str:
     """``fleetopt workload sql``: the summary query of a warehouse table, in ``dialect``."""
     from fleetopt.core.workload_stats import window_microseconds
@@ -1024,5 +1025,5 @@ def workload_summary_sql(
         dialect.strip().lower(), preset=preset_named(log_format), table=table,
         window_us=window_microseconds(window_s), input_column=input_column, output_column=output_column,
         time_column=time_column, time_unit_s=time_unit_seconds(time_unit), time_type=time_type,
-        no_time=no_time,
+        no_time=no_time, where=where,
     )  # fmt: skip

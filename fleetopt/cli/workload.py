@@ -151,6 +151,9 @@ def sql(
         help="How the time column is stored: timestamp or number (default: the preset's; timestamp).",
     ),
     no_time: bool = typer.Option(False, "--no-time", help="The table has no arrival times (no windows, no rate)."),
+    where: str | None = typer.Option(
+        None, "--where", help="An extra row filter (SQL), e.g. \"startTime >= '2024-05-01'\"; added to the preset's."
+    ),
 ) -> None:
     """Print the summary query for a warehouse: run it where the logs live, save the result as
     CSV or Parquet, and plan from that file (only the aggregate moves)."""
@@ -160,7 +163,7 @@ def sql(
     text = workload_summary_sql(
         dialect=dialect, log_format=log_format, table=table, window_s=parse_duration_s(window, field="--window"),
         input_column=input_column, output_column=output_column, time_column=time_column,
-        time_unit=time_unit, time_type=time_type, no_time=no_time,
+        time_unit=time_unit, time_type=time_type, no_time=no_time, where=where,
     )  # fmt: skip
     typer.echo(text.rstrip() + ";")
 

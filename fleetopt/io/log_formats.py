@@ -43,6 +43,9 @@ class LogFormat:
     filters: tuple[tuple[str, str], ...] = ()
     layout: str = "table"
     source: str = ""
+    #: The row filters of ``workload sql`` when they differ from ``filters`` (a warehouse table
+    #: has one known schema, so a filter cannot depend on which columns are present).
+    warehouse_filters: tuple[str, ...] | None = None
 
 
 LOG_FORMATS: dict[str, LogFormat] = {
@@ -116,6 +119,7 @@ LOG_FORMATS: dict[str, LogFormat] = {
             source="Helicone/helicone valhalla/jawn/src/lib/stores/request/request.ts @0003b753 "
             "(request_created_at, prompt_tokens, completion_tokens, response_status); "
             "clickhouse/migrations/20200101000041_request_response_replacing_merge_tree.sql",
+            warehouse_filters=('"response_status" BETWEEN 200 AND 299',),
         ),
         LogFormat(
             "otel",

@@ -589,12 +589,13 @@ def first_invalid_row(log: ResolvedLog) -> str:
     where = f" WHERE {log.where_sql}" if log.where_sql else ""
     names = log.names
     time_raw = sql_identifier(names[2]) if names[2] else "NULL"
+    numbered = f"(SELECT *, row_number() OVER () AS fleetopt_row FROM {relation}) AS numbered_rows"
     query = (
         "SELECT row_number, input_raw, output_raw, arrival_us, input_text, output_text, time_text FROM ("
-        f"SELECT row_number() OVER () AS row_number, {log.input_sql} AS input_raw, {log.output_sql} AS output_raw, "
+        f"SELECT fleetopt_row AS row_number, {log.input_sql} AS input_raw, {log.output_sql} AS output_raw, "
         f"{time_expr} AS arrival_us, CAST({sql_identifier(names[0])} AS VARCHAR) AS input_text, "
         f"CAST({sql_identifier(names[1])} AS VARCHAR) AS output_text, CAST({time_raw} AS VARCHAR) AS time_text "
-        f"FROM {relation}{where}) AS numbered WHERE NOT COALESCE({valid_sql(log.time_sql is not None)}, false) "
+        f"FROM {numbered}{where}) AS checked_rows WHERE NOT COALESCE({valid_sql(log.time_sql is not None)}, false) "
         "ORDER BY row_number LIMIT 1"
     )
     try:

@@ -60,8 +60,10 @@ def warehouse_sql(
     time_unit_s: float | None = None,
     time_type: str | None = None,
     no_time: bool = False,
+    where: str | None = None,
 ) -> str:
-    """The summary query of ``table`` in ``dialect`` (one of :data:`DIALECTS`)."""
+    """The summary query of ``table`` in ``dialect`` (one of :data:`DIALECTS`); ``where``: an extra
+    row filter in DuckDB's SQL (a date range, a model), added to the preset's."""
     if dialect not in EPOCH_MICROSECONDS:
         raise ValidationError(f"--dialect: {dialect!r} is not one of {', '.join(DIALECTS)}")
     if preset is None and (input_column is None or output_column is None):
@@ -91,7 +93,11 @@ def warehouse_sql(
             scale = time_unit_s or (unit.seconds if unit else 1.0)
             time_expr = _number_time_sql(sql_identifier(time_name), scale)
             utc = unit is not None and unit.epoch
-    filters = [condition for _, condition in preset.filters] if preset is not None else []
+    filters = []
+    if preset is not None:
+        filters = list(preset.warehouse_filters or (condition for _, condition in preset.filters))
+    if where:
+        filters.append(where)
     if preset is not None and preset.name == "otel" and not input_column and not output_column:
         filters.append(f"({input_sql}) IS NOT NULL OR ({output_sql}) IS NOT NULL")
     log = ResolvedLog(
