@@ -227,17 +227,20 @@ def test_merging_refuses_what_would_not_add_up(logs, tmp_path: Path) -> None:
 
 
 def test_a_summary_table_with_invalid_rows_is_refused(tmp_path: Path) -> None:
+    """A warehouse's query result counts what it found; values that are not token counts, or rows
+    without a time, are named when the summary is read (never planned on)."""
     path = tmp_path / "warehouse.csv"
     path.write_text(
         "record,input_tokens,output_tokens,start_us,end_us,n,source,clock\n"
-        "tokens,10,5,,,3,,\nlog,,,,,3,db.logs,\ninvalid,,,,,2,,\n"
+        "tokens,10,5,,,3,,\ntokens,-1,5,,,2,,\nwindow,,,0,1000000,4,,\nwindow,,,,,1,,\n"
+        "log,,,0,500,5,db.logs,utc\n"
     )
     with pytest.raises(ValidationError) as error:
         load_workload(str(path))
     assert str(error.value) == (
-        f"{path}: the log has 2 rows that are not valid requests (a token count missing, negative, "
-        "fractional or above 100,000,000, input + output = 0, or no arrival time); fix or filter them "
-        "where the log lives and summarize again"
+        f"{path}: the log has rows that are not valid requests (2 with a token count missing, negative, "
+        "fractional or above 100,000,000, or input + output = 0; 1 without an arrival time); fix or filter "
+        "them where the log lives and summarize again"
     )
 
 

@@ -67,7 +67,9 @@ def show(
     window_s = parse_duration_s(rate_window, field="--rate-window")
     loaded = load_workload(
         workload,
-        **reader_options(input_format, log_format, input_column, output_column, time_column, time_unit, split),
+        **reader_options(
+            input_format, log_format, input_column, output_column, time_column, time_unit, split
+        ),
     )
     emit(summarize_workload(loaded, b_short_tokens=b_short, rate_window_s=window_s), fmt, draw_workload)
 
@@ -118,7 +120,9 @@ def merge(
     summaries: list[str] = typer.Argument(
         ..., metavar="SUMMARY...", help="Summaries to add together (paths, globs or URLs)."
     ),
-    output: Path = typer.Option(..., "--output", "-o", help="Write the merged summary (.parquet, .json or .csv)."),
+    output: Path = typer.Option(
+        ..., "--output", "-o", help="Write the merged summary (.parquet, .json or .csv)."
+    ),
     fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
     """Merge workload summaries: counts add (same window length and clock required; the same log
@@ -139,7 +143,9 @@ def sql(
         "duckdb", "--dialect", help="SQL dialect: duckdb, spark, bigquery, trino, snowflake or postgres."
     ),
     log_format: str | None = LOG_FORMAT_OPTION,
-    table: str = typer.Option("requests", "--table", help="The table (or view) of request rows, e.g. logs.spend."),
+    table: str = typer.Option(
+        "requests", "--table", help="The table (or view) of request rows, e.g. logs.spend."
+    ),
     window: str = WINDOW_OPTION,
     input_column: str | None = INPUT_COLUMN_OPTION,
     output_column: str | None = OUTPUT_COLUMN_OPTION,
@@ -150,9 +156,13 @@ def sql(
         "--time-type",
         help="How the time column is stored: timestamp or number (default: the preset's; timestamp).",
     ),
-    no_time: bool = typer.Option(False, "--no-time", help="The table has no arrival times (no windows, no rate)."),
+    no_time: bool = typer.Option(
+        False, "--no-time", help="The table has no arrival times (no windows, no rate)."
+    ),
     where: str | None = typer.Option(
-        None, "--where", help="An extra row filter (SQL), e.g. \"startTime >= '2024-05-01'\"; added to the preset's."
+        None,
+        "--where",
+        help="An extra row filter (SQL), e.g. \"startTime >= '2024-05-01'\"; added to the preset's.",
     ),
 ) -> None:
     """Print the summary query for a warehouse: run it where the logs live, save the result as

@@ -25,7 +25,7 @@ import numpy as np
 
 from fleetopt.core.summary import LogSummary, SummarySource, make_summary
 from fleetopt.errors import ValidationError
-from fleetopt.io.logs import SUMMARY_COLUMNS, connect, sql_string
+from fleetopt.io.logs import MAX_REQUEST_TOKENS, SUMMARY_COLUMNS, connect, sql_string
 
 #: The JSON document's marker and version.
 SUMMARY_JSON_KEY = "fleetopt_summary"
@@ -109,37 +109,104 @@ def _source_record(entry: Any, label: str, where: str) -> SummarySource:
     )
 
 
-def summary_from_table(table: dict[str, np.ndarray], label: str) -> LogSummary:
-    """A summary from the columns of its table form (a query result or a file)."""
+def _table_columns(table: dict[str, np.ndarray], label: str) -> dict[str, np.ndarray]:
     lowered = {key.strip().lower(): values for key, values in table.items()}
     missing = [c for c in SUMMARY_COLUMNS if c not in lowered]
     if missing:
         raise ValidationError(f"{label}: not a summary table (missing columns: {', '.join(missing)})")
-    records = np.array([str(r).strip().lower() if r is not None else "" for r in _plain(lowered["record"])])
-    unknown = sorted(set(records) - {"tokens", "window", "log", "invalid"})
+    return lowered
+
+
+def _numbers(values: np.ndarray) -> np.ndarray:
+    """A column as float64 with NaN for missing values (masked arrays and None included)."""
+    if isinstance(values, np.ma.MaskedArray):
+        return np.ma.filled(values.astype(np.float64), np.nan)
+    array = np.asarray(values)
+    if array.dtype.kind in "iuf":
+        return array.astype(np.float64)
+    return np.array([np.nan if v is None else float(v) for v in array], dtype=np.float64)
+
+
+def _records(values: np.ndarray) -> np.ndarray:
+    """The ``record`` column as lower-case text (vectorized: a summary table may have millions of rows)."""
+    array = np.ma.filled(values, "") if isinstance(values, np.ma.MaskedArray) else np.asarray(values)
+    if array.dtype == object:
+        array = np.where(np.equal(array, None), "", array)
+    return np.char.lower(np.char.strip(array.astype(str)))
+
+
+def _rows(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The rows ``mask`` selects of a column, masked values as None (the ``log`` rows: few)."""
+    if isinstance(values, np.ma.MaskedArray):
+        data = values.data[mask].astype(object)
+        data[np.ma.getmaskarray(values)[mask]] = None
+        return data
+    return np.asarray(values, dtype=object)[mask]
+
+
+def _invalid_counts(lowered: dict[str, np.ndarray]) -> tuple[int, int]:
+    """(rows whose token values are not token counts, rows without an arrival time) of a table."""
+    records = _records(lowered["record"])
+    counts = _numbers(lowered["n"])
+    tokens = records == "tokens"
+    inputs, outputs = _numbers(lowered["input_tokens"])[tokens], _numbers(lowered["output_tokens"])[tokens]
+    with np.errstate(invalid="ignore"):
+        good = (
+            np.isfinite(inputs) & np.isfinite(outputs) & (inputs >= 0) & (outputs >= 0)
+            & (inputs == np.floor(inputs)) & (outputs == np.floor(outputs)) & (inputs + outputs >= 1)
+            & (inputs <= MAX_REQUEST_TOKENS) & (outputs <= MAX_REQUEST_TOKENS)
+        )  # fmt: skip
+    windows = records == "window"
+    untimed = windows & np.isnan(_numbers(lowered["start_us"]))
+    return int(counts[tokens][~good].sum()), int(counts[untimed].sum())
+
+
+def invalid_rows(table: dict[str, np.ndarray]) -> int:
+    """How many rows of a summary table's log are not valid requests (at least; 0 when none)."""
+    bad_tokens, untimed = _invalid_counts(_table_columns(table, "summary"))
+    return max(bad_tokens, untimed)
+
+
+def summary_from_table(table: dict[str, np.ndarray], label: str) -> LogSummary:
+    """A summary from the columns of its table form (a query result or a file)."""
+    lowered = _table_columns(table, label)
+    records = _records(lowered["record"])
+    unknown = sorted(set(records) - {"tokens", "window", "log"})
     if unknown:
-        raise ValidationError(f"{label}: record {unknown[0]!r} is not one of tokens, window, log, invalid")
+        raise ValidationError(f"{label}: record {str(unknown[0])!r} is not one of tokens, window, log")
+    bad_tokens, untimed = _invalid_counts(lowered)
+    if bad_tokens or untimed:
+        parts = []
+        if bad_tokens:
+            parts.append(
+                f"{bad_tokens:,} with a token count missing, negative, fractional or above "
+                f"{MAX_REQUEST_TOKENS:,}, or input + output = 0"
+            )
+        if untimed:
+            parts.append(f"{untimed:,} without an arrival time")
+        raise ValidationError(
+            f"{label}: the log has rows that are not valid requests ({'; '.join(parts)}); fix or filter "
+            "them where the log lives and summarize again"
+        )
 
     def ints(name: str, mask: np.ndarray) -> np.ndarray:
-        values = _plain(lowered[name])[mask]
-        if any(v is None for v in values):
-            raise ValidationError(f"{label}: a {name} value is missing in a {_record_of(mask, records)} row")
-        try:
-            numbers = np.array([float(v) for v in values], dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ValidationError(f"{label}: {name} must hold whole numbers") from None
-        if (numbers != np.round(numbers)).any() or not np.isfinite(numbers).all():
+        values = _numbers(lowered[name])[mask]
+        if np.isnan(values).any():
+            raise ValidationError(f"{label}: a {name} value is missing")
+        if (values != np.round(values)).any():
             raise ValidationError(f"{label}: {name} must hold whole numbers")
-        return np.array([int(v) for v in values], dtype=np.int64)
-
-    invalid_rows = records == "invalid"
-    invalid = int(ints("n", invalid_rows).sum()) if invalid_rows.any() else 0
-    if invalid:
-        raise ValidationError(
-            f"{label}: the log has {invalid:,} rows that are not valid requests (a token count missing, "
-            "negative, fractional or above 100,000,000, input + output = 0, or no arrival time); fix or "
-            "filter them where the log lives and summarize again"
+        raw = lowered[name]
+        exact = (
+            np.asarray(raw)[mask]
+            if np.asarray(raw).dtype.kind in "iu" and not isinstance(raw, np.ma.MaskedArray)
+            else None
         )
+        if exact is None and isinstance(raw, np.ma.MaskedArray) and raw.dtype.kind in "iu":
+            exact = raw.data[mask]
+        if exact is None:
+            exact = [int(v) for v in _plain(np.asarray(raw, dtype=object)[mask])]
+        return np.asarray(exact, dtype=np.int64)
+
     tokens, windows, logs = records == "tokens", records == "window", records == "log"
     starts = ints("start_us", windows)
     ends = ints("end_us", windows)
@@ -147,13 +214,15 @@ def summary_from_table(table: dict[str, np.ndarray], label: str) -> LogSummary:
     if len(widths) > 1:
         raise ValidationError(f"{label}: the arrival windows differ in length ({sorted(widths)[:3]} µs)")
     log_counts = ints("n", logs)
-    sources_column, clocks = _plain(lowered["source"])[logs], _plain(lowered["clock"])[logs]
-    first_column, last_column = _plain(lowered["start_us"])[logs], _plain(lowered["end_us"])[logs]
+    sources_column, clocks = _plain(_rows(lowered["source"], logs)), _plain(_rows(lowered["clock"], logs))
+    first_column, last_column = (
+        _plain(_rows(lowered["start_us"], logs)),
+        _plain(_rows(lowered["end_us"], logs)),
+    )
     records_out = []
     for k in range(int(logs.sum())):
         if log_counts[k] == 0:
             continue  # an empty log part (a filter that matched nothing)
-        clock = clocks[k]
         first, last = first_column[k], last_column[k]
         records_out.append(
             SummarySource(
@@ -161,7 +230,7 @@ def summary_from_table(table: dict[str, np.ndarray], label: str) -> LogSummary:
                 int(log_counts[k]),
                 None if first is None else int(first),
                 None if last is None else int(last),
-                str(clock).lower() == "utc",
+                str(clocks[k]).lower() == "utc",
             )
         )
     summary = make_summary(

@@ -2,7 +2,7 @@
 on DuckDB, written for the table where the logs live and transpiled by sqlglot.
 
 The query is built in DuckDB's dialect from a preset's columns (or explicit ones) — exactly
-:func:`fleetopt.io.logs.summary_sql` over :func:`fleetopt.io.logs.requests_sql` — and sqlglot
+:func:`fleetopt.io.logs.summary_sql` over :func:`fleetopt.io.logs.rows_sql` — and sqlglot
 transpiles it. One function has no common spelling and sqlglot does not translate it, the
 microseconds since the Unix epoch of a timestamp; it is written per dialect from each engine's
 documented function (table :data:`EPOCH_MICROSECONDS`). Only the aggregate leaves the warehouse:
@@ -18,7 +18,7 @@ from fleetopt.io.logs import (
     LogSource,
     ResolvedLog,
     integer_time_sql,
-    requests_sql,
+    rows_sql,
     sql_identifier,
     summary_sql,
 )
@@ -110,7 +110,7 @@ def warehouse_sql(
         names=(inputs[0], outputs[0], time_name),
     )
     duckdb_sql = summary_sql(
-        requests_sql(log, table_reference(table)), window_us if time_expr else None, table, utc
+        rows_sql(log, table_reference(table)), window_us if time_expr else None, table, utc
     )
     return transpile(duckdb_sql, dialect)
 

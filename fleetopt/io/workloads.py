@@ -367,7 +367,9 @@ def _parquet_is_summary(path: Path) -> bool:
     from fleetopt.io.summaries import is_summary_header
 
     try:
-        columns = connect().execute(f"DESCRIBE SELECT * FROM read_parquet({sql_string(str(path))})").fetchall()
+        columns = (
+            connect().execute(f"DESCRIBE SELECT * FROM read_parquet({sql_string(str(path))})").fetchall()
+        )
     except Exception:  # noqa: BLE001 - not readable: the log reader says why
         return False
     return is_summary_header([c[0] for c in columns])
@@ -1158,7 +1160,7 @@ def summarize_source(
     try:
         if resolved is None:
             raise logs.UnreadableLog(name_or_path)
-        table = logs.summarize_log(resolved, window_us, name_or_path, connection)
+        return logs.summarize_log(resolved, window_us, name_or_path, connection)
     except (logs.InvalidRows, logs.UnreadableLog) as problem:
         if careful is not None:  # names the line, or reads what DuckDB could not
             workload = _log_workload(careful(), Path(name_or_path).name, name_or_path)
@@ -1166,9 +1168,6 @@ def summarize_source(
         if isinstance(problem, logs.InvalidRows):
             raise ValidationError(logs.first_invalid_row(resolved)) from None
         raise
-    from fleetopt.io.summaries import summary_from_table
-
-    return summary_from_table(table, name_or_path)
 
 
 def read_summary_source(location: str):

@@ -124,7 +124,9 @@ def draw_summary_report(console: Console, data: Mapping[str, Any]) -> None:
         f"{data['windows']:,} windows of {fmt_num(data['window_s'])} s over {fmt_num(data['span_s'], 6)} s"
         + (f" from {data['first_arrival_utc']}" if data["first_arrival_utc"] else " (the log's own clock)")
     )  # fmt: skip
-    console.print(f"{data['requests']:,} requests, {data['distinct_pairs']:,} distinct (input, output) pairs; {window}")
+    console.print(
+        f"{data['requests']:,} requests, {data['distinct_pairs']:,} distinct (input, output) pairs; {window}"
+    )
     if data["output"]:
         size = f" ({data['output_bytes']:,} bytes)" if data["output_bytes"] is not None else ""
         console.print(f"summary written to {data['output']}{size}")
