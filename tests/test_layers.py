@@ -114,7 +114,8 @@ def test_help_does_not_import_duckdb_or_sqlglot() -> None:
     probe = (
         "import sys\n"
         "from fleetopt.cli import app\n"
-        "for args in (['--help'], ['workload', '--help'], ['workload', 'summarize', '--help'], ['plan', '--help']):\n"
+        "for args in (['--help'], ['workload', '--help'], ['workload', 'summarize', '--help'],\n"
+        "             ['plan', '--help']):\n"
         "    try:\n"
         "        app(args, standalone_mode=False)\n"
         "    except SystemExit:\n"

@@ -47,7 +47,9 @@ def _truth():
     """The twelve requests every sample holds (inputs, outputs, arrival seconds from the first)."""
     inputs = np.array([r[0] for r in REQUESTS])
     outputs = np.array([r[1] for r in REQUESTS])
-    return workload_from_requests(inputs, outputs, name="truth", arrival_times_s=np.array([r[2] for r in REQUESTS]) / 1e3)
+    return workload_from_requests(
+        inputs, outputs, name="truth", arrival_times_s=np.array([r[2] for r in REQUESTS]) / 1e3
+    )
 
 
 def _same_requests(workload, truth) -> None:
@@ -82,7 +84,12 @@ def test_otel_reads_both_attribute_generations() -> None:
     """Every third span of the sample uses gen_ai.usage.prompt_tokens/completion_tokens (the older
     names); the rest input_tokens/output_tokens; HTTP spans without usage are not requests."""
     spans = [json.loads(line) for line in (SAMPLES / "otel-spans.jsonl").read_text().splitlines()]
-    keys = {a["key"] for d in spans for s in d["resourceSpans"][0]["scopeSpans"][0]["spans"] for a in s["attributes"]}
+    keys = {
+        a["key"]
+        for d in spans
+        for s in d["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        for a in s["attributes"]
+    }
     assert {"gen_ai.usage.prompt_tokens", "gen_ai.usage.input_tokens"} <= keys
     assert load_workload(str(SAMPLES / "otel-spans.jsonl"), log_format="otel").request_count == 12
 
@@ -111,7 +118,9 @@ def test_a_preset_column_missing_is_named(tmp_path: Path) -> None:
 
 def test_gzip_crlf_and_bom_through_duckdb(tmp_path: Path) -> None:
     text = "\ufeffTIMESTAMP,ContextTokens,GeneratedTokens\r\n" + "".join(
-        f"2024-05-10 12:00:{ms // 1000:02d}.{ms % 1000:03d}0000,{i},{o}\r\n" for i, o, ms in REQUESTS if ms < 60_000
+        f"2024-05-10 12:00:{ms // 1000:02d}.{ms % 1000:03d}0000,{i},{o}\r\n"
+        for i, o, ms in REQUESTS
+        if ms < 60_000
     )
     path = tmp_path / "log.dat"  # no suffix: gzip is recognised by its magic bytes
     path.write_bytes(gzip.compress(text.encode()))
@@ -125,7 +134,8 @@ def test_parquet_log_and_a_glob_of_files(tmp_path: Path) -> None:
     connect().execute(
         "COPY (SELECT * FROM (VALUES "
         + ", ".join(f"({i}, {o}, {us})" for i, o, us in rows)
-        + f") AS t(input_tokens, output_tokens, arrival_offset_us)) TO '{tmp_path / 'log.parquet'}' (FORMAT parquet)"
+        + ") AS t(input_tokens, output_tokens, arrival_offset_us)) "
+        + f"TO '{tmp_path / 'log.parquet'}' (FORMAT parquet)"
     )
     _same_requests(load_workload(str(tmp_path / "log.parquet")), _truth())
     folder = tmp_path / "parts"

@@ -20,7 +20,13 @@ from fleetopt.io.workloads import load_workload, summarize_source
 runner = CliRunner()
 
 #: Arrival statistics that need each arrival (a summary reports them as null).
-PER_ARRIVAL = ("interarrival_scv", "interarrival_cv", "peak_requests_per_min", "peak_rate_per_s", "peak_to_mean_ratio")
+PER_ARRIVAL = (
+    "interarrival_scv",
+    "interarrival_cv",
+    "peak_requests_per_min",
+    "peak_rate_per_s",
+    "peak_to_mean_ratio",
+)
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +57,8 @@ def logs(tmp_path_factory) -> dict[str, Path]:
         paths[f"{name}-summary"] = summary
     merged = folder / "merged.json"
     result = runner.invoke(
-        app, ["workload", "merge", str(paths["first-summary"]), str(paths["second-summary"]), "-o", str(merged)]
+        app,
+        ["workload", "merge", str(paths["first-summary"]), str(paths["second-summary"]), "-o", str(merged)],
     )
     assert result.exit_code == 0, result.output
     paths["merged"] = merged
@@ -69,7 +76,7 @@ def _drop(document, *paths: str):
     for path in paths:
         parts = path.split(".")
 
-        def walk(node, depth=0):
+        def walk(node, depth=0, parts=parts):
             if not isinstance(node, dict):
                 return
             key = parts[depth]
@@ -80,7 +87,7 @@ def _drop(document, *paths: str):
                 if depth == len(parts) - 1:
                     del node[k]
                 else:
-                    walk(node[k], depth + 1)
+                    walk(node[k], depth + 1, parts)
 
         walk(document)
     return document
@@ -131,20 +138,36 @@ def test_workload_show_audit_and_drift_agree_on_a_summary(logs, tmp_path: Path) 
 
     audit_raw = _json(["audit", "--cdf", str(logs["whole"]), "--rate", "100"])
     audit_summary = _json(["audit", "--cdf", str(logs["whole-summary"]), "--rate", "100"])
-    assert _drop(audit_summary, "workload", "inputs.workload") == _drop(audit_raw, "workload", "inputs.workload")
+    assert _drop(audit_summary, "workload", "inputs.workload") == _drop(
+        audit_raw, "workload", "inputs.workload"
+    )
 
     plan = tmp_path / "plan.yaml"
-    assert runner.invoke(app, ["plan", "--cdf", str(logs["first"]), "--slo", "500ms", "-o", str(plan)]).exit_code == 0
+    assert (
+        runner.invoke(app, ["plan", "--cdf", str(logs["first"]), "--slo", "500ms", "-o", str(plan)]).exit_code
+        == 0
+    )
     drift_raw = runner.invoke(app, ["drift", "--plan", str(plan), "--cdf", str(logs["whole"]), "-f", "json"])
-    drift_summary = runner.invoke(app, ["drift", "--plan", str(plan), "--cdf", str(logs["merged"]), "-f", "json"])
+    drift_summary = runner.invoke(
+        app, ["drift", "--plan", str(plan), "--cdf", str(logs["merged"]), "-f", "json"]
+    )
     assert drift_raw.exit_code == drift_summary.exit_code
-    ignore = ["today.workload", "workload", "*.interarrival_scv", "*.*.interarrival_scv", "*.*.*.interarrival_scv"]
+    ignore = [
+        "today.workload",
+        "workload",
+        "*.interarrival_scv",
+        "*.*.interarrival_scv",
+        "*.*.*.interarrival_scv",
+    ]
     assert _drop(json.loads(drift_summary.stdout), *ignore) == _drop(json.loads(drift_raw.stdout), *ignore)
 
 
 def test_simulate_takes_a_summary_but_replay_needs_the_log(logs, tmp_path: Path) -> None:
     plan = tmp_path / "plan.yaml"
-    assert runner.invoke(app, ["plan", "--cdf", str(logs["whole"]), "--slo", "1s", "-o", str(plan)]).exit_code == 0
+    assert (
+        runner.invoke(app, ["plan", "--cdf", str(logs["whole"]), "--slo", "1s", "-o", str(plan)]).exit_code
+        == 0
+    )
     common = ["simulate", "--plan", str(plan), "--requests", "3000", "--seeds", "1"]
     raw = _json([*common, "--cdf", str(logs["whole"])])
     summary = _json([*common, "--cdf", str(logs["whole-summary"])])
@@ -162,7 +185,12 @@ def test_the_three_file_forms_hold_the_same_summary(logs, tmp_path: Path) -> Non
     forms = {}
     for suffix in ("parquet", "json", "csv"):
         target = tmp_path / f"s.{suffix}"
-        assert runner.invoke(app, ["workload", "summarize", source, "-o", str(target), "--window", "5s"]).exit_code == 0
+        assert (
+            runner.invoke(
+                app, ["workload", "summarize", source, "-o", str(target), "--window", "5s"]
+            ).exit_code
+            == 0
+        )
         forms[suffix] = load_workload(str(target))
     base = forms["parquet"]
     for workload in forms.values():
@@ -209,7 +237,8 @@ def test_merging_refuses_what_would_not_add_up(logs, tmp_path: Path) -> None:
     with pytest.raises(ValidationError) as error:
         merge_summaries([first, first], ["a", "b"])
     assert str(error.value) == (
-        f"merge: b and a both contain the log {str(logs['first'])!r} (1,500 requests): its requests would count twice"
+        f"merge: b and a both contain the log {str(logs['first'])!r} (1,500 requests): its requests "
+        "would count twice"
     )
     untimed = tmp_path / "untimed.csv"
     untimed.write_text("input_tokens,output_tokens\n5,6\n")

@@ -44,7 +44,9 @@ def _sample_rows(connection, preset: str) -> str:
     if WAREHOUSE_TIME_TYPES[preset] == "timestamp":
         quoted = sql_identifier(time_column)
         select = f"* REPLACE (CAST({quoted} AS TIMESTAMPTZ) AS {quoted})"
-    connection.execute(f"CREATE OR REPLACE TABLE requests AS SELECT {select} FROM {rows_relation(source, columns)}")
+    connection.execute(
+        f"CREATE OR REPLACE TABLE requests AS SELECT {select} FROM {rows_relation(source, columns)}"
+    )
     return str(path)
 
 
@@ -92,9 +94,7 @@ def test_the_command_prints_the_query_and_names_bad_choices() -> None:
     assert "UNIX_MICROS(`request_created_at`)" in result.stdout and result.stdout.rstrip().endswith(";")
     result = runner.invoke(app, ["workload", "sql", "--log-format", "helicone", "--dialect", "oracle"])
     assert result.exit_code == 1
-    assert result.stderr == (
-        f"Error: --dialect: 'oracle' is not one of {', '.join(DIALECTS)}\n"
-    )
+    assert result.stderr == (f"Error: --dialect: 'oracle' is not one of {', '.join(DIALECTS)}\n")
     result = runner.invoke(app, ["workload", "sql"])
     assert result.exit_code == 1
     assert result.stderr == (
@@ -110,8 +110,8 @@ def test_explicit_columns_and_a_numeric_clock(tmp_path: Path) -> None:
         "AS t(prompt, completion, sent_ms)"
     )
     sql = workload_summary_sql(
-        dialect="duckdb", log_format=None, table="requests", input_column="prompt", output_column="completion",
-        time_column="sent_ms", time_unit="ms", time_type="number", window_s=60.0,
+        dialect="duckdb", log_format=None, table="requests", input_column="prompt",
+        output_column="completion", time_column="sent_ms", time_unit="ms", time_type="number", window_s=60.0,
     )  # fmt: skip
     summary = summary_from_table(connection.execute(sql).fetchnumpy(), "requests")
     assert summary.counts.tolist() == [2, 1] and summary.window_counts.tolist() == [2, 1]
@@ -167,13 +167,20 @@ def test_the_spark_query_returns_the_summary_of_the_file(spark, preset: str) -> 
 
     def convert(row):
         return tuple(
-            datetime.datetime.fromtimestamp(v / 1e6, tz=utc) if isinstance(f.dataType, T.TimestampType) and v is not None
+            datetime.datetime.fromtimestamp(v / 1e6, tz=utc)
+            if isinstance(f.dataType, T.TimestampType) and v is not None
             else v
             for v, f in zip(row, fields, strict=True)
-        )  # fmt: skip
+        )
 
-    spark.createDataFrame([convert(r) for r in rows], T.StructType(fields)).createOrReplaceTempView("requests")
+    spark.createDataFrame([convert(r) for r in rows], T.StructType(fields)).createOrReplaceTempView(
+        "requests"
+    )
     sql = workload_summary_sql(dialect="spark", log_format=preset, table="requests", window_s=2.0)
     collected = spark.sql(sql).collect()
-    columns = {name: np.array([row[name] for row in collected], dtype=object) for name in collected[0].asDict()}
-    _same_summary(summary_from_table(columns, "requests"), summarize_source(path, 2_000_000, log_format=preset))
+    columns = {
+        name: np.array([row[name] for row in collected], dtype=object) for name in collected[0].asDict()
+    }
+    _same_summary(
+        summary_from_table(columns, "requests"), summarize_source(path, 2_000_000, log_format=preset)
+    )

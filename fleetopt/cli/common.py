@@ -33,7 +33,8 @@ def profiles_dirs(extra: Path | None) -> tuple[Path, ...]:
 INPUT_FORMAT_OPTION = typer.Option(
     None,
     "--input-format",
-    help="Override workload format detection: azure, csv, jsonl, json, parquet, summary, cdf-json or cdf-csv.",
+    help="Override workload format detection: azure, csv, jsonl, json, parquet, summary, cdf-json or "
+    "cdf-csv.",
 )
 LOG_FORMAT_OPTION = typer.Option(
     None,

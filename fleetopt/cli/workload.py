@@ -170,8 +170,9 @@ def sql(
     from fleetopt.api import workload_summary_sql
     from fleetopt.io.units import parse_duration_s
 
+    window_s = parse_duration_s(window, field="--window")
     text = workload_summary_sql(
-        dialect=dialect, log_format=log_format, table=table, window_s=parse_duration_s(window, field="--window"),
+        dialect=dialect, log_format=log_format, table=table, window_s=window_s,
         input_column=input_column, output_column=output_column, time_column=time_column,
         time_unit=time_unit, time_type=time_type, no_time=no_time, where=where,
     )  # fmt: skip

@@ -5,7 +5,7 @@ CSV (optionally gzip-compressed), JSON lines, JSON, Parquet — plus two nested 
 may name, OpenTelemetry's OTLP JSON and ``vllm bench``'s per-request arrays, which are flattened
 to rows here. :func:`resolve_log` picks the columns (``--input-column`` etc., else the
 ``--log-format`` preset, else the recognised names of docs/workloads.md) and the unit of the time
-column; :func:`requests_sql` is the one query of the log's requests (prompt tokens, generated
+column; :func:`rows_sql` is the one query of the log's requests (prompt tokens, generated
 tokens, arrival on the log's clock in whole µs), which :func:`load_requests` reads into numpy for
 a Workload and :func:`summary_sql` aggregates into a summary — the very query ``fleetopt workload
 sql`` transpiles for a warehouse.
@@ -418,7 +418,8 @@ PAIR_FACTOR = 1 << 27
 def pair_sql(log: ResolvedLog) -> str:
     """The packed (input, output) key of a valid request's tokens, NULL for any other row."""
     tokens_ok = valid_sql(False, log.integer_tokens)
-    return f"CASE WHEN {tokens_ok} THEN CAST(input_raw AS BIGINT) * {PAIR_FACTOR} + CAST(output_raw AS BIGINT) END"
+    packed = f"CAST(input_raw AS BIGINT) * {PAIR_FACTOR} + CAST(output_raw AS BIGINT)"
+    return f"CASE WHEN {tokens_ok} THEN {packed} END"
 
 
 def valid_sql(time_present: bool, integer_tokens: bool = False) -> str:
@@ -433,34 +434,19 @@ def valid_sql(time_present: bool, integer_tokens: bool = False) -> str:
     return rule + (" AND arrival_us IS NOT NULL" if time_present else "")
 
 
-def requests_sql(log: ResolvedLog, relation: str) -> str:
-    """One row per request of ``relation``: ``input_raw``, ``output_raw`` (as written), ``arrival_us``
-    (whole µs on the log's clock, or NULL without a time column) and ``valid`` (0 or 1)."""
-    time_expr = log.time_sql or "CAST(NULL AS BIGINT)"
-    where = f" WHERE {log.where_sql}" if log.where_sql else ""
-    rows = (
-        f"SELECT {log.input_sql} AS input_raw, {log.output_sql} AS output_raw, {time_expr} AS arrival_us "
-        f"FROM {relation}{where}"
-    )
-    return (
-        f"SELECT input_raw, output_raw, arrival_us, CASE WHEN {valid_sql(log.time_sql is not None, log.integer_tokens)} THEN 1 "
-        f"ELSE 0 END AS valid FROM ({rows}) AS log_rows"
-    )
-
-
 #: The columns of a summary table (the result of :func:`summary_sql`; docs/scale.md).
 SUMMARY_COLUMNS = ("record", "input_tokens", "output_tokens", "start_us", "end_us", "n", "source", "clock")
 
 
 def rows_sql(log: ResolvedLog, relation: str) -> str:
-    """One row per request of ``relation`` as written: ``input_tokens``, ``output_tokens`` and
+    """One row per request of ``relation`` as written: ``input_raw``, ``output_raw`` and
     ``arrival_us`` (whole µs on the log's clock, NULL without a time column), after the preset's
-    filter. Nothing is checked here: the summary's reader checks the aggregated values."""
+    filter. Nothing is checked here: each query built on it checks what it aggregates."""
     time_expr = log.time_sql or "CAST(NULL AS BIGINT)"
     where = f" WHERE {log.where_sql}" if log.where_sql else ""
     return (
-        f"SELECT {log.input_sql} AS input_tokens, {log.output_sql} AS output_tokens, {time_expr} AS arrival_us "
-        f"FROM {relation}{where}"
+        f"SELECT {log.input_sql} AS input_raw, {log.output_sql} AS output_raw, "
+        f"{time_expr} AS arrival_us FROM {relation}{where}"
     )
 
 
@@ -486,15 +472,16 @@ def summary_sql(rows: str, window_us: int | None, source: str, utc: bool) -> str
     )
     sets = "(input_tokens, output_tokens), " + ("(window_start_us), " if timed else "") + "()"
     return (
-        f"WITH requests AS ({rows}), windowed AS (SELECT input_tokens, output_tokens, arrival_us, "
+        f"WITH requests AS ({rows}), windowed AS (SELECT input_raw AS input_tokens, "
+        "output_raw AS output_tokens, arrival_us, "
         f"{windowing} AS window_start_us FROM requests) "
         "SELECT CASE WHEN GROUPING(input_tokens) = 0 THEN 'tokens' "
         f"WHEN {grouped_window} THEN 'window' ELSE 'log' END AS record, input_tokens, output_tokens, "
-        f"CASE WHEN {grouped_window} THEN window_start_us WHEN {is_log} THEN MIN(arrival_us) END AS start_us, "
-        f"CASE WHEN {grouped_window} THEN window_start_us + {window_us or 0} WHEN {is_log} THEN MAX(arrival_us) "
-        "END AS end_us, COUNT(*) AS n, "
-        f"CASE WHEN {is_log} THEN {sql_string(source)} END AS source, CASE WHEN {is_log} THEN {clock} END AS clock "
-        f"FROM windowed GROUP BY GROUPING SETS ({sets})"
+        f"CASE WHEN {grouped_window} THEN window_start_us WHEN {is_log} THEN MIN(arrival_us) END "
+        f"AS start_us, CASE WHEN {grouped_window} THEN window_start_us + {window_us or 0} "
+        f"WHEN {is_log} THEN MAX(arrival_us) END AS end_us, COUNT(*) AS n, "
+        f"CASE WHEN {is_log} THEN {sql_string(source)} END AS source, "
+        f"CASE WHEN {is_log} THEN {clock} END AS clock FROM windowed GROUP BY GROUPING SETS ({sets})"
     )
 
 
@@ -530,13 +517,14 @@ def load_requests(log: ResolvedLog, connection=None) -> LogRequests:
     with_times = log.time_sql is not None
     try:
         columns = describe(connection, log.source) if log.source.layout == "arrays" else []
-        rows = _raw_rows_sql(log, rows_relation(log.source, columns))
+        rows = rows_sql(log, rows_relation(log.source, columns))
         connection.execute(
-            f"CREATE OR REPLACE TEMP TABLE fleetopt_requests AS SELECT {pair_sql(log)} AS pair, arrival_us FROM ({rows})"
+            "CREATE OR REPLACE TEMP TABLE fleetopt_requests AS "
+            f"SELECT {pair_sql(log)} AS pair, arrival_us FROM ({rows})"
         )
         bad, missing_time, total = connection.execute(
-            "SELECT COUNT(*) FILTER (WHERE pair IS NULL), COUNT(*) FILTER (WHERE arrival_us IS NULL), COUNT(*) "
-            "FROM fleetopt_requests"
+            "SELECT COUNT(*) FILTER (WHERE pair IS NULL), COUNT(*) FILTER (WHERE arrival_us IS NULL), "
+            "COUNT(*) FROM fleetopt_requests"
         ).fetchone()
         invalid = max(int(bad), int(missing_time) if with_times else 0)
         if invalid:
@@ -573,40 +561,33 @@ def load_requests(log: ResolvedLog, connection=None) -> LogRequests:
     )
 
 
-def _raw_rows_sql(log: ResolvedLog, relation: str) -> str:
-    """The log's rows with the columns ``input_raw``, ``output_raw``, ``arrival_us`` (preset filter applied)."""
-    time_expr = log.time_sql or "CAST(NULL AS BIGINT)"
-    where = f" WHERE {log.where_sql}" if log.where_sql else ""
-    return (
-        f"SELECT {log.input_sql} AS input_raw, {log.output_sql} AS output_raw, {time_expr} AS arrival_us "
-        f"FROM {relation}{where}"
-    )
-
-
 def load_rows(log: ResolvedLog, connection=None) -> dict[str, np.ndarray]:
     """Every request in file order (``input``, ``output`` and, with times, ``arrival`` µs), for a
     connection made with ``ordered=True``; raises :class:`InvalidRows` on a row that is not a request."""
     connection = connection or connect(ordered=True)
+    with_times = log.time_sql is not None
+    valid = f"({pair_sql(log)}) IS NOT NULL" + (" AND arrival_us IS NOT NULL" if with_times else "")
     try:
         columns = describe(connection, log.source) if log.source.layout == "arrays" else []
-        query = requests_sql(log, rows_relation(log.source, columns))
+        rows = rows_sql(log, rows_relation(log.source, columns))
         table = connection.execute(
-            f"SELECT CAST(input_raw AS DOUBLE) AS i, CAST(output_raw AS DOUBLE) AS o, arrival_us, valid FROM ({query})"
+            "SELECT CAST(input_raw AS DOUBLE) AS i, CAST(output_raw AS DOUBLE) AS o, arrival_us, "
+            f"{valid} AS valid FROM ({rows})"
         ).fetchnumpy()
     except ValidationError:
         raise
     except Exception as exc:  # duckdb.Error
         raise UnreadableLog(f"{log.source.label}: {_first_line(exc)}") from None
-    valid = np.asarray(table["valid"])
-    if (valid == 0).any():
-        raise InvalidRows(log.source.label, int((valid == 0).sum()))
-    rows = {
+    good = np.ma.filled(table["valid"], False).astype(bool)
+    if not good.all():
+        raise InvalidRows(log.source.label, int((~good).sum()))
+    rows_read = {
         "input": np.asarray(table["i"]).astype(np.int64),
         "output": np.asarray(table["o"]).astype(np.int64),
     }
-    if log.time_sql is not None:
-        rows["arrival"] = np.asarray(table["arrival_us"], dtype=np.int64)
-    return rows
+    if with_times:
+        rows_read["arrival"] = np.asarray(table["arrival_us"], dtype=np.int64)
+    return rows_read
 
 
 def local_summary_sql(log: ResolvedLog, relation: str, window_us: int | None) -> str:
@@ -632,8 +613,8 @@ def local_summary_sql(log: ResolvedLog, relation: str, window_us: int | None) ->
             "GROUP BY window_start_us",
         )
     return (
-        f"WITH requests AS MATERIALIZED (SELECT {pair_sql(log)} AS pair, arrival_us, {windowing} AS window_start_us "
-        f"FROM ({_raw_rows_sql(log, relation)})) " + " UNION ALL ".join(parts)
+        f"WITH requests AS MATERIALIZED (SELECT {pair_sql(log)} AS pair, arrival_us, "
+        f"{windowing} AS window_start_us FROM ({rows_sql(log, relation)})) " + " UNION ALL ".join(parts)
     )
 
 
@@ -706,8 +687,9 @@ def first_invalid_row(log: ResolvedLog) -> str:
         "SELECT row_number, input_raw, output_raw, arrival_us, input_text, output_text, time_text FROM ("
         f"SELECT fleetopt_row AS row_number, {log.input_sql} AS input_raw, {log.output_sql} AS output_raw, "
         f"{time_expr} AS arrival_us, CAST({sql_identifier(names[0])} AS VARCHAR) AS input_text, "
-        f"CAST({sql_identifier(names[1])} AS VARCHAR) AS output_text, CAST({time_raw} AS VARCHAR) AS time_text "
-        f"FROM {numbered}{where}) AS checked_rows WHERE NOT COALESCE({valid_sql(log.time_sql is not None)}, false) "
+        f"CAST({sql_identifier(names[1])} AS VARCHAR) AS output_text, "
+        f"CAST({time_raw} AS VARCHAR) AS time_text FROM {numbered}{where}) AS checked_rows "
+        f"WHERE NOT COALESCE({valid_sql(log.time_sql is not None)}, false) "
         "ORDER BY row_number LIMIT 1"
     )
     try:
@@ -726,7 +708,10 @@ def first_invalid_row(log: ResolvedLog) -> str:
         return f"{where_row}: {names[0]} + {names[1]} is 0 (a request has ≥ 1 token)"
     if log.time_sql is not None and arrival is None:
         shown = "missing" if time_text is None else repr(time_text)
-        return f"{where_row}: {names[2]} = {shown} is neither a number nor a date-time like 2023-11-16 18:15:46.680590"
+        return (
+            f"{where_row}: {names[2]} = {shown} is neither a number nor a date-time like "
+            "2023-11-16 18:15:46.680590"
+        )
     return f"{where_row}: not a valid request"
 
 

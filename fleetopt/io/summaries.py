@@ -352,9 +352,10 @@ def _copy_table(summary: LogSummary, path: str, fmt: str) -> None:
     query = (
         f"SELECT 'tokens' AS record, input_tokens, output_tokens, {null} AS start_us, {null} AS end_us, n, "
         f"{text} AS source, {text} AS clock FROM summary_tokens UNION ALL "
-        f"SELECT 'window', {null}, {null}, start_us, start_us + {window}, n, {text}, {text} FROM summary_windows "
-        f"UNION ALL SELECT 'log', {null}, {null}, CASE WHEN timed THEN first_us END, CASE WHEN timed THEN last_us "
-        "END, n, CAST(source AS VARCHAR), CASE WHEN timed THEN CAST(clock AS VARCHAR) END FROM summary_logs"
+        f"SELECT 'window', {null}, {null}, start_us, start_us + {window}, n, {text}, {text} "
+        "FROM summary_windows UNION ALL SELECT 'log', NULL, NULL, CASE WHEN timed THEN first_us END, "
+        "CASE WHEN timed THEN last_us END, n, CAST(source AS VARCHAR), "
+        "CASE WHEN timed THEN CAST(clock AS VARCHAR) END FROM summary_logs"
     )
     options = "FORMAT parquet, COMPRESSION zstd" if fmt == "parquet" else "FORMAT csv, HEADER true"
     connection.execute(f"COPY ({query}) TO {sql_string(path)} ({options})")
