@@ -144,11 +144,11 @@ def _rows(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return np.asarray(values, dtype=object)[mask]
 
 
-def _invalid_counts(lowered: dict[str, np.ndarray]) -> tuple[int, int]:
+def _invalid_counts(
+    lowered: dict[str, np.ndarray], tokens: np.ndarray, windows: np.ndarray
+) -> tuple[int, int]:
     """(rows whose token values are not token counts, rows without an arrival time) of a table."""
-    records = _records(lowered["record"])
     counts = _numbers(lowered["n"])
-    tokens = records == "tokens"
     inputs, outputs = _numbers(lowered["input_tokens"])[tokens], _numbers(lowered["output_tokens"])[tokens]
     with np.errstate(invalid="ignore"):
         good = (
@@ -156,15 +156,8 @@ def _invalid_counts(lowered: dict[str, np.ndarray]) -> tuple[int, int]:
             & (inputs == np.floor(inputs)) & (outputs == np.floor(outputs)) & (inputs + outputs >= 1)
             & (inputs <= MAX_REQUEST_TOKENS) & (outputs <= MAX_REQUEST_TOKENS)
         )  # fmt: skip
-    windows = records == "window"
     untimed = windows & np.isnan(_numbers(lowered["start_us"]))
     return int(counts[tokens][~good].sum()), int(counts[untimed].sum())
-
-
-def invalid_rows(table: dict[str, np.ndarray]) -> int:
-    """How many rows of a summary table's log are not valid requests (at least; 0 when none)."""
-    bad_tokens, untimed = _invalid_counts(_table_columns(table, "summary"))
-    return max(bad_tokens, untimed)
 
 
 def summary_from_table(table: dict[str, np.ndarray], label: str) -> LogSummary:
@@ -174,7 +167,24 @@ def summary_from_table(table: dict[str, np.ndarray], label: str) -> LogSummary:
     unknown = sorted(set(records) - {"tokens", "window", "log"})
     if unknown:
         raise ValidationError(f"{label}: record {str(unknown[0])!r} is not one of tokens, window, log")
-    bad_tokens, untimed = _invalid_counts(lowered)
+    logs = records == "log"
+    sources = [None if v is None else str(v) for v in _plain(_rows(lowered["source"], logs))]
+    clocks = [None if v is None else str(v) for v in _plain(_rows(lowered["clock"], logs))]
+    return _build_summary(lowered, records == "tokens", records == "window", logs, sources, clocks, label)
+
+
+def _build_summary(
+    lowered: dict[str, np.ndarray],
+    tokens: np.ndarray,
+    windows: np.ndarray,
+    logs: np.ndarray,
+    sources: list[str | None],
+    clocks: list[str | None],
+    label: str,
+) -> LogSummary:
+    """Check the table's values (every token value a token count, every request timed) and build
+    the summary from its token, window and log rows."""
+    bad_tokens, untimed = _invalid_counts(lowered, tokens, windows)
     if bad_tokens or untimed:
         parts = []
         if bad_tokens:
@@ -196,25 +206,16 @@ def summary_from_table(table: dict[str, np.ndarray], label: str) -> LogSummary:
         if (values != np.round(values)).any():
             raise ValidationError(f"{label}: {name} must hold whole numbers")
         raw = lowered[name]
-        exact = (
-            np.asarray(raw)[mask]
-            if np.asarray(raw).dtype.kind in "iu" and not isinstance(raw, np.ma.MaskedArray)
-            else None
-        )
-        if exact is None and isinstance(raw, np.ma.MaskedArray) and raw.dtype.kind in "iu":
-            exact = raw.data[mask]
-        if exact is None:
-            exact = [int(v) for v in _plain(np.asarray(raw, dtype=object)[mask])]
-        return np.asarray(exact, dtype=np.int64)
+        if np.asarray(raw).dtype.kind in "iu":
+            return np.asarray(np.ma.getdata(raw))[mask].astype(np.int64)
+        return np.array([int(v) for v in _plain(np.asarray(raw, dtype=object)[mask])], dtype=np.int64)
 
-    tokens, windows, logs = records == "tokens", records == "window", records == "log"
     starts = ints("start_us", windows)
     ends = ints("end_us", windows)
-    widths = set((ends - starts).tolist())
+    widths = set(np.unique(ends - starts).tolist())
     if len(widths) > 1:
         raise ValidationError(f"{label}: the arrival windows differ in length ({sorted(widths)[:3]} µs)")
     log_counts = ints("n", logs)
-    sources_column, clocks = _plain(_rows(lowered["source"], logs)), _plain(_rows(lowered["clock"], logs))
     first_column, last_column = (
         _plain(_rows(lowered["start_us"], logs)),
         _plain(_rows(lowered["end_us"], logs)),
@@ -226,7 +227,7 @@ def summary_from_table(table: dict[str, np.ndarray], label: str) -> LogSummary:
         first, last = first_column[k], last_column[k]
         records_out.append(
             SummarySource(
-                str(sources_column[k]) if sources_column[k] is not None else "?",
+                sources[k] if sources[k] is not None else "?",
                 int(log_counts[k]),
                 None if first is None else int(first),
                 None if last is None else int(last),
@@ -256,17 +257,46 @@ def _record_of(mask: np.ndarray, records: np.ndarray) -> str:
 
 
 def read_summary_table(files: list[str], container: str, label: str) -> LogSummary:
-    """A summary from its table form in Parquet, CSV or JSON lines (via DuckDB)."""
+    """A summary from its table form in Parquet, CSV or JSON lines (via DuckDB): the numeric columns
+    of every row with the record as a small code, the text columns of the ``log`` rows only (a
+    summary may hold millions of rows; no text column of that length is made)."""
     from fleetopt.io.logs import LogSource
 
     source = LogSource(label=label, files=tuple(files), container=container)
-    connection = connect()
+    connection = connect(ordered=True)
+    record = "lower(trim(CAST(record AS VARCHAR)))"
     try:
-        table = connection.execute(f"SELECT * FROM {source.relation()}").fetchnumpy()
+        columns = {
+            c[0].strip().lower()
+            for c in connection.execute(f"DESCRIBE SELECT * FROM {source.relation()}").fetchall()
+        }
+        missing = [c for c in SUMMARY_COLUMNS if c not in columns]
+        if missing:
+            raise ValidationError(f"{label}: not a summary table (missing columns: {', '.join(missing)})")
+        table = connection.execute(
+            f"SELECT CASE {record} WHEN 'tokens' THEN 0 WHEN 'window' THEN 1 WHEN 'log' THEN 2 ELSE 3 END "
+            "AS code, input_tokens, output_tokens, start_us, end_us, n FROM " + source.relation()
+        ).fetchnumpy()
+        unknown = np.asarray(table["code"]) == 3
+        if unknown.any():
+            example = connection.execute(
+                f"SELECT record FROM {source.relation()} "
+                f"WHERE {record} NOT IN ('tokens', 'window', 'log') LIMIT 1"
+            ).fetchone()[0]
+            raise ValidationError(f"{label}: record {example!r} is not one of tokens, window, log")
+        log_rows = connection.execute(
+            f"SELECT CAST(source AS VARCHAR), CAST(clock AS VARCHAR) FROM {source.relation()} "
+            f"WHERE {record} = 'log'"
+        ).fetchall()
+    except ValidationError:
+        raise
     except Exception as exc:  # duckdb.Error
         text = str(exc).strip().splitlines()
         raise ValidationError(f"{label}: cannot read the summary ({text[0] if text else exc})") from None
-    return summary_from_table(table, label)
+    code = np.asarray(table["code"])
+    return _build_summary(
+        table, code == 0, code == 1, code == 2, [r[0] for r in log_rows], [r[1] for r in log_rows], label
+    )
 
 
 # --------------------------------------------------------------------------- writing
