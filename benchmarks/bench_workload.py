@@ -16,7 +16,8 @@ the distributions of the issue's measurement) and the same rows as Parquet. Then
 * ``summarize`` — ``fleetopt.api.summarize_logs([file])`` (the exact histogram, 1 s arrival
   windows, first/last arrival, validation);
 * ``load``      — ``load_workload(file)`` (the Workload a plan uses: atoms and every arrival time);
-* ``plan``      — ``plan_workload(file, ttft_slo_s=0.5)`` (load + the planner + the plan document).
+* ``plan``      — ``plan_workload(file, ttft_slo_s=0.5)`` (load + the planner + the plan document);
+* ``plan-summary`` — the same plan from the file's summary (Parquet, written once beforehand).
 
 Ratios are to ``groupby`` on the same file, wall time and CPU time (user + system of this process,
 all threads); the machine may be shared, so CPU ratios are the steadier figure.
@@ -105,6 +106,7 @@ def speed(folder: Path, rows: int, repeats: int) -> None:
     import duckdb
 
     from fleetopt.api import plan_workload, summarize_logs
+    from fleetopt.io.summaries import write_summary
     from fleetopt.io.workloads import load_workload
 
     start = time.perf_counter()
@@ -123,11 +125,16 @@ def speed(folder: Path, rows: int, repeats: int) -> None:
                 .fetchall()
             )
 
+        summary_path = folder / f"{path.stem}-summary.parquet"
+        write_summary(summarize_logs([str(path)]), summary_path)
         cases = {
             "groupby": groupby,
             "summarize": lambda path=path: summarize_logs([str(path)]),
             "load": lambda path=path: load_workload(str(path)),
             "plan": lambda path=path: plan_workload(str(path), ttft_slo_s=0.5),
+            "plan-summary": lambda summary_path=summary_path: plan_workload(
+                str(summary_path), ttft_slo_s=0.5
+            ),
         }
         results = timed_runs(cases, repeats)
         base_wall, base_cpu = results["groupby"]
@@ -138,9 +145,12 @@ def speed(folder: Path, rows: int, repeats: int) -> None:
         )
         for name, (wall, cpu) in results.items():
             print(
-                f"  {name:10s} wall {wall:6.2f} s ({wall / base_wall:4.2f}x)   "
+                f"  {name:12s} wall {wall:6.2f} s ({wall / base_wall:4.2f}x)   "
                 f"cpu {cpu:6.2f} s ({cpu / base_cpu:4.2f}x)"
             )
+        print(
+            f"  summary file ({summary_path.name}, 1 s windows): {summary_path.stat().st_size / 1e6:.1f} MB"
+        )
         plan_wall, plan_cpu = results["plan"]
         load_wall, load_cpu = results["load"]
         print(f"  plan = load + planning: the planning part is {plan_wall - load_wall:.2f} s wall "

@@ -36,3 +36,12 @@ DEFAULT_MEMORY_UTILIZATION = 0.9
 DEFAULT_ACTIVATION_RESERVE_GB = 10.0
 #: vLLM / PagedAttention's default KV block size, tokens.
 DEFAULT_KV_BLOCK_TOKENS = 16
+#: A pool whose P99 TTFT (or TPOT) is within this fraction of its SLO is flagged: a few per cent
+#: more traffic, a longer prompt mix or a model error of that size breaks it (issue 15).
+NEAR_SLO_FRACTION = 0.02
+#: TPOT above which a chat user reading along sees the stream stall, seconds: 100 ms = 10 tokens/s
+#: ≈ 450 words/min at 0.75 words per token, nearly twice the average adult's silent reading rate
+#: (238 words/min for non-fiction; Brysbaert, "How many words do we read per minute? A review and
+#: meta-analysis of reading rate", J. Memory and Language 109, 2019), so only the fastest readers
+#: catch up below it. The pool-routing paper's own TPOT SLO is 80 ms (arXiv 2604.09613 §4).
+CHAT_TPOT_NOTICE_S = 0.1

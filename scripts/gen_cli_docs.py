@@ -17,6 +17,7 @@ from fleetopt.cli import app
 DOC = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
 COMMANDS = (
     ("plan",),
+    ("export",),
     ("audit",),
     ("drift",),
     ("simulate",),

@@ -111,12 +111,14 @@ def plan_text(tmp_path_factory) -> bytes:
 
 @FUZZ
 @given(data=st.data())
-def test_plan_files_through_drift_and_simulate(tmp_path: Path, plan_text: bytes, data) -> None:
+def test_plan_files_through_drift_simulate_and_export(tmp_path: Path, plan_text: bytes, data) -> None:
     # edit the text of a real plan (its numbers, keys and nesting), not random bytes alone
     path = tmp_path / "plan.yaml"
     path.write_bytes(data.draw(mutated(plan_text)))
     _run(["drift", "--plan", str(path), "--cdf", "azure", "--rate", "20"], [path])
     _run(["simulate", "--plan", str(path), "--requests", "300", "--seeds", "1", "-f", "json"], [path])
+    _run(["export", "--plan", str(path), "--to", "vllm", "--to", "router", "--to", "kubernetes", "--keda",
+          "--to", "markdown"], [path])  # fmt: skip
 
 
 @FUZZ

@@ -186,7 +186,7 @@ def test_unknown_key_is_rejected_with_exact_message(tmp_path: Path) -> None:
     assert str(err.value) == (
         f"{path}: unknown field 'num_layers' (value 80); allowed fields: display_name, source, kv_formula, "
         "layers, kv_heads, head_dim, kv_lora_rank, qk_rope_head_dim, parameters_total_billions, "
-        "parameters_active_billions, weight_dtype, kv_dtype, max_context_tokens"
+        "parameters_active_billions, weight_dtype, kv_dtype, max_context_tokens, huggingface_id"
     )
 
 
@@ -378,3 +378,23 @@ def test_unknown_kind() -> None:
         ValidationError, match="profile kind 'gpu' is not known; use one of models, gpus, serving"
     ):
         profiles.list_profiles("gpu", BUNDLED)
+
+
+def test_huggingface_id_is_read_and_checked(tmp_path: Path) -> None:
+    _write(tmp_path, "models", "m", GOOD_MODEL + "huggingface_id: org/Model-1.5B\n")
+    assert profiles.load_model("m", (tmp_path,)).huggingface_id == "org/Model-1.5B"
+    path = _write(tmp_path, "models", "bad", GOOD_MODEL + "huggingface_id: no-slash\n")
+    with pytest.raises(ValidationError) as err:
+        profiles.load_model("bad", (tmp_path,))
+    message = (
+        f"{path}: field 'huggingface_id' = 'no-slash' is not allowed; it must be a Hugging Face model id"
+    )
+    assert str(err.value).startswith(message)
+
+
+def test_every_bundled_model_names_its_checkpoint() -> None:
+    # fleetopt export writes `vllm serve <huggingface_id>`; each bundled model says which checkpoint.
+    dirs = (bundled_dir("profiles"),)
+    for name in profiles.profile_names("models", dirs):
+        model_id = profiles.load_model(name, dirs).huggingface_id
+        assert model_id is not None and model_id.count("/") == 1, name

@@ -16,7 +16,18 @@ from fleetopt import __version__
 from fleetopt.errors import FleetoptError
 
 # Command modules, in the order ``fleetopt --help`` lists them.
-_COMMAND_MODULES = ("plan", "audit", "drift", "simulate", "workload", "calibrate", "kv", "profiles", "queue")
+_COMMAND_MODULES = (
+    "plan",
+    "export",
+    "audit",
+    "drift",
+    "simulate",
+    "workload",
+    "calibrate",
+    "kv",
+    "profiles",
+    "queue",
+)
 
 
 class _FleetoptGroup(typer.core.TyperGroup):

@@ -18,6 +18,7 @@ from fleetopt.cli.common import (
     TIME_UNIT_OPTION,
     reader_options,
 )
+from fleetopt.cli.export import KEDA_HELP, OUTPUT_DIR_HELP, TO_HELP, ExportTarget
 from fleetopt.defaults import (
     DEFAULT_LONG_CONTEXT_TOKENS,
     DEFAULT_MAX_UTILIZATION,
@@ -106,6 +107,13 @@ def plan(
         None, "--sim-requests", help="With --validate: requests per seed (default: sized to warm up)."
     ),
     sim_seeds: int = typer.Option(3, "--sim-seeds", help="With --validate: seeds (replications)."),
+    export: list[ExportTarget] | None = typer.Option(
+        None, "--export", help="Also export the plan (as fleetopt export --to): " + TO_HELP, metavar="TARGET"
+    ),
+    output_dir: Path | None = typer.Option(
+        None, "--output-dir", help="With --export: " + OUTPUT_DIR_HELP, file_okay=False
+    ),
+    keda: bool = typer.Option(False, "--keda", help="With --export kubernetes: " + KEDA_HELP),
     fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
     """Plan the cheapest fleet (n_s, n_l, B*, γ*) that meets a P99 TTFT SLO, against the baselines."""
@@ -118,6 +126,11 @@ def plan(
     if output is not None:
         output_format = plan_format_for(output)  # refuse a bad suffix before any work
         refuse_overwriting_input(output, [cdf])
+    if export and fmt is not OutputFormat.table and output_dir is None:
+        raise typer.BadParameter(
+            f"--export with --format {fmt.value} needs --output-dir (stdout holds the plan document)",
+            param_hint="--export",
+        )
     run = plan_run_from_options(
         workload=cdf,
         slo=slo,
@@ -166,3 +179,16 @@ def plan(
         write_document_atomically(output, dumps(document, output_format))
         if fmt is OutputFormat.table:
             typer.echo(f"plan written to {output}")
+    if export:
+        import json
+
+        from fleetopt.cli.export import write_export
+        from fleetopt.io.plans import plan_file_from_document
+
+        label = str(output) if output is not None else f"fleetopt plan --cdf {cdf}"
+        plan_file = plan_file_from_document(json.loads(dumps(document, "json")), f"plan of {cdf}")
+        write_export(
+            plan_file, [t.value for t in export], keda=keda, output_dir=output_dir,
+            inputs=[cdf] + ([str(output)] if output is not None else []), profiles_dir=profiles_dir,
+            plan_label=label, echo_written=fmt is OutputFormat.table,
+        )  # fmt: skip

@@ -9,11 +9,12 @@ changes whenever a field changes meaning or disappears.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 import math
 import os
-import tempfile
+import secrets
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -82,42 +83,94 @@ def workload_fingerprint(
     return fingerprint
 
 
-def refuse_overwriting_input(output: Path, inputs: list[str]) -> None:
+def refuse_overwriting_input(output: Path, inputs: list[str], message: str | None = None) -> None:
     """Raise ValidationError when ``output`` is one of the ``inputs`` files (a plan must never
-    replace the log or CDF it was computed from)."""
+    replace the log or CDF it was computed from, an export never the plan). ``message`` words the
+    refusal; ``{input}`` in it names the input file."""
     target = Path(output).expanduser().resolve()
     for item in inputs:
         source = Path(item).expanduser()
         if source.is_file() and source.resolve() == target:
-            raise ValidationError(
-                f"--output {output}: that is the input file {item}; write the plan elsewhere"
-            )
+            default = f"--output {output}: that is the input file {{input}}; write the plan elsewhere"
+            raise ValidationError((message or default).format(input=item))
 
 
-def write_document_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file in the same folder and an atomic rename."""
-    path = Path(path)
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise ValidationError(f"--output {path}: the folder {folder} does not exist")
-    try:
-        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
-    except OSError as exc:
-        raise ValidationError(f"--output {path}: cannot write in {folder} ({exc.strerror or exc})") from None
+def _create_temporary(folder: Path, name: str) -> tuple[int, Path]:
+    """A new file beside ``name`` in ``folder``, created with mode 0666 minus the umask (0644 by
+    default, as any editor or ``cp`` would make it; ``tempfile.mkstemp`` would make it 0600)."""
+    for _ in range(100):
+        temporary = folder / f".{name}.{secrets.token_hex(6)}.tmp"
+        try:
+            return os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), temporary
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name beside {name} in {folder}")
+
+
+def _write_temporary(folder: Path, name: str, text: str) -> Path:
+    """``text`` in a new temporary file beside ``name``, flushed to disk (a full disk fails here)."""
+    handle, temporary = _create_temporary(folder, name)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
             stream.write(text)
             stream.flush()
-            os.fsync(stream.fileno())  # a full disk fails here, before the rename, not after
-        os.replace(temporary, path)
-    except OSError as exc:
-        Path(temporary).unlink(missing_ok=True)
-        raise ValidationError(
-            f"--output {path}: not written ({exc.strerror or exc}); nothing was changed"
-        ) from None
+            os.fsync(stream.fileno())
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
         raise
+    return temporary
+
+
+def write_document_atomically(path: Path, text: str, option: str = "--output") -> None:
+    """Write ``text`` to ``path`` via a temporary file in the same folder and an atomic rename.
+
+    The file gets mode 0666 minus the umask (0644 by default); a failure leaves ``path`` as it was.
+    """
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise ValidationError(f"{option} {path}: the folder {folder} does not exist")
+    write_files_atomically(folder, {path.name: text}, option=option, create_folder=False)
+
+
+def write_files_atomically(
+    folder: Path, files: dict[str, str], *, option: str = "--output-dir", create_folder: bool = True
+) -> list[Path]:
+    """Write every ``{name: text}`` into ``folder``, all or nothing as far as a file system allows.
+
+    Every file is written to a temporary file first (so a full disk or a bad permission changes
+    nothing); only then are they renamed into place, each rename atomic. Modes follow the umask.
+    Raises ValidationError naming ``option`` and the file.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        if not create_folder or folder.exists():
+            raise ValidationError(f"{option} {folder}: the folder does not exist")
+        try:
+            folder.mkdir(parents=True)
+        except OSError as exc:
+            raise ValidationError(f"{option} {folder}: cannot create it ({exc.strerror or exc})") from None
+    written: dict[str, Path] = {}
+    try:
+        for name, text in files.items():
+            try:
+                written[name] = _write_temporary(folder, name, text)
+            except OSError as exc:
+                raise ValidationError(
+                    f"{option} {folder / name}: not written ({exc.strerror or exc}); nothing was changed"
+                ) from None
+        targets = []
+        for name, temporary in written.items():
+            target = folder / name
+            try:
+                os.replace(temporary, target)
+            except OSError as exc:
+                raise ValidationError(f"{option} {target}: not written ({exc.strerror or exc})") from None
+            targets.append(target)
+        return targets
+    finally:
+        for temporary in written.values():
+            temporary.unlink(missing_ok=True)
 
 
 def plan_format_for(path: Path) -> str:
@@ -133,6 +186,44 @@ def plan_format_for(path: Path) -> str:
 
 
 @dataclass(frozen=True)
+class ScheduleWindow:
+    """One window of a plan's time-of-day schedule: offsets from the schedule's origin (seconds),
+    the rate it was sized for and the instances each pool needs in it."""
+
+    start_s: float
+    end_s: float
+    arrival_rate_per_s: float
+    instances: dict[str, int]
+
+
+@dataclass(frozen=True)
+class PlanSchedule:
+    """A plan's time-of-day schedule (``fleetopt plan --schedule``; shape in docs/planner.md).
+
+    Attributes:
+        window_s: window length, seconds.
+        period_s: 86,400 (daily) or 604,800 (weekly), else the log's span.
+        periodic: False when ``period_s`` is only the log's span (not a day or a week).
+        origin_utc: wall-clock time of offset 0 (UTC), or None when the log's times are relative.
+        pools: pool names in the fleet's order.
+        windows: the windows, in order of their offsets.
+        rate_basis: mean, peak or pNN, as the plan.
+        gpu_hours_per_period, static_gpu_hours_per_period: GPU-hours of the scheduled and the
+            static fleet over one period.
+    """
+
+    window_s: float
+    period_s: float
+    periodic: bool
+    origin_utc: datetime.datetime | None
+    pools: tuple[str, ...]
+    windows: tuple[ScheduleWindow, ...]
+    rate_basis: str | None
+    gpu_hours_per_period: float | None
+    static_gpu_hours_per_period: float | None
+
+
+@dataclass(frozen=True)
 class PlanFile:
     """A plan file as every command reads it (:func:`read_plan`), checked field by field.
 
@@ -144,6 +235,7 @@ class PlanFile:
         summary: the planned workload's fingerprint, as a comparable summary.
         workload: the workload as given to ``fleetopt plan`` (a bundled name or a path).
         workload_reader: how that workload was read (reader options for ``load_workload``).
+        schedule: the time-of-day schedule, when the plan has one.
     """
 
     source: str
@@ -153,19 +245,23 @@ class PlanFile:
     summary: WorkloadSummary
     workload: str | None
     workload_reader: dict[str, Any]
+    schedule: PlanSchedule | None = None
 
 
 def read_plan(path: Path) -> PlanFile:
     """Read and check a plan file written by ``fleetopt plan --output`` — the one plan reader.
 
-    ``drift`` and ``simulate`` both read plans here, so they accept and reject the same files.
-    Raises ValidationError naming the file, the field, the value and what is allowed: unreadable,
-    truncated, not a plan, an unsupported ``schema_version``, a missing or ill-typed field, pools
-    that do not match the routing or the profiles, options outside the model's domain.
+    ``drift``, ``simulate`` and ``export`` read plans here, so they accept and reject the same
+    files. Raises ValidationError naming the file, the field, the value and what is allowed:
+    unreadable, truncated, not a plan, an unsupported ``schema_version``, a missing or ill-typed
+    field, pools that do not match the routing or the profiles, options outside the model's domain.
     """
     path = Path(path)
-    source = f"plan {path}"
-    document = _load_document(path)
+    return plan_file_from_document(_load_document(path), f"plan {path}")
+
+
+def plan_file_from_document(document: Any, source: str) -> PlanFile:
+    """Check a plan document (as :func:`read_plan` reads it, or as ``fleetopt plan`` just built it)."""
     if not isinstance(document, dict) or document.get("kind") != PLAN_KIND:
         raise ValidationError(f"{source}: not a fleetopt plan (expected kind: {PLAN_KIND})")
     version = document.get("schema_version")
@@ -187,6 +283,7 @@ def read_plan(path: Path) -> PlanFile:
     )
     workload = inputs.get("workload")
     reader = inputs.get("workload_reader")
+    schedule = document.get("schedule")
     return PlanFile(
         source=source,
         document=document,
@@ -195,6 +292,78 @@ def read_plan(path: Path) -> PlanFile:
         summary=summary,
         workload=workload if isinstance(workload, str) and workload else None,
         workload_reader=_reader_options(reader if isinstance(reader, dict) else {}),
+        schedule=None if schedule is None else _schedule(get, schedule, fleet),
+    )
+
+
+def _schedule(get: _FieldReader, schedule: Any, fleet: PlannedFleet) -> PlanSchedule:
+    """The plan's ``schedule`` section, checked: windows inside the period, pools of the fleet,
+    whole instances that never exceed the static plan's."""
+    if not isinstance(schedule, dict):
+        get.fail("schedule", schedule, "a mapping (or no schedule at all)")
+    window_s = get.number(schedule, "schedule.window_s", positive=True)
+    period_s = get.number(schedule, "schedule.period_s", positive=True)
+    periodic = schedule.get("periodic")
+    if not isinstance(periodic, bool):
+        get.fail("schedule.periodic", periodic, "true or false")
+    origin = schedule.get("origin_utc")
+    origin_utc = None
+    if origin is not None:
+        try:
+            origin_utc = datetime.datetime.fromisoformat(str(origin).replace("Z", "+00:00"))
+        except ValueError:
+            get.fail(
+                "schedule.origin_utc", origin, 'an ISO 8601 time such as "2023-11-16T00:00:00Z", or null'
+            )
+        if origin_utc.tzinfo is None:
+            origin_utc = origin_utc.replace(tzinfo=datetime.timezone.utc)
+        origin_utc = origin_utc.astimezone(datetime.timezone.utc)
+    names = tuple(pool.name for pool in fleet.pools)
+    pools = schedule.get("pools", list(names))
+    if not isinstance(pools, list) or tuple(pools) != names:
+        get.fail("schedule.pools", pools, f"the fleet's pools {list(names)}")
+    static = {pool.name: pool.instances for pool in fleet.pools}
+    raw = schedule.get("windows")
+    if not isinstance(raw, list) or not raw:
+        get.fail("schedule.windows", raw, "a non-empty list of windows")
+    windows = []
+    for k, window in enumerate(raw):
+        where = f"schedule.windows[{k}]"
+        if not isinstance(window, dict):
+            get.fail(where, window, "a mapping with start_s, end_s, arrival_rate_per_s and instances")
+        start = get.number(window, f"{where}.start_s")
+        end = get.number(window, f"{where}.end_s")
+        if not 0 <= start < end <= period_s:
+            get.fail(f"{where}.end_s", end, f"0 ≤ start_s ({start:g}) < end_s ≤ period_s ({period_s:g})")
+        counts = get.mapping(window, f"{where}.instances")
+        instances = {}
+        for name in names:
+            count = get.integer(counts, f"{where}.instances.{name}")
+            if count > static[name]:
+                get.fail(
+                    f"{where}.instances.{name}", count, f"at most the static plan's {static[name]} instances"
+                )
+            instances[name] = count
+        rate = get.number(window, f"{where}.arrival_rate_per_s", optional=True)
+        windows.append(ScheduleWindow(start, end, 0.0 if rate is None else rate, instances))
+    windows.sort(key=lambda w: w.start_s)
+    for before, after in zip(windows, windows[1:], strict=False):
+        if after.start_s < before.end_s:
+            get.fail("schedule.windows", f"{before.start_s:g}–{before.end_s:g} and {after.start_s:g}–"
+                     f"{after.end_s:g}", "windows that do not overlap")  # fmt: skip
+    basis = schedule.get("rate_basis")
+    return PlanSchedule(
+        window_s=window_s,
+        period_s=period_s,
+        periodic=periodic,
+        origin_utc=origin_utc,
+        pools=names,
+        windows=tuple(windows),
+        rate_basis=basis if isinstance(basis, str) else None,
+        gpu_hours_per_period=get.number(schedule, "schedule.gpu_hours_per_period", optional=True),
+        static_gpu_hours_per_period=get.number(
+            schedule, "schedule.static_gpu_hours_per_period", optional=True
+        ),
     )
 
 

@@ -56,6 +56,7 @@ class ModelProfile:
     kv_dtype: str
     source_file: str
     max_context_tokens: int | None = None
+    huggingface_id: str | None = None
 
     def kv_bytes_per_token(self, kv_dtype: str | None = None) -> int:
         """KV bytes per token of one copy of the cache (no tensor parallelism), pool-routing Eq. 1."""
@@ -207,6 +208,15 @@ def _fit_record(value: Any) -> dict[str, Any]:
     return dict(value)
 
 
+_HUGGINGFACE_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def _huggingface_id(value: Any) -> str:
+    if isinstance(value, str) and _HUGGINGFACE_ID_RE.match(value.strip()):
+        return value.strip()
+    raise _Bad
+
+
 _DATE_RE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
 
 
@@ -245,6 +255,12 @@ _MODEL_FIELDS: tuple[_Field, ...] = (
     _Field("weight_dtype", _choice(kv.WEIGHT_DTYPES), _WEIGHT_DTYPE_ALLOWED),
     _Field("kv_dtype", _choice(kv.KV_DTYPES), _KV_DTYPE_ALLOWED),
     _whole_field("max_context_tokens", 1, "the model's longest supported context", required=False),
+    _Field(
+        "huggingface_id",
+        _huggingface_id,
+        "a Hugging Face model id, organization/name (what `vllm serve` loads; used by fleetopt export)",
+        required=False,
+    ),
 )
 
 _GPU_FIELDS: tuple[_Field, ...] = (
@@ -428,6 +444,7 @@ def _model_from(path: Path, name: str, data: Mapping[str, Any]) -> ModelProfile:
         kv_dtype=c["kv_dtype"],
         source_file=str(path),
         max_context_tokens=c["max_context_tokens"],
+        huggingface_id=c["huggingface_id"],
     )
 
 

@@ -136,8 +136,7 @@ def _profile(hardware: Mapping[str, Any]) -> str:
 
 def draw_workload_audit(console, data: Mapping[str, Any]) -> None:
     """Draw :func:`workload_audit_document`'s dictionary as text and tables."""
-    from rich.table import Table
-
+    from fleetopt.render.layout import FitTable, bullets
     from fleetopt.render.plots import fleet_vs_rate_table, savings_vs_threshold_table
 
     inputs = data["inputs"]
@@ -167,8 +166,8 @@ def draw_workload_audit(console, data: Mapping[str, Any]) -> None:
     )
 
     has_current = data["current"] is not None
-    table = Table(title="The estimates", title_justify="left")
-    table.add_column("Estimate", no_wrap=True)
+    table = FitTable(title="The estimates")
+    table.add_column("Estimate", justify="left", wrap=True)
     headers = ["Short + long", "Instances", "GPUs", "$/yr", "Savings (stated)"]
     headers += ["vs current"] if has_current else []
     headers += ["Saved/yr", "vs planner"]
@@ -205,12 +204,15 @@ def draw_workload_audit(console, data: Mapping[str, Any]) -> None:
     )
     console.print(f"Order of the three estimates (closed form, Eq. 8, planner): {data['order']}")
     console.print("Why they differ:")
-    for line in data["why_they_differ"]:
-        console.print(f"  - {line}")
+    console.print(bullets(data["why_they_differ"]))
     console.print("Assumptions:")
-    for row in data["estimates"]:
-        reason = "" if row["feasible"] else f" Infeasible: {row['reason']}."
-        console.print(f"  - {row['name']} ({row['source']}): {row['assumptions']}{reason}")
+    console.print(
+        bullets(
+            f"{row['name']} ({row['source']}): {row['assumptions']}"
+            + ("" if row["feasible"] else f" Infeasible: {row['reason']}.")
+            for row in data["estimates"]
+        )
+    )
     archetype = data["archetype"]
     console.print(
         f"Archetype {archetype['archetype']} at B = {archetype['b_short_tokens']:,} "
@@ -241,8 +243,8 @@ def draw_workload_audit(console, data: Mapping[str, Any]) -> None:
     if data["fleet_vs_rate"]:
         console.print(fleet_vs_rate_table(data["fleet_vs_rate"]))
         console.print(f"({data['fleet_vs_rate_note']})")
-    for note in data["notes"]:
-        console.print(f"Note: {note}")
+    if data["notes"]:
+        console.print(bullets(data["notes"], marker="Note: "))
     if data["plot"]:
         console.print(f"plot written to {data['plot']}")
 
@@ -666,11 +668,11 @@ def numbers_audit_document(result: AuditResult) -> dict[str, Any]:
 
 def draw_numbers_audit(console, data: Mapping[str, Any]) -> None:
     """Draw :func:`numbers_audit_document`'s dictionary as a table and notes."""
-    from rich.table import Table
+    from fleetopt.render.layout import FitTable, bullets
 
     pricing = data["pricing"]
-    table = Table(title="fleetopt audit (numbers)", title_justify="left")
-    table.add_column("Estimate", no_wrap=True)
+    table = FitTable(title="fleetopt audit (numbers)")
+    table.add_column("Estimate", justify="left", wrap=True)
     for header in ("Short + long", "Instances", "GPUs", "$/yr", "Savings", "Saved/yr", "Over-pred."):
         table.add_column(header, justify="right")
     for row in data["estimates"]:
@@ -697,11 +699,11 @@ def draw_numbers_audit(console, data: Mapping[str, Any]) -> None:
     if data["baseline"] is not None:
         console.print(f"* baseline: savings are measured against the {data['baseline']}.")
     console.print("Why they differ:")
-    for line in data["why_they_differ"]:
-        console.print(f"  - {line}")
+    console.print(bullets(data["why_they_differ"]))
     console.print("Assumptions:")
-    for row in data["estimates"]:
-        console.print(f"  - {row['name']} ({row['source']}): {row['assumptions']}")
+    console.print(
+        bullets(f"{row['name']} ({row['source']}): {row['assumptions']}" for row in data["estimates"])
+    )
 
 
 def infeasibility_reason(infeasible: Any) -> str | None:

@@ -88,11 +88,11 @@ def check_document(check: Any) -> dict[str, Any]:
 
 
 def _row_table(document: Mapping[str, Any]) -> Any:
-    from rich.table import Table
+    from fleetopt.render.layout import FitTable
 
-    table = Table(title="Measured vs predicted", title_justify="left")
+    table = FitTable(title="Measured vs predicted")
     for column in ("row", "c", "in", "out", "TPOT meas.", "TPOT pred.", "TTFT meas.", "TTFT pred."):
-        table.add_column(column, justify="left" if column == "row" else "right")
+        table.add_column(column, justify="left" if column == "row" else "right", wrap=column == "row")
     for row in document["per_row"]:
         table.add_row(
             row["row"], fmt_num(row["concurrency"]), fmt_num(row["input_tokens"]),

@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from fleetopt.core.drift import (
     DriftCheck,
@@ -21,6 +20,8 @@ from fleetopt.core.drift import (
 )
 from fleetopt.core.planner import FleetCandidate, PlanOptions
 from fleetopt.core.sizing import PoolSizing
+from fleetopt.render.layout import FitTable, bullets
+from fleetopt.render.markdown import md_bullets, md_table
 from fleetopt.render.output import fmt_num, fmt_pct, fmt_seconds, fmt_usd
 
 DRIFT_KIND = "fleetopt-drift"
@@ -44,7 +45,10 @@ def problem_sentence(problem: FitProblem, pool: PoolSizing, options: PlanOptions
             f"at {pool.context_tokens:,} tokens"
         )
     if problem is FitProblem.UNSTABLE:
-        return f"utilization {pool.utilization:.3f} > 1: the pool cannot keep up (P99 TTFT = ∞)"
+        return (
+            f"utilization {pool.utilization:.3f} > 1: the pool cannot keep up "
+            "(its queue and P99 TTFT grow without bound)"
+        )
     if problem is FitProblem.OVER_CAP:
         return f"utilization {pool.utilization:.3f} > cap {options.max_utilization:.3f}"
     if problem is FitProblem.TTFT_OVER_SLO:
@@ -241,7 +245,7 @@ def drift_document(
 
 
 def _ttft(pool: Mapping[str, Any]) -> str:
-    return "∞" if pool["unstable"] else fmt_seconds(pool["p99_ttft_s"])
+    return "unbounded" if pool["unstable"] else fmt_seconds(pool["p99_ttft_s"])
 
 
 def _verdict_line(data: Mapping[str, Any]) -> str:
@@ -324,11 +328,11 @@ def draw_drift(console: Console, data: Mapping[str, Any]) -> None:
     """The short human summary: verdict, reasons, pools, re-plan, workload shift."""
     console.print(_verdict_line(data), markup=False)
     console.print(_context_line(data), markup=False)
-    for reason in data["reasons"]:
-        console.print(f"  - {reason['message']}", markup=False)
+    if data["reasons"]:
+        console.print(bullets(reason["message"] for reason in data["reasons"]))
     fit = data["fit"]
     if fit is not None:
-        table = Table(title="The planned fleet under today's traffic", title_justify="left")
+        table = FitTable(title="The planned fleet under today's traffic")
         for column in ("pool", "instances × slots", "req/s", "utilization (cap)", "P99 TTFT (SLO)", "status"):
             table.add_column(column, justify="left" if column in ("pool", "status") else "right")
         for name, pool in fit["pools"].items():
@@ -344,9 +348,9 @@ def draw_drift(console: Console, data: Mapping[str, Any]) -> None:
     line = _replan_line(data)
     if line:
         console.print(line, markup=False)
-    shift = Table(title="How the workload moved", title_justify="left")
+    shift = FitTable(title="How the workload moved")
     for column in ("", "planned", "today", "change"):
-        shift.add_column(column, justify="left" if not column else "right")
+        shift.add_column(column, justify="left" if not column else "right", wrap=not column)
     for row in _shift_rows(data):
         shift.add_row(*row)
     console.print(shift)
@@ -356,26 +360,26 @@ def drift_markdown(data: Mapping[str, Any]) -> str:
     """A compact pull-request comment: verdict first, the reasons, a table of pools, the shift."""
     lines = [f"### fleetopt drift — **{_verdict_line(data)}**", "", _context_line(data), ""]
     if data["reasons"]:
-        lines += [f"- {r['message']}" for r in data["reasons"]] + [""]
+        lines += md_bullets(r["message"] for r in data["reasons"]) + [""]
     fit = data["fit"]
     if fit is not None:
-        lines += [
-            "| pool | instances × slots | req/s | utilization (cap) | P99 TTFT (SLO) | TTFT headroom "
-            "| status |",
-            "|---|--:|--:|--:|--:|--:|---|",
-        ]
-        for name, pool in fit["pools"].items():
-            headroom = "–" if pool["ttft_headroom_s"] is None else fmt_seconds(pool["ttft_headroom_s"])
-            lines.append(
-                f"| {name} | {pool['instances']:,} × {pool['slots_per_instance']} | "
-                f"{fmt_num(pool['arrival_rate_per_s'])} | {fmt_num(pool['utilization'], 3)} "
-                f"({pool['max_utilization']:g}) | {_ttft(pool)} ({fmt_seconds(pool['ttft_slo_s'])}) | "
-                f"{headroom} | {'ok' if pool['fits'] else '**broken**'} |"
+        headers = ("pool", "instances × slots", "req/s", "utilization (cap)", "P99 TTFT (SLO)")
+        headers += ("TTFT headroom", "status")
+        rows = [
+            (
+                name,
+                f"{pool['instances']:,} × {pool['slots_per_instance']}",
+                fmt_num(pool["arrival_rate_per_s"]),
+                f"{fmt_num(pool['utilization'], 3)} ({pool['max_utilization']:g})",
+                f"{_ttft(pool)} ({fmt_seconds(pool['ttft_slo_s'])})",
+                fmt_seconds(pool["ttft_headroom_s"]),
+                "ok" if pool["fits"] else "**broken**",
             )
-        lines.append("")
+            for name, pool in fit["pools"].items()
+        ]
+        lines += md_table(headers, rows, align="lrrrrrl") + [""]
     line = _replan_line(data)
     if line:
         lines += [line[0].upper() + line[1:], ""]
-    lines += ["| workload | planned | today | change |", "|---|--:|--:|--:|"]
-    lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in _shift_rows(data)]
+    lines += md_table(("workload", "planned", "today", "change"), _shift_rows(data))
     return "\n".join(lines) + "\n"

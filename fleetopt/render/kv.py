@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,9 +15,7 @@ def _gb(value_bytes: float | None) -> str:
 
 def draw_kv(console: Console, data: Mapping[str, Any]) -> None:
     """Model, GPU and KV figures, then the slots per instance at each context."""
-    from rich.table import Table
-    from rich.text import Text
-
+    from fleetopt.render.layout import FitTable, bullets
     from fleetopt.render.output import fmt_num
 
     src = data["value_sources"]
@@ -28,9 +27,9 @@ def draw_kv(console: Console, data: Mapping[str, Any]) -> None:
     if data["serving"]:
         head += f" (serving profile {data['serving']})"
     console.print(head, markup=False)
-    summary = Table(show_header=False, box=None, pad_edge=False)
-    summary.add_column()
-    summary.add_column()
+    summary = FitTable(show_header=False, plain=True)
+    summary.add_column(justify="left", wrap=True)
+    summary.add_column(justify="left", wrap=True)
     lines = [
         ("tensor parallel (GPUs per instance)", f"{data['tensor_parallel']}{origin('tensor_parallel')}"),
         ("KV formula", data["kv_formula"]),
@@ -65,12 +64,12 @@ def draw_kv(console: Console, data: Mapping[str, Any]) -> None:
         ("KV block size", f"{data['kv_block_tokens']} tokens{origin('kv_block_tokens')}"),
     ]
     for label, value in lines:
-        summary.add_row(Text(label), Text(str(value)))
+        summary.add_row(label, str(value))
     console.print(summary)
 
-    table = Table(title="Slots (sequences) per instance")
+    table = FitTable(title="Slots (sequences) per instance")
     for col in ("context", "KV per slot, instance", "token-exact", "block-rounded", "× longest"):
-        table.add_column(col, justify="right")
+        table.add_column(col)
     for row in data["contexts"]:
         table.add_row(
             f"{row['context_tokens']:,}",
@@ -80,6 +79,12 @@ def draw_kv(console: Console, data: Mapping[str, Any]) -> None:
             fmt_num(row["ratio_to_longest_context"]),
         )
     console.print(table)
-    console.print(f"cliff ratio slots(shortest)/slots(longest): {fmt_num(data['cliff_ratio'])}", markup=False)
-    for note in data["notes"]:
-        console.print(f"note: {note}", markup=False, soft_wrap=True)
+    cliff = data["cliff_ratio"]
+    if cliff is None or not math.isfinite(cliff):
+        longest = max(row["context_tokens"] for row in data["contexts"])
+        cliff_text = f"– (no sequence of {longest:,} tokens fits an instance)"
+    else:
+        cliff_text = fmt_num(cliff)
+    console.print(f"cliff ratio slots(shortest)/slots(longest): {cliff_text}", markup=False)
+    if data["notes"]:
+        console.print(bullets(data["notes"], marker="note: "))

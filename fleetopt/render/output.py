@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import io
 import json
 import math
 import os
@@ -16,6 +17,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from rich.console import Console
+
+#: What every table prints for an empty, unknown or not-applicable value (never ∞, −∞ or NaN).
+NOT_APPLICABLE = "–"
 
 
 class OutputFormat(str, enum.Enum):
@@ -63,10 +67,25 @@ def dumps(data: Mapping[str, Any], fmt: OutputFormat | str) -> str:
     raise ValueError(f"not a machine format: {fmt}")
 
 
-def make_console() -> Console:
-    """A console on the current stdout (so test runners capture it), 120 columns when not a TTY."""
-    width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "120"))
-    return Console(file=sys.stdout, width=width, highlight=False, soft_wrap=False)
+def output_width() -> int | None:
+    """The width to lay text out at: the terminal's (None: rich asks it), else ``COLUMNS``, else none.
+
+    Piped output without ``COLUMNS`` has no width: sentences are not hard-wrapped and tables take
+    their natural width (:data:`fleetopt.render.layout.UNLIMITED_WIDTH`).
+    """
+    from fleetopt.render.layout import UNLIMITED_WIDTH
+
+    if sys.stdout.isatty():
+        return None
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    return UNLIMITED_WIDTH
+
+
+def make_console(file: Any = None) -> Console:
+    """A console on the current stdout (so test runners capture it) at :func:`output_width`."""
+    return Console(file=file or sys.stdout, width=output_width(), highlight=False, soft_wrap=False)
 
 
 def emit(
@@ -74,24 +93,32 @@ def emit(
     fmt: OutputFormat | str,
     draw: Callable[[Console, Mapping[str, Any]], None],
 ) -> None:
-    """Print ``data``: drawn for people with ``draw`` for ``table``, serialized otherwise."""
+    """Print ``data``: drawn for people with ``draw`` for ``table``, serialized otherwise.
+
+    Drawn text that does not go to a terminal is written with trailing spaces stripped (rich pads
+    titles and wrapped lines to the table or console width).
+    """
     fmt = OutputFormat(fmt)
-    if fmt is OutputFormat.table:
+    if fmt is not OutputFormat.table:
+        sys.stdout.write(dumps(data, fmt))
+    elif sys.stdout.isatty():
         draw(make_console(), data)
     else:
-        sys.stdout.write(dumps(data, fmt))
+        buffer = io.StringIO()
+        draw(make_console(buffer), data)
+        sys.stdout.write("".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines()))
 
 
 def fmt_num(value: float | int | None, digits: int = 4) -> str:
     """A compact human form of a number: ``None`` as ``–``, thousands separators for big ints."""
     if value is None:
-        return "–"
+        return NOT_APPLICABLE
     if isinstance(value, bool):
         return str(value)
     if isinstance(value, int):
         return f"{value:,}"
     if not math.isfinite(value):
-        return "∞" if value > 0 else "-∞"
+        return NOT_APPLICABLE
     if value != 0 and (abs(value) >= 1e7 or abs(value) < 1e-4):
         return f"{value:.{digits}g}"
     if abs(value) >= 1000:
@@ -101,10 +128,8 @@ def fmt_num(value: float | int | None, digits: int = 4) -> str:
 
 def fmt_seconds(value_s: float | None) -> str:
     """Seconds shown in ms below 1 s (e.g. ``412.3 ms``), in s above."""
-    if value_s is None:
-        return "–"
-    if not math.isfinite(value_s):
-        return "∞"
+    if value_s is None or not math.isfinite(value_s):
+        return NOT_APPLICABLE
     if abs(value_s) < 1.0:
         return f"{value_s * 1e3:.1f} ms"
     return f"{value_s:.3f} s"
@@ -113,7 +138,7 @@ def fmt_seconds(value_s: float | None) -> str:
 def fmt_usd(value: float | None) -> str:
     """Dollars for people: ``$20.75M``, ``$309.8K``, ``$950``; ``–`` for None or non-finite."""
     if value is None or not math.isfinite(value):
-        return "–"
+        return NOT_APPLICABLE
     sign = "-" if value < 0 else ""
     magnitude = abs(value)
     if magnitude >= 1e6:
@@ -124,14 +149,14 @@ def fmt_usd(value: float | None) -> str:
 
 
 def fmt_pct(value: float | None, signed: bool = False) -> str:
-    """A fraction as a percentage with one decimal (``0.371`` → ``37.1%``); ``–`` for None."""
-    if value is None:
-        return "–"
+    """A fraction as a percentage with one decimal (``0.371`` → ``37.1%``); ``–`` for None/non-finite."""
+    if value is None or not math.isfinite(value):
+        return NOT_APPLICABLE
     return f"{value:+.1%}" if signed else f"{value:.1%}"
 
 
 def fmt_count(value: float | None) -> str:
     """A count, whole numbers without decimals and fractional ones (Eq. 8 instances) with one."""
-    if value is None:
-        return "–"
+    if value is None or not math.isfinite(value):
+        return NOT_APPLICABLE
     return f"{value:,.0f}" if abs(value - round(value)) < 1e-9 else f"{value:,.1f}"

@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
-from fleetopt.render.output import fmt_num, fmt_pct, fmt_seconds, fmt_usd
+from fleetopt.render.layout import FitTable, bullets
+from fleetopt.render.output import NOT_APPLICABLE, fmt_num, fmt_pct, fmt_seconds, fmt_usd
 
 
 def explain_pool(name: str, pool: Mapping[str, Any], slo_s: float) -> str:
@@ -53,45 +53,76 @@ def explain_pool(name: str, pool: Mapping[str, Any], slo_s: float) -> str:
     return f"{name}: {count}; {why}. P99 TTFT {ttft}, {fmt_seconds(headroom)} under the SLO."
 
 
-def _pool_table(fleet: Mapping[str, Any]) -> Table:
-    """Metrics as rows, pools as columns (stays narrow however many metrics there are)."""
+def _serves(pool: Mapping[str, Any]) -> bool:
+    """A feasible pool that receives traffic (an empty pool has no service time, TTFT or TPOT)."""
+    return bool(pool["feasible"]) and pool["instances"] > 0 and (pool["arrival_rate_per_s"] or 0) > 0
+
+
+def _headroom(value_s: float | None, fraction: float | None) -> str:
+    return NOT_APPLICABLE if value_s is None else f"{fmt_seconds(value_s)} ({fmt_pct(fraction)})"
+
+
+def _tpot_label(pools: Mapping[str, Mapping[str, Any]]) -> str:
+    pool = next(iter(pools.values()))
+    limit_s = pool.get("tpot_limit_s")
+    limit = NOT_APPLICABLE if limit_s is None else f"{limit_s * 1e3:g} ms"
+    if pool.get("tpot_limit_kind") == "tpot_slo":
+        return f"TPOT headroom to the {limit} TPOT SLO"
+    return f"TPOT headroom to {limit} (chat reading pace)"
+
+
+#: Rows of the pool table: (label, cell, shown for a pool that serves no traffic).
+_POOL_ROWS: tuple[tuple[str, Any, bool], ...] = (
+    ("context window (max_model_len)", lambda p: f"{p['context_tokens']:,} tokens", True),
+    ("instances × GPUs each", lambda p: f"{p['instances']:,} × {p['gpus_per_instance']}", True),
+    ("GPUs", lambda p: fmt_num(p["gpus"]), True),
+    (
+        "slots per instance (max_num_seqs)",
+        lambda p: f"{p['slots_per_instance']} of {p['kv_slot_limit']} (KV)",
+        False,
+    ),
+    ("arrival rate", lambda p: f"{fmt_num(p['arrival_rate_per_s'])} req/s", True),
+    (
+        "service rate μ per instance",
+        lambda p: f"{fmt_num(p['service_rate_per_instance_per_s'])} req/s",
+        False,
+    ),
+    ("service-time SCV C_s²", lambda p: fmt_num(p["service_scv"], 3), False),
+    ("utilization (slots)", lambda p: fmt_pct(p["utilization"]), False),
+    ("compute utilization", lambda p: fmt_pct(p.get("compute_utilization")), False),
+    ("P99 slot wait", lambda p: fmt_seconds(p["p99_wait_s"]), False),
+    ("P99 prefill", lambda p: fmt_seconds(p["p99_prefill_s"]), False),
+    ("P99 TTFT", lambda p: fmt_seconds(p["p99_ttft_s"]), False),
+    (
+        "TTFT headroom to the SLO",
+        lambda p: _headroom(p.get("ttft_headroom_s"), p.get("ttft_headroom_fraction")),
+        False,
+    ),
+    ("iteration time (TPOT)", lambda p: fmt_seconds(p["iteration_s"]), False),
+    ("TPOT headroom", lambda p: _headroom(p.get("tpot_headroom_s"), p.get("tpot_headroom_fraction")), False),
+    ("binding constraint", lambda p: p["binding_constraint"], False),
+    ("slot count set by", lambda p: p["slots_binding"], False),
+    ("$/year", lambda p: fmt_usd(p["cost_per_year_usd"]), True),
+)
+
+
+def _pool_table(fleet: Mapping[str, Any]) -> FitTable:
+    """Metrics as rows, pools as columns (stacks pools into more tables when they do not fit)."""
     pools = fleet["pools"]
-    table = Table(title="Pools", title_justify="left")
-    table.add_column("")
+    table = FitTable(title="Pools")
+    table.add_column("", justify="left", wrap=True)
     for name in pools:
-        table.add_column(name, justify="right")
-    rows = (
-        ("context window (max_model_len)", lambda p: f"{p['context_tokens']:,} tokens"),
-        ("instances × GPUs each", lambda p: f"{p['instances']:,} × {p['gpus_per_instance']}"),
-        ("GPUs", lambda p: fmt_num(p["gpus"])),
-        (
-            "slots per instance (max_num_seqs)",
-            lambda p: f"{p['slots_per_instance']} of {p['kv_slot_limit']} (KV)",
-        ),
-        ("arrival rate", lambda p: f"{fmt_num(p['arrival_rate_per_s'])} req/s"),
-        ("service rate μ per instance", lambda p: f"{fmt_num(p['service_rate_per_instance_per_s'])} req/s"),
-        ("service-time SCV C_s²", lambda p: fmt_num(p["service_scv"], 3)),
-        ("utilization (slots)", lambda p: fmt_pct(p["utilization"])),
-        (
-            "compute utilization",
-            lambda p: "–" if p.get("compute_utilization") is None else fmt_pct(p["compute_utilization"]),
-        ),
-        ("P99 slot wait", lambda p: fmt_seconds(p["p99_wait_s"])),
-        ("P99 prefill", lambda p: fmt_seconds(p["p99_prefill_s"])),
-        ("P99 TTFT", lambda p: fmt_seconds(p["p99_ttft_s"])),
-        ("iteration time (TPOT)", lambda p: fmt_seconds(p["iteration_s"])),
-        ("binding constraint", lambda p: p["binding_constraint"]),
-        ("slot count set by", lambda p: p["slots_binding"]),
-        ("$/year", lambda p: fmt_usd(p["cost_per_year_usd"])),
-    )
-    for label, cell in rows:
-        table.add_row(
-            label,
-            *(
-                cell(p) if p["feasible"] or label == "context window (max_model_len)" else "–"
-                for p in pools.values()
-            ),
-        )
+        table.add_column(name)
+    for label, cell, when_empty in _POOL_ROWS:
+        if label == "TPOT headroom":
+            label = _tpot_label(pools)
+        cells = []
+        for pool in pools.values():
+            if label.startswith("context window") or (_serves(pool) or (when_empty and pool["feasible"])):
+                cells.append(cell(pool))
+            else:
+                cells.append(NOT_APPLICABLE)
+        table.add_row(label, *cells)
     return table
 
 
@@ -101,12 +132,12 @@ def _boundaries(fleet: Mapping[str, Any]) -> str:
     return " / ".join(fmt_num(b) for b in bounds)
 
 
-def _pool_count_table(document: Mapping[str, Any]) -> Table | None:
+def _pool_count_table(document: Mapping[str, Any]) -> FitTable | None:
     """The cheapest fleet with exactly k pools, k = 1 … --pools (shown when --pools > 2)."""
     rows = document.get("best_by_pool_count") or []
     if len(rows) <= 2:
         return None
-    table = Table(title="The cheapest fleet of each pool count (--pools)", title_justify="left")
+    table = FitTable(title="The cheapest fleet of each pool count (--pools)")
     for column in ("pools", "boundaries", "γ", "GPUs", "$/year"):
         table.add_column(column, justify="right")
     for row in rows:
@@ -125,10 +156,10 @@ def _pool_count_table(document: Mapping[str, Any]) -> Table | None:
     return table
 
 
-def _baseline_table(document: Mapping[str, Any]) -> Table:
-    table = Table(title="Against the baselines", title_justify="left")
+def _baseline_table(document: Mapping[str, Any]) -> FitTable:
+    table = FitTable(title="Against the baselines")
     for column in ("fleet", "B_short", "γ", "instances", "GPUs", "$/year", "saving vs homogeneous"):
-        table.add_column(column, justify="left" if column == "fleet" else "right")
+        table.add_column(column, justify="left" if column == "fleet" else "right", wrap=column == "fleet")
     homogeneous = document["baselines"]["homogeneous"]
     base_cost = homogeneous["cost_per_year_usd"]
     rows = [
@@ -155,11 +186,11 @@ def _baseline_table(document: Mapping[str, Any]) -> Table:
     return table
 
 
-def _grid_table(document: Mapping[str, Any]) -> Table:
+def _grid_table(document: Mapping[str, Any]) -> FitTable:
     cells = document["grid"]
     gammas = sorted({c["gamma"] for c in cells})
-    table = Table(title="GPUs over the (B_short, γ) grid (✗ = infeasible, * = best)", title_justify="left")
-    table.add_column("B_short \\ γ", justify="right")
+    table = FitTable(title="GPUs over the (B_short, γ) grid (✗ = infeasible, * = best)")
+    table.add_column("B_short \\ γ")
     for gamma in gammas:
         table.add_column(f"{gamma:.1f}", justify="right")
     best = document["best"]
@@ -199,8 +230,9 @@ def draw_plan(console: Console, document: Mapping[str, Any]) -> None:
     if best is None:
         console.print("[bold red]No fleet meets the SLO and the utilization cap.[/bold red]")
         homogeneous = document["baselines"]["homogeneous"]
-        for name, pool in homogeneous["pools"].items():
-            console.print("  " + explain_pool(name, pool, inputs["ttft_slo_s"]))
+        pools = homogeneous["pools"].items()
+        reasons = (explain_pool(name, pool, inputs["ttft_slo_s"]) for name, pool in pools)
+        console.print(bullets(reasons, marker="  "))
     else:
         savings = document["savings"]
         if not best["b_short_tokens"]:
@@ -216,18 +248,22 @@ def draw_plan(console: Console, document: Mapping[str, Any]) -> None:
             f"{fmt_pct(savings['vs_pool_routing'])} below pool routing)"
         )
         if best["routing"]:
-            console.print(f"routing: {best['routing']['rule']}")
+            console.print(f"routing: {best['routing']['rule']}", markup=False)
         console.print(_pool_table(best))
         console.print("[bold]Why[/bold]")
-        for name, pool in best["pools"].items():
-            console.print("  " + explain_pool(name, pool, inputs["ttft_slo_s"]))
+        reasons = (explain_pool(name, pool, inputs["ttft_slo_s"]) for name, pool in best["pools"].items())
+        console.print(bullets(reasons, marker="  "))
+        warnings = document.get("warnings") or []
+        if warnings:
+            console.print("[bold]Headroom warnings[/bold]")
+            console.print(bullets(w["message"] for w in warnings))
     console.print(_baseline_table(document))
     by_count = _pool_count_table(document)
     if by_count is not None:
         console.print(by_count)
     console.print(_grid_table(document))
-    for note in document["notes"]:
-        console.print(f"note: {note}")
+    if document["notes"]:
+        console.print(bullets(document["notes"], marker="note: "))
     console.print(
         "GPUs = instances × GPUs per instance; $/year = GPUs × $/GPU-hour × 8,760. "
         "TTFT = P99 slot wait + prefill + first decode under the service model."

@@ -9,20 +9,22 @@ What ``fleetopt plan --format json|yaml`` prints and ``--output`` writes (atomic
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict
 from typing import Any
 
 from fleetopt import __version__
-from fleetopt.core.planner import FleetCandidate, FleetPlan
+from fleetopt.core.planner import FleetCandidate, FleetPlan, PlanOptions
 from fleetopt.core.routing import Routing
 from fleetopt.core.service import PoolHardware
 from fleetopt.core.sizing import PoolSizing
 from fleetopt.core.workload import Workload
-from fleetopt.defaults import HOURS_PER_YEAR
+from fleetopt.defaults import CHAT_TPOT_NOTICE_S, HOURS_PER_YEAR
 from fleetopt.io.plans import PLAN_KIND, SCHEMA_VERSION, workload_fingerprint
 from fleetopt.render.words import (
     context_notes,
     fleet_reason,
+    headroom_warnings,
     plan_notes,
     pool_model_notes,
     pool_reason,
@@ -36,7 +38,27 @@ def hardware_document(hardware: PoolHardware) -> dict[str, Any]:
     return asdict(hardware)
 
 
-def pool_document(pool: PoolSizing, hardware: PoolHardware, total_rate_per_s: float) -> dict[str, Any]:
+def pool_headroom(pool: PoolSizing, options: PlanOptions) -> dict[str, Any]:
+    """How far a serving pool sits below its SLOs: TTFT against the SLO, TPOT against the TPOT SLO
+    (or, without one, against :data:`~fleetopt.defaults.CHAT_TPOT_NOTICE_S`). None where the pool
+    serves nothing or is infeasible."""
+    serves = pool.feasible and pool.instances > 0 and pool.arrival_rate_per_s > 0
+    ttft_ok = serves and math.isfinite(pool.p99_ttft_s)
+    tpot_ok = serves and math.isfinite(pool.iteration_s)
+    tpot_limit = options.tpot_slo_s if options.tpot_slo_s is not None else CHAT_TPOT_NOTICE_S
+    return {
+        "ttft_headroom_s": options.ttft_slo_s - pool.p99_ttft_s if ttft_ok else None,
+        "ttft_headroom_fraction": 1.0 - pool.p99_ttft_s / options.ttft_slo_s if ttft_ok else None,
+        "tpot_limit_s": tpot_limit,
+        "tpot_limit_kind": "tpot_slo" if options.tpot_slo_s is not None else "chat_reading_pace",
+        "tpot_headroom_s": tpot_limit - pool.iteration_s if tpot_ok else None,
+        "tpot_headroom_fraction": 1.0 - pool.iteration_s / tpot_limit if tpot_ok else None,
+    }
+
+
+def pool_document(
+    pool: PoolSizing, hardware: PoolHardware, total_rate_per_s: float, options: PlanOptions
+) -> dict[str, Any]:
     """One pool: what to deploy (instances, GPUs, max_num_seqs, max_model_len) and how it behaves."""
     return {
         "serving_profile": hardware.serving_name,
@@ -66,6 +88,7 @@ def pool_document(pool: PoolSizing, hardware: PoolHardware, total_rate_per_s: fl
         "reason": pool_reason(pool),
         "min_achievable_ttft_s": pool.min_achievable_ttft_s,
         "cost_per_year_usd": pool.cost_per_hour_usd * HOURS_PER_YEAR if pool.feasible else None,
+        **pool_headroom(pool, options),
     }
 
 
@@ -89,7 +112,7 @@ def fleet_document(candidate: FleetCandidate, plan: FleetPlan) -> dict[str, Any]
     """One fleet (best, a baseline or a grid cell) with its pools, by name, and its routing rule."""
     rate = plan.options.arrival_rate_per_s
     pools = {
-        name: pool_document(pool, hardware, rate)
+        name: pool_document(pool, hardware, rate, plan.options)
         for name, pool, hardware in zip(
             candidate.pool_names, candidate.pools, candidate.hardware, strict=True
         )
@@ -146,6 +169,7 @@ def plan_document(plan: FleetPlan, workload: Workload, inputs: dict[str, Any]) -
     """
     o = plan.options
     best = plan.best
+    best_document = fleet_document(best, plan) if best is not None else None
     document: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "kind": PLAN_KIND,
@@ -176,7 +200,7 @@ def plan_document(plan: FleetPlan, workload: Workload, inputs: dict[str, Any]) -
             },
         },
         "feasible": plan.feasible,
-        "best": fleet_document(best, plan) if best is not None else None,
+        "best": best_document,
         "baselines": {
             "homogeneous": fleet_document(plan.homogeneous, plan),
             "pool_routing": fleet_document(plan.pool_routing, plan) if plan.pool_routing else None,
@@ -211,6 +235,7 @@ def plan_document(plan: FleetPlan, workload: Workload, inputs: dict[str, Any]) -
             }
             for c in plan.grid
         ],
+        "warnings": headroom_warnings(best_document["pools"], o) if best_document is not None else [],
         "notes": workload_notes(workload)
         + rate_notes(workload, plan.options.arrival_rate_per_s, inputs.get("arrival_rate_origin", "given"))
         + context_notes(plan)

@@ -19,9 +19,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rich.table import Table
-
 from fleetopt.errors import FleetoptError, ValidationError
+from fleetopt.render.layout import FitTable
 from fleetopt.render.output import fmt_count, fmt_pct
 
 Rows = Sequence[Mapping[str, Any]]
@@ -46,8 +45,8 @@ def _has(rows: Rows, key: str) -> bool:
     return all(key in row for row in rows)
 
 
-def savings_vs_threshold_table(rows: Rows) -> Table:
-    """A rich table of savings versus B_short (pool-routing Figure 6 as numbers).
+def savings_vs_threshold_table(rows: Rows) -> FitTable:
+    """A table of savings versus B_short (pool-routing Figure 6 as numbers).
 
     Rows with the workload audit's optional keys also show the closed form (Eq. 7), Eq. 8 and the
     cheapest C&R fleet at each B.
@@ -58,7 +57,7 @@ def savings_vs_threshold_table(rows: Rows) -> Table:
         _has(rows, "eq8_savings_fraction"),
         _has(rows, "compressed_gpus"),
     )
-    table = Table(title="Savings vs B_short", title_justify="left")
+    table = FitTable(title="Savings vs B_short")
     headers = ["B_short (tokens)", "α = F(B)", "Homogeneous GPUs", "Routed GPUs", "Savings"]
     headers += (["Closed form"] if closed else []) + (["Eq. 8"] if eq8 else [])
     headers += ["PR + C&R GPUs", "PR + C&R saving"] if compressed else []
@@ -80,11 +79,11 @@ def savings_vs_threshold_table(rows: Rows) -> Table:
     return table
 
 
-def fleet_vs_rate_table(rows: Rows) -> Table:
-    """A rich table of fleet size versus arrival rate (FleetOpt Table 6 layout)."""
+def fleet_vs_rate_table(rows: Rows) -> FitTable:
+    """A table of fleet size versus arrival rate (FleetOpt Table 6 layout)."""
     _check_rows(rows, _RATE_KEYS, "fleet vs rate")
     with_compression = all("compressed_gpus" in row for row in rows)
-    table = Table(title="Fleet size vs arrival rate", title_justify="left")
+    table = FitTable(title="Fleet size vs arrival rate")
     headers = ["λ (req/s)", "Homogeneous", "Pool routing"]
     headers += ["PR + C&R"] if with_compression else []
     headers += ["PR saving"] + (["PR + C&R saving"] if with_compression else [])

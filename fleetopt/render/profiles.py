@@ -10,13 +10,11 @@ from rich.console import Console
 
 def draw_profile_list(console: Console, data: Mapping[str, Any]) -> None:
     """One table per profile kind."""
-    from rich.table import Table
-    from rich.text import Text
-
+    from fleetopt.render.layout import FitTable
     from fleetopt.render.output import fmt_num
 
     for kind, rows in data.items():
-        table = Table(title=kind)
+        table = FitTable(title=kind)
         if kind == "models":
             cols = (
                 "name",
@@ -76,24 +74,23 @@ def draw_profile_list(console: Console, data: Mapping[str, Any]) -> None:
                 for r in rows
             ]
         for col in cols:
-            table.add_column(col, no_wrap=col == "name", overflow="fold")
+            table.add_column(col, justify="left")
         for cell in cells:
-            table.add_row(*(Text(str(c)) for c in cell))
+            table.add_row(*cell)
         console.print(table)
 
 
 def draw_profile(console: Console, data: Mapping[str, Any]) -> None:
     """Every field of one profile, in fleetopt's internal units."""
-    from rich.table import Table
-    from rich.text import Text
+    from fleetopt.render.layout import FitTable
 
-    table = Table(title=f"{data['kind']} profile {data['name']}", show_header=False)
-    table.add_column("field")
-    table.add_column("value", overflow="fold")
+    table = FitTable(title=f"{data['kind']} profile {data['name']}", show_header=False)
+    table.add_column("field", justify="left")
+    table.add_column("value", justify="left", wrap=True)
     for key, value in data.items():
         if key in ("kind", "name") or value is None:
             continue
         if isinstance(value, float):
             value = f"{value:g}"
-        table.add_row(Text(key), Text(str(value)))
+        table.add_row(key, str(value))
     console.print(table)

@@ -34,9 +34,7 @@ def _leading_digits(decimal: str, digits: int) -> str:
 
 def draw_queue(console: Console, data: Mapping[str, Any]) -> None:
     """Erlang B and C, utilization and the waits (and the 50-digit check with --exact)."""
-    from rich.table import Table
-    from rich.text import Text
-
+    from fleetopt.render.layout import FitTable
     from fleetopt.render.output import fmt_num, fmt_seconds
 
     in_seconds = data["time_unit"] == "s"
@@ -45,9 +43,9 @@ def draw_queue(console: Console, data: Mapping[str, Any]) -> None:
     def wait(value: float) -> str:
         return fmt_seconds(value) if in_seconds else f"{fmt_num(value, 6)} × mean service time"
 
-    table = Table(title=f"M/G/{data['servers']} queue", title_justify="left", show_header=False)
-    table.add_column(no_wrap=True)
-    table.add_column(justify="right")
+    table = FitTable(title=f"M/G/{data['servers']} queue", show_header=False)
+    table.add_column(justify="left", wrap=True)
+    table.add_column()
     rows = [("servers c", fmt_num(data["servers"]))]
     if in_seconds:
         rows += [
@@ -71,7 +69,7 @@ def draw_queue(console: Console, data: Mapping[str, Any]) -> None:
             ("fast vs exact, relative difference", f"{exact['relative_difference_erlang_c']:.1e}"),
         ]
     for label, value in rows:
-        table.add_row(Text(label), Text(value))
+        table.add_row(label, value)
     console.print(table)
     if not in_seconds:
         console.print(

@@ -4,16 +4,16 @@ document (what ``--format json|yaml`` prints) and its table, drawn from that sam
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from fleetopt.api import CrossCheck
 from fleetopt.core.crosscheck import METRICS, CrossCheckReport, Finding, FindingKind, Verdict
-from fleetopt.render.output import fmt_num, fmt_seconds
+from fleetopt.render.layout import FitTable, bullets
+from fleetopt.render.output import NOT_APPLICABLE, fmt_num, fmt_seconds
 
 _VERDICTS = {
     Verdict.FAIL: "FAIL: a simulated P99 TTFT exceeds the SLO",
@@ -131,20 +131,25 @@ _LABELS = {
 }
 
 
+def _finite(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)
+
+
 def _value(key: str, value: float | None) -> str:
-    if value is None:
-        return "–"
+    if not _finite(value):
+        return NOT_APPLICABLE
     return f"{value:.4f}" if key == "utilization" else fmt_seconds(value)
 
 
-def _half_width(key: str, value: float | None) -> str:
-    if value is None:
+def _half_width(key: str, value: float | None, simulated: float | None) -> str:
+    """`` ± half-width`` of a simulated value; nothing when there is no value or (one seed) no interval."""
+    if not (_finite(value) and _finite(simulated)):
         return ""
     return f" ± {value:.4f}" if key == "utilization" else f" ± {fmt_seconds(value)}"
 
 
 def _error(value: float | None) -> str:
-    return "–" if value is None else f"{value:+.2f}%"
+    return NOT_APPLICABLE if not _finite(value) else f"{value:+.2f}%"
 
 
 def draw_crosscheck(console: Console, data: Mapping[str, Any]) -> None:
@@ -166,31 +171,33 @@ def draw_crosscheck(console: Console, data: Mapping[str, Any]) -> None:
     )
     slo = data["ttft_slo_s"]
     for name, pool in data["pools"].items():
-        table = Table(
+        table = FitTable(
             title=(
                 f"{name} pool: {pool['instances']:,} × {pool['slots_per_instance']} slots, "
                 f"{pool['requests_measured']:,} requests measured"
                 + ("" if pool["warmed_up"] else " — NOT WARMED UP")
             ),
-            title_justify="left",
         )
-        table.add_column("metric")
-        table.add_column("analytical", justify="right")
-        table.add_column("simulated ± 95% CI", justify="right")
-        table.add_column("error", justify="right")
+        table.add_column("metric", justify="left", wrap=True)
+        table.add_column("analytical")
+        table.add_column("simulated ± 95% CI")
+        table.add_column("error")
         for key, label in _LABELS.items():
             row = pool[key]
             table.add_row(
                 label,
                 _value(key, row["analytical"]),
-                _value(key, row["simulated"]) + _half_width(key, row["ci95_half_width"]),
+                _value(key, row["simulated"]) + _half_width(key, row["ci95_half_width"], row["simulated"]),
                 _error(row["error_pct"]),
             )
         console.print(table)
         p99 = pool["p99_ttft_s"]["simulated"]
+        if not _finite(p99):
+            console.print("  no request was measured in this pool: no simulated TTFT to compare")
+            continue
         mark = "[green]meets[/green]" if pool["slo_met"] else "[bold red]EXCEEDS[/bold red]"
         console.print(f"  simulated P99 TTFT {fmt_seconds(p99)} {mark} the {fmt_seconds(slo)} SLO")
     style = "bold green" if data["verdict"].startswith("PASS") else "bold red"
     console.print(f"[{style}]{data['verdict']}[/{style}]")
-    for note in data["notes"]:
-        console.print(f"  • {escape(note)}")
+    if data["notes"]:
+        console.print(bullets(data["notes"], marker="  • "))

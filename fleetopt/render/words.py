@@ -122,3 +122,51 @@ def plan_notes(plan: FleetPlan) -> list[str]:
     if plan.best.b_short_tokens is None:
         return ["no two-pool fleet beats the homogeneous fleet here; the best plan is one pool"]
     return []
+
+
+def headroom_warnings(pools: dict[str, dict], options) -> list[dict[str, str]]:
+    """Pools that sit within :data:`~fleetopt.defaults.NEAR_SLO_FRACTION` of an SLO, or at a TPOT a chat
+    user would notice, from the pool documents' headroom fields: ``{pool, kind, message}`` each."""
+    from fleetopt.defaults import NEAR_SLO_FRACTION
+
+    warnings = []
+    for name, pool in pools.items():
+        ttft = pool.get("ttft_headroom_fraction")
+        if ttft is not None and ttft < NEAR_SLO_FRACTION:
+            warnings.append({
+                "pool": name,
+                "kind": "ttft_near_slo",
+                "message": (
+                    f"{name} pool: P99 TTFT {pool['p99_ttft_s'] * 1e3:.1f} ms is within "
+                    f"{NEAR_SLO_FRACTION:.0%} of the {options.ttft_slo_s * 1e3:g} ms SLO "
+                    f"({ttft:.1%} headroom): "
+                    "a little more traffic, longer prompts or a model error of that size breaks it "
+                    "(plan at a higher --rate for growth; fleetopt drift --min-headroom watches it)"
+                ),
+            })  # fmt: skip
+        tpot = pool.get("tpot_headroom_fraction")
+        if tpot is None:
+            continue
+        limit_ms = pool["tpot_limit_s"] * 1e3
+        iteration_ms = pool["iteration_s"] * 1e3
+        if pool["tpot_limit_kind"] == "tpot_slo":
+            if tpot < NEAR_SLO_FRACTION:
+                warnings.append({
+                    "pool": name,
+                    "kind": "tpot_near_slo",
+                    "message": (
+                        f"{name} pool: TPOT {iteration_ms:.1f} ms is within {NEAR_SLO_FRACTION:.0%} of the "
+                        f"{limit_ms:g} ms TPOT SLO ({tpot:.1%} headroom)"
+                    ),
+                })  # fmt: skip
+        elif tpot < 0:
+            warnings.append({
+                "pool": name,
+                "kind": "tpot_noticeable",
+                "message": (
+                    f"{name} pool: TPOT {iteration_ms:.1f} ms ({1e3 / iteration_ms:.1f} tokens/s) is slower "
+                    f"than {limit_ms:g} ms, where a chat user reading along sees the stream stall; "
+                    "set --tpot-slo to cap it"
+                ),
+            })  # fmt: skip
+    return warnings

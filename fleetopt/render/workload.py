@@ -12,7 +12,7 @@ from fleetopt.render.output import fmt_num
 
 def draw_workload(console: Console, data: Mapping[str, Any]) -> None:
     """Token quantiles, F at key lengths, arrivals and the archetype of a workload."""
-    from rich.table import Table
+    from fleetopt.render.layout import FitTable
 
     count = data["request_count"]
     kind = f"{count:,} requests" if count is not None else f"CDF, split {data['split_model']}"
@@ -21,24 +21,24 @@ def draw_workload(console: Console, data: Mapping[str, Any]) -> None:
         from fleetopt.render.words import SPLIT_ASSUMED_NOTE
 
         console.print(f"note: {SPLIT_ASSUMED_NOTE}")
-    tokens = Table(title=f"Tokens (quantiles: {data['quantile_method']})")
-    tokens.add_column("")
+    tokens = FitTable(title=f"Tokens (quantiles: {data['quantile_method']})")
+    tokens.add_column("", justify="left")
     for label in ("mean", "p50", "p90", "p99", "max"):
-        tokens.add_column(label, justify="right")
+        tokens.add_column(label)
     for column in ("input", "output", "total"):
         row = data["tokens"][column]
         tokens.add_row(column, *(fmt_num(row[label], 6) for label in ("mean", "p50", "p90", "p99", "max")))
     console.print(tokens)
-    cdf = Table(title="F(tokens): share of requests with total ≤ tokens")
+    cdf = FitTable(title="F(tokens): share of requests with total ≤ tokens", key_columns=0)
     for tokens_label in data["cdf_at_tokens"]:
-        cdf.add_column(f"{int(tokens_label):,}", justify="right")
+        cdf.add_column(f"{int(tokens_label):,}")
     cdf.add_row(*(f"{value:.4f}" for value in data["cdf_at_tokens"].values()))
     console.print(cdf)
     arrivals = data["arrivals"]
     if arrivals is not None:
-        table = Table(title="Arrivals")
-        table.add_column("statistic")
-        table.add_column("value", justify="right")
+        table = FitTable(title="Arrivals")
+        table.add_column("statistic", justify="left", wrap=True)
+        table.add_column("value")
         table.add_row("span", f"{fmt_num(arrivals['span_s'], 6)} s")
         table.add_row("mean rate (n−1)/span", f"{fmt_num(arrivals['mean_rate_per_s'], 4)} req/s")
         if arrivals["interarrival_scv"] is not None:  # a summary has no gaps and no sliding peak
@@ -54,11 +54,11 @@ def draw_workload(console: Console, data: Mapping[str, Any]) -> None:
             )
     profile = data.get("rate_profile")
     if profile is not None:
-        table = Table(
+        table = FitTable(
             title=f"Rate profile ({profile['windows']:,} windows of {fmt_num(profile['window_s'])} s)"
         )
-        table.add_column("statistic")
-        table.add_column("value", justify="right")
+        table.add_column("statistic", justify="left", wrap=True)
+        table.add_column("value")
         for label, key in (
             ("mean rate", "mean_rate_per_s"), ("p50 window", "rate_p50_per_s"),
             ("p90 window", "rate_p90_per_s"), ("p99 window", "rate_p99_per_s"),
@@ -70,10 +70,10 @@ def draw_workload(console: Console, data: Mapping[str, Any]) -> None:
         console.print(table)
     archetype = data["archetype"]
     if archetype is not None:
-        table = Table(title=f"Archetype at B_short = {archetype['b_short_tokens']:,} (FleetOpt §2.4)")
-        table.add_column("γ", justify="right")
-        table.add_column("β = F(γB) − F(B)", justify="right")
-        table.add_column("borderline share of above-B", justify="right")
+        table = FitTable(title=f"Archetype at B_short = {archetype['b_short_tokens']:,} (FleetOpt §2.4)")
+        table.add_column("γ")
+        table.add_column("β = F(γB) − F(B)")
+        table.add_column("borderline share of above-B")
         for gamma, row in archetype["borderline"].items():
             share = row["share_of_above_threshold"]
             table.add_row(gamma, f"{row['beta']:.4f}", "–" if share is None else f"{share:.4f}")

@@ -1,0 +1,686 @@
+"""``fleetopt export``: a plan as deployable text — vLLM commands, the router file, Kubernetes
+Deployments and Services, KEDA ScaledObjects and a markdown summary (docs/deploy.md).
+
+Every number comes from the plan (instances, max_num_seqs, max_model_len, tensor parallelism,
+boundaries, γ, p_c) or from the serving profile the plan names (token budget, memory utilization,
+KV block, dtypes: :class:`fleetopt.io.deploy.EngineSettings`). Flag names were checked against
+vLLM's own argument parser: ``vllm/engine/arg_utils.py`` and ``vllm/config/cache.py``,
+``vllm/config/scheduler.py`` of vllm-project/vllm (commits 99d7eb5d, c1d86421; the v0.11 series).
+No rich here: the API builds these too.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from fleetopt import __version__
+from fleetopt.core.routing import Routing
+from fleetopt.io.deploy import (
+    ROUTER_KIND,
+    ROUTER_SCHEMA_VERSION,
+    WITHOUT_MAX_TOKENS,
+    EngineSettings,
+)
+from fleetopt.io.plans import PlanSchedule
+
+#: The vLLM image of the manifests: the OpenAI-compatible server of the release series whose flag
+#: names were checked (see the module docstring).
+DEFAULT_VLLM_IMAGE = "vllm/vllm-openai:v0.11.0"
+#: vLLM's default port (``vllm serve --port``).
+VLLM_PORT = 8000
+#: vLLM's time-to-first-token histogram edges, seconds (``vllm:time_to_first_token_seconds``;
+#: vllm/v1/metrics/loggers.py, the ``time_to_first_token`` family of vllm/v1/metrics/buckets.py).
+VLLM_TTFT_BUCKETS_S = (
+    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+    20.0, 40.0, 80.0, 160.0, 640.0, 2560.0,
+)  # fmt: skip
+#: Cron triggers have minute resolution (KEDA's cron scaler, robfig/cron five-field expressions).
+_MINUTE_S = 60
+#: Periods a schedule can repeat on as cron expressions: a day or a week.
+_DAY_S, _WEEK_S = 86_400, 604_800
+
+
+@dataclass(frozen=True)
+class DeployPool:
+    """One planned pool with everything its deployment needs (seconds, tokens, req/s)."""
+
+    name: str
+    resource: str
+    instances: int
+    gpus_per_instance: int
+    context_tokens: int
+    slots_per_instance: int
+    engine: EngineSettings
+    serving_profile: str
+    gpu: str
+    arrival_rate_per_s: float | None = None
+    mean_service_s: float | None = None
+    p99_ttft_s: float | None = None
+    p99_wait_s: float | None = None
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    """How the exported files name, place and scale things (the ``fleetopt export`` options)."""
+
+    name_prefix: str = "fleetopt"
+    namespace: str | None = None
+    image: str = DEFAULT_VLLM_IMAGE
+    prometheus_url: str = "http://prometheus-operated.monitoring.svc:9090"
+    burst_headroom: float = 0.25
+    hf_token_secret: str | None = None
+    histogram_buckets: bool = False
+
+
+@dataclass(frozen=True)
+class ExportContext:
+    """The plan's facts every target needs besides its pools."""
+
+    plan_label: str
+    ttft_slo_s: float
+    routing: Routing
+    pools: tuple[DeployPool, ...]
+    workload_sha256: str | None = None
+    schedule: PlanSchedule | None = None
+    notes: tuple[str, ...] = field(default=())
+
+
+# ------------------------------------------------------------------------------------------ vLLM
+
+
+def max_num_batched_tokens(pool: DeployPool) -> int:
+    """The profile's token budget per iteration, raised to max_num_seqs where vLLM requires it
+    (``max_num_batched_tokens ≥ max_num_seqs``, vllm/config/scheduler.py ``_verify_args``)."""
+    return max(pool.engine.max_num_batched_tokens, pool.slots_per_instance)
+
+
+def _one_two_five(limit: int) -> list[int]:
+    """vLLM's default token buckets: 1, 2, 5, 10, 20, 50, … up to ``limit`` (``build_1_2_5_buckets``)."""
+    edges, scale = [], 1
+    while True:
+        for mantissa in (1, 2, 5):
+            if mantissa * scale > limit:
+                return edges
+            edges.append(mantissa * scale)
+        scale *= 10
+
+
+def histogram_buckets(context: ExportContext, pool: DeployPool) -> dict[str, list[float]]:
+    """vLLM's default bucket edges plus the plan's own: the pool boundaries and ⌊γB⌋ up to this pool's
+    context (token histograms), and the TTFT SLO (seconds), so Prometheus counts them exactly."""
+    plan_edges = {*context.routing.boundaries_tokens, pool.context_tokens}
+    if context.routing.band_top_tokens is not None:
+        plan_edges.add(context.routing.band_top_tokens)
+    tokens = sorted(
+        {*_one_two_five(pool.context_tokens), *(b for b in plan_edges if b <= pool.context_tokens)}
+    )
+    ttft = sorted({*VLLM_TTFT_BUCKETS_S, context.ttft_slo_s})
+    return {"request_tokens": [float(t) for t in tokens], "time_to_first_token": ttft}
+
+
+def vllm_arguments(context: ExportContext, pool: DeployPool, options: ExportOptions) -> list[str]:
+    """``vllm serve`` arguments of one pool: the model, then each planned setting as its flag."""
+    engine = pool.engine
+    args = [
+        engine.model_id,
+        "--tensor-parallel-size", str(pool.gpus_per_instance),
+        "--max-model-len", str(pool.context_tokens),
+        "--max-num-seqs", str(pool.slots_per_instance),
+        "--max-num-batched-tokens", str(max_num_batched_tokens(pool)),
+        "--block-size", str(engine.block_size),
+    ]  # fmt: skip
+    if engine.gpu_memory_utilization is not None:
+        args += ["--gpu-memory-utilization", f"{engine.gpu_memory_utilization:g}"]
+    if engine.num_gpu_blocks_override is not None:
+        args += ["--num-gpu-blocks-override", str(engine.num_gpu_blocks_override)]
+    if engine.quantization is not None:
+        args += ["--quantization", engine.quantization]
+    if engine.kv_cache_dtype is not None:
+        args += ["--kv-cache-dtype", engine.kv_cache_dtype]
+    if options.histogram_buckets:
+        buckets = histogram_buckets(context, pool)
+        args += ["--custom-histogram-buckets", json.dumps(buckets, separators=(",", ":"))]
+    return args
+
+
+def pool_notes(context: ExportContext, pool: DeployPool) -> list[str]:
+    """What the operator of a pool should know that its flags cannot say (profile and vLLM limits)."""
+    notes = list(pool.engine.notes)
+    if pool.engine.max_num_batched_tokens < pool.slots_per_instance:
+        notes.append(
+            f"--max-num-batched-tokens is raised from the profile's "
+            f"{pool.engine.max_num_batched_tokens:,} to max_num_seqs = {pool.slots_per_instance:,}, the "
+            f"least vLLM accepts; the plan's iteration times assumed {pool.engine.max_num_batched_tokens:,}"
+        )
+    limit = pool.engine.max_context_tokens
+    if limit is not None and pool.context_tokens > limit:
+        notes.append(
+            f"--max-model-len {pool.context_tokens:,} is beyond the model's {limit:,} tokens: vLLM refuses "
+            "it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (and the model then runs past what it was trained "
+            "on); "
+            f"re-plan with --long-context {limit}"
+        )
+    if pool.instances == 0:
+        notes.append("this pool receives no traffic in the plan: 0 instances")
+    return notes
+
+
+def _served_by(context: ExportContext, index: int) -> str:
+    """Which requests a pool serves, in words (router.yaml states the same rule as data)."""
+    bounds = context.routing.boundaries_tokens
+    if not bounds:
+        return "every request (one pool)"
+    if index == len(bounds):
+        return f"prompt + max_tokens > {bounds[-1]:,}, and requests without max_tokens"
+    text = f"prompt + max_tokens ≤ {bounds[index]:,}"
+    if index > 0:
+        text = f"{bounds[index - 1]:,} < {text}"
+    band = context.routing.band_top_tokens
+    if index == 0 and band is not None and band > bounds[0] and context.routing.compressibility > 0:
+        text += f", and compressed prompts up to {band:,} (C&R)"
+    return text
+
+
+def _metrics_comment(context: ExportContext, pool: DeployPool, options: ExportOptions) -> list[str]:
+    slo = context.ttft_slo_s
+    selector = f'pod=~"{pool.resource}-.*"'
+    lines = [
+        f"Prometheus (vLLM's /metrics on port {VLLM_PORT}): this pool's requests are exactly",
+        f"  sum(rate(vllm:request_success_total{{{selector}}}[5m]))",
+    ]
+    if options.histogram_buckets or slo in VLLM_TTFT_BUCKETS_S:
+        lines += [
+            f"and those within the {slo * 1e3:g} ms TTFT SLO exactly",
+            f'  sum(rate(vllm:time_to_first_token_seconds_bucket{{{selector},le="{slo:g}"}}[5m]))',
+        ]
+    else:
+        below = max((b for b in VLLM_TTFT_BUCKETS_S if b < slo), default=0.0)
+        above = min((b for b in VLLM_TTFT_BUCKETS_S if b > slo), default=math.inf)
+        lines += [
+            f"vLLM's TTFT histogram has no edge at the {slo * 1e3:g} ms SLO: the count within it lies",
+            f'between its buckets le="{below:g}" and le="{"+Inf" if math.isinf(above) else f"{above:g}"}"'
+            " (vllm:time_to_first_token_seconds).",
+        ]
+    return lines
+
+
+def vllm_script(context: ExportContext, pool: DeployPool, options: ExportOptions) -> str:
+    """A shell script that starts one instance of ``pool`` (run it on each of its instances)."""
+    index = [p.name for p in context.pools].index(pool.name)
+    command = ["vllm", "serve", *vllm_arguments(context, pool, options)]
+    lines = [
+        "#!/bin/sh",
+        f"# fleetopt {__version__} export --to vllm: {pool.name} pool of {context.plan_label}",
+        f"# {pool.instances:,} instances × {pool.gpus_per_instance} GPUs ({pool.gpu}); run this on each.",
+        f"# Serving profile {pool.serving_profile}.",
+        f"# It serves {_served_by(context, index)} (router.yaml).",
+        "# Flags checked against vLLM's CLI (vllm/engine/arg_utils.py, v0.11 series; docs/deploy.md).",
+        f"# At start-up vLLM logs 'Maximum concurrency for {pool.context_tokens:,} tokens per request: Nx':",
+        f"# N must be at least max_num_seqs = {pool.slots_per_instance:,} (the plan assumed "
+        f"{pool.engine.kv_capacity_tokens:,} KV tokens per instance).",
+    ]
+    lines += [f"# note: {note}" for note in pool_notes(context, pool)]
+    lines += [f"# {line}" for line in _metrics_comment(context, pool, options)]
+    lines.append(_shell_command(command))
+    return "\n".join(lines) + "\n"
+
+
+def _shell_command(words: Sequence[str]) -> str:
+    """``words`` as one shell command, a flag and its value per line."""
+    first, rest = shlex.join(words[:3]), list(words[3:])
+    lines = [first]
+    while rest:
+        flag = rest.pop(0)
+        value = rest.pop(0) if rest and not rest[0].startswith("--") else None
+        lines.append(f"  {shlex.quote(flag)}" + ("" if value is None else f" {shlex.quote(value)}"))
+    return " \\\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------- router
+
+
+def pool_endpoint(pool: DeployPool, options: ExportOptions) -> str:
+    """The pool's Service address inside the cluster."""
+    host = pool.resource if options.namespace is None else f"{pool.resource}.{options.namespace}.svc"
+    return f"http://{host}:{VLLM_PORT}"
+
+
+def router_document(context: ExportContext, options: ExportOptions) -> dict[str, Any]:
+    """The router configuration (kind fleetopt-router, schema_version 1; format in docs/deploy.md)."""
+    routing = context.routing
+    model_ids = sorted({pool.engine.model_id for pool in context.pools})
+    document: dict[str, Any] = {
+        "kind": ROUTER_KIND,
+        "schema_version": ROUTER_SCHEMA_VERSION,
+        "fleetopt_version": __version__,
+        "plan": {"file": context.plan_label, "workload_sha256": context.workload_sha256},
+        "model": model_ids[0] if len(model_ids) == 1 else None,
+        "budget": {
+            "tokens": "prompt_tokens + max_tokens",
+            "prompt_tokens": "the prompt's length in the model's tokens, chat template applied",
+            "without_max_tokens": WITHOUT_MAX_TOKENS,
+        },
+        "pools": [
+            {
+                "name": pool.name,
+                "max_budget_tokens": pool.context_tokens,
+                "endpoint": pool_endpoint(pool, options),
+                "model": pool.engine.model_id,
+                "instances": pool.instances,
+            }
+            for pool in context.pools
+        ],
+        "longer_than_every_pool": "reject",
+    }
+    band_top = routing.band_top_tokens
+    if band_top is not None and band_top > routing.boundaries_tokens[0] and routing.compressibility > 0:
+        first = routing.boundaries_tokens[0]
+        document["compress_and_route"] = {
+            "pool": context.pools[0].name,
+            "above_budget_tokens": first,
+            "up_to_budget_tokens": band_top,
+            "gamma": routing.gamma,
+            "compressibility": routing.compressibility,
+            "only_if_max_tokens_below": first,
+            "compress_prompt_to_tokens": f"{first} - max_tokens",
+        }
+    return document
+
+
+_ROUTER_HEADER = """\
+# fleetopt router configuration: which pool serves each request (docs/deploy.md#the-router-file).
+# For each request, with L = prompt_tokens + max_tokens:
+#   1. no max_tokens: the last pool (the only one whose context holds any output);
+#   2. compress_and_route: if above_budget_tokens < L <= up_to_budget_tokens and
+#      max_tokens < only_if_max_tokens_below, then with probability `compressibility`
+#      compress the prompt to above_budget_tokens - max_tokens tokens and send it to `pool`;
+#   3. otherwise the first pool (in order) with L <= max_budget_tokens;
+#   4. longer than every pool: reject (no instance can hold it).
+# Each pool's max_budget_tokens is its vLLM --max-model-len, so every routed request fits.
+"""
+
+
+def _yaml(document: Mapping[str, Any]) -> str:
+    """Block-style YAML without anchors or aliases (manifests repeat equal probes on purpose)."""
+    import yaml
+
+    class NoAliases(yaml.SafeDumper):
+        def ignore_aliases(self, data: Any) -> bool:
+            return True
+
+    return yaml.dump(dict(document), Dumper=NoAliases, sort_keys=False, allow_unicode=True)
+
+
+def router_yaml(context: ExportContext, options: ExportOptions) -> str:
+    return _ROUTER_HEADER + _yaml(router_document(context, options))
+
+
+# ------------------------------------------------------------------------------------ Kubernetes
+
+
+def _labels(pool: DeployPool, options: ExportOptions) -> dict[str, str]:
+    return {
+        "app.kubernetes.io/name": "vllm",
+        "app.kubernetes.io/instance": pool.resource,
+        "app.kubernetes.io/component": pool.name,
+        "app.kubernetes.io/part-of": options.name_prefix,
+    }
+
+
+def _metadata(pool: DeployPool, options: ExportOptions, annotations: dict[str, str] | None = None) -> dict:
+    metadata: dict[str, Any] = {"name": pool.resource, "labels": _labels(pool, options)}
+    if options.namespace is not None:
+        metadata["namespace"] = options.namespace
+    if annotations:
+        metadata["annotations"] = annotations
+    return metadata
+
+
+#: Kubernetes extended resource of a GPU, by vendor (device plugins' resource names).
+def gpu_resource(gpu: str) -> str:
+    return "amd.com/gpu" if gpu.lower().startswith("mi") else "nvidia.com/gpu"
+
+
+def deployment(context: ExportContext, pool: DeployPool, options: ExportOptions) -> dict[str, Any]:
+    """An apps/v1 Deployment running ``pool.instances`` vLLM servers of ``pool``."""
+    health = {"httpGet": {"path": "/health", "port": "http"}}
+    container: dict[str, Any] = {
+        "name": "vllm",
+        "image": options.image,
+        "command": ["vllm", "serve"],
+        "args": vllm_arguments(context, pool, options),
+        "ports": [{"name": "http", "containerPort": VLLM_PORT, "protocol": "TCP"}],
+        "resources": {
+            "limits": {gpu_resource(pool.gpu): pool.gpus_per_instance},
+            "requests": {gpu_resource(pool.gpu): pool.gpus_per_instance},
+        },
+        # Loading a large model takes minutes: up to 30 minutes before the liveness check starts.
+        "startupProbe": {**health, "periodSeconds": 10, "failureThreshold": 180},
+        "readinessProbe": {**health, "periodSeconds": 5, "failureThreshold": 3},
+        "livenessProbe": {**health, "periodSeconds": 30, "failureThreshold": 3},
+        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
+    }
+    if options.hf_token_secret is not None:
+        container["env"] = [
+            {
+                "name": "HF_TOKEN",
+                "valueFrom": {"secretKeyRef": {"name": options.hf_token_secret, "key": "token"}},
+            }
+        ]
+    annotations = {
+        "fleetopt/pool": pool.name,
+        "fleetopt/planned-instances": str(pool.instances),
+        "fleetopt/serving-profile": pool.serving_profile,
+        "fleetopt/plan": context.plan_label,
+        "fleetopt/version": __version__,
+    }
+    selector = {"app.kubernetes.io/instance": pool.resource}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": _metadata(pool, options, annotations),
+        "spec": {
+            "replicas": pool.instances,
+            "selector": {"matchLabels": selector},
+            "template": {
+                "metadata": {"labels": _labels(pool, options)},
+                "spec": {
+                    "containers": [container],
+                    # NCCL between the tensor-parallel workers needs shared memory beyond Docker's 64 MB.
+                    "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}}],
+                },
+            },
+        },
+    }
+
+
+def service(pool: DeployPool, options: ExportOptions) -> dict[str, Any]:
+    """A v1 Service in front of the pool's vLLM servers (the router's endpoint)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _metadata(pool, options),
+        "spec": {
+            "selector": {"app.kubernetes.io/instance": pool.resource},
+            "ports": [{"name": "http", "port": VLLM_PORT, "targetPort": "http", "protocol": "TCP"}],
+        },
+    }
+
+
+def kubernetes_manifests(context: ExportContext, options: ExportOptions) -> list[dict[str, Any]]:
+    """One Deployment and one Service per pool, shortest pool first."""
+    manifests = []
+    for pool in context.pools:
+        manifests += [deployment(context, pool, options), service(pool, options)]
+    return manifests
+
+
+# ------------------------------------------------------------------------------------------ KEDA
+
+
+@dataclass(frozen=True)
+class FloorWindow:
+    """A stretch of the period with one floor: offsets from the schedule's origin, seconds."""
+
+    start_s: float
+    end_s: float
+    instances: int
+
+
+def floor_windows(schedule: PlanSchedule, pool: str) -> list[FloorWindow]:
+    """The schedule's windows for ``pool``, consecutive windows of equal instances merged (across
+    the end of the period too). Raises ValueError when the windows do not tile the period."""
+    windows = sorted(schedule.windows, key=lambda w: w.start_s)
+    position = 0.0
+    for window in windows:
+        if not math.isclose(window.start_s, position, abs_tol=1e-6):
+            raise ValueError(
+                f"the schedule's windows leave {position:g}–{window.start_s:g} s of the period uncovered"
+            )
+        position = window.end_s
+    if not math.isclose(position, schedule.period_s, abs_tol=1e-6):
+        raise ValueError(
+            f"the schedule's windows end at {position:g} s, not at the period {schedule.period_s:g} s"
+        )
+    merged: list[FloorWindow] = []
+    for window in windows:
+        count = window.instances[pool]
+        if merged and merged[-1].instances == count:
+            merged[-1] = FloorWindow(merged[-1].start_s, window.end_s, count)
+        else:
+            merged.append(FloorWindow(window.start_s, window.end_s, count))
+    if len(merged) > 1 and merged[0].instances == merged[-1].instances:  # wrap across the period's end
+        last = merged.pop()
+        merged[0] = FloorWindow(last.start_s, merged[0].end_s + schedule.period_s, last.instances)
+    return merged
+
+
+def _cron(moment: datetime.datetime, weekly: bool) -> str:
+    """A five-field cron expression firing at ``moment``'s minute each day (or each week)."""
+    day = str(moment.isoweekday() % 7) if weekly else "*"  # cron weekdays: 0 = Sunday
+    return f"{moment.minute} {moment.hour} * * {day}"
+
+
+def cron_triggers(schedule: PlanSchedule, pool: str, floor: int) -> list[dict[str, Any]]:
+    """KEDA cron triggers that hold ``pool`` at each window's planned instances (UTC; a window's
+    start rounded down and its end up to the minute, so the floor covers the whole window)."""
+    weekly = math.isclose(schedule.period_s, _WEEK_S)
+    origin = schedule.origin_utc
+    assert origin is not None
+    triggers = []
+    for window in floor_windows(schedule, pool):
+        if window.instances <= floor:
+            continue
+        start = origin + datetime.timedelta(seconds=_MINUTE_S * math.floor(window.start_s / _MINUTE_S))
+        end = origin + datetime.timedelta(seconds=_MINUTE_S * math.ceil(window.end_s / _MINUTE_S))
+        if end - start >= datetime.timedelta(seconds=schedule.period_s):
+            continue  # the whole period: that is the floor itself
+        label = start.strftime("%a-%H%M" if weekly else "%H%M").lower()
+        triggers.append(
+            {
+                "type": "cron",
+                "name": f"planned-from-{label}",
+                "metadata": {
+                    "timezone": "Etc/UTC",
+                    "start": _cron(start, weekly),
+                    "end": _cron(end, weekly),
+                    "desiredReplicas": str(window.instances),
+                },
+            }
+        )
+    return triggers
+
+
+def waiting_threshold(context: ExportContext, pool: DeployPool) -> int:
+    """Requests waiting per instance above which KEDA adds instances: the queue at which a newly
+    arrived request's wait uses up the SLO headroom left after its prefill and first token.
+
+    A request behind q waiting ones starts after q + 1 of the instance's ``slots`` free up, about
+    (q + 1)·E[S]/slots on average; it keeps the SLO while that is within SLO − (P99 TTFT − P99 wait).
+    """
+    needed = (pool.mean_service_s, pool.p99_ttft_s, pool.p99_wait_s)
+    if any(value is None or not math.isfinite(value) for value in needed) or not pool.mean_service_s:
+        return 1
+    headroom_s = context.ttft_slo_s - (pool.p99_ttft_s - pool.p99_wait_s)  # type: ignore[operator]
+    return max(1, math.floor(headroom_s * pool.slots_per_instance / pool.mean_service_s - 1))
+
+
+def scaled_object(context: ExportContext, pool: DeployPool, options: ExportOptions) -> tuple[dict, list[str]]:
+    """A KEDA ScaledObject for ``pool``: the schedule's windows as cron floors, and a
+    ``vllm:num_requests_waiting`` trigger that adds instances in bursts, up to the planned
+    instances plus ``burst_headroom``. Returns it with notes on what was assumed."""
+    notes: list[str] = []
+    schedule = context.schedule
+    static = pool.instances
+    cap = max(1, math.ceil(static * (1 + options.burst_headroom) - 1e-9))
+    triggers: list[dict[str, Any]] = []
+    usable = (
+        schedule is not None
+        and schedule.periodic
+        and schedule.origin_utc is not None
+        and (math.isclose(schedule.period_s, _DAY_S) or math.isclose(schedule.period_s, _WEEK_S))
+    )
+    if usable:
+        assert schedule is not None
+        floor = max(1, min(w.instances for w in floor_windows(schedule, pool.name)))
+        triggers += cron_triggers(schedule, pool.name, floor)
+    else:
+        floor = max(1, static)
+        if schedule is None:
+            notes.append(
+                f"{pool.name}: the plan has no time-of-day schedule (fleetopt plan --schedule), so the floor "
+                f"is the planned {static:,} instances at all hours"
+            )
+        else:
+            notes.append(
+                f"{pool.name}: the plan's schedule is not a daily or weekly cycle with a wall-clock origin, "
+                f"so the floor is the planned {static:,} instances at all hours"
+            )
+    selector = f'pod=~"{pool.resource}-.*"'
+    if options.namespace is not None:
+        selector = f'namespace="{options.namespace}",{selector}'
+    triggers.append(
+        {
+            "type": "prometheus",
+            "name": "requests-waiting",
+            "metadata": {
+                "serverAddress": options.prometheus_url,
+                "query": f"sum(vllm:num_requests_waiting{{{selector}}})",
+                "threshold": str(waiting_threshold(context, pool)),
+            },
+        }
+    )
+    manifest = {
+        "apiVersion": "keda.sh/v1alpha1",
+        "kind": "ScaledObject",
+        "metadata": _metadata(pool, options, {"fleetopt/plan": context.plan_label}),
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": pool.resource},
+            "minReplicaCount": floor,
+            "maxReplicaCount": max(cap, floor),
+            "pollingInterval": 15,
+            "cooldownPeriod": 300,
+            "advanced": {
+                "horizontalPodAutoscalerConfig": {
+                    # an instance takes minutes to load its model: do not give one back for 10 minutes
+                    "behavior": {"scaleDown": {"stabilizationWindowSeconds": 600}}
+                }
+            },
+            "triggers": triggers,
+        },
+    }
+    return manifest, notes
+
+
+def keda_manifests(context: ExportContext, options: ExportOptions) -> tuple[list[dict[str, Any]], list[str]]:
+    """One ScaledObject per pool that serves traffic, with the notes on their floors."""
+    manifests, notes = [], []
+    for pool in context.pools:
+        if pool.instances == 0:
+            notes.append(f"{pool.name}: no instances in the plan, so no ScaledObject")
+            continue
+        manifest, pool_notes = scaled_object(context, pool, options)
+        manifests.append(manifest)
+        notes += pool_notes
+    return manifests, notes
+
+
+def manifests_yaml(manifests: Sequence[Mapping[str, Any]], header: Sequence[str]) -> str:
+    """Kubernetes manifests as one multi-document YAML stream, after a comment header."""
+    comment = "".join(f"# {line}\n" for line in header)
+    documents = [_yaml(m) for m in manifests]
+    return comment + "---\n" + "---\n".join(documents)
+
+
+# -------------------------------------------------------------------------------------- markdown
+
+
+def plan_markdown(document: Mapping[str, Any], plan_label: str | None = None) -> str:
+    """A one-page summary of a plan for a design review or a pull request."""
+    from fleetopt.render.markdown import md_bullets, md_table
+    from fleetopt.render.output import fmt_num, fmt_pct, fmt_seconds, fmt_usd
+
+    inputs, best, savings = document["inputs"], document["best"], document["savings"]
+    slo = fmt_seconds(inputs["ttft_slo_s"])
+    lines = [
+        f"### fleetopt plan — {inputs['workload']} at {fmt_num(inputs['arrival_rate_per_s'])} req/s, "
+        f"P99 TTFT ≤ {slo}",
+        "",
+    ]
+    if best is None:
+        return "\n".join(lines + ["**No fleet meets the SLO and the utilization cap.**", ""])
+    short = inputs["profiles"]["short"]
+    bounds = (best.get("routing") or {}).get("boundaries_tokens") or []
+    if not bounds:
+        shape = "one homogeneous pool"
+    else:
+        shape = f"boundaries {' / '.join(f'{b:,}' for b in bounds)}, γ = {best['gamma']:g}"
+    lines += [
+        f"**{best['total_gpus']:,} GPUs** in {best['total_instances']:,} instances, "
+        f"**{fmt_usd(best['cost_per_year_usd'])}/year** ({shape}): "
+        f"{fmt_pct(savings['vs_homogeneous'])} below the homogeneous fleet, "
+        f"{fmt_pct(savings['vs_pool_routing'])} below pool routing. "
+        f"Service model {inputs['service_model']}, serving profile {short['serving_name']} "
+        f"(TP {short['gpus_per_instance']}, ${short['gpu_hour_usd']:g}/GPU-hour), utilization cap "
+        f"{inputs['max_utilization']:.0%}.",
+        "",
+    ]
+    if best.get("routing"):
+        lines += [f"Routing: {best['routing']['rule']}.", ""]
+    headers = ("pool", "instances × GPUs", "max_model_len", "max_num_seqs", "req/s", "utilization",
+               "P99 TTFT", "TTFT headroom", "TPOT", "set by")  # fmt: skip
+    rows = []
+    for name, pool in best["pools"].items():
+        headroom = pool.get("ttft_headroom_s")
+        rows.append(
+            (
+                name,
+                f"{pool['instances']:,} × {pool['gpus_per_instance']}",
+                f"{pool['context_tokens']:,}",
+                f"{pool['slots_per_instance']:,}",
+                fmt_num(pool["arrival_rate_per_s"]),
+                fmt_pct(pool["utilization"]) if pool["instances"] else "–",
+                fmt_seconds(pool["p99_ttft_s"]) if pool["instances"] else "–",
+                "–"
+                if headroom is None
+                else f"{fmt_seconds(headroom)} ({fmt_pct(pool['ttft_headroom_fraction'])})",
+                fmt_seconds(pool["iteration_s"]) if pool["instances"] else "–",
+                pool["binding_constraint"],
+            )
+        )
+    lines += md_table(headers, rows, align="lrrrrrrrrl") + [""]
+    warnings = document.get("warnings") or []
+    if warnings:
+        lines += ["**Headroom warnings**", ""] + md_bullets(w["message"] for w in warnings) + [""]
+    baselines = document["baselines"]
+    rows = []
+    for label, fleet in (
+        ("homogeneous", baselines["homogeneous"]),
+        ("pool routing (γ = 1)", baselines["pool_routing"]),
+        ("PR + C&R retrofit", baselines["retrofit"]),
+        ("fleetopt (best)", best),
+    ):
+        if fleet is None:
+            continue
+        rows.append(
+            (
+                label,
+                fmt_num(fleet["total_gpus"]) if fleet["feasible"] else "✗",
+                fmt_usd(fleet["cost_per_year_usd"]) if fleet["feasible"] else f"✗ {fleet['reason']}",
+            )
+        )
+    lines += md_table(("fleet", "GPUs", "$/year"), rows) + [""]
+    if document["notes"]:
+        lines += md_bullets(document["notes"]) + [""]
+    source = plan_label or "plan.yaml"
+    lines.append(
+        f"<sub>fleetopt {document.get('fleetopt_version', __version__)}; deploy with "
+        f"`fleetopt export --plan {source} --to vllm|router|kubernetes`</sub>"
+    )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,627 @@
+"""``fleetopt export``: vLLM commands carry the plan's numbers, manifests pass the Kubernetes and
+KEDA schemas (vendored in tests/data/schemas, validated with jsonschema), the router file routes
+every request as the planner's Routing does, files are written atomically with the umask's modes."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import shlex
+import stat
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from fleetopt import api
+from fleetopt.cli import app
+from fleetopt.core.routing import Routing
+from fleetopt.io.data import bundled_dir
+from fleetopt.io.deploy import EngineSettings, read_router, router_from_document
+from fleetopt.io.plans import plan_file_from_document, read_plan
+from fleetopt.io.profiles import load_model, load_serving
+from fleetopt.render import deploy
+from fleetopt.render.output import dumps
+
+runner = CliRunner()
+SCHEMAS = Path(__file__).parent / "data" / "schemas"
+KUBERNETES_VERSIONS = ("1.30.0", "1.37.0")
+#: The vLLM flags export may write, each checked in vllm/engine/arg_utils.py (vllm-project/vllm
+#: 99d7eb5d): --tensor-parallel-size (ParallelConfig), --max-model-len and --quantization
+#: (ModelConfig), --max-num-seqs and --max-num-batched-tokens (SchedulerConfig), --block-size,
+#: --gpu-memory-utilization, --num-gpu-blocks-override and --kv-cache-dtype (CacheConfig).
+VLLM_FLAGS = {
+    "--tensor-parallel-size", "--max-model-len", "--max-num-seqs", "--max-num-batched-tokens", "--block-size",
+    "--gpu-memory-utilization", "--num-gpu-blocks-override", "--quantization", "--kv-cache-dtype",
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def readme_plan(tmp_path_factory) -> Path:
+    """The README's plan: azure-2023, 500 ms P99 TTFT, 1,000 req/s, default profile."""
+    path = tmp_path_factory.mktemp("plan") / "plan.yaml"
+    result = runner.invoke(
+        app, ["plan", "--cdf", "azure-2023", "--slo", "500ms", "--rate", "1000", "-o", str(path)]
+    )
+    assert result.exit_code == 0, result.output
+    return path
+
+
+def _commands(text: str) -> list[list[str]]:
+    """The shell commands of exported scripts, as argument lists (comments and shebangs dropped)."""
+    lines = [line for line in text.splitlines() if not line.startswith("#")]
+    return [shlex.split(c) for c in "\n".join(lines).replace("\\\n", " ").split("\n") if c.strip()]
+
+
+def _flags(arguments: list[str]) -> dict[str, str]:
+    return dict(zip(arguments[::2], arguments[1::2], strict=True))
+
+
+def test_vllm_commands_carry_the_plans_numbers(readme_plan: Path) -> None:
+    result = runner.invoke(app, ["export", "--plan", str(readme_plan), "--to", "vllm"])
+    assert result.exit_code == 0, result.output
+    plan = read_plan(readme_plan)
+    commands = _commands(result.stdout)
+    assert len(commands) == len(plan.fleet.pools) == 2
+    dirs = (bundled_dir("profiles"),)
+    for command, pool in zip(commands, plan.fleet.pools, strict=True):
+        assert command[:2] == ["vllm", "serve"]
+        serving = load_serving(pool.hardware.serving_name, dirs)
+        assert (
+            command[2]
+            == load_model(serving.model_name, dirs).huggingface_id
+            == "meta-llama/Llama-3.1-70B-Instruct"
+        )
+        flags = _flags(command[3:])
+        assert set(flags) <= VLLM_FLAGS
+        assert int(flags["--tensor-parallel-size"]) == pool.hardware.gpus_per_instance == 8
+        assert int(flags["--max-model-len"]) == pool.context_tokens
+        assert int(flags["--max-num-seqs"]) == pool.slots_per_instance
+        assert int(flags["--max-num-batched-tokens"]) == serving.prefill_chunk_tokens == 8192
+        assert float(flags["--gpu-memory-utilization"]) == serving.gpu_memory_utilization == 0.9
+        assert int(flags["--block-size"]) == serving.kv_block_tokens
+        assert flags["--quantization"] == "fp8"  # a BF16 checkpoint served with FP8 weights
+    # the README's numbers: 73 instances at 316 slots, 5 at 19; contexts 4,096 and 65,536
+    assert [(p.instances, p.slots_per_instance, p.context_tokens) for p in plan.fleet.pools] == [
+        (73, 316, 4096), (5, 19, 65536)
+    ]  # fmt: skip
+
+
+def _kubernetes_validator(version: str, kind: str) -> jsonschema.Draft202012Validator:
+    schema = json.loads((SCHEMAS / f"kubernetes-v{version}-strict" / f"{kind}.json").read_text())
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _strict(schema):
+    """A CRD schema as strict field validation applies it: no field the schema does not name."""
+    if isinstance(schema, dict):
+        schema = {key: _strict(value) for key, value in schema.items()}
+        if schema.get("type") == "object" and "properties" in schema and "additionalProperties" not in schema:
+            schema["additionalProperties"] = False
+    elif isinstance(schema, list):
+        schema = [_strict(value) for value in schema]
+    return schema
+
+
+def _keda_validator() -> jsonschema.Draft4Validator:
+    schema = json.loads((SCHEMAS / "keda-v2.20.2" / "scaledobject-keda-v1alpha1.json").read_text())
+    return jsonschema.Draft4Validator(_strict(schema))
+
+
+def _validate(manifest: dict, versions=KUBERNETES_VERSIONS) -> None:
+    if manifest["kind"] == "ScaledObject":
+        _keda_validator().validate(manifest)
+        return
+    kind = {"Deployment": "deployment-apps-v1", "Service": "service-v1"}[manifest["kind"]]
+    for version in versions:
+        _kubernetes_validator(version, kind).validate(manifest)
+
+
+def test_kubernetes_manifests_pass_the_schema_with_replicas_equal_to_instances(readme_plan: Path) -> None:
+    result = runner.invoke(
+        app, ["export", "--plan", str(readme_plan), "--to", "kubernetes", "--namespace", "llm"]
+    )
+    assert result.exit_code == 0, result.output
+    manifests = [m for m in yaml.safe_load_all(result.stdout) if m]
+    plan = read_plan(readme_plan)
+    vllm = runner.invoke(app, ["export", "--plan", str(readme_plan), "--to", "vllm"]).stdout
+    assert [m["kind"] for m in manifests] == ["Deployment", "Service"] * len(plan.fleet.pools)
+    for manifest in manifests:
+        _validate(manifest)
+    for k, pool in enumerate(plan.fleet.pools):
+        deployment, service = manifests[2 * k], manifests[2 * k + 1]
+        assert deployment["metadata"]["name"] == service["metadata"]["name"] == f"fleetopt-{pool.name}"
+        assert deployment["metadata"]["namespace"] == "llm"
+        assert deployment["spec"]["replicas"] == pool.instances
+        pod = deployment["spec"]["template"]
+        (container,) = pod["spec"]["containers"]
+        assert container["resources"]["limits"] == {"nvidia.com/gpu": pool.hardware.gpus_per_instance}
+        assert container["command"] + container["args"] == _commands(vllm)[k]
+        selector = deployment["spec"]["selector"]["matchLabels"]
+        assert selector.items() <= pod["metadata"]["labels"].items()
+        assert service["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        (("spec", "replicas"), "seventy-three"),
+        (("spec", "strategy"), {"type": "Recreate", "rollingUpdates": {}}),  # a misspelt field
+        (("spec", "template", "spec", "containers"), [{"image": "vllm/vllm-openai"}]),  # no name
+    ],
+)
+def test_the_kubernetes_schema_rejects_a_broken_deployment(readme_plan: Path, path, value) -> None:
+    text = runner.invoke(app, ["export", "--plan", str(readme_plan), "--to", "kubernetes"]).stdout
+    deployment = copy.deepcopy(next(yaml.safe_load_all(text.split("---", 1)[1])))
+    _validate(deployment)
+    node = deployment
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    with pytest.raises(jsonschema.ValidationError):
+        _validate(deployment)
+
+
+# --- KEDA ----------------------------------------------------------------------------------------
+
+
+def _with_schedule(document: dict, period_s: int, windows: list[tuple[int, int, int, int]]) -> dict:
+    """The plan document with a schedule of ``(start_s, end_s, short, long)`` windows."""
+    document = copy.deepcopy(document)
+    document["schedule"] = {
+        "window_s": windows[0][1] - windows[0][0],
+        "period_s": period_s,
+        "periodic": True,
+        "origin_utc": "2023-11-16T00:00:00Z",  # a Thursday
+        "pools": ["short", "long"],
+        "windows": [
+            {"start_s": a, "end_s": b, "arrival_rate_per_s": 500.0, "instances": {"short": s, "long": lg}}
+            for a, b, s, lg in windows
+        ],
+        "rate_basis": "peak",
+        "gpu_hours_per_period": 0.0,
+        "static_gpu_hours_per_period": 0.0,
+    }
+    return document
+
+
+def _keda(document: dict, *options: str) -> tuple[list[dict], str]:
+    plan = plan_file_from_document(document, "plan test")
+    run = api.export_plan(plan, ["kubernetes"], keda=True, options=deploy.ExportOptions(*options))
+    return [m for m in yaml.safe_load_all(run.files["keda.yaml"]) if m], "\n".join(run.notes)
+
+
+def test_keda_floors_follow_the_daily_schedule(readme_plan: Path) -> None:
+    document = yaml.safe_load(readme_plan.read_text())
+    hour = 3600
+    # short: 40 at night (00–06), 60 in the morning, 73 from 12 to 18, 40 again from 18 (wraps to 06)
+    counts = [40] * 6 + [60] * 6 + [73] * 6 + [40] * 6
+    windows = [(h * hour, (h + 1) * hour, counts[h], 5 if 12 <= h < 18 else 2) for h in range(24)]
+    manifests, notes = _keda(_with_schedule(document, 86_400, windows))
+    short, long = manifests
+    for manifest in manifests:
+        _validate(manifest)
+    assert short["spec"]["minReplicaCount"] == 40 and long["spec"]["minReplicaCount"] == 2
+    assert short["spec"]["maxReplicaCount"] == math.ceil(73 * 1.25) == 92
+    crons = [t for t in short["spec"]["triggers"] if t["type"] == "cron"]
+    assert [
+        (t["metadata"]["start"], t["metadata"]["end"], t["metadata"]["desiredReplicas"]) for t in crons
+    ] == [
+        ("0 6 * * *", "0 12 * * *", "60"),
+        ("0 12 * * *", "0 18 * * *", "73"),
+    ]
+    assert all(t["metadata"]["timezone"] == "Etc/UTC" for t in crons)
+    (queue,) = [t for t in short["spec"]["triggers"] if t["type"] == "prometheus"]
+    assert queue["metadata"]["query"] == 'sum(vllm:num_requests_waiting{pod=~"fleetopt-short-.*"})'
+    assert int(queue["metadata"]["threshold"]) >= 1
+    assert notes == ""
+
+
+def test_keda_weekly_schedule_names_the_weekday(readme_plan: Path) -> None:
+    document = yaml.safe_load(readme_plan.read_text())
+    day = 86_400
+    windows = [(d * day, (d + 1) * day, 73 if d < 5 else 30, 5 if d < 5 else 1) for d in range(7)]
+    manifests, _ = _keda(_with_schedule(document, 7 * day, windows))
+    short = manifests[0]
+    _validate(short)
+    crons = [t["metadata"] for t in short["spec"]["triggers"] if t["type"] == "cron"]
+    # origin Thursday 00:00 UTC: days 0–4 are Thursday to Monday (cron weekdays 4, 5, 6, 0, 1)
+    assert [(c["start"], c["end"], c["desiredReplicas"]) for c in crons] == [("0 0 * * 4", "0 0 * * 2", "73")]
+    assert short["spec"]["minReplicaCount"] == 30
+
+
+def test_keda_without_a_schedule_holds_the_planned_instances(readme_plan: Path) -> None:
+    result = runner.invoke(
+        app,
+        ["export", "--plan", str(readme_plan), "--to", "kubernetes", "--keda", "--burst-headroom", "0",
+         "--namespace", "llm"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    scaled = [m for m in yaml.safe_load_all(result.stdout) if m and m["kind"] == "ScaledObject"]
+    plan = read_plan(readme_plan)
+    assert [(s["spec"]["minReplicaCount"], s["spec"]["maxReplicaCount"]) for s in scaled] == [
+        (p.instances, p.instances) for p in plan.fleet.pools
+    ]
+    for manifest in scaled:
+        _validate(manifest)
+        assert [t["type"] for t in manifest["spec"]["triggers"]] == ["prometheus"]
+        assert 'namespace="llm"' in manifest["spec"]["triggers"][0]["metadata"]["query"]
+    assert "note: short: the plan has no time-of-day schedule" in result.stderr
+
+
+def test_keda_schema_rejects_a_broken_scaled_object(readme_plan: Path) -> None:
+    document = yaml.safe_load(readme_plan.read_text())
+    manifests, _ = _keda(document)
+    short = copy.deepcopy(manifests[0])
+    _validate(short)
+    short["spec"]["triggers"][0]["metadata"]["threshold"] = 1  # metadata values are strings
+    with pytest.raises(jsonschema.ValidationError):
+        _validate(short)
+    misspelt = copy.deepcopy(manifests[0])
+    misspelt["spec"]["minReplicas"] = 2  # the field is minReplicaCount
+    with pytest.raises(jsonschema.ValidationError):
+        _validate(misspelt)
+
+
+def test_a_schedule_with_a_gap_is_refused(readme_plan: Path) -> None:
+    document = _with_schedule(
+        yaml.safe_load(readme_plan.read_text()), 86_400, [(0, 3600, 70, 5), (7200, 86_400, 73, 5)]
+    )
+    with pytest.raises(Exception, match="uncovered"):
+        _keda(document)
+
+
+def test_the_waiting_threshold_comes_from_the_slo_headroom() -> None:
+    pool = _pool("short", 4096, slots=100)
+    pool = deploy.DeployPool(
+        **{**pool.__dict__, "mean_service_s": 10.0, "p99_ttft_s": 0.3, "p99_wait_s": 0.0}
+    )
+    context = _context(Routing((4096,), 1.0, 0.0), [pool, _pool("long", 65536)], slo_s=0.5)
+    # headroom 0.5 − 0.3 = 0.2 s; a request behind q waits (q + 1)·10/100 s ≤ 0.2 s → q ≤ 1
+    assert deploy.waiting_threshold(context, pool) == 1
+    slow = deploy.DeployPool(**{**pool.__dict__, "mean_service_s": 1.0})
+    assert deploy.waiting_threshold(context, slow) == 19  # (q + 1)·1/100 ≤ 0.2 → q ≤ 19
+
+
+# --- the router file ------------------------------------------------------------------------------
+
+
+def _engine() -> EngineSettings:
+    return EngineSettings("org/model", None, None, 0.9, None, 16, 8192, 1_000_000)
+
+
+def _pool(name: str, context: int, slots: int = 8) -> deploy.DeployPool:
+    return deploy.DeployPool(name, f"fleetopt-{name}", 2, 8, context, slots, _engine(), "p", "h100-80gb")
+
+
+def _context(routing: Routing, pools, slo_s: float = 0.5) -> deploy.ExportContext:
+    return deploy.ExportContext("plan.yaml", slo_s, routing, tuple(pools))
+
+
+@st.composite
+def routings(draw):
+    count = draw(st.integers(0, 4))
+    bounds = sorted(draw(st.sets(st.integers(2, 60_000), min_size=count, max_size=count)))
+    gamma = draw(st.floats(1.0, 3.0, allow_nan=False))
+    if len(bounds) > 1:
+        gamma = min(gamma, bounds[1] / bounds[0])
+    return Routing(tuple(bounds), gamma, draw(st.floats(0.0, 1.0)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    routing=routings(),
+    requests=st.lists(st.tuples(st.integers(1, 65_536), st.integers(0, 65_536), st.floats(0, 0.999999)),
+                      min_size=1, max_size=60),
+)  # fmt: skip
+def test_the_router_file_routes_every_request_as_the_planners_routing(routing: Routing, requests) -> None:
+    long_context = 65_536
+    names = routing.pool_names
+    pools = [_pool(n, c) for n, c in zip(names, routing.context_tokens(long_context), strict=True)]
+    text = deploy.router_yaml(_context(routing, pools), deploy.ExportOptions())
+    config = router_from_document(yaml.safe_load(text), "router test")
+    assert [p.max_budget_tokens for p in config.pools] == list(routing.context_tokens(long_context))
+    prompts = np.array([p for p, _, _ in requests])
+    outputs = np.array([o for _, o, _ in requests])
+    coins = np.array([c for _, _, c in requests])
+    totals = prompts + outputs
+    index, new_inputs, _ = routing.route(totals, prompts, outputs, coins)
+    again, _, _ = config.routing.route(totals, prompts, outputs, coins)
+    assert list(again) == list(index)  # the file encodes the same Routing
+    for k, (prompt, output, coin) in enumerate(requests):
+        pool, prompt_after = config.route(prompt, output, coin)  # the rule, from the file's own numbers
+        compressed = new_inputs[k] != prompt
+        if totals[k] > long_context and not compressed:
+            assert pool is None  # longer than every pool's context: rejected (no instance can hold it)
+        else:
+            assert pool == names[index[k]] and prompt_after == new_inputs[k]
+
+
+def test_the_router_file_of_the_readme_plan_reads_back(readme_plan: Path, tmp_path: Path) -> None:
+    result = runner.invoke(
+        app, ["export", "--plan", str(readme_plan), "--to", "router", "--output-dir", str(tmp_path)]
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout == f"wrote {(tmp_path / 'router.yaml').resolve()}\n"
+    config = read_router(tmp_path / "router.yaml")
+    plan = read_plan(readme_plan)
+    assert config.routing == plan.fleet.routing
+    assert [(p.name, p.max_budget_tokens, p.instances, p.endpoint) for p in config.pools] == [
+        ("short", 4096, 73, "http://fleetopt-short:8000"), ("long", 65536, 5, "http://fleetopt-long:8000")
+    ]  # fmt: skip
+    # a 5,000-token request with 200 output tokens is in the C&R band (4,096, 7,782]: compressed
+    assert config.route(4800, 200, coin=0.5) == ("short", 3896)
+    assert config.route(4800, None, coin=0.5) == ("long", 4800)
+    assert config.route(70_000, 10, coin=0.5) == (None, 70_000)
+
+
+def test_a_router_file_that_disagrees_with_itself_is_refused() -> None:
+    routing = Routing((4096,), 1.5, 1.0)
+    context = _context(routing, [_pool("short", 4096), _pool("long", 65536)])
+    document = yaml.safe_load(deploy.router_yaml(context, deploy.ExportOptions()))
+    document["compress_and_route"]["up_to_budget_tokens"] = 7000
+    with pytest.raises(
+        Exception, match=r"up_to_budget_tokens = 7000 is invalid; expected ⌊gamma × above_budget"
+    ):
+        router_from_document(document, "router r.yaml")
+
+
+# --- files, errors, plan --export --------------------------------------------------------------------
+
+
+def test_output_dir_gets_every_file_with_the_umasks_modes(readme_plan: Path, tmp_path: Path) -> None:
+    out = tmp_path / "deploy"
+    old = os.umask(0o022)
+    try:
+        result = runner.invoke(
+            app,
+            ["export", "--plan", str(readme_plan), "--to", "vllm", "--to", "router", "--to", "kubernetes",
+             "--keda", "--to", "markdown", "-o", str(out)],
+        )  # fmt: skip
+        os.umask(0o077)
+        private = runner.invoke(
+            app, ["export", "--plan", str(readme_plan), "--to", "router", "-o", str(tmp_path / "p")]
+        )
+    finally:
+        os.umask(old)
+    assert result.exit_code == 0 and private.exit_code == 0, result.output + private.output
+    names = sorted(p.name for p in out.iterdir())
+    assert names == [
+        "keda.yaml",
+        "kubernetes.yaml",
+        "plan.md",
+        "router.yaml",
+        "vllm-long.sh",
+        "vllm-short.sh",
+    ]
+    assert {stat.S_IMODE(p.stat().st_mode) for p in out.iterdir()} == {0o644}
+    assert stat.S_IMODE((tmp_path / "p" / "router.yaml").stat().st_mode) == 0o600
+
+
+def test_plan_output_respects_the_umask(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        result = runner.invoke(app, ["plan", "--cdf", "azure-2023-conv", "--slo", "1s", "--rate", "50",
+                                     "-o", str(tmp_path / "plan.json")])  # fmt: skip
+    finally:
+        os.umask(old)
+    assert result.exit_code == 0, result.output
+    assert stat.S_IMODE((tmp_path / "plan.json").stat().st_mode) == 0o644
+
+
+def test_export_never_writes_over_its_input(readme_plan: Path, tmp_path: Path) -> None:
+    plan = tmp_path / "router.yaml"
+    plan.write_text(readme_plan.read_text())
+    result = runner.invoke(app, ["export", "--plan", str(plan), "--to", "router", "-o", str(tmp_path)])
+    assert result.exit_code == 1
+    assert (
+        result.stderr == f"Error: --output-dir {tmp_path}: router.yaml would replace the input file {plan}\n"
+    )
+    assert plan.read_text() == readme_plan.read_text()
+
+
+def test_a_failed_write_changes_nothing(readme_plan: Path, tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    result = runner.invoke(app, ["export", "--plan", str(readme_plan), "--to", "vllm", "-o", str(blocker)])
+    assert result.exit_code == 2  # click refuses a file where a folder is expected
+    assert blocker.read_text() == "x"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--to", "router", "--keda"],
+         "Error: --keda: ScaledObjects scale the Kubernetes Deployments; add --to kubernetes\n"),
+        (["--to", "kubernetes", "--name-prefix", "Fleet_Opt"],
+         "Error: --name-prefix: 'Fleet_Opt' is not a Kubernetes name: lowercase letters, digits and '-', "
+         "starting with a letter, at most 56 characters\n"),
+        (["--to", "kubernetes", "--keda", "--burst-headroom", "lots"],
+         "Error: --burst-headroom: 'lots' is not a number or percentage (e.g. 10% or 0.1)\n"),
+    ],
+)  # fmt: skip
+def test_bad_export_options_are_one_line(readme_plan: Path, arguments, message) -> None:
+    result = runner.invoke(app, ["export", "--plan", str(readme_plan), *arguments])
+    assert result.exit_code == 1
+    assert result.stderr == message
+    assert result.stdout == ""
+
+
+def test_a_plan_whose_profile_is_gone_or_changed_is_refused(readme_plan: Path, tmp_path: Path) -> None:
+    document = yaml.safe_load(readme_plan.read_text())
+    for role in ("short", "long"):
+        document["inputs"]["profiles"][role]["serving_name"] = "my-own-profile"
+    for pool in document["best"]["pools"].values():
+        pool["serving_profile"] = "my-own-profile"
+    moved = tmp_path / "plan.yaml"
+    moved.write_text(dumps(document, "yaml"))
+    result = runner.invoke(app, ["export", "--plan", str(moved), "--to", "vllm"])
+    assert result.exit_code == 1
+    assert result.stderr.startswith(
+        f"Error: plan {moved}: the plan's serving profile 'my-own-profile' is not on the profile path ("
+    )
+    assert result.stderr.endswith("pass the folder it is in with --profiles-dir\n")
+    # the same profile, now at tensor parallelism 4: the plan's instances no longer describe it
+    serving = (bundled_dir("profiles") / "serving" / "llama-3.1-70b-fp8-h100-80gb-tp8-vllm.yaml").read_text()
+    (tmp_path / "serving").mkdir()
+    (tmp_path / "serving" / "my-own-profile.yaml").write_text(
+        serving.replace("tensor_parallel: 8", "tensor_parallel: 4")
+    )
+    result = runner.invoke(
+        app, ["export", "--plan", str(moved), "--to", "vllm", "--profiles-dir", str(tmp_path)]
+    )
+    assert result.exit_code == 1
+    assert "now gives tensor parallel size 4, the plan was made with 8: re-run fleetopt plan" in result.stderr
+
+
+def test_plan_export_prints_or_writes_the_export(tmp_path: Path) -> None:
+    base = ["plan", "--cdf", "azure-2023", "--slo", "500ms", "--rate", "1000"]
+    printed = runner.invoke(app, [*base, "--export", "vllm"], env={"COLUMNS": "100"})
+    assert printed.exit_code == 0, printed.output
+    assert "Best fleet:" in printed.stdout and printed.stdout.count("vllm serve ") == 2
+    written = runner.invoke(
+        app, [*base, "--export", "router", "--export", "markdown", "--output-dir", str(tmp_path)]
+    )
+    assert written.exit_code == 0, written.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.md", "router.yaml"]
+    assert read_router(tmp_path / "router.yaml").routing.boundaries_tokens == (4096,)
+    as_json = runner.invoke(app, [*base, "--export", "router", "--format", "json"])
+    assert as_json.exit_code == 2
+    assert "--export with --format json needs --output-dir" in as_json.stderr
+
+
+def test_markdown_summary_states_the_plan(readme_plan: Path) -> None:
+    result = runner.invoke(app, ["export", "--plan", str(readme_plan), "--to", "markdown"])
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    assert text.startswith("### fleetopt plan — azure-2023 at 1,000 req/s, P99 TTFT ≤ 500.0 ms\n")
+    assert "**624 GPUs** in 78 instances" in text
+    assert "| short | 73 × 8 | 4,096 | 316 |" in text and "| long | 5 × 8 | 65,536 | 19 |" in text
+    assert "|---|--:|--:|--:|--:|--:|--:|--:|--:|---|" in text
+    assert "within 2% of the 500 ms SLO" in text  # the headroom warnings travel with the summary
+
+
+def test_a_three_pool_plan_exports_every_pool(tmp_path: Path) -> None:
+    plan_path = tmp_path / "plan.yaml"
+    result = runner.invoke(
+        app,
+        [
+            "plan",
+            "--cdf",
+            "azure-2023",
+            "--slo",
+            "1s",
+            "--rate",
+            "2000",
+            "--pools",
+            "3",
+            "-o",
+            str(plan_path),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    plan = read_plan(plan_path)
+    assert [p.name for p in plan.fleet.pools] == ["pool-1", "pool-2", "pool-3"]
+    result = runner.invoke(
+        app,
+        [
+            "export",
+            "--plan",
+            str(plan_path),
+            "--to",
+            "router",
+            "--to",
+            "kubernetes",
+            "-o",
+            str(tmp_path / "d"),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    manifests = [m for m in yaml.safe_load_all((tmp_path / "d" / "kubernetes.yaml").read_text()) if m]
+    for manifest in manifests:
+        _validate(manifest)
+    deployments = {m["metadata"]["name"]: m for m in manifests if m["kind"] == "Deployment"}
+    assert {name: d["spec"]["replicas"] for name, d in deployments.items()} == {
+        f"fleetopt-{p.name}": p.instances for p in plan.fleet.pools
+    }
+    config = read_router(tmp_path / "d" / "router.yaml")
+    assert config.routing == plan.fleet.routing
+    assert [p.max_budget_tokens for p in config.pools] == [p.context_tokens for p in plan.fleet.pools]
+
+
+def test_histogram_buckets_add_the_plans_edges_to_vllms(readme_plan: Path) -> None:
+    result = runner.invoke(app, ["export", "--plan", str(readme_plan), "--to", "vllm", "--histogram-buckets"])
+    assert result.exit_code == 0, result.output
+    short, long = (_flags(c[3:]) for c in _commands(result.stdout))
+    for flags, context in ((short, 4096), (long, 65536)):
+        buckets = json.loads(flags["--custom-histogram-buckets"])
+        assert set(buckets) == {"request_tokens", "time_to_first_token"}  # vLLM's bucket-family keys
+        for edges in buckets.values():  # what vLLM's validator demands: positive, strictly increasing
+            assert all(0 < a < b for a, b in zip(edges, edges[1:], strict=False))
+        assert 0.5 in buckets["time_to_first_token"] and buckets["request_tokens"][-1] == context
+        assert {1, 2, 5, 1000, 2000} <= set(buckets["request_tokens"])  # vLLM's 1-2-5 series is kept
+    assert {4096, 7782} <= set(json.loads(long["--custom-histogram-buckets"])["request_tokens"])  # B and ⌊γB⌋
+
+
+def test_an_amd_pool_asks_for_amd_gpus_and_a_rocm_image(tmp_path: Path) -> None:
+    plan_path = tmp_path / "plan.yaml"
+    serving = "qwen3-235b-a22b-mi300x-tp8"
+    result = runner.invoke(
+        app,
+        [
+            "plan",
+            "--cdf",
+            "azure-2023",
+            "--slo",
+            "2s",
+            "--rate",
+            "100",
+            "--serving",
+            serving,
+            "-o",
+            str(plan_path),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["export", "--plan", str(plan_path), "--to", "kubernetes"])
+    assert result.exit_code == 0, result.output
+    for manifest in (m for m in yaml.safe_load_all(result.stdout) if m):
+        _validate(manifest)
+        if manifest["kind"] == "Deployment":
+            (container,) = manifest["spec"]["template"]["spec"]["containers"]
+            assert container["resources"]["limits"] == {"amd.com/gpu": 8}
+            assert container["args"][0] == "Qwen/Qwen3-235B-A22B-FP8"  # an FP8 checkpoint: no --quantization
+            assert "--quantization" not in container["args"]
+    assert (
+        "mi300x: vllm/vllm-openai:v0.11.0 is vLLM's CUDA image; give a ROCm build of vLLM with --image"
+        in (result.stderr)
+    )
+
+
+def test_the_papers_profile_gets_its_block_budget_and_a_token_budget_vllm_accepts(tmp_path: Path) -> None:
+    plan_path = tmp_path / "plan.yaml"
+    args = ["plan", "--cdf", "azure-2023", "--slo", "500ms", "--rate", "1000", "--service-model", "fleet-sim",
+            "--serving", "llama-3-70b-a100-80gb-tp8", "-o", str(plan_path)]  # fmt: skip
+    assert runner.invoke(app, args).exit_code == 0
+    result = runner.invoke(app, ["export", "--plan", str(plan_path), "--to", "vllm"])
+    assert result.exit_code == 0, result.output
+    plan = read_plan(plan_path)
+    for command, pool in zip(_commands(result.stdout), plan.fleet.pools, strict=True):
+        flags = _flags(command[3:])
+        assert int(flags["--num-gpu-blocks-override"]) == 65_536  # the papers' KV budget (FACTS §1)
+        assert "--gpu-memory-utilization" not in flags
+        # vLLM requires max_num_batched_tokens ≥ max_num_seqs (vllm/config/scheduler.py)
+        assert int(flags["--max-num-batched-tokens"]) == max(512, pool.slots_per_instance)
+    short = plan.fleet.pools[0]
+    if short.slots_per_instance > 512:
+        assert (
+            f"raised from the profile's 512 to max_num_seqs = {short.slots_per_instance:,}" in result.stdout
+        )
+    assert "--max-model-len 65,536 is beyond the model's 8,192 tokens" in result.stdout
