@@ -30,6 +30,7 @@ import json
 import math
 import re
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -153,31 +154,44 @@ def load_workload(
     split, marked ``split_assumed``.
     """
     split_model = None if split is None else parse_split_model(split)
+    options = reader_options_for(
+        input_format, log_format, input_column, output_column, time_column, time_unit
+    )
+    place = _locate(name_or_path, options)
+    if place.kind == "bundled":
+        return _load_bundled(name_or_path, split_model)
+    if place.kind == "cdf-json":
+        tokens, fractions, extra = _parse_cdf_json(_read_bytes(place.path), place.path)
+        split_model = split_model or _split_from_file(extra, place.path)
+        return _cdf_workload(tokens, fractions, place.name, split_model, place.label)
+    if place.kind == "cdf-csv":
+        tokens, fractions = _parse_cdf_csv(_read_bytes(place.path), place.path)
+        return _cdf_workload(tokens, fractions, place.name, split_model, place.label)
+    if place.kind == "summary":
+        from fleetopt.core.summary import workload_from_summary
+
+        return workload_from_summary(place.read_summary(), place.name, place.label)
+    return _log_workload(_read_source(place.source, place.options, place.careful), place.name, place.label)
+
+
+def reader_options_for(
+    input_format: str | None,
+    log_format: str | None,
+    input_column: str | None,
+    output_column: str | None,
+    time_column: str | None,
+    time_unit: str | None,
+) -> ReaderOptions:
+    """Checked reader options (an unknown format, preset or unit is a ValidationError)."""
     if input_format is not None and input_format not in INPUT_FORMATS:
         raise ValidationError(f"unknown input format {input_format!r} (allowed: {', '.join(INPUT_FORMATS)})")
-    options = ReaderOptions(
+    return ReaderOptions(
         input_format=input_format,
         log_format=log_format_option(log_format, input_format),
         input_column=input_column,
         output_column=output_column,
         time_column=time_column,
         time_unit_s=time_unit_seconds(time_unit),
-    )
-    from fleetopt.io.logs import is_pattern, is_remote
-
-    path = Path(name_or_path).expanduser()
-    if path.is_file():
-        return _load_file(path, path.name, options, split_model)
-    if path.is_dir():
-        raise ValidationError(f"{name_or_path}: is a folder, not a workload file")
-    if is_remote(name_or_path) or is_pattern(name_or_path):
-        return _load_locations(name_or_path, options)
-    names = bundled_workload_names()
-    if name_or_path in names:
-        return _load_bundled(name_or_path, split_model)
-    raise NotFoundError(
-        f"workload {name_or_path!r} is neither a file nor a bundled workload "
-        f"(bundled: {', '.join(names) if names else 'none'})"
     )
 
 
@@ -201,20 +215,15 @@ def read_request_log(
 ) -> RequestLog:
     """Read the raw request columns of a local log file, one entry per request in file order."""
     path = Path(path)
-    options = ReaderOptions(
-        input_format=input_format,
-        log_format=log_format_option(log_format, input_format),
-        input_column=input_column,
-        output_column=output_column,
-        time_column=time_column,
-        time_unit_s=time_unit_seconds(time_unit),
+    options = reader_options_for(
+        input_format, log_format, input_column, output_column, time_column, time_unit
     )
-    fmt, head = _detect_file(path, options.input_format)
-    if fmt in ("cdf-json", "cdf-csv"):
-        raise ValidationError(f"{path}: is a CDF table ({fmt}), not a request log")
-    if fmt == "summary":
+    place = _locate_file(path, str(path), path.name, options)
+    if place.kind in ("cdf-json", "cdf-csv"):
+        raise ValidationError(f"{path}: is a CDF table ({place.kind}), not a request log")
+    if place.kind == "summary":
         raise ValidationError(f"{path}: is a workload summary, not a request log (it has no rows to read)")
-    return _read_rows(path, fmt, head, options)
+    return _read_rows(place)
 
 
 def detect_format(data: bytes, path: Path | str = "<data>") -> str:
@@ -375,22 +384,94 @@ def _parquet_is_summary(path: Path) -> bool:
     return is_summary_header([c[0] for c in columns])
 
 
-def _load_file(
-    path: Path, name: str, options: ReaderOptions, split_model, source: str | None = None
-) -> Workload:
-    source = source if source is not None else str(path)
-    fmt, head = _detect_file(path, options.input_format)
-    if fmt == "cdf-json":
-        tokens, fractions, extra = _parse_cdf_json(_read_bytes(path), path)
-        return _cdf_workload(tokens, fractions, name, split_model or _split_from_file(extra, path), source)
-    if fmt == "cdf-csv":
-        tokens, fractions = _parse_cdf_csv(_read_bytes(path), path)
-        return _cdf_workload(tokens, fractions, name, split_model, source)
-    if fmt == "summary":
-        from fleetopt.core.summary import workload_from_summary
+@dataclass(frozen=True)
+class _Place:
+    """What a workload argument names, resolved before any reading: ``kind`` is ``log``,
+    ``summary``, ``cdf-json``, ``cdf-csv`` or ``bundled``; a log has its DuckDB ``source`` and, for
+    a local text file, the ``careful`` line-by-line reader; a summary its reader."""
 
-        return workload_from_summary(read_summary_file(path, head), name, source)
-    return _log_workload(_read_log(path, fmt, head, options), name, source)
+    kind: str
+    label: str
+    name: str
+    options: ReaderOptions
+    path: Path | None = None
+    source: LogSource | None = None
+    careful: Callable[[], RequestLog] | None = None
+    read_summary: Callable[[], object] | None = None
+
+
+def _locate(name_or_path: str, options: ReaderOptions) -> _Place:
+    """Resolve a workload argument: a local file (detected on its content), a folder (refused), a
+    glob or URL, a bundled name, or nothing (a NotFoundError listing the bundled names)."""
+    from fleetopt.io.logs import is_pattern, is_remote
+
+    path = Path(name_or_path).expanduser()
+    if path.is_file():
+        return _locate_file(path, str(path), path.name, options)
+    if path.is_dir():
+        raise ValidationError(f"{name_or_path}: is a folder, not a workload file")
+    if is_remote(name_or_path) or is_pattern(name_or_path):
+        return _locate_many(name_or_path, options)
+    names = bundled_workload_names()
+    if name_or_path in names:
+        return _Place("bundled", name_or_path, name_or_path, options)
+    raise NotFoundError(
+        f"workload {name_or_path!r} is neither a file nor a bundled workload "
+        f"(bundled: {', '.join(names) if names else 'none'})"
+    )
+
+
+def _locate_file(path: Path, label: str, name: str, options: ReaderOptions) -> _Place:
+    fmt, head = _detect_file(path, options.input_format)
+    if fmt in ("cdf-json", "cdf-csv"):
+        return _Place(fmt, label, name, options, path=path)
+    if fmt == "summary":
+        return _Place(
+            "summary", label, name, options, path=path, read_summary=lambda: read_summary_file(path, head)
+        )
+    if fmt not in LOG_INPUT_FORMATS:
+        raise ValidationError(f"{path}: format {fmt!r} is not a request log")
+    if fmt == "azure" and options.log_format is None:
+        options = dataclasses.replace(options, log_format=LOG_FORMATS["azure"])
+    source = _log_source(label, [str(path)], fmt, _is_gzip(path))
+    if source.container == "csv":
+        _check_csv_head(head, path)
+    preset = options.log_format
+    careful = None
+    if source.container in ("csv", "jsonl") and (
+        preset is None or (not preset.filters and preset.layout == "table")
+    ):
+        careful = lambda: _read_careful(path, source.container, options)  # noqa: E731
+    return _Place("log", label, name, options, path=path, source=source, careful=careful)
+
+
+def _locate_many(location: str, options: ReaderOptions) -> _Place:
+    """A glob (expanded, detected on its first file's content) or a URL (by its name or
+    ``--input-format``): a log read as one, or summaries merged."""
+    from fleetopt.io.logs import container_from_name, expand_local, is_remote
+
+    name = location.rstrip("/").split("/")[-1] or location
+    if is_remote(location):
+        paths, files = [], [location]
+        fmt = options.input_format or container_from_name(location)
+        if fmt is None:
+            raise ValidationError(
+                f"{location}: cannot tell the format from the name; give --input-format "
+                f"({', '.join(LOG_INPUT_FORMATS)} or summary)"
+            )
+        gzip_compressed = location.lower().split("?")[0].endswith(".gz")
+    else:
+        paths = expand_local(location)
+        fmt, _ = _detect_file(paths[0], options.input_format)
+        files = [str(p) for p in paths]
+        gzip_compressed = _is_gzip(paths[0])
+    if fmt in ("cdf-json", "cdf-csv"):
+        raise ValidationError(f"{location}: CDF tables are read one file at a time, not by pattern or URL")
+    if fmt == "summary":
+        return _Place("summary", location, name, options, read_summary=lambda: read_summary_source(location))
+    if fmt == "azure" and options.log_format is None:
+        options = dataclasses.replace(options, log_format=LOG_FORMATS["azure"])
+    return _Place("log", location, name, options, source=_log_source(location, files, fmt, gzip_compressed))
 
 
 def read_summary_file(path: Path, head: bytes | None = None):
@@ -413,43 +494,6 @@ def read_summary_file(path: Path, head: bytes | None = None):
     return read_summary_table([str(path)], "csv", str(path))
 
 
-def _load_locations(location: str, options: ReaderOptions) -> Workload:
-    """A log (or summary) named by a glob or a URL: local globs are expanded and detected on the
-    first file's content; URLs by their name or ``--input-format``."""
-    from fleetopt.io.logs import container_from_name, expand_local, is_remote
-
-    if is_remote(location):
-        files = [location]
-        fmt = options.input_format or container_from_name(location)
-        if fmt is None:
-            raise ValidationError(
-                f"{location}: cannot tell the format from the name; give --input-format "
-                f"({', '.join(LOG_INPUT_FORMATS)} or summary)"
-            )
-        gzip_compressed = location.lower().split("?")[0].endswith(".gz")
-    else:
-        paths = expand_local(location)
-        fmt, _ = _detect_file(paths[0], options.input_format)
-        files = [str(p) for p in paths]
-        gzip_compressed = _is_gzip(paths[0])
-    name = location.rstrip("/").split("/")[-1] or location
-    if fmt in ("cdf-json", "cdf-csv"):
-        raise ValidationError(f"{location}: CDF tables are read one file at a time, not by pattern or URL")
-    if fmt == "summary":
-        from fleetopt.core.summary import merge_summaries, workload_from_summary
-        from fleetopt.io.summaries import read_summary_table
-
-        if is_remote(location):
-            container = container_from_name(location) or "parquet"
-            summary = read_summary_table(files, "csv" if container == "csv" else container, location)
-        else:
-            parts = [read_summary_file(Path(f)) for f in files]
-            summary = merge_summaries(parts, files)
-        return workload_from_summary(summary, name, location)
-    source = _log_source(location, files, fmt, gzip_compressed)
-    return _log_workload(_read_source(source, options, careful=None), name, location)
-
-
 def _log_source(label: str, files: list[str], fmt: str, gzip_compressed: bool) -> LogSource:
     container = "csv" if fmt in ("azure", "csv") else fmt
     if container not in ("csv", "jsonl", "json", "parquet"):
@@ -469,7 +513,10 @@ def _load_bundled(name: str, split_model) -> Workload:
     fmt = manifest["format"]
     source = f"bundled:{name} ({manifest.get('source', '')})".strip()
     if fmt in ("cdf-json", "cdf-csv"):
-        return _load_file(files[0], name, ReaderOptions(input_format=fmt), split_model, source=source)
+        parse = _parse_cdf_json if fmt == "cdf-json" else _parse_cdf_csv
+        tokens, fractions, *extra = parse(_read_bytes(files[0]), files[0])
+        split_model = split_model or (_split_from_file(extra[0], files[0]) if extra else None)
+        return _cdf_workload(tokens, fractions, name, split_model, source)
     origin = manifest.get("time_origin")
     options = ReaderOptions(
         input_column=manifest.get("input_column"),
@@ -674,24 +721,6 @@ def _name_units(container: str) -> dict[str, float]:
     return {"timestamp": JSONL_TIMESTAMP_SCALE_S} if container == "jsonl" else {}
 
 
-def _read_log(path: Path, fmt: str, head: bytes, options: ReaderOptions) -> RequestLog | object:
-    """A local log file: header checks on its head, then DuckDB; the careful reader names any bad line."""
-    if fmt not in LOG_INPUT_FORMATS:
-        raise ValidationError(f"{path}: format {fmt!r} is not a request log")
-    if fmt == "azure" and options.log_format is None:
-        options = dataclasses.replace(options, log_format=LOG_FORMATS["azure"])
-    source = _log_source(str(path), [str(path)], fmt, _is_gzip(path))
-    if source.container == "csv":
-        _check_csv_head(head, path)
-    careful = None
-    if source.container in ("csv", "jsonl") and (
-        options.log_format is None or not options.log_format.filters
-    ):
-        if options.log_format is None or options.log_format.layout == "table":
-            careful = lambda: _read_careful(path, source.container, options)  # noqa: E731
-    return _read_source(source, options, careful)
-
-
 def _check_csv_head(head: bytes, path: Path) -> None:
     """A CSV's header problems and an empty body, named before any reading (docs/workloads.md)."""
     text_start = _skip_leading_space(head)
@@ -713,24 +742,32 @@ def _check_csv_head(head: bytes, path: Path) -> None:
         raise ValidationError(f"{path}: no requests (only a header)")
 
 
-def _read_source(source: LogSource, options: ReaderOptions, careful):
-    """Read a log with DuckDB (the histogram and the arrivals); on a row DuckDB cannot take or that
-    is not a request, ``careful()`` (a local text file) re-reads it and names the line, else the
-    first bad row is located by DuckDB."""
+def _resolve(source: LogSource, options: ReaderOptions, careful, connection):
+    """The log's columns (fleetopt.io.logs.resolve_log with this module's recognised names), or
+    None when DuckDB cannot read it and a careful reader will."""
     from fleetopt.io import logs
 
-    connection = logs.connect()
-    resolved = logs.resolve_log(
+    return logs.resolve_log(
         connection, source, preset=options.log_format, input_column=options.input_column,
         output_column=options.output_column, time_column=options.time_column,
         time_unit_s=options.time_unit_s, default_names=_default_names(source.container),
         name_units=_name_units(source.container), time_origin_us=options.time_origin_us,
         fallback=careful is not None,
     )  # fmt: skip
+
+
+def _with_duckdb(source: LogSource, options: ReaderOptions, careful, read, *, ordered: bool = False):
+    """``read(resolved, connection)`` by DuckDB; on a row DuckDB cannot take or that is not a
+    request, ``careful()`` (a local text file) re-reads the file and names the line (or returns
+    its rows, which the caller then uses), else DuckDB names the first bad row."""
+    from fleetopt.io import logs
+
+    connection = logs.connect(ordered=ordered)
+    resolved = _resolve(source, options, careful, connection)
     if resolved is None:  # DuckDB cannot read it: the careful reader says why (or reads it)
         return careful()
     try:
-        return logs.load_requests(resolved, connection)
+        return read(resolved, connection)
     except logs.InvalidRows:
         if careful is not None:
             return careful()
@@ -741,40 +778,23 @@ def _read_source(source: LogSource, options: ReaderOptions, careful):
         raise
 
 
-def _read_rows(path: Path, fmt: str, head: bytes, options: ReaderOptions) -> RequestLog:
+def _read_source(source: LogSource, options: ReaderOptions, careful):
+    """A log's requests: the histogram and the arrivals (fleetopt.io.logs.load_requests), or the
+    careful reader's rows."""
+    from fleetopt.io import logs
+
+    return _with_duckdb(source, options, careful, logs.load_requests)
+
+
+def _read_rows(place: _Place) -> RequestLog:
     """Every request of a local log in file order (DuckDB; the careful reader on any problem)."""
     from fleetopt.io import logs
 
-    if fmt not in LOG_INPUT_FORMATS:
-        raise ValidationError(f"{path}: format {fmt!r} is not a request log")
-    if fmt == "azure" and options.log_format is None:
-        options = dataclasses.replace(options, log_format=LOG_FORMATS["azure"])
-    source = _log_source(str(path), [str(path)], fmt, _is_gzip(path))
-    if source.container == "csv":
-        _check_csv_head(head, path)
-    can_be_careful = source.container in ("csv", "jsonl") and (
-        options.log_format is None
-        or (not options.log_format.filters and options.log_format.layout == "table")
-    )
-    connection = logs.connect(ordered=True)
-    resolved = logs.resolve_log(
-        connection, source, preset=options.log_format, input_column=options.input_column,
-        output_column=options.output_column, time_column=options.time_column,
-        time_unit_s=options.time_unit_s, default_names=_default_names(source.container),
-        name_units=_name_units(source.container), time_origin_us=options.time_origin_us,
-        fallback=can_be_careful,
-    )  # fmt: skip
-    if resolved is not None:
-        try:
-            rows = logs.load_rows(resolved, connection)
-            return RequestLog(rows["input"], rows["output"], rows.get("arrival"), resolved.utc)
-        except logs.InvalidRows:
-            if not can_be_careful:
-                raise ValidationError(logs.first_invalid_row(resolved)) from None
-        except logs.UnreadableLog:
-            if not can_be_careful:
-                raise
-    return _read_careful(path, source.container, options)
+    def rows(resolved, connection) -> RequestLog:
+        found = logs.load_rows(resolved, connection)
+        return RequestLog(found["input"], found["output"], found.get("arrival"), resolved.utc)
+
+    return _with_duckdb(place.source, place.options, place.careful, rows, ordered=True)
 
 
 # --------------------------------------------------------------------------- the careful reader
@@ -1074,100 +1094,37 @@ def summarize_source(
     time_unit: str | None = None,
 ):
     """The summary (:class:`~fleetopt.core.summary.LogSummary`) of one log — a path, a glob, a URL
-    or a bundled name — aggregated where it is read: DuckDB streams the rows through
-    :func:`fleetopt.io.logs.summary_sql`, keeping only the aggregates. A summary given here is
-    read as it is; a CDF is refused (it has no request counts)."""
-    from fleetopt.core.summary import merge_summaries, summary_from_workload
+    or a bundled name — aggregated where it is read: DuckDB streams the rows through one query
+    (:func:`fleetopt.io.logs.local_summary_sql`), keeping only the aggregates. A summary given here
+    is read as it is; a CDF is refused (it has no request counts)."""
+    from fleetopt.core.summary import summary_from_workload
     from fleetopt.io import logs
 
-    if input_format is not None and input_format not in INPUT_FORMATS:
-        raise ValidationError(f"unknown input format {input_format!r} (allowed: {', '.join(INPUT_FORMATS)})")
-    options = ReaderOptions(
-        input_format=input_format,
-        log_format=log_format_option(log_format, input_format),
-        input_column=input_column,
-        output_column=output_column,
-        time_column=time_column,
-        time_unit_s=time_unit_seconds(time_unit),
+    options = reader_options_for(
+        input_format, log_format, input_column, output_column, time_column, time_unit
     )
-    path = Path(name_or_path).expanduser()
+    place = _locate(name_or_path, options)
     not_a_log = f"{name_or_path}: is a CDF table, not a request log; a summary counts requests"
-    if path.is_file():
-        fmt, head = _detect_file(path, options.input_format)
-        if fmt in ("cdf-json", "cdf-csv"):
-            raise ValidationError(not_a_log)
-        if fmt == "summary":
-            return read_summary_file(path, head)
-        if fmt not in LOG_INPUT_FORMATS:
-            raise ValidationError(f"{path}: format {fmt!r} is not a request log")
-        if fmt == "azure" and options.log_format is None:
-            options = dataclasses.replace(options, log_format=LOG_FORMATS["azure"])
-        source = _log_source(str(path), [str(path)], fmt, _is_gzip(path))
-        if source.container == "csv":
-            _check_csv_head(head, path)
-        careful = None
-        if source.container in ("csv", "jsonl") and (
-            options.log_format is None
-            or (not options.log_format.filters and options.log_format.layout == "table")
-        ):
-            careful = lambda: _read_careful(path, source.container, options)  # noqa: E731
-    elif path.is_dir():
-        raise ValidationError(f"{name_or_path}: is a folder, not a workload file")
-    elif logs.is_remote(name_or_path) or logs.is_pattern(name_or_path):
-        if logs.is_remote(name_or_path):
-            files = [name_or_path]
-            fmt = options.input_format or logs.container_from_name(name_or_path)
-            if fmt is None:
-                raise ValidationError(
-                    f"{name_or_path}: cannot tell the format from the name; give --input-format "
-                    f"({', '.join(LOG_INPUT_FORMATS)} or summary)"
-                )
-            gzip_compressed = name_or_path.lower().split("?")[0].endswith(".gz")
-        else:
-            paths = logs.expand_local(name_or_path)
-            fmt, _ = _detect_file(paths[0], options.input_format)
-            files = [str(p) for p in paths]
-            gzip_compressed = _is_gzip(paths[0])
-            if fmt == "summary":
-                return merge_summaries([read_summary_file(p) for p in paths], files)
-        if fmt in ("cdf-json", "cdf-csv"):
-            raise ValidationError(not_a_log)
-        if fmt == "summary":
-            from fleetopt.io.summaries import read_summary_table
-
-            container = logs.container_from_name(name_or_path) or "parquet"
-            return read_summary_table(files, container, name_or_path)
-        if fmt == "azure" and options.log_format is None:
-            options = dataclasses.replace(options, log_format=LOG_FORMATS["azure"])
-        source = _log_source(name_or_path, files, fmt, gzip_compressed)
-        careful = None
-    elif name_or_path in bundled_workload_names():
+    if place.kind in ("cdf-json", "cdf-csv"):
+        raise ValidationError(not_a_log)
+    if place.kind == "summary":
+        return place.read_summary()
+    if place.kind == "bundled":
         workload = _load_bundled(name_or_path, None)
         if workload.kind != "requests":
             raise ValidationError(not_a_log)
         return summary_from_workload(workload, name_or_path, window_us)
-    else:
-        load_workload(name_or_path)  # raises the missing-workload error with the bundled names
-        raise NotFoundError(name_or_path)
-    connection = logs.connect()
-    resolved = logs.resolve_log(
-        connection, source, preset=options.log_format, input_column=options.input_column,
-        output_column=options.output_column, time_column=options.time_column,
-        time_unit_s=options.time_unit_s, default_names=_default_names(source.container),
-        name_units=_name_units(source.container), time_origin_us=options.time_origin_us,
-        fallback=careful is not None,
-    )  # fmt: skip
-    try:
-        if resolved is None:
-            raise logs.UnreadableLog(name_or_path)
-        return logs.summarize_log(resolved, window_us, name_or_path, connection)
-    except (logs.InvalidRows, logs.UnreadableLog) as problem:
-        if careful is not None:  # names the line, or reads what DuckDB could not
-            workload = _log_workload(careful(), Path(name_or_path).name, name_or_path)
-            return summary_from_workload(workload, name_or_path, window_us)
-        if isinstance(problem, logs.InvalidRows):
-            raise ValidationError(logs.first_invalid_row(resolved)) from None
-        raise
+    summary = _with_duckdb(
+        place.source,
+        place.options,
+        place.careful,
+        lambda resolved, connection: logs.summarize_log(resolved, window_us, name_or_path, connection),
+    )
+    if isinstance(summary, RequestLog):  # the careful reader read what DuckDB could not
+        return summary_from_workload(
+            _log_workload(summary, place.name, name_or_path), name_or_path, window_us
+        )
+    return summary
 
 
 def read_summary_source(location: str):
