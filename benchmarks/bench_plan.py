@@ -16,19 +16,31 @@ Reports:
   4. the whole `fleetopt plan` command end to end, next to `fleetopt --version`, `--help`, a bare
      `python -c pass` (interpreter start-up) and a process that only imports what the command
      needs, in the same run: the difference between the last two is import time, and the
-     difference between the command and the imports is loading, planning and rendering.
+     difference between the command and the imports is loading, planning and rendering. These
+     are CPU seconds of the child process (user + system; on a shared machine wall time also
+     measures the neighbours);
+  5. big logs (``--big-atoms``): a synthetic request log of that many distinct (input, output)
+     pairs (log-uniform inputs to 30,000 and outputs to 4,000 tokens), planned in full (default
+     B_short candidates × 11 γ and the baselines, statistics prepared inside) under lockstep,
+     fleet-sim and engine: CPU µs per atom and the planning's peak memory in bytes per atom
+     (numpy's allocations, traced; the Workload itself, 32 bytes per atom, is not counted).
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import subprocess
 import sys
 import time
+import tracemalloc
 from collections.abc import Callable
 
+import numpy as np
+
 from fleetopt.core.planner import Planner, PlanOptions
+from fleetopt.core.workload import Workload, workload_from_requests
 from fleetopt.defaults import DEFAULT_SERVING
 from fleetopt.io.data import bundled_dir
 from fleetopt.io.profiles import pool_hardware
@@ -113,26 +125,87 @@ def command_cases() -> list[tuple[str, Callable[[], object]]]:
     def command(*arguments: str) -> Callable[[], object]:
         return lambda: subprocess.run([python, *arguments], check=True, capture_output=True)
 
+    plan_imports = (
+        "import fleetopt.cli, fleetopt.cli.plan, fleetopt.api, fleetopt.io.workloads, fleetopt.io.profiles, "
+        "fleetopt.render.plan_document, fleetopt.render.plan, yaml"
+    )
+    reference_cell = (
+        "-m fleetopt plan --cdf azure --slo 500ms --rate 10 --b-short 4096 --service-model fleet-sim "
+    )
+    reference_cell += "--compressibility 0.75 --format json"
     return [
         ("python -c pass (interpreter start-up)", command("-c", "pass")),
         ("fleetopt --version", command("-m", "fleetopt", "--version")),
-        (
-            "import what `fleetopt plan` needs (numpy, scipy, typer, pydantic, rich, yaml)",
-            # typer imports pydantic (its required dependency) only when it parses parameters.
-            command("-c", "import fleetopt.cli, fleetopt.api, fleetopt.render.plan, typer._adapters, yaml"),
-        ),
+        ("import what `fleetopt plan` needs (numpy, typer, yaml, the planner)", command("-c", plan_imports)),
         ("fleetopt --help", command("-m", "fleetopt", "--help")),
         (
-            "fleetopt plan --cdf azure-2023 --slo 500ms (end to end)",
+            "fleetopt plan --cdf azure --slo 500ms --rate 10 --b-short 4096 (fleet-sim, json)",
+            command(*reference_cell.split()),
+        ),
+        (
+            "fleetopt plan --cdf azure-2023 --slo 500ms (end to end, the default engine model)",
             command("-m", "fleetopt", "plan", "--cdf", "azure-2023", "--slo", "500ms"),
         ),
     ]
+
+
+def child_cpu_medians(cases: list[tuple[str, Callable[[], object]]], rounds: int) -> dict[str, float]:
+    """Median CPU seconds (user + system) of each subprocess case, interleaved over ``rounds``."""
+    for _, function in cases:
+        function()
+    samples: dict[str, list[float]] = {label: [] for label, _ in cases}
+    for _ in range(rounds):
+        for label, function in cases:
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            function()
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            samples[label].append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return {label: statistics.median(times) for label, times in samples.items()}
+
+
+def synthetic_log(pairs: int, seed: int = 1) -> Workload:
+    """A log of ``pairs`` random requests, log-uniform inputs (≤ 30,000) and outputs (≤ 4,000)."""
+    rng = np.random.default_rng(seed)
+    inputs = np.exp(rng.uniform(0, np.log(30_000), pairs)).astype(np.int64)
+    outputs = np.exp(rng.uniform(0, np.log(4_000), pairs)).astype(np.int64) + 1
+    return workload_from_requests(inputs, outputs, name=f"synthetic-{pairs}")
+
+
+def big_log_rows(pairs: int, rounds: int) -> list[str]:
+    """Full plans of a synthetic big log: CPU µs per atom (median) and traced peak bytes per atom."""
+    log = synthetic_log(pairs)
+    atoms = log.total_tokens.size
+    hardware = pool_hardware("llama-3-70b-a100-80gb-tp8", [bundled_dir("profiles")])
+    rows = []
+    for model in ("lockstep", "fleet-sim", "engine"):
+        options = PlanOptions(arrival_rate_per_s=1000.0, ttft_slo_s=0.5, service_model=model)
+        times = []
+        for _ in range(rounds):
+            start = time.process_time()
+            Planner(log, hardware, hardware, options).plan()
+            times.append(time.process_time() - start)
+        tracemalloc.start()
+        Planner(log, hardware, hardware, options).plan()
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        per_atom_us = statistics.median(times) / atoms * 1e6
+        rows.append(
+            f"big log, {atoms:,} atoms, full plan under {model:<9} {per_atom_us:7.3f} µs/atom (CPU)   "
+            f"peak {peak / atoms:5.0f} bytes/atom"
+        )
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=51, help="rounds of the in-process cases")
     parser.add_argument("--command-rounds", type=int, default=7, help="rounds of the subprocess cases")
+    parser.add_argument(
+        "--big-atoms",
+        default="250000,2000000",
+        help="sizes of the synthetic logs (requests drawn), comma list",
+    )
+    parser.add_argument("--big-rounds", type=int, default=3)
     arguments = parser.parse_args()
 
     planning = interleaved_medians(planning_cases(), arguments.rounds)
@@ -144,10 +217,15 @@ def main() -> None:
         ratio = f"   {seconds / full_at_10:.2f}× λ = 10" if label.startswith("full") else ""
         print(f"{label:<84} {seconds * 1e3:>9.2f} ms{ratio}")
     print()
-    commands = interleaved_medians(command_cases(), arguments.command_rounds)
+    commands = child_cpu_medians(command_cases(), arguments.command_rounds)
     startup = commands["python -c pass (interpreter start-up)"]
+    print(f"{'command (median CPU of ' + str(arguments.command_rounds) + ' interleaved rounds)':<84}")
     for label, seconds in commands.items():
         print(f"{label:<84} {seconds * 1e3:>9.1f} ms   {seconds / startup:.2f}×")
+    print()
+    for pairs in (int(float(size)) for size in arguments.big_atoms.split(",") if size):
+        for row in big_log_rows(pairs, arguments.big_rounds):
+            print(row)
 
 
 if __name__ == "__main__":

@@ -6,9 +6,14 @@ short pool B = 4,096 with 70 slots/instance, long pool 65,536 with 16 slots/inst
 Each pool gets the fewest instances keeping λ_p·E[S]/(n·s) ≤ 0.85 under the service model
 being run (physical runs on the lockstep sizing, its conservative upper bound).
 
-Reports simulated requests per second of wall time for every (service model, dispatch) pair,
+Reports simulated requests per second of this process's CPU time (``time.process_time``: on a
+machine shared with other jobs wall time measures them too) for every (service model, dispatch) pair,
 and ratios against two baselines measured in the same run: drawing the requests alone (arrivals,
 lengths, routing: the floor any simulator pays) and pooled lockstep.
+
+Compiled kernels (numba, :mod:`fleetopt.core.engines`) are compiled once per machine and cached;
+each (model, dispatch) pair first runs a small untimed simulation so the timings are of the steady
+state, not of the first compilation (``FLEETOPT_JIT=0`` times the interpreted paths).
 
 Run: ``python benchmarks/bench_simulate.py [--requests 100000] [--trace-dir PATH]``.
 """
@@ -22,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fleetopt.core.engines import load_kernels
 from fleetopt.core.routing import Routing
 from fleetopt.core.simulate import DISPATCH_POLICIES, SERVICE_MODELS, SimulatedPool, simulate_fleet
 from fleetopt.core.workload import Workload, workload_from_requests
@@ -84,13 +90,13 @@ def fleet(workload: Workload, model: str, gamma: float) -> list[SimulatedPool]:
 
 def sampling_baseline(workload: Workload, requests: int) -> float:
     """Wall time to draw arrivals, lengths and routing coins for ``requests`` (what every run pays)."""
-    begin = time.perf_counter()
+    begin = time.process_time()
     rng = np.random.default_rng(1)
     np.cumsum(rng.exponential(1.0 / ARRIVAL_RATE_PER_S, requests))
     cumulative = np.cumsum(workload.weights)
     np.searchsorted(cumulative, rng.random(requests) * cumulative[-1], side="right")
     rng.random(requests)
-    return time.perf_counter() - begin
+    return time.process_time() - begin
 
 
 def main() -> None:
@@ -109,7 +115,7 @@ def main() -> None:
     print(f"baseline (draw {args.requests} requests): {baseline_s:.3f} s")
     reference_s = None
     print(
-        f"{'model':10} {'dispatch':12} {'pools (n×s)':22} {'wall s':>7} {'req/s':>9} {'×base':>7} "
+        f"{'model':10} {'dispatch':12} {'pools (n×s)':22} {'cpu s':>7} {'req/s':>9} {'×base':>7} "
         f"{'×pooled-lockstep':>17}"
     )
     runs = [
@@ -117,9 +123,15 @@ def main() -> None:
     ]
     if workload.arrival_times_s is not None:  # the log's own timestamps, scaled to λ (tiled to N)
         runs += [(model, "pooled", True) for model in args.models.split(",")]
+    print(f"compiled kernels (numba): {'on' if load_kernels() else 'off'}")
     for model, dispatch, replay in runs:
         pools = fleet(workload, model, args.gamma)
-        begin = time.perf_counter()
+        routing = Routing.two_pool(B_SHORT, args.gamma, 1.0)
+        simulate_fleet(  # untimed warm-up: loads (or, the first time on a machine, compiles) the kernels
+            workload, pools, routing, arrival_rate_per_s=ARRIVAL_RATE_PER_S, service_model=model,
+            dispatch=dispatch, requests=2000, seeds=(1,),
+        )  # fmt: skip
+        begin = time.process_time()
         result = simulate_fleet(
             workload,
             pools,
@@ -131,7 +143,7 @@ def main() -> None:
             seeds=(1,),
             arrival_times_s=workload.arrival_times_s if replay else None,
         )
-        wall = time.perf_counter() - begin
+        wall = time.process_time() - begin
         if reference_s is None and model == "lockstep" and dispatch == "pooled" and not replay:
             reference_s = wall
         shape = " ".join(f"{p.name}={p.instances}×{p.slots_per_instance}" for p in pools)

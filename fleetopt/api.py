@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fleetopt import __version__
 from fleetopt.core.planner import FleetPlan, PlanOptions, plan_fleet
@@ -698,8 +698,9 @@ def crosscheck_plan_file(
 # -- audit -----------------------------------------------------------------------------------------
 # ``fleetopt audit``'s two paths, each: the CLI's strings → typed values and defaults → one core call.
 
-from fleetopt.core.audit import WorkloadAudit  # noqa: E402  (kept in this block for a clean merge)
-from fleetopt.core.savings import AuditResult  # noqa: E402
+if TYPE_CHECKING:  # annotations only: the audit's modules load when an audit runs
+    from fleetopt.core.audit import WorkloadAudit
+    from fleetopt.core.savings import AuditResult
 
 #: The workload audit's default P99 TTFT SLO: the papers' 500 ms (FleetOpt §7.1).
 DEFAULT_AUDIT_SLO = "500ms"

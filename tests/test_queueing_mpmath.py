@@ -302,3 +302,12 @@ def test_the_fewest_servers_meeting_a_wait_budget_is_minimal_by_mpmath(
         assert tail(servers) <= allowed * (1 + mpmath.mpf("1e-10")), servers
         if servers - 1 > load:
             assert tail(servers - 1) >= allowed * (1 - mpmath.mpf("1e-10")), servers
+
+
+@pytest.mark.parametrize("servers", [2, 30, 300, 5_000, 50_000, 99_998, 99_999, 100_000])
+def test_the_continued_fraction_near_the_mean_up_to_its_switch_to_scipy(servers: int) -> None:
+    """Below 10⁵ servers Q comes from the continued fraction (no scipy at start-up) also near the
+    mean, (c + 1 − a)/√(c + 1) ∈ (0, 4), where it needs the most terms; at the switch both sides."""
+    root = float(np.sqrt(servers))
+    loads = [servers - z * root for z in (0.001, 0.3, 1.0, 2.0, 3.5) if servers - z * root > 0]
+    _assert_both_inputs_match(servers, loads)

@@ -206,7 +206,7 @@ def test_physical_with_one_slot_per_instance_equals_hand_schedule(dispatch: str)
     prefills and W + H while it decodes: service S = P·W + τ·L_in + L_out·(W + H), first token
     P·W + τ·L_in + (W + H) after admission, and a slot frees exactly at a boundary of an instance
     that is then idle. The engine must reproduce that FCFS schedule request by request."""
-    from fleetopt.core.simulate import _dispatch_known_service
+    from fleetopt.core.simulate import dispatch_known_service as _dispatch_known_service
 
     workload = _geometric_workload()
     w, h, tau, chunk = 0.008, 0.002, 0.00004, 512
@@ -436,3 +436,73 @@ def test_short_warm_up_is_flagged_and_biases_the_time_average_low() -> None:
     assert_within_band(list(short.utilization.values), 0.5 - 200 * 9.7**2 / 2 / (4000 * 59.7), 0.02)
     assert_within_band(list(long.utilization.values), 0.5, 0.02)
     assert_within_band(list(short.work_utilization.values), 0.5, 0.02)
+
+
+# -- the compiled kernels (issue 18) ----------------------------------------------------------------
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    st.integers(1, 12),
+    st.integers(1, 6),
+    st.integers(2, 2000),
+    st.floats(0.3, 1.4),
+    st.booleans(),
+    st.integers(0, 2**31 - 1),
+)
+def test_compiled_and_interpreted_engines_start_every_request_at_the_same_time(
+    instances: int, slots: int, count: int, load: float, ties: bool, seed: int
+) -> None:
+    """Request-level dispatch: the numba kernels (FCFS heap loop, least-loaded) and the plain
+    Python paths they replace give bit-identical start times, ties in arrivals and ends included."""
+    from fleetopt.core import engines
+
+    rng = np.random.default_rng(seed)
+    arrival = np.cumsum(rng.exponential(1.0, count))
+    service = rng.exponential(instances * slots * load, count)
+    if ties:  # equal arrival times and equal end times
+        arrival, service = np.round(arrival), np.round(service) + 0.5
+    for dispatch in ("pooled", "round-robin", "least-loaded"):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv(engines.JIT_ENV, "0")
+            interpreted = engines.dispatch_known_service(arrival, service, instances, slots, dispatch)
+        patch_free = engines.dispatch_known_service(arrival, service, instances, slots, dispatch)
+        assert np.array_equal(interpreted, patch_free), dispatch
+
+
+def test_the_kernels_are_compiled_when_numba_is_installed() -> None:
+    pytest.importorskip("numba")
+    from fleetopt.core import engines
+
+    assert engines.jit_available()
+    engines.dispatch_known_service(np.arange(5.0), np.ones(5), 2, 1, "least-loaded")
+    assert type(engines._compiled(engines._least_loaded_kernel)).__module__.startswith("numba")
+
+
+@pytest.mark.parametrize("dispatch", ["pooled", "round-robin", "least-loaded"])
+def test_compiled_and_interpreted_physical_engines_give_the_same_trace(dispatch: str) -> None:
+    """The iteration-level engine: the numba kernel and the Python engine it mirrors agree to the
+    last bit on every request's slot, admission, first-token and departure time (a loaded pool with
+    token-level prefill costs, a chunk remainder, queueing and C&R routing)."""
+    from fleetopt.core import engines
+
+    pytest.importorskip("numba")
+    workload = _geometric_workload()
+    pools = [
+        SimulatedPool(
+            "short", 3, 4, 8192, 0.008, 0.002, 512, 8192, prefill_per_token_s=2e-5, ttft_overhead_s=0.01
+        ),
+        SimulatedPool("long", 2, 2, 65536, 0.009, 0.001, 512, 8192, prefill_per_token_s=1e-5),
+    ]
+    traces = {}
+    for jit in ("0", "1"):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv(engines.JIT_ENV, jit)
+            traces[jit] = simulate_fleet(
+                workload, pools, Routing.two_pool(2048, 1.5, 1.0), arrival_rate_per_s=40.0,
+                service_model="physical", dispatch=dispatch, requests=4_000, seeds=(5,), keep_requests=True,
+            ).traces  # fmt: skip
+    assert (traces["1"][0].slot_start_s > traces["1"][0].arrival_s).mean() > 0.05  # queueing happened
+    for interpreted, compiled in zip(traces["0"], traces["1"], strict=True):
+        for field in ("slot_start_s", "admission_s", "first_token_s", "departure_s"):
+            assert np.array_equal(getattr(interpreted, field), getattr(compiled, field)), (dispatch, field)

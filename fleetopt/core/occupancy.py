@@ -33,7 +33,27 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy.special import betainc, gammaln, ndtri
+
+
+def betainc(a: Any, b: Any, x: Any) -> Any:
+    """scipy.special.betainc (imported on first use, not at start-up)."""
+    from scipy.special import betainc as scipy_betainc
+
+    return scipy_betainc(a, b, x)
+
+
+def gammaln(x: Any) -> Any:
+    """scipy.special.gammaln (imported on first use)."""
+    from scipy.special import gammaln as scipy_gammaln
+
+    return scipy_gammaln(x)
+
+
+def ndtri(p: Any) -> Any:
+    """scipy.special.ndtri (imported on first use)."""
+    from scipy.special import ndtri as scipy_ndtri
+
+    return scipy_ndtri(p)
 
 
 def occupancy_state(

@@ -79,44 +79,87 @@ class PoolMoments:
         return max(0.0, self.mean_sq_iterations / self.mean_iterations**2 - 1.0)
 
 
-def _unweighted_columns(
-    prefill_iterations: np.ndarray, output_tokens: np.ndarray, total_tokens: np.ndarray
-) -> np.ndarray:
-    """Per-atom columns (1, I, I², I·L, I²·L, I²·L², P, P·L, L, L_in²) as float64, shape (10, N)."""
-    p = prefill_iterations.astype(np.float64)
-    i = p + output_tokens
-    length = total_tokens.astype(np.float64)
-    inputs = length - output_tokens
-    i2 = i * i
-    ones = np.ones_like(p)
-    return np.stack(
-        (ones, i, i2, i * length, i2 * length, i2 * length * length, p, p * length, length, inputs * inputs)
-    )
+def _run_starts(sorted_totals: np.ndarray) -> np.ndarray:
+    """Indices where a run of equal totals starts in an ascending array (every range query of
+    total lengths begins and ends on one of them)."""
+    if sorted_totals.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.flatnonzero(np.concatenate(([True], sorted_totals[1:] != sorted_totals[:-1])))
 
 
-def _prefix_table(
+def _atom_prefix_table(
     prefill_iterations: np.ndarray, output_tokens: np.ndarray, total_tokens: np.ndarray, weights: np.ndarray
 ) -> np.ndarray:
-    """Cumulative sums of w·(1, I, I², I·L, I²·L, I²·L², P, P·L, L, L_in²) with a leading zero row,
-    shape (N + 1, 10): prefix[k] = Σ_{j<k} row[j]. Built in one buffer (fresh arrays cost page faults)."""
-    table = np.empty((weights.size + 1, len(_COLUMNS)))
-    table[0] = 0.0
-    body = table[1:]
+    """Cumulative sums of w·(1, I, I², I·L, I²·L, I²·L², P, P·L, L, L_in²) with a leading zero,
+    shape (10, N + 1): prefix[:, k] = Σ_{j<k} column[j]. Built in one buffer, a row per column."""
+    table = np.empty((len(_COLUMNS), weights.size + 1))
+    table[:, 0] = 0.0
+    body = table[:, 1:]
     p = prefill_iterations.astype(np.float64)
     i = p + output_tokens
     length = total_tokens.astype(np.float64)
-    body[:, _W] = weights
-    np.multiply(weights, i, out=body[:, _I])
-    np.multiply(body[:, _I], i, out=body[:, _I2])
-    np.multiply(body[:, _I], length, out=body[:, _IL])
-    np.multiply(body[:, _I2], length, out=body[:, _I2L])
-    np.multiply(body[:, _I2L], length, out=body[:, _I2L2])
-    np.multiply(weights, p, out=body[:, _P])
-    np.multiply(body[:, _P], length, out=body[:, _PL])
-    np.multiply(weights, length, out=body[:, _L])
+    body[_W] = weights
+    np.multiply(weights, i, out=body[_I])
+    np.multiply(body[_I], i, out=body[_I2])
+    np.multiply(body[_I], length, out=body[_IL])
+    np.multiply(body[_I2], length, out=body[_I2L])
+    np.multiply(body[_I2L], length, out=body[_I2L2])
+    np.multiply(weights, p, out=body[_P])
+    np.multiply(body[_P], length, out=body[_PL])
+    np.multiply(weights, length, out=body[_L])
     inputs = length - output_tokens
-    np.multiply(weights * inputs, inputs, out=body[:, _J2])
-    np.cumsum(body, axis=0, out=body)
+    np.multiply(weights * inputs, inputs, out=body[_J2])
+    np.cumsum(body, axis=1, out=body)
+    return table
+
+
+def _run_prefix_table(
+    prefill_iterations: np.ndarray,
+    output_tokens: np.ndarray,
+    total_tokens: np.ndarray,
+    weights: np.ndarray,
+    run_starts: np.ndarray,
+) -> np.ndarray:
+    """Cumulative sums of w·(1, I, I², I·L, I²·L, I²·L², P, P·L, L, L_in²) at the start of every run
+    of equal total (and past the last atom), shape (10, runs + 1): table[:, k] sums the atoms before
+    run k. The sums run atom by atom, as a per-atom table would (same numbers), one column at a
+    time, so only the entries a range query can land on are kept."""
+    table = np.empty((len(_COLUMNS), run_starts.size + 1))
+    table[:, 0] = 0.0
+    if run_starts.size == 0:
+        return table
+    if run_starts.size == total_tokens.size:  # every total distinct (a CDF): one row per atom
+        return _atom_prefix_table(prefill_iterations, output_tokens, total_tokens, weights)
+    ends = np.append(run_starts[1:], total_tokens.size) - 1  # last atom of each run
+
+    def put(column: int, values: np.ndarray) -> None:
+        table[column, 1:] = np.cumsum(values)[ends]
+
+    # one weighted column at a time, each product formed as a per-atom table would form it, and
+    # every intermediate dropped as soon as the columns that need it are done
+    put(_W, weights)
+    length = total_tokens.astype(np.float64)
+    p = prefill_iterations.astype(np.float64)
+    wp = weights * p
+    put(_P, wp)
+    put(_PL, wp * length)
+    del wp
+    i = p + output_tokens
+    del p
+    wi = weights * i
+    put(_I, wi)
+    put(_IL, wi * length)
+    wi2 = wi * i
+    del wi, i
+    put(_I2, wi2)
+    wi2 *= length
+    put(_I2L, wi2)
+    wi2 *= length
+    put(_I2L2, wi2)
+    del wi2
+    put(_L, weights * length)
+    length -= output_tokens  # the input lengths now
+    put(_J2, weights * length * length)
     return table
 
 
@@ -125,10 +168,19 @@ class _PrefillHistogram:
 
     Atoms are sorted by the composite key P·M + L (M > every L), so the atoms with a given P
     and L in (lo, hi] form one contiguous run; all K runs are found with two vectorized
-    searches.
+    searches. Only distinct keys are kept, with the cumulative weight at the end of each (the
+    same numbers as per atom, since a search lands only on the end of a run of equal keys): a big
+    log has far fewer distinct (P, L) pairs than atoms. ``other_weights`` gives histograms of the
+    same atoms under other weights from the same sort.
     """
 
-    def __init__(self, prefill_iterations: np.ndarray, total_tokens: np.ndarray, weights: np.ndarray):
+    def __init__(
+        self,
+        prefill_iterations: np.ndarray,
+        total_tokens: np.ndarray,
+        weights: np.ndarray,
+        other_weights: tuple[np.ndarray, ...] = (),
+    ):
         self.modulus = int(total_tokens.max(initial=0)) + 1
         self.levels = int(prefill_iterations.max(initial=0)) + 1
         keys = prefill_iterations.astype(np.int64) * self.modulus + total_tokens
@@ -138,17 +190,19 @@ class _PrefillHistogram:
             order = np.argsort(prefill_iterations.astype(np.uint16), kind="stable")
         else:
             order = np.argsort(keys, kind="stable")
-        self._order = order
-        self.keys = keys[order]
-        self.cumulative_weight = np.concatenate(([0.0], np.cumsum(weights[order])))
+        keys = keys[order]
+        # positions (in the sorted atoms) just past each run of equal keys, and one key per run
+        run_ends = np.flatnonzero(np.concatenate((keys[1:] != keys[:-1], [True]))) + 1 if keys.size else keys
+        self.keys = keys[run_ends - 1] if keys.size else keys
         self.level_offsets = np.arange(self.levels, dtype=np.int64) * self.modulus
+        self.cumulative_weight = _run_cumulative(weights, order, run_ends)
+        self.others = tuple(self._with(_run_cumulative(other, order, run_ends)) for other in other_weights)
 
-    def reweighted(self, weights: np.ndarray) -> _PrefillHistogram:
-        """The same atoms (same order, no new sort) with other weights."""
+    def _with(self, cumulative_weight: np.ndarray) -> _PrefillHistogram:
+        """This histogram's keys with other cumulative weights."""
         other = object.__new__(_PrefillHistogram)
         other.modulus, other.levels, other.keys = self.modulus, self.levels, self.keys
-        other.level_offsets, other._order = self.level_offsets, self._order
-        other.cumulative_weight = np.concatenate(([0.0], np.cumsum(weights[self._order])))
+        other.level_offsets, other.cumulative_weight, other.others = self.level_offsets, cumulative_weight, ()
         return other
 
     def weights_by_level(self, lo_tokens: int, hi_tokens: int) -> np.ndarray:
@@ -160,6 +214,13 @@ class _PrefillHistogram:
         left = self.keys.searchsorted(self.level_offsets + lo, side="right")
         right = self.keys.searchsorted(self.level_offsets + hi, side="right")
         return self.cumulative_weight[right] - self.cumulative_weight[left]
+
+
+def _run_cumulative(weights: np.ndarray, order: np.ndarray, run_ends: np.ndarray) -> np.ndarray:
+    """[0, cumulative weight (atoms in ``order``) at the end of each run of equal keys]."""
+    if order.size == 0:
+        return np.zeros(1)
+    return np.concatenate(([0.0], np.cumsum(weights[order])[run_ends - 1]))
 
 
 def _quantile_level(histogram: np.ndarray, quantile: float) -> int:
@@ -204,10 +265,17 @@ class PoolStatistics:
         self._weights = workload.weights / self._total_weight
         self._totals = workload.total_tokens
         self._prefill = -(-workload.input_tokens // self.prefill_chunk_tokens)  # ⌈L_in / chunk⌉
-        self._prefix = _prefix_table(self._prefill, workload.output_tokens, self._totals, self._weights)
+        # Range queries select whole runs of equal total length, so the prefix sums are kept per
+        # run (distinct lengths: far fewer than atoms in a big log), not per atom.
+        runs = _run_starts(self._totals)
+        self._run_totals = self._totals[runs]
+        self._prefix = _run_prefix_table(
+            self._prefill, workload.output_tokens, self._totals, self._weights, runs
+        )
         self._histogram = _PrefillHistogram(self._prefill, self._totals, self._weights)
-        # _last_positive[k]: index of the last atom below k with positive weight (−1 if none).
-        positive_index = np.where(self._weights > 0, np.arange(self._weights.size), -1)
+        # _last_positive[k]: index of the last run below k with positive weight (−1 if none).
+        positive = np.add.reduceat(self._weights, runs) > 0 if runs.size else np.zeros(0, dtype=bool)
+        positive_index = np.where(positive, np.arange(runs.size), -1)
         self._last_positive = np.concatenate(([-1], np.maximum.accumulate(positive_index)))
         self._bands: dict[int, _CompressionBand] = {}
         self._ranges: dict[tuple[int, int, float, bool], PoolMoments] = {}
@@ -215,19 +283,25 @@ class PoolStatistics:
 
     # -- plain ranges ---------------------------------------------------------------------
     def _index(self, bound_tokens: int) -> int:
+        """Atoms with total ≤ bound: the first ``_index`` atoms."""
         return int(self._totals.searchsorted(bound_tokens, side="right"))
 
+    def _run_index(self, bound_tokens: int) -> int:
+        """Runs of equal total ≤ bound: the first ``_run_index`` runs."""
+        return int(self._run_totals.searchsorted(bound_tokens, side="right"))
+
     def _sums_between(self, i0: int, i1: int) -> np.ndarray:
+        """Sums over the runs i0 … i1 − 1."""
         if i1 <= i0:
             return np.zeros(len(_COLUMNS))
-        return self._prefix[i1] - self._prefix[i0]
+        return self._prefix[:, i1] - self._prefix[:, i0]
 
     def cdf(self, tokens: float) -> float:
         """F(tokens): fraction of requests with total length ≤ tokens (memoized by ⌊tokens⌋)."""
         bound = _floor_tokens(tokens)
         value = self._cdf.get(bound)
         if value is None:
-            value = self._cdf[bound] = float(self._prefix[self._index(bound), _W])
+            value = self._cdf[bound] = float(self._prefix[_W, self._run_index(bound)])
         return value
 
     def range_moments(
@@ -240,7 +314,7 @@ class PoolStatistics:
         lo, hi = _floor_tokens(lo_tokens), _floor_tokens(hi_tokens)
         key = (lo, hi, quantile, prefill_quantile)
         if key not in self._ranges:
-            i0, i1 = self._index(lo), self._index(hi)
+            i0, i1 = self._run_index(lo), self._run_index(hi)
             self._ranges[key] = self._moments(
                 self._sums_between(i0, i1),
                 self._histogram.weights_by_level(lo, hi) if prefill_quantile else None,
@@ -257,7 +331,7 @@ class PoolStatistics:
         """
         b = int(b_short_tokens)
         hi = _floor_tokens(gamma * b)
-        i_b = self._index(b)
+        i_b = self._run_index(b)
         sums = self._sums_between(0, i_b)
         histogram = self._histogram.weights_by_level(-1, b)
         max_total = self._max_total_between(0, i_b)
@@ -292,8 +366,8 @@ class PoolStatistics:
         top = _floor_tokens(hi_tokens)
         if hi > top:
             raise ValueError(f"the C&R band ends at {hi} tokens, above the pool's top {top}")
-        i_hi = self._index(hi)
-        i_end = self._totals.size if math.isinf(hi_tokens) else self._index(top)
+        i_hi = self._run_index(hi)
+        i_end = self._run_totals.size if math.isinf(hi_tokens) else self._run_index(top)
         sums = self._sums_between(i_hi, i_end)
         histogram = self._histogram.weights_by_level(hi, top)
         max_total = self._max_total_between(i_hi, i_end)
@@ -305,7 +379,7 @@ class PoolStatistics:
                 sums = sums + stay_sums
                 histogram = _add_padded(histogram, band.incompressible_histogram.weights_by_level(b, hi))
                 histogram = _add_padded(histogram, stay * band.original_histogram.weights_by_level(b, hi))
-                max_total = max(max_total, self._max_total_between(self._index(b), i_hi))
+                max_total = max(max_total, self._max_total_between(self._run_index(b), i_hi))
         return self._moments(sums, histogram, quantile, max_total)
 
     def compressible_fraction(self, b_short_tokens: int, gamma: float) -> float:
@@ -330,7 +404,7 @@ class PoolStatistics:
 
     def _max_total_between(self, i0: int, i1: int) -> int:
         last = int(self._last_positive[i1])
-        return int(self._totals[last]) if last >= i0 else 0
+        return int(self._run_totals[last]) if last >= i0 else 0
 
     @staticmethod
     def _moments(
@@ -364,10 +438,10 @@ class _CompressionBand:
     """Sums over the atoms in B < L ≤ ``hi_tokens``, split into those C&R can compress (L_out < B)
     and not; queries must stay within ``hi_tokens``.
 
-    Compressible atoms are kept twice, as compressed (L_in' = B − L_out) and as they are; all
-    histograms are keyed by the ORIGINAL total, so that (B, γB] selects the band. A band serves
-    about ten queries (one per γ), so each sum is one matrix-vector product over the atoms up to
-    γB rather than a prefix table over the whole band (a cumulative sum costs far more here).
+    Compressible atoms are counted twice, as compressed (L_in' = B − L_out) and as they are; all
+    tables and histograms are keyed by the ORIGINAL total, so that (B, γB] selects the band. Each
+    kind of sum is a prefix table over the band's runs of equal total, built once per B one column
+    at a time (nothing is kept per atom), so every γ is a lookup.
     """
 
     def __init__(self, stats: PoolStatistics, b_short_tokens: int, hi_tokens: int):
@@ -384,27 +458,26 @@ class _CompressionBand:
             -(b_short_tokens - np.minimum(outputs, b_short_tokens)) // stats.prefill_chunk_tokens
         )
         compressed_totals = np.full_like(totals, b_short_tokens)
-        self._weights, self._fixed_weights = weights, fixed_weights
-        self._compressed_columns = _unweighted_columns(compressed_prefill, outputs, compressed_totals)
-        self._columns = _unweighted_columns(prefill, outputs, totals)
+        runs = _run_starts(totals)
+        self._run_totals = totals[runs]
+        self._compressed = _run_prefix_table(compressed_prefill, outputs, compressed_totals, weights, runs)
+        self._original = _run_prefix_table(prefill, outputs, totals, weights, runs)
+        self._incompressible = _run_prefix_table(prefill, outputs, totals, fixed_weights, runs)
         self.compressed_histogram = _PrefillHistogram(compressed_prefill, totals, weights)
-        self.original_histogram = _PrefillHistogram(prefill, totals, weights)
-        self.incompressible_histogram = self.original_histogram.reweighted(fixed_weights)
+        self.original_histogram = _PrefillHistogram(prefill, totals, weights, (fixed_weights,))
+        (self.incompressible_histogram,) = self.original_histogram.others
 
     def _end(self, hi_tokens: int) -> int:
-        return int(self.totals.searchsorted(hi_tokens, side="right"))
+        return int(self._run_totals.searchsorted(hi_tokens, side="right"))
 
     def compressed_sums(self, hi_tokens: int) -> np.ndarray:
-        end = self._end(hi_tokens)
-        return self._compressed_columns[:, :end] @ self._weights[:end]
+        return self._compressed[:, self._end(hi_tokens)]
 
     def original_sums(self, hi_tokens: int) -> np.ndarray:
-        end = self._end(hi_tokens)
-        return self._columns[:, :end] @ self._weights[:end]
+        return self._original[:, self._end(hi_tokens)]
 
     def incompressible_sums(self, hi_tokens: int) -> np.ndarray:
-        end = self._end(hi_tokens)
-        return self._columns[:, :end] @ self._fixed_weights[:end]
+        return self._incompressible[:, self._end(hi_tokens)]
 
 
 def _pad(histogram: np.ndarray, levels: int) -> np.ndarray:

@@ -35,14 +35,14 @@ intervals over seeds are Student-t 95% (mean ± t_{0.975,k−1}·sd/√k).
 
 from __future__ import annotations
 
-import heapq
 import math
-from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from fleetopt.core.engines import PhysicalPool, dispatch_known_service
+from fleetopt.core.engines import fcfs_start_times as fcfs_start_times  # re-exported
 from fleetopt.core.routing import Routing
 from fleetopt.core.service import SERVICE_MODELS as PLANNER_SERVICE_MODELS
 from fleetopt.core.service import get_service_model
@@ -323,298 +323,8 @@ def _arrival_times(
 
 
 # --------------------------------------------------------------------------------------------
-# Engines
+# Engines: fleetopt/core/engines.py (the hot loops, compiled with numba when it is installed)
 # --------------------------------------------------------------------------------------------
-
-
-def fcfs_start_times(arrival_s: np.ndarray, service_s: np.ndarray, servers: int) -> np.ndarray:
-    """Service start times of a FCFS queue with ``servers`` identical servers (exact, O(N log N)).
-
-    Requests (arrival times non-decreasing, service times > 0) start at max(arrival, earliest
-    server free time). Fast path: assuming nobody waits, request i finds
-    i − #{j : a_j + S_j ≤ a_i} requests in service; up to the first i where that reaches c the
-    assumption holds exactly. From there a heap of the c server free times takes over.
-    """
-    count = arrival_s.size
-    start = arrival_s.copy()
-    if count == 0:
-        return start
-    departure = arrival_s + service_s
-    finished = np.searchsorted(np.sort(departure), arrival_s, side="right")
-    busy_seen = np.arange(count) - finished
-    conflicts = np.flatnonzero(busy_seen >= servers)
-    if conflicts.size == 0:
-        return start
-    first = int(conflicts[0])
-    earlier = np.sort(departure[:first])[-servers:]
-    heap = [0.0] * (servers - earlier.size) + earlier.tolist()
-    heapq.heapify(heap)
-    arrivals = arrival_s[first:].tolist()
-    services = service_s[first:].tolist()
-    starts = [0.0] * len(arrivals)
-    replace = heapq.heapreplace
-    for k, (arrival, service) in enumerate(zip(arrivals, services, strict=True)):
-        free = heap[0]
-        begin = arrival if arrival >= free else free
-        starts[k] = begin
-        replace(heap, begin + service)
-    start[first:] = starts
-    return start
-
-
-def _dispatch_known_service(
-    arrival_s: np.ndarray, service_s: np.ndarray, instances: int, slots: int, dispatch: str
-) -> np.ndarray:
-    """Start times under pooled, round-robin or least-loaded dispatch (service times known)."""
-    if dispatch == "pooled":
-        return fcfs_start_times(arrival_s, service_s, instances * slots)
-    if dispatch == "round-robin":
-        start = np.empty_like(arrival_s)
-        owner = np.arange(arrival_s.size) % instances
-        for instance in range(min(instances, arrival_s.size)):
-            mine = owner == instance
-            start[mine] = fcfs_start_times(arrival_s[mine], service_s[mine], slots)
-        return start
-    # least-loaded: the instance with the fewest requests in system (in service or queued), ties
-    # to the lowest index; a heap of (load, instance) entries, stale ones skipped lazily.
-    load = [0] * instances
-    by_load = [(0, i) for i in range(instances)]
-    server_heaps: list[list[float]] = [[0.0] * slots for _ in range(instances)]
-    leaving: list[tuple[float, int]] = []
-    starts = [0.0] * arrival_s.size
-    push, pop = heapq.heappush, heapq.heappop
-    for k, (arrival, service) in enumerate(zip(arrival_s.tolist(), service_s.tolist(), strict=True)):
-        while leaving and leaving[0][0] <= arrival:
-            instance = pop(leaving)[1]
-            load[instance] -= 1
-            push(by_load, (load[instance], instance))
-        while by_load[0][0] != load[by_load[0][1]]:
-            pop(by_load)
-        target = by_load[0][1]
-        heap = server_heaps[target]
-        free = heap[0]
-        begin = arrival if arrival >= free else free
-        starts[k] = begin
-        heapq.heapreplace(heap, begin + service)
-        load[target] += 1
-        push(by_load, (load[target], target))
-        push(leaving, (begin + service, target))
-    return np.asarray(starts)
-
-
-_CHUNK_CHANGE, _PREFILL_END, _DEPART = 0, 1, 2
-
-
-class _PhysicalPool:
-    """Iteration-level simulation of one pool's instances (the ``physical`` service model).
-
-    An iteration of an instance costs W + H·d + τ·p: d sequences decoding, p prompt tokens being
-    prefilled (each prefilling request contributes its chunk: ``chunk`` tokens, its remainder on
-    its last prefill iteration). A request admitted at boundary b prefills in iterations
-    b+1 … b+P, decodes in b+P+1 … b+I, has its first token at the end of iteration b+P+1 and leaves
-    at boundary b+I. Per instance the state is a segment (time T at boundary K, so boundary b
-    falls at T + (b − K)·t while nothing changes); events happen only where the batch changes
-    (admission, last chunk, end of prefill, departure), so the cost is O(N log N) in the number of
-    requests, not in the number of iterations.
-    """
-
-    def __init__(
-        self,
-        pool: SimulatedPool,
-        arrival_s: np.ndarray,
-        input_tokens: np.ndarray,
-        prefill_iterations: np.ndarray,
-        iterations: np.ndarray,
-        dispatch: str,
-        progress: Callable[[int], None] | None,
-    ) -> None:
-        self.w = (
-            pool.iteration_base_s
-            if pool.physical_iteration_base_s is None
-            else pool.physical_iteration_base_s
-        )
-        self.h = pool.iteration_per_slot_s
-        self.tau = pool.prefill_per_token_s
-        self.chunk = pool.prefill_chunk_tokens
-        self.slots = pool.slots_per_instance
-        self.n = pool.instances
-        self.dispatch = dispatch
-        self.progress = progress
-        self.arrival = arrival_s.tolist()
-        self.prefill_iterations = prefill_iterations.tolist()
-        self.last_chunk = (input_tokens - np.maximum(prefill_iterations - 1, 0) * self.chunk).tolist()
-        self.iterations = iterations.tolist()
-        count = arrival_s.size
-        self.slot_start = [0.0] * count
-        self.admission = [0.0] * count
-        self.first_token = [0.0] * count
-        self.departure = [0.0] * count
-        n = self.n
-        # numpy mirrors for the vectorized choice of an instance on arrival
-        self.seg_time = np.zeros(n)
-        self.seg_boundary = np.zeros(n)
-        self.iter_s = np.full(n, self.w)
-        self.active = np.zeros(n, dtype=np.int64)
-        self.committed = np.zeros(n, dtype=np.int64)  # active + reserved
-        self.load = np.zeros(n, dtype=np.int64)  # committed + queued at the instance
-        self.decoding = [0] * n
-        self.prefill_tokens = [0] * n
-        self.changes: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
-        self.first_tokens: list[list[tuple[int, int]]] = [[] for _ in range(n)]
-        self.reserved: list[list[int]] = [[] for _ in range(n)]
-        self.scheduled = [-1] * n  # boundary of the instance's live event, −1 = none
-        self.version = [0] * n
-        self.events: list[tuple[float, int, int, int]] = []
-        self.queues = [deque() for _ in range(1 if dispatch == "pooled" else n)]
-        self.free_slots = n * self.slots
-        self.idle = list(range(n))  # heap of instances that were idle when pushed (checked lazily)
-
-    def _schedule(self, i: int, boundary: int) -> None:
-        self.version[i] += 1
-        self.scheduled[i] = boundary
-        when = float(self.seg_time[i]) + (boundary - float(self.seg_boundary[i])) * float(self.iter_s[i])
-        heapq.heappush(self.events, (when, i, self.version[i], boundary))
-
-    def _boundary(self, i: int, now: float, boundary: int) -> None:
-        """Instance ``i`` reaches iteration boundary ``boundary`` at time ``now``."""
-        seg_time, seg_boundary, iter_s = (
-            float(self.seg_time[i]),
-            int(self.seg_boundary[i]),
-            float(self.iter_s[i]),
-        )
-        pending = self.first_tokens[i]
-        while pending and pending[0][0] <= boundary:
-            token_boundary, r = heapq.heappop(pending)
-            self.first_token[r] = seg_time + (token_boundary - seg_boundary) * iter_s
-        changes = self.changes[i]
-        decoding, prefill = self.decoding[i], self.prefill_tokens[i]
-        freed = 0
-        while changes and changes[0][0] <= boundary:
-            _, kind, r = heapq.heappop(changes)
-            if kind == _DEPART:
-                self.departure[r] = now
-                decoding -= 1
-                freed += 1
-            elif kind == _PREFILL_END:
-                prefill -= self.last_chunk[r]
-                decoding += 1
-            else:  # _CHUNK_CHANGE: the last, shorter chunk
-                prefill += self.last_chunk[r] - self.chunk
-        active = int(self.active[i]) - freed
-        committed = int(self.committed[i]) - freed
-        self.load[i] -= freed
-        admitted = self.reserved[i]
-        queue = self.queues[0 if self.dispatch == "pooled" else i]
-        self.free_slots += freed
-        while committed < self.slots and queue:
-            r = queue.popleft()
-            self.slot_start[r] = now
-            admitted.append(r)
-            committed += 1
-            self.free_slots -= 1
-            if self.dispatch == "pooled":
-                self.load[i] += 1
-        for r in admitted:
-            self.admission[r] = now
-            p = self.prefill_iterations[r]
-            heapq.heappush(changes, (boundary + self.iterations[r], _DEPART, r))
-            heapq.heappush(pending, (boundary + p + 1, r))
-            if p == 0:
-                decoding += 1
-                continue
-            prefill += self.chunk if p > 1 else self.last_chunk[r]
-            heapq.heappush(changes, (boundary + p, _PREFILL_END, r))
-            if p > 1 and self.last_chunk[r] != self.chunk:
-                heapq.heappush(changes, (boundary + p - 1, _CHUNK_CHANGE, r))
-        active += len(admitted)
-        admitted.clear()
-        self.decoding[i], self.prefill_tokens[i] = decoding, prefill
-        self.active[i] = active
-        self.committed[i] = committed
-        self.seg_time[i] = now
-        self.seg_boundary[i] = boundary
-        self.iter_s[i] = self.w + self.h * decoding + self.tau * prefill
-        if active:
-            self._schedule(i, changes[0][0])
-        else:
-            self.version[i] += 1
-            self.scheduled[i] = -1
-            heapq.heappush(self.idle, i)
-
-    def _next_boundary(self, i: int, now: float) -> tuple[int, float]:
-        """The first boundary of busy instance ``i`` at or after ``now`` and its time."""
-        seg_time, seg_boundary, iter_s = (
-            float(self.seg_time[i]),
-            int(self.seg_boundary[i]),
-            float(self.iter_s[i]),
-        )
-        steps = max(0, math.ceil((now - seg_time) / iter_s))
-        when = seg_time + steps * iter_s
-        if when < now:
-            steps += 1
-            when += iter_s
-        return seg_boundary + steps, when
-
-    def _arrive(self, r: int, now: float) -> None:
-        if self.dispatch == "pooled":
-            if self.free_slots == 0:
-                self.queues[0].append(r)
-                return
-            idle = self.idle
-            while idle and self.committed[idle[0]] != 0:
-                heapq.heappop(idle)
-            if idle:  # an idle instance admits at once: nobody can do better
-                self._reserve(heapq.heappop(idle), r, now)
-                return
-            free = np.flatnonzero(self.committed < self.slots)
-            busy_time = self.seg_time[free]
-            step = self.iter_s[free]
-            ahead = np.maximum(0.0, np.ceil((now - busy_time) / step))
-            start_at = np.where(self.active[free] > 0, busy_time + ahead * step, now)
-            i = int(free[int(np.argmin(start_at))])
-        else:
-            i = r % self.n if self.dispatch == "round-robin" else int(np.argmin(self.load))
-            self.load[i] += 1
-            if self.committed[i] >= self.slots:
-                self.queues[i].append(r)
-                return
-        self._reserve(i, r, now)
-
-    def _reserve(self, i: int, r: int, now: float) -> None:
-        """Request ``r`` takes a free slot of instance ``i`` at ``now``; admitted at the next boundary."""
-        if self.dispatch == "pooled":
-            self.load[i] += 1
-        self.free_slots -= 1
-        self.slot_start[r] = now
-        self.committed[i] += 1
-        self.reserved[i].append(r)
-        if self.active[i] == 0:
-            self.seg_time[i] = now
-            self._boundary(i, now, int(self.seg_boundary[i]))
-            return
-        boundary, when = self._next_boundary(i, now)
-        if boundary == int(self.seg_boundary[i]):
-            self._boundary(i, now, boundary)
-        elif boundary < self.scheduled[i]:
-            self._schedule(i, boundary)
-
-    def run(self) -> None:
-        arrivals = self.arrival
-        count = len(arrivals)
-        events = self.events
-        next_arrival = 0
-        while next_arrival < count or events:
-            if events and (next_arrival >= count or events[0][0] <= arrivals[next_arrival]):
-                when, i, version, boundary = heapq.heappop(events)
-                if version == self.version[i]:
-                    self._boundary(i, when, boundary)
-            else:
-                self._arrive(next_arrival, arrivals[next_arrival])
-                next_arrival += 1
-                if self.progress is not None and next_arrival % 4096 == 0:
-                    self.progress(4096)
-        if self.progress is not None:
-            self.progress(count % 4096)
 
 
 # --------------------------------------------------------------------------------------------
@@ -703,7 +413,7 @@ def _simulate_pool(
     prefill = -(-inputs // pool.prefill_chunk_tokens)
     iterations = prefill + outputs
     if service_model == PHYSICAL:
-        engine = _PhysicalPool(pool, arrival_s, inputs, prefill, iterations, dispatch, progress)
+        engine = PhysicalPool(pool, arrival_s, inputs, prefill, iterations, dispatch, progress)
         engine.run()
         admission = np.asarray(engine.admission)
         departure = np.asarray(engine.departure)
@@ -724,7 +434,7 @@ def _simulate_pool(
         w, h, pool.calibration_context_tokens, s, prefill, totals
     )
     service = iterations * tpot
-    start = _dispatch_known_service(arrival_s, service, pool.instances, s, dispatch)
+    start = dispatch_known_service(arrival_s, service, pool.instances, s, dispatch)
     if progress is not None:
         progress(arrival_s.size)
     trace = RequestTrace(

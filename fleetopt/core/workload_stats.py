@@ -57,42 +57,56 @@ def weighted_quantile(
     of the N expanded values (0-based), Q = x_(⌊h⌋) + (h − ⌊h⌋)·(x_(⌊h⌋+1) − x_(⌊h⌋)) — numpy's
     default, computed without expanding the counts.
     """
-    if not 0.0 <= probability <= 1.0:
-        raise ValidationError(f"quantile level {probability!r} must be within [0, 1]")
+    return weighted_quantiles(values, weights, (probability,), method=method)[0]
+
+
+def weighted_quantiles(
+    values: np.ndarray, weights: np.ndarray, probabilities: tuple[float, ...], *, method: str = "inverted-cdf"
+) -> list[float]:
+    """:func:`weighted_quantile` at several levels, sorting the values once."""
+    for probability in probabilities:
+        if not 0.0 <= probability <= 1.0:
+            raise ValidationError(f"quantile level {probability!r} must be within [0, 1]")
+    if method not in QUANTILE_METHODS:
+        raise ValidationError(f"unknown quantile method {method!r} (allowed: {', '.join(QUANTILE_METHODS)})")
     values = np.asarray(values)
     weights = np.asarray(weights, dtype=np.float64)
-    order = np.argsort(values, kind="stable")
-    sorted_values = values[order]
-    cumulative = np.cumsum(weights[order])
+    if values.size < 2 or bool((values[1:] >= values[:-1]).all()):  # sorted already (totals)
+        sorted_values, sorted_weights = values, weights
+    else:
+        order = np.argsort(values, kind="stable")
+        sorted_values, sorted_weights = values[order], weights[order]
+    cumulative = np.cumsum(sorted_weights)
     total = cumulative[-1]
     if total <= 0:
         raise ValidationError("a quantile needs positive total weight")
-    if method == "inverted-cdf":
-        positive = weights[order] > 0
-        index = int(np.searchsorted(cumulative, probability * total, side="left"))
-        index = min(index, cumulative.size - 1)
-        while not positive[index]:  # a zero-weight atom never is a quantile
-            index += 1
-        return float(sorted_values[index])
-    if method == "linear":
-        if (weights != np.round(weights)).any():
-            raise ValidationError("linear quantiles need whole-number weights (a request log)")
+    if method == "linear" and (weights != np.round(weights)).any():
+        raise ValidationError("linear quantiles need whole-number weights (a request log)")
+    quantiles = []
+    for probability in probabilities:
+        if method == "inverted-cdf":
+            index = int(np.searchsorted(cumulative, probability * total, side="left"))
+            index = min(index, cumulative.size - 1)
+            while not sorted_weights[index] > 0:  # a zero-weight atom never is a quantile
+                index += 1
+            quantiles.append(float(sorted_values[index]))
+            continue
         position = (total - 1.0) * probability
         lower = math.floor(position)
         upper = min(lower + 1, int(total) - 1)
         low_value = sorted_values[int(np.searchsorted(cumulative, lower, side="right"))]
         high_value = sorted_values[int(np.searchsorted(cumulative, upper, side="right"))]
-        return float(low_value + (position - lower) * (high_value - low_value))
-    raise ValidationError(f"unknown quantile method {method!r} (allowed: {', '.join(QUANTILE_METHODS)})")
+        quantiles.append(float(low_value + (position - lower) * (high_value - low_value)))
+    return quantiles
 
 
 def _distribution_summary(values: np.ndarray, weights: np.ndarray, method: str) -> dict[str, float | int]:
-    """Mean, p50/p90/p99 and max of one token column (weights > 0 only for the max)."""
+    """Mean, p50/p90/p99 and max of one token column (weights > 0 only for the max); one sort."""
     total_weight = float(weights.sum())
     summary = {"mean": float(np.dot(values.astype(np.float64), weights) / total_weight)}
-    for probability in REPORT_QUANTILES:
+    quantiles = weighted_quantiles(values, weights, REPORT_QUANTILES, method=method)
+    for probability, quantile in zip(REPORT_QUANTILES, quantiles, strict=True):
         label = f"p{round(probability * 100):d}"
-        quantile = weighted_quantile(values, weights, probability, method=method)
         summary[label] = int(quantile) if method == "inverted-cdf" else quantile  # a length that occurs
     summary["max"] = int(values[weights > 0].max())
     return summary
@@ -125,7 +139,7 @@ def arrival_statistics(times_s: np.ndarray) -> ArrivalStatistics:
     in a 60 s window starting at an arrival.
     """
     times = np.asarray(times_s, dtype=np.float64)
-    if times.size > 1 and (times[1:] < times[:-1]).any():  # a Workload's times are sorted already
+    if times.size > 1 and not bool((times[1:] >= times[:-1]).all()):  # a Workload's are sorted already
         times = np.sort(times)
     count = int(times.size)
     if count == 0:

@@ -17,19 +17,20 @@ import os
 import secrets
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
-from fleetopt.core.drift import PlannedFleet, PlannedPool, WorkloadSummary
 from fleetopt.core.planner import PlanOptions
 from fleetopt.core.routing import Routing, pool_names
 from fleetopt.core.service import PoolHardware
 from fleetopt.core.workload import Workload
-from fleetopt.core.workload_stats import workload_arrival_statistics
 from fleetopt.errors import ValidationError
 from fleetopt.io.files import read_text
 from fleetopt.io.yamlio import safe_load
+
+if TYPE_CHECKING:  # the drift types are built only when a plan is read back (drift, simulate)
+    from fleetopt.core.drift import PlannedFleet, PlannedPool, WorkloadSummary
 
 #: Version 2 (fleetopt 0.2): fleets of any number of pools (``pool-1`` … ``pool-K`` beyond two),
 #: ``routing.boundaries_tokens``, ``pool_count``, ``inputs.max_pools``, ``best_by_pool_count``.
@@ -44,8 +45,11 @@ FINGERPRINT_LEVELS = tuple(round(k / 1000, 3) for k in range(1001))
 
 def _weighted_quantiles(values: np.ndarray, weights: np.ndarray, levels) -> list[int]:
     """Inverted-CDF quantiles (smallest v with F(v) ≥ level) of a weighted sample sorted by value."""
-    order = np.argsort(values, kind="stable")
-    sorted_values, cumulative = values[order], np.cumsum(weights[order])
+    if values.size < 2 or bool((values[1:] >= values[:-1]).all()):  # totals (and split CDFs) are sorted
+        sorted_values, cumulative = values, np.cumsum(weights)
+    else:
+        order = np.argsort(values, kind="stable")
+        sorted_values, cumulative = values[order], np.cumsum(weights[order])
     cumulative /= cumulative[-1]
     positions = np.searchsorted(cumulative, np.asarray(levels) * (1 - 1e-12), side="left")
     return [int(sorted_values[min(p, sorted_values.size - 1)]) for p in positions]
@@ -77,9 +81,12 @@ def workload_fingerprint(
         fingerprint["alpha_at_b_short"] = alpha
         if gamma is not None:
             fingerprint["beta_at_gamma"] = workload.cdf_at(gamma * b_short_tokens) - alpha
-    arrivals = workload_arrival_statistics(workload) if (workload.request_count or 0) >= 2 else None
-    if arrivals is not None:
-        fingerprint["arrivals"] = asdict(arrivals)
+    if (workload.request_count or 0) >= 2 and workload.has_arrivals:
+        from fleetopt.core.workload_stats import workload_arrival_statistics
+
+        arrivals = workload_arrival_statistics(workload)
+        if arrivals is not None:
+            fingerprint["arrivals"] = asdict(arrivals)
     return fingerprint
 
 
@@ -454,6 +461,8 @@ def _planned_fleet(
             get.fail(
                 f"best.pools.{pool.name}.context_tokens", pool.context_tokens, f"≥ its boundary {boundary}"
             )
+    from fleetopt.core.drift import PlannedFleet
+
     fleet = PlannedFleet(
         routing=routing,
         pools=tuple(pools),
@@ -502,6 +511,8 @@ def _planned_pool(
         get.fail(f"{where}.gpus_per_instance", gpus, f"the profile's {hardware.gpus_per_instance}")
     instances = get.integer(pool, f"{where}.instances")
     slots = get.integer(pool, f"{where}.slots_per_instance", minimum=1 if instances > 0 else 0)
+    from fleetopt.core.drift import PlannedPool
+
     return PlannedPool(
         name=name,
         hardware=hardware,
@@ -544,6 +555,8 @@ def workload_summary(
     if all(p in by_level for p in (0.5, 0.9, 0.99)):
         tokens["total"] = tuple(by_level[p] for p in (0.5, 0.9, 0.99))
     digest = fingerprint.get("sha256")
+    from fleetopt.core.drift import WorkloadSummary
+
     return WorkloadSummary(
         quantile_levels=levels,
         total_tokens_quantiles=quantiles,

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
-
-from rich.console import Console
+from typing import TYPE_CHECKING, Any
 
 from fleetopt.core.drift import (
     DriftCheck,
@@ -20,9 +18,11 @@ from fleetopt.core.drift import (
 )
 from fleetopt.core.planner import FleetCandidate, PlanOptions
 from fleetopt.core.sizing import PoolSizing
-from fleetopt.render.layout import FitTable, bullets
 from fleetopt.render.markdown import md_bullets, md_table
 from fleetopt.render.output import fmt_num, fmt_pct, fmt_seconds, fmt_usd
+
+if TYPE_CHECKING:  # rich is imported when a table is drawn, not for --format json|yaml
+    from rich.console import Console
 
 DRIFT_KIND = "fleetopt-drift"
 
@@ -326,6 +326,8 @@ def _shift_rows(data: Mapping[str, Any]) -> list[tuple[str, str, str, str]]:
 
 def draw_drift(console: Console, data: Mapping[str, Any]) -> None:
     """The short human summary: verdict, reasons, pools, re-plan, workload shift."""
+    from fleetopt.render.layout import FitTable, bullets
+
     console.print(_verdict_line(data), markup=False)
     console.print(_context_line(data), markup=False)
     if data["reasons"]:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
+if TYPE_CHECKING:  # rich is imported when a table is drawn, not for --format json|yaml
+    from rich.console import Console
 
 
 def _gb(value_bytes: float | None) -> str:

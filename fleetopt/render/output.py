@@ -14,9 +14,11 @@ import math
 import os
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
+if TYPE_CHECKING:  # rich is imported when a table is drawn, not for --format json|yaml
+    from rich.console import Console
+
 
 #: What every table prints for an empty, unknown or not-applicable value (never ∞, −∞ or NaN).
 NOT_APPLICABLE = "–"
@@ -35,6 +37,15 @@ def to_jsonable(value: Any) -> Any:
 
     Non-finite floats become ``None`` so that the JSON is strict (RFC 8259).
     """
+    kind = type(value)  # the plain types first: a plan document is thousands of them
+    if kind is dict:
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else None
+    if kind is list or kind is tuple:
+        return [to_jsonable(v) for v in value]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return to_jsonable(dataclasses.asdict(value))
     if isinstance(value, Mapping):
@@ -85,6 +96,8 @@ def output_width() -> int | None:
 
 def make_console(file: Any = None) -> Console:
     """A console on the current stdout (so test runners capture it) at :func:`output_width`."""
+    from rich.console import Console
+
     return Console(file=file or sys.stdout, width=output_width(), highlight=False, soft_wrap=False)
 
 

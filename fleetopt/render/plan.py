@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-
-from fleetopt.render.layout import FitTable, bullets
 from fleetopt.render.output import NOT_APPLICABLE, fmt_num, fmt_pct, fmt_seconds, fmt_usd
+
+if TYPE_CHECKING:  # rich is imported when a table is drawn, not for --format json|yaml
+    from rich.console import Console
+
+    from fleetopt.render.layout import FitTable
 
 
 def explain_pool(name: str, pool: Mapping[str, Any], slo_s: float) -> str:
@@ -108,6 +110,8 @@ _POOL_ROWS: tuple[tuple[str, Any, bool], ...] = (
 
 def _pool_table(fleet: Mapping[str, Any]) -> FitTable:
     """Metrics as rows, pools as columns (stacks pools into more tables when they do not fit)."""
+    from fleetopt.render.layout import FitTable
+
     pools = fleet["pools"]
     table = FitTable(title="Pools")
     table.add_column("", justify="left", wrap=True)
@@ -134,6 +138,8 @@ def _boundaries(fleet: Mapping[str, Any]) -> str:
 
 def _pool_count_table(document: Mapping[str, Any]) -> FitTable | None:
     """The cheapest fleet with exactly k pools, k = 1 … --pools (shown when --pools > 2)."""
+    from fleetopt.render.layout import FitTable
+
     rows = document.get("best_by_pool_count") or []
     if len(rows) <= 2:
         return None
@@ -157,6 +163,8 @@ def _pool_count_table(document: Mapping[str, Any]) -> FitTable | None:
 
 
 def _baseline_table(document: Mapping[str, Any]) -> FitTable:
+    from fleetopt.render.layout import FitTable
+
     table = FitTable(title="Against the baselines")
     for column in ("fleet", "B_short", "γ", "instances", "GPUs", "$/year", "saving vs homogeneous"):
         table.add_column(column, justify="left" if column == "fleet" else "right", wrap=column == "fleet")
@@ -187,6 +195,8 @@ def _baseline_table(document: Mapping[str, Any]) -> FitTable:
 
 
 def _grid_table(document: Mapping[str, Any]) -> FitTable:
+    from fleetopt.render.layout import FitTable
+
     cells = document["grid"]
     gammas = sorted({c["gamma"] for c in cells})
     table = FitTable(title="GPUs over the (B_short, γ) grid (✗ = infeasible, * = best)")
@@ -213,6 +223,8 @@ def _grid_table(document: Mapping[str, Any]) -> FitTable:
 
 def draw_plan(console: Console, document: Mapping[str, Any]) -> None:
     """The whole report: inputs, the best fleet and its pools, why, baselines, grid, notes."""
+    from fleetopt.render.layout import bullets
+
     inputs = document["inputs"]
     short, long = inputs["profiles"]["short"], inputs["profiles"]["long"]
     console.print(

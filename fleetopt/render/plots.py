@@ -17,11 +17,13 @@ import os
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fleetopt.errors import FleetoptError, ValidationError
-from fleetopt.render.layout import FitTable
 from fleetopt.render.output import fmt_count, fmt_pct
+
+if TYPE_CHECKING:  # rich is imported when a table is drawn, not for --format json|yaml
+    from fleetopt.render.layout import FitTable
 
 Rows = Sequence[Mapping[str, Any]]
 
@@ -51,6 +53,8 @@ def savings_vs_threshold_table(rows: Rows) -> FitTable:
     Rows with the workload audit's optional keys also show the closed form (Eq. 7), Eq. 8 and the
     cheapest C&R fleet at each B.
     """
+    from fleetopt.render.layout import FitTable
+
     _check_rows(rows, _THRESHOLD_KEYS, "savings vs threshold")
     closed, eq8, compressed = (
         _has(rows, "closed_form_savings_fraction"),
@@ -81,6 +85,8 @@ def savings_vs_threshold_table(rows: Rows) -> FitTable:
 
 def fleet_vs_rate_table(rows: Rows) -> FitTable:
     """A table of fleet size versus arrival rate (FleetOpt Table 6 layout)."""
+    from fleetopt.render.layout import FitTable
+
     _check_rows(rows, _RATE_KEYS, "fleet vs rate")
     with_compression = all("compressed_gpus" in row for row in rows)
     table = FitTable(title="Fleet size vs arrival rate")

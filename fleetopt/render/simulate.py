@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
-
-from rich.console import Console
+from typing import TYPE_CHECKING, Any
 
 from fleetopt.api import CrossCheck
 from fleetopt.core.crosscheck import METRICS, CrossCheckReport, Finding, FindingKind, Verdict
-from fleetopt.render.layout import FitTable, bullets
 from fleetopt.render.output import NOT_APPLICABLE, fmt_num, fmt_seconds
+
+if TYPE_CHECKING:  # rich is imported when a table is drawn, not for --format json|yaml
+    from rich.console import Console
 
 _VERDICTS = {
     Verdict.FAIL: "FAIL: a simulated P99 TTFT exceeds the SLO",
@@ -154,6 +154,8 @@ def _error(value: float | None) -> str:
 
 def draw_crosscheck(console: Console, data: Mapping[str, Any]) -> None:
     """Per pool: analytical vs simulated (± 95% CI) with the error %, then the verdict and notes."""
+    from fleetopt.render.layout import FitTable, bullets
+
     routing = (
         f"B = {data['b_short_tokens']:,}, γ = {data['gamma']:g}, p_c = {data['compressibility']:g}"
         if data["b_short_tokens"] is not None

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
-
-from rich.console import Console
+from typing import TYPE_CHECKING, Any
 
 from fleetopt.render.output import fmt_num
+
+if TYPE_CHECKING:  # rich is imported when a table is drawn, not for --format json|yaml
+    from rich.console import Console
 
 
 def draw_workload(console: Console, data: Mapping[str, Any]) -> None:
