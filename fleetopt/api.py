@@ -988,7 +988,7 @@ def summarize_logs(
 
     if not logs:
         raise ValidationError("workload summarize: give at least one log")
-    window_us = window_microseconds(window_s)
+    window_us = window_microseconds(window_s, field="--window")
     options = {k: v for k, v in (reader_options or {}).items() if k != "split"}
     parts = [summarize_source(log, window_us, **options) for log in logs]
     return parts[0] if len(parts) == 1 else merge_summaries(parts, list(logs))
@@ -1026,7 +1026,8 @@ def workload_summary_sql(
 
     return warehouse_sql(
         dialect.strip().lower(), preset=preset_named(log_format), table=table,
-        window_us=window_microseconds(window_s), input_column=input_column, output_column=output_column,
+        window_us=window_microseconds(window_s, field="--window"), input_column=input_column,
+        output_column=output_column,
         time_column=time_column, time_unit_s=time_unit_seconds(time_unit), time_type=time_type,
         no_time=no_time, where=where,
     )  # fmt: skip

@@ -191,13 +191,13 @@ class RateProfile:
     index_of_dispersion: float
 
 
-def window_microseconds(window_s: float) -> int:
+def window_microseconds(window_s: float, field: str = "rate window") -> int:
     """A window length in whole microseconds (the resolution of a log's clock)."""
     if not (window_s > 0 and math.isfinite(window_s)):
-        raise ValidationError(f"rate window: {window_s!r} s must be a positive, finite duration")
+        raise ValidationError(f"{field}: {window_s!r} s must be a positive, finite duration")
     window_us = round(window_s * MICROSECONDS_PER_S)
     if window_us < 1 or abs(window_us - window_s * MICROSECONDS_PER_S) > 1e-6 * window_us:
-        raise ValidationError(f"rate window: {window_s!r} s is not a whole number of microseconds")
+        raise ValidationError(f"{field}: {window_s!r} s is not a whole number of microseconds")
     return window_us
 
 
