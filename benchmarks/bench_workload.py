@@ -54,6 +54,7 @@ def write_log(folder: Path, rows: int, name: str, parquet: bool = True) -> tuple
     csv_path, parquet_path = folder / f"{name}.csv", folder / f"{name}.parquet"
     connection = duckdb.connect()
     connection.execute("SET TimeZone = 'UTC'")
+    connection.execute("SET enable_progress_bar = false")
     connection.execute("SELECT setseed(0.16)")
     rows_sql = f"""
         SELECT TIMESTAMP '2023-11-16 18:15:46.680590' + to_microseconds(CAST(floor((i + random()) *

@@ -265,13 +265,15 @@ def workload_from_counts(
     totals = inputs + outputs
     if min(int(inputs.min()), int(outputs.min())) < 0 or int(totals.min()) < 1:
         raise ValidationError(f"{name}: token counts must be ≥ 0 with input + output ≥ 1")
-    order = np.lexsort((inputs, totals))
+    input_bits = max(1, int(inputs.max()).bit_length())
+    if input_bits + max(1, int(totals.max()).bit_length()) <= 62:  # one packed key sorts faster
+        order = np.argsort((totals << input_bits) | inputs)
+    else:
+        order = np.lexsort((inputs, totals))
     totals, inputs, weights = totals[order], inputs[order], weights[order]
-    repeated = np.flatnonzero((totals[1:] == totals[:-1]) & (inputs[1:] == inputs[:-1]))
-    if repeated.size:  # the same pair twice (merged parts): add their counts
-        starts = np.flatnonzero(
-            np.concatenate(([True], (totals[1:] != totals[:-1]) | (inputs[1:] != inputs[:-1])))
-        )
+    changes = (totals[1:] != totals[:-1]) | (inputs[1:] != inputs[:-1])
+    if not changes.all():  # the same pair twice (merged parts): add their counts
+        starts = np.flatnonzero(np.concatenate(([True], changes)))
         weights = np.add.reduceat(weights, starts)
         totals, inputs = totals[starts], inputs[starts]
     return Workload(
