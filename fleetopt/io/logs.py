@@ -472,16 +472,16 @@ def summary_sql(rows: str, window_us: int | None, source: str, utc: bool) -> str
     )
     sets = "(input_tokens, output_tokens), " + ("(window_start_us), " if timed else "") + "()"
     return (
-        f"WITH requests AS ({rows}), windowed AS (SELECT input_raw AS input_tokens, "
+        f"WITH fleetopt_rows AS ({rows}), fleetopt_windowed AS (SELECT input_raw AS input_tokens, "
         "output_raw AS output_tokens, arrival_us, "
-        f"{windowing} AS window_start_us FROM requests) "
+        f"{windowing} AS window_start_us FROM fleetopt_rows) "
         "SELECT CASE WHEN GROUPING(input_tokens) = 0 THEN 'tokens' "
         f"WHEN {grouped_window} THEN 'window' ELSE 'log' END AS record, input_tokens, output_tokens, "
         f"CASE WHEN {grouped_window} THEN window_start_us WHEN {is_log} THEN MIN(arrival_us) END "
         f"AS start_us, CASE WHEN {grouped_window} THEN window_start_us + {window_us or 0} "
         f"WHEN {is_log} THEN MAX(arrival_us) END AS end_us, COUNT(*) AS n, "
         f"CASE WHEN {is_log} THEN {sql_string(source)} END AS source, "
-        f"CASE WHEN {is_log} THEN {clock} END AS clock FROM windowed GROUP BY GROUPING SETS ({sets})"
+        f"CASE WHEN {is_log} THEN {clock} END AS clock FROM fleetopt_windowed GROUP BY GROUPING SETS ({sets})"
     )
 
 
@@ -603,17 +603,17 @@ def local_summary_sql(log: ResolvedLog, relation: str, window_us: int | None) ->
     )
     parts = [
         "SELECT 0 AS record, pair, CAST(NULL AS BIGINT) AS start_us, CAST(NULL AS BIGINT) AS end_us, "
-        "COUNT(*) AS n FROM requests GROUP BY pair",
-        "SELECT 2, NULL, MIN(arrival_us), MAX(arrival_us), COUNT(*) FROM requests",
+        "COUNT(*) AS n FROM fleetopt_requests GROUP BY pair",
+        "SELECT 2, NULL, MIN(arrival_us), MAX(arrival_us), COUNT(*) FROM fleetopt_requests",
     ]
     if timed:
         parts.insert(
             1,
-            f"SELECT 1, NULL, window_start_us, window_start_us + {window_us}, COUNT(*) FROM requests "
+            f"SELECT 1, NULL, window_start_us, window_start_us + {window_us}, COUNT(*) FROM fleetopt_requests "
             "GROUP BY window_start_us",
         )
     return (
-        f"WITH requests AS MATERIALIZED (SELECT {pair_sql(log)} AS pair, arrival_us, "
+        f"WITH fleetopt_requests AS MATERIALIZED (SELECT {pair_sql(log)} AS pair, arrival_us, "
         f"{windowing} AS window_start_us FROM ({rows_sql(log, relation)})) " + " UNION ALL ".join(parts)
     )
 
