@@ -609,7 +609,8 @@ def local_summary_sql(log: ResolvedLog, relation: str, window_us: int | None) ->
     if timed:
         parts.insert(
             1,
-            f"SELECT 1, NULL, window_start_us, window_start_us + {window_us}, COUNT(*) FROM fleetopt_requests "
+            f"SELECT 1, NULL, window_start_us, window_start_us + {window_us}, COUNT(*) "
+            "FROM fleetopt_requests "
             "GROUP BY window_start_us",
         )
     return (
