@@ -108,6 +108,16 @@ class LogSummary:
             )
         if not self.sources:
             raise ValidationError(f"{where}: the summary names no source log")
+        for source in self.sources:
+            if (source.first_us is None) != (source.last_us is None):
+                raise ValidationError(
+                    f"{where}: the source {source.source!r} has a first arrival without a last, or a last "
+                    "without a first"
+                )
+            if source.requests < 1:
+                raise ValidationError(
+                    f"{where}: the source {source.source!r} counts {source.requests} requests"
+                )
         total = self.request_count
         if sum(s.requests for s in self.sources) != total:
             raise ValidationError(

@@ -67,13 +67,20 @@ def read_summary_json(data: bytes, label: str) -> LogSummary:
         block = document.get(part)
         values = block.get(key) if isinstance(block, dict) else None
         if not isinstance(values, list) or not all(
-            isinstance(v, int) and not isinstance(v, bool) for v in values
+            isinstance(v, int) and not isinstance(v, bool) and -(2**62) < v < 2**62 for v in values
         ):
-            raise ValidationError(f"{label}: {part}.{key} must be a list of whole numbers")
+            raise ValidationError(f"{label}: {part}.{key} must be a list of whole numbers (below 2**62)")
         return np.array(values, dtype=np.int64)
 
+    for part, keys in (("tokens", ("input_tokens", "output_tokens", "n")), ("windows", ("start_us", "n"))):
+        block = document.get(part)
+        lengths = {len(block[k]) for k in keys if isinstance(block, dict) and isinstance(block.get(k), list)}
+        if len(lengths) > 1:
+            raise ValidationError(f"{label}: the lists of {part} differ in length")
     window = document.get("window_us")
-    if window is not None and (not isinstance(window, int) or isinstance(window, bool)):
+    if window is not None and (
+        not isinstance(window, int) or isinstance(window, bool) or not 0 < window < 2**62
+    ):
         raise ValidationError(
             f"{label}: window_us = {json.dumps(window)} must be a whole number of µs or null"
         )
@@ -96,7 +103,9 @@ def _source_record(entry: Any, label: str, where: str) -> SummarySource:
     values = {}
     for key in ("requests", "first_us", "last_us"):
         value = entry.get(key)
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+        if value is not None and (
+            not isinstance(value, int) or isinstance(value, bool) or abs(value) >= 2**62
+        ):
             raise ValidationError(f"{label}: {where}.{key} = {json.dumps(value)} must be a whole number")
         values[key] = value
     if values["requests"] is None:
@@ -118,13 +127,32 @@ def _table_columns(table: dict[str, np.ndarray], label: str) -> dict[str, np.nda
 
 
 def _numbers(values: np.ndarray) -> np.ndarray:
-    """A column as float64 with NaN for missing values (masked arrays and None included)."""
-    if isinstance(values, np.ma.MaskedArray):
+    """A column as float64 with NaN for missing values and for text that is not a number."""
+    if isinstance(values, np.ma.MaskedArray) and values.dtype.kind in "iuf":
         return np.ma.filled(values.astype(np.float64), np.nan)
+    if isinstance(values, np.ma.MaskedArray):
+        values = _rows(values, np.ones(values.shape[0], dtype=bool))
     array = np.asarray(values)
     if array.dtype.kind in "iuf":
         return array.astype(np.float64)
-    return np.array([np.nan if v is None else float(v) for v in array], dtype=np.float64)
+    return np.array([_number(v) for v in array], dtype=np.float64)
+
+
+def _whole_or_none(values: np.ndarray, mask: np.ndarray, name: str, label: str) -> list[int | None]:
+    """The rows ``mask`` selects as whole numbers, None where missing (the few ``log`` rows)."""
+    if np.asarray(values).dtype.kind in "iu":
+        return [None if v is None else int(v) for v in _rows(values, mask)]
+    numbers = _numbers(values)[mask]
+    if (np.isfinite(numbers) & ((numbers != np.round(numbers)) | (np.abs(numbers) > 2**53))).any():
+        raise ValidationError(f"{label}: a {name} value of a log row is not a whole number of µs")
+    return [None if np.isnan(v) else int(v) for v in numbers]
+
+
+def _number(value: Any) -> float:
+    try:
+        return float(value) if value is not None else np.nan
+    except (TypeError, ValueError):
+        return np.nan
 
 
 def _records(values: np.ndarray) -> np.ndarray:
@@ -208,7 +236,9 @@ def _build_summary(
         raw = lowered[name]
         if np.asarray(raw).dtype.kind in "iu":
             return np.asarray(np.ma.getdata(raw))[mask].astype(np.int64)
-        return np.array([int(v) for v in _plain(np.asarray(raw, dtype=object)[mask])], dtype=np.int64)
+        if (np.abs(values) > 2**53).any():
+            raise ValidationError(f"{label}: a {name} value is beyond 2**53 (store the column as integers)")
+        return values.astype(np.int64)
 
     starts = ints("start_us", windows)
     ends = ints("end_us", windows)
@@ -216,10 +246,8 @@ def _build_summary(
     if len(widths) > 1:
         raise ValidationError(f"{label}: the arrival windows differ in length ({sorted(widths)[:3]} µs)")
     log_counts = ints("n", logs)
-    first_column, last_column = (
-        _plain(_rows(lowered["start_us"], logs)),
-        _plain(_rows(lowered["end_us"], logs)),
-    )
+    first_column = _whole_or_none(lowered["start_us"], logs, "start_us", label)
+    last_column = _whole_or_none(lowered["end_us"], logs, "end_us", label)
     records_out = []
     for k in range(int(logs.sum())):
         if log_counts[k] == 0:
