@@ -301,3 +301,20 @@ def test_summary_from_a_loaded_log_equals_the_streamed_one(logs) -> None:
     assert streamed.sources == loaded.sources
     workload = workload_from_summary(streamed, "s")
     assert workload.metadata["origin_utc"] == load_workload(str(logs["whole"])).metadata["origin_utc"]
+
+
+def test_clock_windows_by_hand(tmp_path: Path) -> None:
+    """The sample log: arrivals at 0, 1.25, 3, 5.25, 8, 11.25, 15, 19.25, 24, 29.25, 35, 41.25 s
+    after 2024-05-10 12:00:00 UTC. Windows of 10 s on the UTC clock that lie within [0, 41.25] s:
+    [0, 10) holds 5, [10, 20) 3, [20, 30) 2, [30, 40) 1 (41.25 is in a partial window). The log and
+    its summary (1 s windows) give the same counts and the same first window."""
+    from fleetopt.core.workload_stats import clock_windows
+
+    sample = Path(__file__).resolve().parent / "data" / "logs" / "azure.csv"
+    log = load_workload(str(sample))
+    summary = workload_from_summary(summarize_source(str(sample), 1_000_000), "s")
+    origin_us = 1_715_342_400_000_000  # 2024-05-10T12:00:00Z
+    for workload in (log, summary):
+        counts, first_window_us = clock_windows(workload, 10.0)
+        assert counts.tolist() == [5, 3, 2, 1] and first_window_us == origin_us
+    assert clock_windows(summary, 45.0) is None  # no 45 s window of the UTC clock lies within 41.25 s

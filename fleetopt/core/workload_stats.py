@@ -224,6 +224,15 @@ def arrival_window_counts(workload: Workload, window_s: float) -> np.ndarray | N
 
     A summary's windows re-bin exactly into any multiple of their own length.
     """
+    windows = clock_windows(workload, window_s)
+    return None if windows is None else windows[0]
+
+
+def clock_windows(workload: Workload, window_s: float) -> tuple[np.ndarray, int] | None:
+    """(arrivals per full clock window of ``window_s``, the first such window's start in µs on the
+    log's clock — UTC µs since the epoch when ``workload.arrival_span.utc``), or None. The windows
+    are [k·w, (k+1)·w) with k·w ≥ the first arrival and (k+1)·w ≤ the last, zeros included; a log
+    and its summary (of any window dividing ``window_s``) give the same."""
     window_us = window_microseconds(window_s)
     summary_windows = workload.arrival_windows
     if workload.arrival_times_s is not None:
@@ -244,17 +253,17 @@ def arrival_window_counts(workload: Workload, window_s: float) -> np.ndarray | N
 
 def _full_window_counts(
     moments_us: np.ndarray, counts: np.ndarray | None, first_us: int, last_us: int, window_us: int
-) -> np.ndarray | None:
+) -> tuple[np.ndarray, int] | None:
     """Arrivals per window [k·w, (k+1)·w) for the windows with k·w ≥ first and (k+1)·w ≤ last
     (zeros included), from arrival moments (``counts`` None) or from finer windows' starts and
-    counts; None when no window is full."""
+    counts, with the first window's start; None when no window is full."""
     low, high = -(-first_us // window_us), last_us // window_us
     if high - low < 1:
         return None
     index = np.floor_divide(moments_us, window_us) - low
     keep = (index >= 0) & (index < high - low)
     weights = None if counts is None else counts[keep].astype(np.float64)
-    return np.bincount(index[keep], weights=weights, minlength=high - low).astype(np.float64)
+    return np.bincount(index[keep], weights=weights, minlength=high - low).astype(np.float64), low * window_us
 
 
 def rate_profile_from_counts(counts: np.ndarray, window_s: float) -> RateProfile | None:
@@ -286,8 +295,8 @@ def rate_profile(times_s: np.ndarray, window_s: float) -> RateProfile | None:
     if times.size < 2:
         return None
     ticks = np.rint((times - times[0]) * MICROSECONDS_PER_S).astype(np.int64)
-    counts = _full_window_counts(ticks, None, 0, int(ticks[-1]), window_us)
-    return None if counts is None else rate_profile_from_counts(counts, window_s)
+    windows = _full_window_counts(ticks, None, 0, int(ticks[-1]), window_us)
+    return None if windows is None else rate_profile_from_counts(windows[0], window_s)
 
 
 def workload_rate_profile(workload: Workload, window_s: float) -> RateProfile | None:
