@@ -205,6 +205,17 @@ def memory(folder: Path, rows: int) -> None:
         ],
         "workload show (summary)": [*fleetopt, "workload", "show", str(summary), "-f", "json"],
         "plan (summary)": [*fleetopt, "plan", "--cdf", str(summary), "--slo", "500ms", "-f", "json"],
+        "plan (CSV, every arrival loaded)": [
+            *fleetopt,
+            "plan",
+            "--cdf",
+            str(csv_path),
+            "--slo",
+            "500ms",
+            "-f",
+            "json",
+        ],
+        "workload show (CSV)": [*fleetopt, "workload", "show", str(csv_path), "-f", "json"],
     }
     for label, command in commands.items():
         peak, wall, code = _peak_rss(command)
