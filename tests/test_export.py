@@ -88,10 +88,8 @@ def test_vllm_commands_carry_the_plans_numbers(readme_plan: Path) -> None:
         assert float(flags["--gpu-memory-utilization"]) == serving.gpu_memory_utilization == 0.9
         assert int(flags["--block-size"]) == serving.kv_block_tokens
         assert flags["--quantization"] == "fp8"  # a BF16 checkpoint served with FP8 weights
-    # the README's numbers: 73 instances at 316 slots, 5 at 19; contexts 4,096 and 65,536
-    assert [(p.instances, p.slots_per_instance, p.context_tokens) for p in plan.fleet.pools] == [
-        (73, 316, 4096), (5, 19, 65536)
-    ]  # fmt: skip
+    # the README's fleet: a short pool at B_short's context and a long one at the 64K default
+    assert [p.context_tokens for p in plan.fleet.pools] == [plan.fleet.routing.boundaries_tokens[0], 65536]
 
 
 def _kubernetes_validator(version: str, kind: str) -> jsonschema.Draft202012Validator:
@@ -192,6 +190,12 @@ def _with_schedule(document: dict, period_s: int, windows: list[tuple[int, int, 
     return document
 
 
+def _planned(document: dict) -> tuple[int, int]:
+    """(short, long) instances of a two-pool plan document (schedules may not exceed them)."""
+    pools = document["best"]["pools"]
+    return pools["short"]["instances"], pools["long"]["instances"]
+
+
 def _keda(document: dict, *options: str) -> tuple[list[dict], str]:
     plan = plan_file_from_document(document, "plan test")
     run = api.export_plan(plan, ["kubernetes"], keda=True, options=deploy.ExportOptions(*options))
@@ -201,21 +205,23 @@ def _keda(document: dict, *options: str) -> tuple[list[dict], str]:
 def test_keda_floors_follow_the_daily_schedule(readme_plan: Path) -> None:
     document = yaml.safe_load(readme_plan.read_text())
     hour = 3600
-    # short: 40 at night (00–06), 60 in the morning, 73 from 12 to 18, 40 again from 18 (wraps to 06)
-    counts = [40] * 6 + [60] * 6 + [73] * 6 + [40] * 6
-    windows = [(h * hour, (h + 1) * hour, counts[h], 5 if 12 <= h < 18 else 2) for h in range(24)]
+    peak, peak_long = _planned(document)
+    night, morning = peak // 2, (3 * peak) // 4
+    # short: night at 00–06, morning at 06–12, the planned peak 12–18, night again from 18 (to 06)
+    counts = [night] * 6 + [morning] * 6 + [peak] * 6 + [night] * 6
+    windows = [(h * hour, (h + 1) * hour, counts[h], peak_long if 12 <= h < 18 else 1) for h in range(24)]
     manifests, notes = _keda(_with_schedule(document, 86_400, windows))
     short, long = manifests
     for manifest in manifests:
         _validate(manifest)
-    assert short["spec"]["minReplicaCount"] == 40 and long["spec"]["minReplicaCount"] == 2
-    assert short["spec"]["maxReplicaCount"] == math.ceil(73 * 1.25) == 92
+    assert short["spec"]["minReplicaCount"] == night and long["spec"]["minReplicaCount"] == 1
+    assert short["spec"]["maxReplicaCount"] == math.ceil(peak * 1.25)
     crons = [t for t in short["spec"]["triggers"] if t["type"] == "cron"]
     assert [
         (t["metadata"]["start"], t["metadata"]["end"], t["metadata"]["desiredReplicas"]) for t in crons
     ] == [
-        ("0 6 * * *", "0 12 * * *", "60"),
-        ("0 12 * * *", "0 18 * * *", "73"),
+        ("0 6 * * *", "0 12 * * *", str(morning)),
+        ("0 12 * * *", "0 18 * * *", str(peak)),
     ]
     assert all(t["metadata"]["timezone"] == "Etc/UTC" for t in crons)
     (queue,) = [t for t in short["spec"]["triggers"] if t["type"] == "prometheus"]
@@ -227,14 +233,20 @@ def test_keda_floors_follow_the_daily_schedule(readme_plan: Path) -> None:
 def test_keda_weekly_schedule_names_the_weekday(readme_plan: Path) -> None:
     document = yaml.safe_load(readme_plan.read_text())
     day = 86_400
-    windows = [(d * day, (d + 1) * day, 73 if d < 5 else 30, 5 if d < 5 else 1) for d in range(7)]
+    peak, peak_long = _planned(document)
+    weekend = peak // 2
+    windows = [
+        (d * day, (d + 1) * day, peak if d < 5 else weekend, peak_long if d < 5 else 1) for d in range(7)
+    ]
     manifests, _ = _keda(_with_schedule(document, 7 * day, windows))
     short = manifests[0]
     _validate(short)
     crons = [t["metadata"] for t in short["spec"]["triggers"] if t["type"] == "cron"]
     # origin Thursday 00:00 UTC: days 0–4 are Thursday to Monday (cron weekdays 4, 5, 6, 0, 1)
-    assert [(c["start"], c["end"], c["desiredReplicas"]) for c in crons] == [("0 0 * * 4", "0 0 * * 2", "73")]
-    assert short["spec"]["minReplicaCount"] == 30
+    assert [(c["start"], c["end"], c["desiredReplicas"]) for c in crons] == [
+        ("0 0 * * 4", "0 0 * * 2", str(peak))
+    ]
+    assert short["spec"]["minReplicaCount"] == weekend
 
 
 def test_keda_without_a_schedule_holds_the_planned_instances(readme_plan: Path) -> None:
@@ -271,8 +283,10 @@ def test_keda_schema_rejects_a_broken_scaled_object(readme_plan: Path) -> None:
 
 
 def test_a_schedule_with_a_gap_is_refused(readme_plan: Path) -> None:
+    document = yaml.safe_load(readme_plan.read_text())
+    peak, peak_long = _planned(document)
     document = _with_schedule(
-        yaml.safe_load(readme_plan.read_text()), 86_400, [(0, 3600, 70, 5), (7200, 86_400, 73, 5)]
+        document, 86_400, [(0, 3600, peak - 1, peak_long), (7200, 86_400, peak, peak_long)]
     )
     with pytest.raises(Exception, match="uncovered"):
         _keda(document)
@@ -353,10 +367,13 @@ def test_the_router_file_of_the_readme_plan_reads_back(readme_plan: Path, tmp_pa
     config = read_router(tmp_path / "router.yaml")
     plan = read_plan(readme_plan)
     assert config.routing == plan.fleet.routing
+    short, long = plan.fleet.pools
     assert [(p.name, p.max_budget_tokens, p.instances, p.endpoint) for p in config.pools] == [
-        ("short", 4096, 73, "http://fleetopt-short:8000"), ("long", 65536, 5, "http://fleetopt-long:8000")
-    ]  # fmt: skip
-    # a 5,000-token request with 200 output tokens is in the C&R band (4,096, 7,782]: compressed
+        ("short", 4096, short.instances, "http://fleetopt-short:8000"),
+        ("long", 65536, long.instances, "http://fleetopt-long:8000"),
+    ]
+    # a 4,800-token request with 200 output tokens is in the C&R band (4,096, ⌊γ·4,096⌋]: compressed
+    assert plan.fleet.routing.band_top_tokens >= 4800
     assert config.route(4800, 200, coin=0.5) == ("short", 3896)
     assert config.route(4800, None, coin=0.5) == ("long", 4800)
     assert config.route(70_000, 10, coin=0.5) == (None, 70_000)
@@ -502,8 +519,11 @@ def test_markdown_summary_states_the_plan(readme_plan: Path) -> None:
     assert result.exit_code == 0, result.output
     text = result.stdout
     assert text.startswith("### fleetopt plan — azure-2023 at 1,000 req/s, P99 TTFT ≤ 500.0 ms\n")
-    assert "**624 GPUs** in 78 instances" in text
-    assert "| short | 73 × 8 | 4,096 | 316 |" in text and "| long | 5 × 8 | 65,536 | 19 |" in text
+    short, long = read_plan(readme_plan).fleet.pools
+    gpus = (short.instances + long.instances) * 8
+    assert f"**{gpus:,} GPUs** in {short.instances + long.instances} instances" in text
+    assert f"| short | {short.instances} × 8 | 4,096 | {short.slots_per_instance} |" in text
+    assert f"| long | {long.instances} × 8 | 65,536 | {long.slots_per_instance} |" in text
     assert "|---|--:|--:|--:|--:|--:|--:|--:|--:|---|" in text
     assert "within 2% of the 500 ms SLO" in text  # the headroom warnings travel with the summary
 
@@ -567,7 +587,9 @@ def test_histogram_buckets_add_the_plans_edges_to_vllms(readme_plan: Path) -> No
             assert all(0 < a < b for a, b in zip(edges, edges[1:], strict=False))
         assert 0.5 in buckets["time_to_first_token"] and buckets["request_tokens"][-1] == context
         assert {1, 2, 5, 1000, 2000} <= set(buckets["request_tokens"])  # vLLM's 1-2-5 series is kept
-    assert {4096, 7782} <= set(json.loads(long["--custom-histogram-buckets"])["request_tokens"])  # B and ⌊γB⌋
+    routing = read_plan(readme_plan).fleet.routing
+    edges = set(json.loads(long["--custom-histogram-buckets"])["request_tokens"])
+    assert {routing.boundaries_tokens[0], routing.band_top_tokens} <= edges  # B and ⌊γB⌋
 
 
 def test_an_amd_pool_asks_for_amd_gpus_and_a_rocm_image(tmp_path: Path) -> None:

@@ -119,7 +119,9 @@ def test_engine_sizing_meets_its_targets_and_is_minimal(rate, slo_s, cap, contex
     """Every engine pool meets SLO and caps under its own model, and with one instance fewer no
     slot count would (fewest instances first)."""
     hardware = _hardware()
-    moments = PoolStatistics(_workload(), 512).range_moments(-1, math.inf, 0.99)
+    moments = PoolStatistics(_workload(), 512, prompt_levels=True).range_moments(
+        -1, math.inf, 0.99, prompt_levels=True
+    )
     pool = size_pool(
         arrival_rate_per_s=rate, moments=moments, hardware=hardware, context_tokens=context,
         service_model="engine", ttft_slo_s=slo_s, max_utilization=cap,
@@ -152,7 +154,9 @@ def test_prompt_compute_floor_makes_a_pool_infeasible_with_that_reason() -> None
     """τ from the floor 2·N/F: 70.6e9 parameters on 8 × 312 TFLOP/s → 56.6 µs per prompt token; a
     pool of 3,000-token prompts cannot reach a 100 ms TTFT however many instances it has."""
     hardware = _hardware(prefill_per_token_s=0.0, parameters_active=70.6e9, peak_flops_per_s=8 * 312e12)
-    moments = PoolStatistics(_workload(), 512).range_moments(-1, math.inf, 0.99)
+    moments = PoolStatistics(_workload(), 512, prompt_levels=True).range_moments(
+        -1, math.inf, 0.99, prompt_levels=True
+    )
     pool = size_pool(
         arrival_rate_per_s=10.0, moments=moments, hardware=hardware, context_tokens=8192,
         service_model="engine", ttft_slo_s=0.1,

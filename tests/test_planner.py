@@ -67,7 +67,7 @@ def test_every_plan_meets_its_slo_and_cap_and_is_minimal(pairs, slo_s, rate, cap
         if not cell.feasible:
             continue
         if cell.short is None:
-            pools = [(cell.long, planner.stats(SMALL).range_moments(-1, math.inf))]
+            pools = [(cell.long, planner.pool_traffic(cell.routing)[0][1])]
         else:
             (_, short_moments), (_, long_moments) = planner.pool_traffic(cell.routing)
             pools = [(cell.short, short_moments), (cell.long, long_moments)]

@@ -16,7 +16,7 @@ from fleetopt.core.workload import Workload, workload_from_cdf, workload_from_re
 def _brute_pool(
     workload: Workload, chunk: int, b: int, gamma: float, p_c: float, which: str, q: float = 0.99
 ):
-    """Per-request arrays of the pool by direct enumeration: (weights, P, I, L)."""
+    """Per-request arrays of the pool by direct enumeration: (weights, P, I, L, L_in)."""
     w = workload.weights / workload.weights.sum()
     total, inp, out = workload.total_tokens, workload.input_tokens, workload.output_tokens
     prefill = -(-inp // chunk)
@@ -28,16 +28,19 @@ def _brute_pool(
         prefills = np.concatenate((prefill, compressed_prefill))
         outputs = np.concatenate((out, out))
         lengths = np.concatenate((total, np.full_like(total, b)))
+        inputs = np.concatenate((inp, b - np.minimum(out, b)))
     else:
         stay = (total > math.floor(gamma * b)) + band * ~compressible + compressible * (1 - p_c)
-        weights, prefills, outputs, lengths = w * stay, prefill, out, total
-    return weights, prefills, prefills + outputs, lengths
+        weights, prefills, outputs, lengths, inputs = w * stay, prefill, out, total, inp
+    return weights, prefills, prefills + outputs, lengths, inputs
 
 
 def _check(stats: PoolStatistics, workload: Workload, chunk: int, b: int, gamma: float, p_c: float) -> None:
     for which in ("short", "long"):
-        weights, prefills, iterations, lengths = _brute_pool(workload, chunk, b, gamma, p_c, which)
-        moments = (stats.short_pool if which == "short" else stats.long_pool)(b, gamma, p_c)
+        weights, prefills, iterations, lengths, inputs = _brute_pool(workload, chunk, b, gamma, p_c, which)
+        moments = (stats.short_pool if which == "short" else stats.long_pool)(
+            b, gamma, p_c, prompt_levels=True
+        )
         mass = weights.sum()
         assert moments.traffic_fraction == pytest.approx(mass, rel=1e-9, abs=1e-12)
         if mass <= 1e-12:
@@ -54,6 +57,30 @@ def _check(stats: PoolStatistics, workload: Workload, chunk: int, b: int, gamma:
         cumulative = np.cumsum(weights[order]) / mass
         expected_quantile = prefills[order][np.searchsorted(cumulative, 0.99 * (1 - 1e-12))]
         assert moments.prefill_iterations_quantile == expected_quantile
+        _check_prompt_levels(moments.prompt_levels, weights, prefills, inputs, chunk)
+
+
+def _check_prompt_levels(
+    levels, weights: np.ndarray, prefills: np.ndarray, inputs: np.ndarray, chunk: int
+) -> None:
+    """The engine model's prompts by prefill level (share, moments of the last chunk) against a
+    direct weighted sum per level. They are differences of float64 prefix sums over the whole atom
+    table, so a level holding a small share of a large table carries ~N·ε of the table's total:
+    relative 1e-7 (a wrong sum is off by far more)."""
+    mass = weights.sum()
+    present = [k for k in np.unique(prefills) if weights[prefills == k].sum() > mass * 1e-15]
+    assert list(levels.levels) == [int(k) for k in present]
+    last = (inputs - np.maximum(prefills - 1, 0) * chunk).astype(float)
+    for j, k in enumerate(present):
+        w = weights * (prefills == k)
+        share = w.sum()
+        assert levels.weights[j] == pytest.approx(share / mass, rel=1e-7)
+        for power, mean in (
+            (1, levels.last_chunk_1[j]),
+            (2, levels.last_chunk_2[j]),
+            (3, levels.last_chunk_3[j]),
+        ):
+            assert mean == pytest.approx(float((w * last**power).sum() / share), rel=1e-7, abs=1e-9)
 
 
 request_logs = st.lists(
@@ -74,7 +101,7 @@ request_logs = st.lists(
 def test_pool_moments_equal_brute_force_on_random_logs(pairs, chunk, b, gamma, p_c) -> None:
     inputs, outputs = np.array(pairs).T
     workload = workload_from_requests(inputs, outputs, name="random")
-    stats = PoolStatistics(workload, chunk)
+    stats = PoolStatistics(workload, chunk, prompt_levels=True)
     _check(stats, workload, chunk, b, gamma, p_c)
 
 
@@ -83,16 +110,17 @@ def test_pool_moments_equal_brute_force_on_random_logs(pairs, chunk, b, gamma, p
 def test_range_moments_and_cdf_equal_brute_force(pairs, lo, hi) -> None:
     inputs, outputs = np.array(pairs).T
     workload = workload_from_requests(inputs, outputs, name="random")
-    stats = PoolStatistics(workload, 512)
+    stats = PoolStatistics(workload, 512, prompt_levels=True)
     total = inputs + outputs
     assert stats.cdf(hi) == pytest.approx(np.mean(total <= hi), abs=1e-12)
-    moments = stats.range_moments(lo, hi)
+    moments = stats.range_moments(lo, hi, prompt_levels=True)
     chosen = (total > lo) & (total <= hi)
     assert moments.traffic_fraction == pytest.approx(chosen.mean(), abs=1e-12)
     if chosen.any():
         iterations = -(-inputs[chosen] // 512) + outputs[chosen]
         assert moments.mean_iterations == pytest.approx(iterations.mean(), rel=1e-12)
         assert moments.max_total_tokens == total[chosen].max()
+        _check_prompt_levels(moments.prompt_levels, chosen.astype(float), -(-inputs // 512), inputs, 512)
     else:
         assert moments.is_empty
 
@@ -102,7 +130,7 @@ def test_short_and_long_pools_partition_the_traffic_on_the_azure_cdf(shared_dir)
 
     cdf = json.loads((shared_dir / "reference/fleet-sim-cdfs/azure_cdf.json").read_text())
     workload = workload_from_cdf([t for t, _ in cdf], [f for _, f in cdf], name="azure")
-    stats = PoolStatistics(workload, 512)
+    stats = PoolStatistics(workload, 512, prompt_levels=True)
     for gamma in (1.0, 1.5, 2.0):
         for p_c in (0.0, 0.75, 1.0):
             short = stats.short_pool(4096, gamma, p_c)
@@ -120,6 +148,6 @@ def test_one_statistics_object_answers_widening_and_narrowing_bands(pairs, b) ->
     order, still equals brute force."""
     inputs, outputs = np.array(pairs).T
     workload = workload_from_requests(inputs, outputs, name="random")
-    stats = PoolStatistics(workload, 16)
+    stats = PoolStatistics(workload, 16, prompt_levels=True)
     for gamma in (1.2, 2.0, 3.0, 7.5, 1.5, 2.5):
         _check(stats, workload, 16, b, gamma, 0.5)

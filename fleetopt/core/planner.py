@@ -252,7 +252,9 @@ class Planner:
     def stats(self, hardware: PoolHardware) -> PoolStatistics:
         chunk = hardware.prefill_chunk_tokens
         if chunk not in self._stats:
-            self._stats[chunk] = PoolStatistics(self.workload, chunk)
+            self._stats[chunk] = PoolStatistics(
+                self.workload, chunk, prompt_levels=self.model.uses_prompt_levels
+            )
         return self._stats[chunk]
 
     def routing(self, b_short_tokens: int | None, gamma: float = 1.0) -> Routing:

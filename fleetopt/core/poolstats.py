@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fleetopt.core.ttft import PromptLevels
 from fleetopt.core.workload import Workload
 
 # Columns of the per-atom moment table, each multiplied by the atom's weight w.
@@ -51,6 +52,9 @@ class PoolMoments:
         mean_sq_input_tokens: E[L_in²], tokens² (L_in = L − L_out, after compression).
         prefill_quantile_fraction: where the q-quantile falls inside its prefill level P_q, in
             (0, 1]: the share of that level's weight needed to reach q (1 when not computed).
+        prompt_levels: the prompt lengths by prefill level (weights and the moments of the last
+            chunk), for the ``engine`` model's TTFT law (:mod:`fleetopt.core.ttft`); None when not
+            asked for.
     """
 
     traffic_fraction: float
@@ -67,6 +71,7 @@ class PoolMoments:
     max_total_tokens: int
     mean_sq_input_tokens: float = math.nan
     prefill_quantile_fraction: float = 1.0
+    prompt_levels: PromptLevels | None = None
 
     @property
     def is_empty(self) -> bool:
@@ -171,7 +176,9 @@ class _PrefillHistogram:
     searches. Only distinct keys are kept, with the cumulative weight at the end of each (the
     same numbers as per atom, since a search lands only on the end of a run of equal keys): a big
     log has far fewer distinct (P, L) pairs than atoms. ``other_weights`` gives histograms of the
-    same atoms under other weights from the same sort.
+    same atoms under other weights from the same sort. With ``last_chunk_tokens`` (y = L_in −
+    (P − 1)·chunk per atom) it also keeps Σw·y, Σw·y², Σw·y³ per run, for
+    :meth:`prompt_sums_by_level` (y ≤ chunk keeps those sums well conditioned).
     """
 
     def __init__(
@@ -180,6 +187,7 @@ class _PrefillHistogram:
         total_tokens: np.ndarray,
         weights: np.ndarray,
         other_weights: tuple[np.ndarray, ...] = (),
+        last_chunk_tokens: np.ndarray | None = None,
     ):
         self.modulus = int(total_tokens.max(initial=0)) + 1
         self.levels = int(prefill_iterations.max(initial=0)) + 1
@@ -195,32 +203,78 @@ class _PrefillHistogram:
         run_ends = np.flatnonzero(np.concatenate((keys[1:] != keys[:-1], [True]))) + 1 if keys.size else keys
         self.keys = keys[run_ends - 1] if keys.size else keys
         self.level_offsets = np.arange(self.levels, dtype=np.int64) * self.modulus
-        self.cumulative_weight = _run_cumulative(weights, order, run_ends)
-        self.others = tuple(self._with(_run_cumulative(other, order, run_ends)) for other in other_weights)
+        last = None if last_chunk_tokens is None else last_chunk_tokens[order].astype(np.float64)
+        self.cumulative_weight, self._prompt_sums = _run_cumulative(weights, order, run_ends, last)
+        self.others = tuple(
+            self._with(*_run_cumulative(other, order, run_ends, last)) for other in other_weights
+        )
 
-    def _with(self, cumulative_weight: np.ndarray) -> _PrefillHistogram:
-        """This histogram's keys with other cumulative weights."""
+    def _with(self, cumulative_weight: np.ndarray, prompt_sums: np.ndarray | None) -> _PrefillHistogram:
+        """This histogram's keys with other cumulative weights (and prompt sums)."""
         other = object.__new__(_PrefillHistogram)
         other.modulus, other.levels, other.keys = self.modulus, self.levels, self.keys
         other.level_offsets, other.cumulative_weight, other.others = self.level_offsets, cumulative_weight, ()
+        other._prompt_sums = prompt_sums
         return other
 
-    def weights_by_level(self, lo_tokens: int, hi_tokens: int) -> np.ndarray:
-        """Array h[k] = weight of atoms with P = k and lo < L ≤ hi (integers, clamped)."""
+    def _runs(self, lo_tokens: int, hi_tokens: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """Per level, the [left, right) runs of the atoms with lo < L ≤ hi (None when empty)."""
         lo = min(max(lo_tokens, -1), self.modulus - 1)
         hi = min(max(hi_tokens, -1), self.modulus - 1)
         if hi <= lo:
-            return np.zeros(self.levels)
+            return None
         left = self.keys.searchsorted(self.level_offsets + lo, side="right")
         right = self.keys.searchsorted(self.level_offsets + hi, side="right")
-        return self.cumulative_weight[right] - self.cumulative_weight[left]
+        return left, right
+
+    def weights_by_level(self, lo_tokens: int, hi_tokens: int) -> np.ndarray:
+        """Array h[k] = weight of atoms with P = k and lo < L ≤ hi (integers, clamped)."""
+        runs = self._runs(lo_tokens, hi_tokens)
+        if runs is None:
+            return np.zeros(self.levels)
+        return self.cumulative_weight[runs[1]] - self.cumulative_weight[runs[0]]
+
+    def prompt_sums_by_level(self, lo_tokens: int, hi_tokens: int) -> np.ndarray:
+        """Rows k = 0 … levels − 1 of (Σw, Σw·y, Σw·y², Σw·y³) over the atoms with P = k and
+        lo < L ≤ hi, y the last chunk of the prompt, shape (levels, 4)."""
+        if self._prompt_sums is None:
+            raise ValueError("the prefill histogram was built without the prompts' last chunks")
+        runs = self._runs(lo_tokens, hi_tokens)
+        if runs is None:
+            return np.zeros((self.levels, 4))
+        sums = np.empty((self.levels, 4))
+        sums[:, 0] = self.cumulative_weight[runs[1]] - self.cumulative_weight[runs[0]]
+        sums[:, 1:] = self._prompt_sums[runs[1]] - self._prompt_sums[runs[0]]
+        return sums
+
+    def level_sums(
+        self, lo_tokens: int, hi_tokens: int, prompts: bool
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """(:meth:`weights_by_level`, :meth:`prompt_sums_by_level` when ``prompts``) in one search."""
+        if not prompts:
+            return self.weights_by_level(lo_tokens, hi_tokens), None
+        sums = self.prompt_sums_by_level(lo_tokens, hi_tokens)
+        return sums[:, 0], sums
 
 
-def _run_cumulative(weights: np.ndarray, order: np.ndarray, run_ends: np.ndarray) -> np.ndarray:
-    """[0, cumulative weight (atoms in ``order``) at the end of each run of equal keys]."""
+def _run_cumulative(
+    weights: np.ndarray, order: np.ndarray, run_ends: np.ndarray, last_chunk: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """([0, cumulative weight (atoms in ``order``) at the end of each run of equal keys], the same of
+    w·y, w·y², w·y³ as rows when the last chunks y, in ``order``, are given)."""
     if order.size == 0:
-        return np.zeros(1)
-    return np.concatenate(([0.0], np.cumsum(weights[order])[run_ends - 1]))
+        return np.zeros(1), (None if last_chunk is None else np.zeros((1, 3)))
+    ordered = weights[order]
+    cumulative = np.concatenate(([0.0], np.cumsum(ordered)[run_ends - 1]))
+    if last_chunk is None:
+        return cumulative, None
+    prompts = np.zeros((run_ends.size + 1, 3))
+    power = ordered * last_chunk
+    for j in range(3):
+        prompts[1:, j] = np.cumsum(power)[run_ends - 1]
+        if j < 2:
+            power = power * last_chunk
+    return cumulative, prompts
 
 
 def _quantile_level(histogram: np.ndarray, quantile: float) -> int:
@@ -253,10 +307,12 @@ def _floor_tokens(value: float) -> int:
 class PoolStatistics:
     """Exact per-pool moments of a workload for one prefill chunk size.
 
-    ``lo`` / ``hi`` bounds are in tokens and select total lengths lo < L ≤ hi.
+    ``lo`` / ``hi`` bounds are in tokens and select total lengths lo < L ≤ hi. With
+    ``prompt_levels=True`` pools can also carry their prompts by prefill level
+    (:attr:`PoolMoments.prompt_levels`, what the ``engine`` model needs).
     """
 
-    def __init__(self, workload: Workload, prefill_chunk_tokens: int):
+    def __init__(self, workload: Workload, prefill_chunk_tokens: int, *, prompt_levels: bool = False):
         if prefill_chunk_tokens < 1:
             raise ValueError("prefill chunk must be ≥ 1 token")
         self.workload = workload
@@ -272,14 +328,34 @@ class PoolStatistics:
         self._prefix = _run_prefix_table(
             self._prefill, workload.output_tokens, self._totals, self._weights, runs
         )
-        self._histogram = _PrefillHistogram(self._prefill, self._totals, self._weights)
+        # the prompts by prefill level (the engine model's TTFT law), only when asked: extra sums
+        self.prompt_levels = bool(prompt_levels)
+        self._histogram = _PrefillHistogram(
+            self._prefill,
+            self._totals,
+            self._weights,
+            last_chunk_tokens=self._last_chunks(workload.input_tokens, self._prefill),
+        )
         # _last_positive[k]: index of the last run below k with positive weight (−1 if none).
         positive = np.add.reduceat(self._weights, runs) > 0 if runs.size else np.zeros(0, dtype=bool)
         positive_index = np.where(positive, np.arange(runs.size), -1)
         self._last_positive = np.concatenate(([-1], np.maximum.accumulate(positive_index)))
         self._bands: dict[int, _CompressionBand] = {}
-        self._ranges: dict[tuple[int, int, float, bool], PoolMoments] = {}
+        self._ranges: dict[tuple[int, int, float, bool, bool], PoolMoments] = {}
         self._cdf: dict[int, float] = {}
+
+    def _last_chunks(self, input_tokens: np.ndarray, prefill_iterations: np.ndarray) -> np.ndarray | None:
+        """y = L_in − (P − 1)·chunk per atom (0 when P = 0), when prompt levels are kept; else None."""
+        if not self.prompt_levels:
+            return None
+        return input_tokens - np.maximum(prefill_iterations - 1, 0) * self.prefill_chunk_tokens
+
+    def _check_prompt_levels(self, asked: bool) -> bool:
+        if asked and not self.prompt_levels:
+            raise ValueError(
+                "prompt levels were asked of pool statistics built without them (prompt_levels=True)"
+            )
+        return asked
 
     # -- plain ranges ---------------------------------------------------------------------
     def _index(self, bound_tokens: int) -> int:
@@ -305,26 +381,47 @@ class PoolStatistics:
         return value
 
     def range_moments(
-        self, lo_tokens: float, hi_tokens: float, quantile: float = 0.99, *, prefill_quantile: bool = True
+        self,
+        lo_tokens: float,
+        hi_tokens: float,
+        quantile: float = 0.99,
+        *,
+        prefill_quantile: bool = True,
+        prompt_levels: bool = False,
     ) -> PoolMoments:
         """Moments of the requests with lo < L ≤ hi, at their original lengths.
 
         ``prefill_quantile=False`` skips the prefill-iteration quantile (left None), the one part
-        that costs more than a few lookups."""
+        that costs more than a few lookups; ``prompt_levels=True`` adds the prompts by prefill level
+        (the statistics must have been built with them)."""
         lo, hi = _floor_tokens(lo_tokens), _floor_tokens(hi_tokens)
-        key = (lo, hi, quantile, prefill_quantile)
+        key = (lo, hi, quantile, prefill_quantile, self._check_prompt_levels(prompt_levels))
         if key not in self._ranges:
             i0, i1 = self._run_index(lo), self._run_index(hi)
+            histogram, prompts = (
+                self._histogram.level_sums(lo, hi, prompt_levels)
+                if prefill_quantile or prompt_levels
+                else (None, None)
+            )
             self._ranges[key] = self._moments(
                 self._sums_between(i0, i1),
-                self._histogram.weights_by_level(lo, hi) if prefill_quantile else None,
+                histogram if prefill_quantile else None,
+                prompts,
                 quantile,
                 self._max_total_between(i0, i1),
             )
         return self._ranges[key]
 
     # -- Compress-and-Route pools ------------------------------------------------------------
-    def short_pool(self, b_short_tokens: int, gamma: float, compressibility: float, quantile: float = 0.99):
+    def short_pool(
+        self,
+        b_short_tokens: int,
+        gamma: float,
+        compressibility: float,
+        quantile: float = 0.99,
+        *,
+        prompt_levels: bool = False,
+    ):
         """The short pool: L ≤ B, plus a share p_c of the compressible band B < L ≤ γB, compressed.
 
         FleetOpt Eq. 1 and 14–15: α' = F(B) + p_c · (compressible part of F(γB) − F(B)).
@@ -333,18 +430,19 @@ class PoolStatistics:
         hi = _floor_tokens(gamma * b)
         i_b = self._run_index(b)
         sums = self._sums_between(0, i_b)
-        histogram = self._histogram.weights_by_level(-1, b)
+        histogram, prompts = self._histogram.level_sums(-1, b, self._check_prompt_levels(prompt_levels))
         max_total = self._max_total_between(0, i_b)
         if compressibility > 0 and hi > b:
             band = self._band(b, hi)
             band_sums = band.compressed_sums(hi)
             if band_sums[_W] > 0:
                 sums = sums + compressibility * band_sums
-                histogram = _add_padded(
-                    histogram, compressibility * band.compressed_histogram.weights_by_level(b, hi)
-                )
+                band_histogram, band_prompts = band.compressed_histogram.level_sums(b, hi, prompt_levels)
+                histogram = _add_padded(histogram, compressibility * band_histogram)
+                if prompts is not None:
+                    prompts = _add_padded(prompts, compressibility * band_prompts)
                 max_total = b
-        return self._moments(sums, histogram, quantile, max_total)
+        return self._moments(sums, histogram, prompts, quantile, max_total)
 
     def long_pool(
         self,
@@ -353,6 +451,8 @@ class PoolStatistics:
         compressibility: float,
         quantile: float = 0.99,
         hi_tokens: float = math.inf,
+        *,
+        prompt_levels: bool = False,
     ):
         """The pool above B: γB < L ≤ ``hi_tokens``, plus the band requests that were not
         compressed (original lengths). The band must end by ``hi_tokens`` (γB ≤ hi).
@@ -369,7 +469,7 @@ class PoolStatistics:
         i_hi = self._run_index(hi)
         i_end = self._run_totals.size if math.isinf(hi_tokens) else self._run_index(top)
         sums = self._sums_between(i_hi, i_end)
-        histogram = self._histogram.weights_by_level(hi, top)
+        histogram, prompts = self._histogram.level_sums(hi, top, self._check_prompt_levels(prompt_levels))
         max_total = self._max_total_between(i_hi, i_end)
         if hi > b:
             band = self._band(b, hi)
@@ -377,10 +477,15 @@ class PoolStatistics:
             stay_sums = band.incompressible_sums(hi) + stay * band.original_sums(hi)
             if stay_sums[_W] > 0:
                 sums = sums + stay_sums
-                histogram = _add_padded(histogram, band.incompressible_histogram.weights_by_level(b, hi))
-                histogram = _add_padded(histogram, stay * band.original_histogram.weights_by_level(b, hi))
+                fixed_histogram, fixed_prompts = band.incompressible_histogram.level_sums(
+                    b, hi, prompt_levels
+                )
+                stay_histogram, stay_prompts = band.original_histogram.level_sums(b, hi, prompt_levels)
+                histogram = _add_padded(_add_padded(histogram, fixed_histogram), stay * stay_histogram)
+                if prompts is not None:
+                    prompts = _add_padded(_add_padded(prompts, fixed_prompts), stay * stay_prompts)
                 max_total = max(max_total, self._max_total_between(self._run_index(b), i_hi))
-        return self._moments(sums, histogram, quantile, max_total)
+        return self._moments(sums, histogram, prompts, quantile, max_total)
 
     def compressible_fraction(self, b_short_tokens: int, gamma: float) -> float:
         """Share of all requests in B < L ≤ γB with L_out < B (those C&R can compress)."""
@@ -406,9 +511,13 @@ class PoolStatistics:
         last = int(self._last_positive[i1])
         return int(self._run_totals[last]) if last >= i0 else 0
 
-    @staticmethod
     def _moments(
-        sums: np.ndarray, histogram: np.ndarray | None, quantile: float, max_total: int
+        self,
+        sums: np.ndarray,
+        histogram: np.ndarray | None,
+        prompt_sums: np.ndarray | None,
+        quantile: float,
+        max_total: int,
     ) -> PoolMoments:
         weight = float(sums[_W])
         if weight <= 1e-15:
@@ -431,6 +540,11 @@ class PoolStatistics:
             max_total_tokens=max_total,
             mean_sq_input_tokens=mean[_J2],
             prefill_quantile_fraction=fraction,
+            prompt_levels=(
+                None
+                if prompt_sums is None
+                else PromptLevels.from_sums(self.prefill_chunk_tokens, prompt_sums)
+            ),
         )
 
 
@@ -463,8 +577,17 @@ class _CompressionBand:
         self._compressed = _run_prefix_table(compressed_prefill, outputs, compressed_totals, weights, runs)
         self._original = _run_prefix_table(prefill, outputs, totals, weights, runs)
         self._incompressible = _run_prefix_table(prefill, outputs, totals, fixed_weights, runs)
-        self.compressed_histogram = _PrefillHistogram(compressed_prefill, totals, weights)
-        self.original_histogram = _PrefillHistogram(prefill, totals, weights, (fixed_weights,))
+        compressed_inputs = b_short_tokens - np.minimum(outputs, b_short_tokens)
+        self.compressed_histogram = _PrefillHistogram(
+            compressed_prefill,
+            totals,
+            weights,
+            last_chunk_tokens=stats._last_chunks(compressed_inputs, compressed_prefill),
+        )
+        self.original_histogram = _PrefillHistogram(
+            prefill, totals, weights, (fixed_weights,),
+            last_chunk_tokens=stats._last_chunks(stats.workload.input_tokens[start:end], prefill),
+        )  # fmt: skip
         (self.incompressible_histogram,) = self.original_histogram.others
 
     def _end(self, hi_tokens: int) -> int:
@@ -481,11 +604,12 @@ class _CompressionBand:
 
 
 def _pad(histogram: np.ndarray, levels: int) -> np.ndarray:
-    if histogram.size >= levels:
+    """A per-level array (1-D, or rows of sums) padded with zero levels to ``levels``."""
+    if histogram.shape[0] >= levels:
         return histogram[:levels]
-    return np.concatenate((histogram, np.zeros(levels - histogram.size)))
+    return np.concatenate((histogram, np.zeros((levels - histogram.shape[0], *histogram.shape[1:]))))
 
 
 def _add_padded(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    size = max(a.size, b.size)
+    size = max(a.shape[0], b.shape[0])
     return _pad(a, size) + _pad(b, size)

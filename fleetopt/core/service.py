@@ -17,8 +17,8 @@ import numpy as np
 
 from fleetopt.core.kv import block_slots_per_instance
 from fleetopt.core.poolstats import PoolMoments, PoolStatistics
-from fleetopt.core.queueing import ARRAYS, FLOATS
 from fleetopt.core.routing import Routing
+from fleetopt.core.ttft import TtftCumulants, ttft_cumulants
 from fleetopt.errors import ValidationError
 
 
@@ -116,6 +116,8 @@ class ServiceModel(ABC):
     uses_prefill_quantile: ClassVar[bool]
     #: Whether sizing uses the occupancy chain (:mod:`fleetopt.core.occupancy`) instead of M/G/c.
     occupancy_aware: ClassVar[bool] = False
+    #: Whether pools need their prompt lengths by prefill level (:attr:`PoolMoments.prompt_levels`).
+    uses_prompt_levels: ClassVar[bool] = False
 
     @abstractmethod
     def service_times(self, moments: PoolMoments, hardware: PoolHardware, slots: Any) -> tuple[Any, ...]:
@@ -133,7 +135,9 @@ class ServiceModel(ABC):
         (:meth:`range_share`); the first two, split by the C&R band, are the model's own
         (:meth:`band_share`)."""
         if not routing.boundaries_tokens:
-            return PoolShare(1.0, stats.range_moments(-1, math.inf, quantile))
+            return PoolShare(
+                1.0, stats.range_moments(-1, math.inf, quantile, prompt_levels=self.uses_prompt_levels)
+            )
         if index >= 2:
             return self.range_share(stats, *routing.pool_ranges[index], quantile)
         return self.band_share(stats, routing, index, quantile)
@@ -147,7 +151,11 @@ class ServiceModel(ABC):
     ) -> PoolShare:
         """A pool after the second, serving lo < L ≤ hi at original lengths (both models alike)."""
         moments = stats.range_moments(
-            lo_tokens, hi_tokens, quantile, prefill_quantile=self.uses_prefill_quantile
+            lo_tokens,
+            hi_tokens,
+            quantile,
+            prefill_quantile=self.uses_prefill_quantile,
+            prompt_levels=self.uses_prompt_levels,
         )
         return PoolShare(moments.traffic_fraction, moments)
 
@@ -193,10 +201,13 @@ class LockstepModel(ServiceModel):
 
     def band_share(self, stats: PoolStatistics, routing: Routing, index: int, quantile: float) -> PoolShare:
         b, gamma, p_c = routing.boundaries_tokens[0], routing.gamma, routing.compressibility
+        levels = self.uses_prompt_levels
         if index == 0:
-            moments = stats.short_pool(b, gamma, p_c, quantile)
+            moments = stats.short_pool(b, gamma, p_c, quantile, prompt_levels=levels)
         else:
-            moments = stats.long_pool(b, gamma, p_c, quantile, hi_tokens=routing.pool_ranges[1][1])
+            moments = stats.long_pool(
+                b, gamma, p_c, quantile, hi_tokens=routing.pool_ranges[1][1], prompt_levels=levels
+            )
         return PoolShare(moments.traffic_fraction, moments)
 
     def pool_rate(self, share: PoolShare, index: int, arrival_rate_per_s: float) -> float:
@@ -359,18 +370,20 @@ class EngineModel(LockstepModel):
     Decode work grows with the sequences in flight, prompt work with the arrival flow (it takes the
     share u = λ_i·τ·E[L_in] of an instance's time). The pool is the state-dependent birth–death
     chain of :mod:`fleetopt.core.occupancy` with iterations (W + c_d·k/n)/(1 − u), which gives the
-    P99 wait; the TTFT adds the length-biased residual of the iteration in progress, P prefill
-    iterations and one decode at the mean iteration time, the request's own prompt compute and the
-    profile's constant overhead T0 (:meth:`ttft_quantile_s`; docs/math.md). Pools receive the exact
-    routed mixture, as under ``lockstep``. :meth:`service_times` gives full-occupancy values (what
-    the audit's throughput uses); sizing uses the chain (``occupancy_aware``), and the simulator
-    checks it with its ``physical`` engine.
+    slot wait and the mean occupancy; the TTFT law (:meth:`ttft_law`) adds the residual of the
+    iteration in progress, the request's own prefill and first decode, the other requests' prompts
+    that share those iterations, and the profile's constant overhead T0, by its first three
+    cumulants (:mod:`fleetopt.core.ttft`; docs/math.md). Pools receive the exact routed mixture, as
+    under ``lockstep``. :meth:`service_times` gives full-occupancy values (what the audit's
+    throughput uses); sizing uses the chain (``occupancy_aware``), and the simulator checks it with
+    its ``physical`` engine under least-loaded dispatch.
     """
 
     name = "engine"
     summary = "token- and occupancy-aware: t_iter = W + H·decoding + τ·prompt tokens, load-driven batches"
     uses_prefill_quantile = True
     occupancy_aware = True
+    uses_prompt_levels = True
 
     def service_times(self, moments: PoolMoments, hardware: PoolHardware, slots: Any) -> tuple[Any, ...]:
         if moments.prefill_iterations_quantile is None:
@@ -393,7 +406,8 @@ class EngineModel(LockstepModel):
     def own_prefill_s(
         self, moments: PoolMoments, hardware: PoolHardware, costs: IterationCosts, iteration_s: Any
     ) -> Any:
-        """P_q iterations at ``iteration_s`` plus the request's own prompt compute τ·L_in,q, seconds."""
+        """P_q iterations at ``iteration_s`` plus the request's own prompt compute τ·L_in,q, seconds
+        (the full-occupancy figure of :meth:`service_times`)."""
         return (
             moments.prefill_iterations_quantile * iteration_s
             + costs.per_prefill_token_s * self.prompt_tokens_quantile(moments, hardware)
@@ -412,82 +426,56 @@ class EngineModel(LockstepModel):
         kv_floor = costs.kv_read_floor_s_per_token * moments.mean_iter_x_len / moments.mean_iterations
         return max(decode, kv_floor), costs.per_prefill_token_s * mean_input
 
-    def ttft_quantile_s(
+    def ttft_law(
         self,
         moments: PoolMoments,
         hardware: PoolHardware,
         costs: IterationCosts,
-        rate_per_instance_per_s: Any,
-        occupancy_seen: Any,
-        wait_q_s: Any,
-    ) -> tuple[Any, Any, Any]:
-        """(P99 TTFT, its prefill part, the mean iteration time it sees), seconds; floats or arrays.
-
-        Iterations on an instance with k sequences in flight: t = t_d + τ·X, t_d = W + c_d·k (the
-        decode-side cost c_d of the k sequences) and X the other requests' prompt tokens in the
-        iteration. X is shot noise: requests arrive at λ_i, each puts its chunks (≈ L_in/P tokens)
-        into P consecutive iterations, so E[X] = λ_i·E[L_in]·t̄ and Var[X] ≈ λ_i·t̄·E[L_in²/P],
-        bounded by λ_i·t̄·min(E[L_in²], chunk·E[L_in]). Hence t̄ = t_d/(1 − u), u = τ·λ_i·E[L_in],
-        and Var[t] = τ²·λ_i·t̄·min(E[L_in²], chunk·E[L_in]) / (1 − u²) (the iteration length feeds
-        the next one's prompts).
-
-        A request waits for the iteration in progress to end (the length-biased residual,
-        R = E[t²] / (2·t̄) = (t̄² + Var[t]) / (2·t̄)), then runs P prefill iterations and one decode,
-        each t̄ long on average, plus its own prompt's compute (its chunks ride in those
-        iterations), and the other prompts that arrive while its own prefill runs join its next
-        iteration (λ_i·τ·L_in of them on average: u·τ·L_in more time, compound-Poisson variance
-        τ²·λ_i·τ·L_in·min(E[L_in²], chunk·E[L_in])): T = R + (P + 1)·t̄ + (1 + u)·τ·L_in. Its
-        spread beyond the prompt size is √((P + 1)·Var[t] + R² + that variance) (independent
-        iterations; an exponential-like residual). The q-quantile combines the two independent
-        excesses over the mean in quadrature:
-
-            T_q = T0 + wait_q + T̄ + √((T_own,q − T̄)² + z_q²·((P_q + 1)·Var[t] + R² + V_join)),
-
-        T̄ at the mean (P, L_in), T_own,q at (P_q, L_in,q), T0 the profile's constant TTFT overhead.
-        Exact for Gaussian parts; a documented approximation otherwise (docs/math.md).
-        """
-        xp = FLOATS if isinstance(occupancy_seen, float) and isinstance(wait_q_s, float) else ARRAYS
-        tau = costs.per_prefill_token_s
-        decode_per_sequence_s, prompt_work_s = self.decode_and_prompt_costs(moments, costs)
-        mean_input = moments.mean_total_tokens - (moments.mean_iterations - moments.mean_prefill_iterations)
-        others = rate_per_instance_per_s * prompt_work_s
-        decode_iteration_s = costs.base_s + decode_per_sequence_s * occupancy_seen
-        iteration_s = decode_iteration_s / xp.maximum(1.0 - others, 1e-300)
-        chunk_sq = min(moments.mean_sq_input_tokens, hardware.prefill_chunk_tokens * mean_input)
-        iteration_var = (
-            tau**2 * rate_per_instance_per_s * iteration_s * chunk_sq / xp.maximum(1.0 - others**2, 1e-300)
+        *,
+        rate_per_instance_per_s: float,
+        instances: float,
+        occupancy_per_instance: Any,
+        wait_raw_moments: tuple[Any, Any, Any] = (0.0, 0.0, 0.0),
+        with_overhead: bool = True,
+        decode_and_prompt: tuple[float, float] | None = None,
+    ) -> TtftCumulants:
+        """The TTFT law of one instance of the pool (:func:`fleetopt.core.ttft.ttft_cumulants`) with
+        k = ``occupancy_per_instance`` sequences in flight (t_d = W + c_d·k; a float or an array),
+        behind a least-loaded router over n = ``instances`` (:func:`least_loaded_time_share`), with
+        the slot wait's raw moments and T0 (unless ``with_overhead`` is false).
+        ``decode_and_prompt``: :meth:`decode_and_prompt_costs` when the caller already has them."""
+        if moments.prompt_levels is None:
+            raise ValueError("the engine model needs the pool's prompt lengths by prefill level")
+        decode_per_sequence_s, prompt_work_s = decode_and_prompt or self.decode_and_prompt_costs(
+            moments, costs
         )
-        residual = 0.5 * (iteration_s + iteration_var / iteration_s)
-        level = moments.prefill_iterations_quantile
-        own_work_q = tau * self.prompt_tokens_quantile(moments, hardware)
-        # other prompts that arrive while the request's own (long) prefill runs join its next
-        # iteration: on average u·τ·L_in more, with compound-Poisson noise
-        own_q = residual + (level + 1.0) * iteration_s + own_work_q * (1.0 + others)
-        mean = (
-            residual
-            + (moments.mean_prefill_iterations + 1.0) * iteration_s
-            + tau * mean_input * (1.0 + others)
+        return ttft_cumulants(
+            moments.prompt_levels,
+            tau_s=costs.per_prefill_token_s,
+            decode_iteration_s=costs.base_s + decode_per_sequence_s * occupancy_per_instance,
+            rate_per_instance_per_s=rate_per_instance_per_s,
+            time_share=least_loaded_time_share(rate_per_instance_per_s * prompt_work_s, instances),
+            overhead_s=hardware.ttft_overhead_s if with_overhead else 0.0,
+            wait_raw_moments=wait_raw_moments,
         )
-        joined_var = tau**2 * rate_per_instance_per_s * own_work_q * chunk_sq
-        spread_sq = _normal_quantile(moments.quantile) ** 2 * (
-            (level + 1.0) * iteration_var + residual**2 + joined_var
-        )
-        excess = xp.sqrt(xp.maximum(own_q - mean, 0.0) ** 2 + spread_sq)
-        ttft = xp.where(others < 1.0, wait_q_s + mean + excess + hardware.ttft_overhead_s, math.inf)
-        return ttft, mean + excess - residual - iteration_s, iteration_s
 
 
-def _normal_quantile(q: float) -> float:
-    """z_q of the standard normal (memoized; q is the planner's quantile)."""
-    value = _NORMAL_QUANTILES.get(q)
-    if value is None:
-        from scipy.special import ndtri
+def least_loaded_time_share(prompt_share: float, instances: float) -> float:
+    """f: the share of an instance's intake that follows its own iteration lengths behind a
+    least-loaded router over n instances, min(1, max(1, u/(1 − u)) / n), u the prompt share.
 
-        value = _NORMAL_QUANTILES[q] = float(ndtri(q))
-    return value
-
-
-_NORMAL_QUANTILES: dict[float, float] = {}
+    To first order a least-loaded router keeps every instance at the pool's occupancy over n, so
+    only the pool's arrival fluctuations, shared n ways, follow one instance's time: f = 1/n (and
+    f = 1 for one instance, exact). When prompts take most of an instance's time the router can
+    no longer even out the bursts a long prompt iteration sets off; we scale the share by
+    u/(1 − u), the mean number of further prompt iterations one sets off in the branching structure
+    of :mod:`fleetopt.core.ttft`. That factor was chosen by comparison with the iteration-level
+    simulation (docs/validation.md, which also checks it on workloads and profiles it was not
+    chosen on); it is an interpolation, not a derivation."""
+    if not instances >= 1.0:
+        return 1.0
+    branching = prompt_share / (1.0 - prompt_share) if prompt_share < 1.0 else math.inf
+    return min(1.0, max(1.0, branching) / instances)
 
 
 def _cdf_or_one(stats: PoolStatistics, tokens: float) -> float:

@@ -690,50 +690,74 @@ def _engine_context(
     )  # fmt: skip
 
 
-def _engine_eval(ctx: _EngineContext, instances: Any, slots: Any) -> dict[str, Any]:
-    """The chain's figures at n ``instances`` of s ``slots`` (arrays), and ``ok``: the pool is
-    stable, within the cap (slot occupancy and compute), meets the TTFT SLO and TPOT cap.
+def _wait_raw_moments(p_wait: Any, drain_rate_per_s: Any, service_scv: float) -> tuple[Any, Any, Any]:
+    """E[D^j], j = 1, 2, 3, of the slot wait D: 0 with probability 1 − P(wait), else exponential with
+    mean m = (1 + C_I²)/2 / (μ(c) − λ) (the chain's drain rate, with the two-moment factor of
+    :func:`fleetopt.core.occupancy.wait_quantile_s`): P(wait)·(m, 2m², 6m³)."""
+    mean = 0.5 * (1.0 + service_scv) / drain_rate_per_s
+    return p_wait * mean, 2.0 * p_wait * mean * mean, 6.0 * p_wait * mean**3
+
+
+def _engine_eval(ctx: _EngineContext, instances: float, slots: Any) -> dict[str, Any]:
+    """The chain's figures at n ``instances`` (one count) of s ``slots`` (an array), and ``ok``: the
+    pool is stable, within the cap (slot occupancy and compute), meets the TTFT SLO and TPOT cap.
 
     Other requests' prompts take the share u = λ_i·τ·E[L_in] of an instance's time, stretching
     every iteration by 1/(1 − u); with k sequences in flight per instance an iteration lasts
     (W + c_d·k)/(1 − u), which is the chain of :mod:`fleetopt.core.occupancy` with W' = W/(1 − u)
-    and c' = c_d/(1 − u). The TTFT is :meth:`EngineModel.ttft_quantile_s` at the q-quantile of
-    the sequences an arrival finds (m_q / n, at most s).
+    and c' = c_d/(1 − u). The P99 TTFT is the q-quantile of :meth:`EngineModel.ttft_law` at the
+    chain's mean occupancy per instance, with its slot wait; the TPOT cap is checked at the
+    q-quantile of the occupancy an arrival finds. Over slot counts only t_d = W + c_d·k and the
+    wait change: the law is evaluated over an array of t_d, and the SLO test uses its survival
+    function.
     """
     m = ctx.moments
     q = m.quantile
-    n = np.asarray(instances, dtype=np.float64)
+    n = float(instances)
     s = np.asarray(slots, dtype=np.float64)
     prompt_share = ctx.rate / n * ctx.prompt_work_s
-    stretch = 1.0 / np.maximum(1.0 - prompt_share, 1e-12)
+    stretch = 1.0 / max(1.0 - prompt_share, 1e-12)
     base_s, per_sequence_s = ctx.costs.base_s * stretch, ctx.decode_per_sequence_s * stretch
     st = occupancy_state(ctx.rate, n, s, m.mean_iterations, base_s, per_sequence_s)
     stable = st["stable"] & (prompt_share < 1.0)
-    wait_q = wait_quantile_s(st["p_wait"], st["drain_rate_per_s"], m.iterations_scv, q)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        # m_q: smallest m with P(K ≤ m) ≥ q, P(K ≤ m) = F(m)/Z below the cap
-        target = np.clip(q * st["z"], 0.0, 1.0)
-        seen = np.where(st["p_wait"] > 1.0 - q, n * s, occupancy_quantile(target, st["r"], st["x"]))
-    seen = np.where(np.isfinite(seen), np.ceil(seen), n * s)
-    per_instance_seen = np.minimum(s, seen / n)
-    ttft, own_prefill_s, seen_iteration_s = ctx.service_model.ttft_quantile_s(
-        m, ctx.hardware, ctx.costs, ctx.rate / n, per_instance_seen, wait_q
-    )
-    ttft = np.where(stable, ttft, np.inf)
     # unstable: report the offered slot load σ = λ·E[I]·t(s)/c ≥ 1, as M/G/c reports ρ ≥ 1
     utilization = np.where(stable, st["mean_busy"] / (n * s), np.maximum(st["sigma"], 1.0))
     compute = ctx.rate / n * ctx.work_per_request_s
-    ok = stable & (utilization <= ctx.cap) & (compute <= ctx.cap) & (ttft <= ctx.ttft_slo_s)
+    ok = stable & (utilization <= ctx.cap) & (compute <= ctx.cap)
     if ctx.tpot_slo_s is not None:
-        ok &= seen_iteration_s <= ctx.tpot_slo_s
-    return {
-        "ok": ok, "ttft": ttft, "wait_q": wait_q, "utilization": utilization, "compute": compute,
-        "seen_iteration_s": seen_iteration_s, "own_prefill_s": own_prefill_s, "state": st,
-    }  # fmt: skip
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            ok &= _seen_iteration_s(ctx, n, s, st, q) <= ctx.tpot_slo_s
+    if ok.any():
+        chosen = np.flatnonzero(ok)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            law = ctx.service_model.ttft_law(
+                m, ctx.hardware, ctx.costs, rate_per_instance_per_s=ctx.rate / n, instances=n,
+                occupancy_per_instance=st["mean_busy"][chosen] / n,
+                wait_raw_moments=_wait_raw_moments(
+                    st["p_wait"][chosen], st["drain_rate_per_s"][chosen], m.iterations_scv
+                ),
+                decode_and_prompt=(ctx.decode_per_sequence_s, ctx.prompt_work_s),
+            )  # fmt: skip
+            ok[chosen] = ~law.exceeds(ctx.ttft_slo_s, q)
+    return {"ok": ok, "utilization": utilization, "compute": compute, "state": st}
 
 
-def _engine_eval_one(ctx: _EngineContext, instances: float, slots: float) -> dict[str, Any]:
-    """:func:`_engine_eval` at one point, in plain floats (the same formulas)."""
+def _seen_iteration_s(ctx: _EngineContext, n: float, s: Any, st: dict[str, Any], q: float) -> Any:
+    """The iteration time at the q-quantile of the occupancy an arrival finds (all slots when the
+    q-quantile arrival waits): (W + c_d·m_q/n)/(1 − u), m_q the NB quantile by Cornish–Fisher."""
+    target = np.clip(q * st["z"], 0.0, 1.0)
+    seen = np.where(st["p_wait"] > 1.0 - q, n * s, occupancy_quantile(target, st["r"], st["x"]))
+    seen = np.where(np.isfinite(seen), np.ceil(seen), n * s)
+    per_instance = np.minimum(s, seen / n)
+    prompt_share = ctx.rate / n * ctx.prompt_work_s
+    return (ctx.costs.base_s + ctx.decode_per_sequence_s * per_instance) / max(1.0 - prompt_share, 1e-12)
+
+
+def _engine_eval_one(
+    ctx: _EngineContext, instances: float, slots: float, *, quantile: bool = False
+) -> dict[str, Any]:
+    """:func:`_engine_eval` at one point, in plain floats (the same formulas). The SLO test uses the
+    law's survival function at the SLO; ``quantile=True`` also gives the P99 TTFT (``ttft``)."""
     m = ctx.moments
     q = m.quantile
     prompt_share = ctx.rate / instances * ctx.prompt_work_s
@@ -747,31 +771,49 @@ def _engine_eval_one(ctx: _EngineContext, instances: float, slots: float) -> dic
     if not (stable and prompt_share < 1.0):
         sigma = ctx.rate * m.mean_iterations * (base_s + per_sequence_s * slots) / servers
         return {
-            "ok": False, "ttft": math.inf, "wait_q": math.inf, "utilization": max(sigma, 1.0),
+            "ok": False, "ttft": math.inf, "utilization": max(sigma, 1.0),
             "compute": compute, "seen_iteration_s": base_s + per_sequence_s * slots,
-            "own_prefill_s": math.nan,
-            "p_wait": 1.0, "drain": drain, "mean_busy": servers,
+            "p_wait": 1.0, "drain": drain, "mean_busy": servers, "law": None,
         }  # fmt: skip
-    if p_wait > 1.0 - q:
-        wait_q = 0.5 * (1.0 + m.iterations_scv) * math.log(p_wait / (1.0 - q)) / drain
-        seen = servers
-    else:
-        wait_q = 0.0
-        seen = float(occupancy_quantile(min(1.0, q * z), r, chain_x))
-        seen = math.ceil(seen) if math.isfinite(seen) else servers
-    per_instance_seen = float(min(slots, seen / instances))
-    ttft, own_prefill_s, seen_iteration_s = ctx.service_model.ttft_quantile_s(
-        m, ctx.hardware, ctx.costs, ctx.rate / instances, per_instance_seen, wait_q
-    )
+    law = ctx.service_model.ttft_law(
+        m, ctx.hardware, ctx.costs, rate_per_instance_per_s=ctx.rate / instances, instances=instances,
+        occupancy_per_instance=mean_busy / instances,
+        wait_raw_moments=_wait_raw_moments(p_wait, drain, m.iterations_scv),
+        decode_and_prompt=(ctx.decode_per_sequence_s, ctx.prompt_work_s),
+    )  # fmt: skip
+    ttft = law.quantile_s(q) if quantile else math.nan
     utilization = mean_busy / servers
-    ok = compute <= ctx.cap and utilization <= ctx.cap and ttft <= ctx.ttft_slo_s
+    ok = compute <= ctx.cap and utilization <= ctx.cap and not law.exceeds_one(ctx.ttft_slo_s, q)
+    seen_iteration_s = math.nan
     if ctx.tpot_slo_s is not None:
+        target = min(1.0, q * z)
+        seen = servers if p_wait > 1.0 - q else float(occupancy_quantile(target, r, chain_x))
+        seen = math.ceil(seen) if math.isfinite(seen) else servers
+        per_instance_seen = float(min(slots, seen / instances))
+        seen_iteration_s = (ctx.costs.base_s + ctx.decode_per_sequence_s * per_instance_seen) * stretch
         ok = ok and seen_iteration_s <= ctx.tpot_slo_s
     return {
-        "ok": ok, "ttft": ttft, "wait_q": wait_q, "utilization": utilization, "compute": compute,
-        "seen_iteration_s": seen_iteration_s, "own_prefill_s": own_prefill_s,
-        "p_wait": p_wait, "drain": drain, "mean_busy": mean_busy,
+        "ok": ok, "ttft": ttft, "utilization": utilization, "compute": compute,
+        "seen_iteration_s": seen_iteration_s, "p_wait": p_wait, "drain": drain, "mean_busy": mean_busy,
+        "law": law,
     }  # fmt: skip
+
+
+def _engine_could_pass(ctx: _EngineContext, instances: float) -> bool:
+    """A necessary condition for some slot count to pass at n ``instances``: the TTFT law with no
+    sequence decoding (t_d = W) and no slot wait meets the SLO (the law grows with t_d and the
+    wait), and the TPOT cap allows an iteration of W/(1 − u)."""
+    prompt_share = ctx.rate / instances * ctx.prompt_work_s
+    if not prompt_share < 1.0:
+        return False
+    if ctx.tpot_slo_s is not None and not ctx.costs.base_s / (1.0 - prompt_share) <= ctx.tpot_slo_s:
+        return False
+    law = ctx.service_model.ttft_law(
+        ctx.moments, ctx.hardware, ctx.costs, rate_per_instance_per_s=ctx.rate / instances,
+        instances=instances, occupancy_per_instance=0.0,
+        decode_and_prompt=(ctx.decode_per_sequence_s, ctx.prompt_work_s),
+    )  # fmt: skip
+    return bool(law.quantile_s(ctx.moments.quantile) <= ctx.ttft_slo_s)
 
 
 def _engine_ok_one(ctx: _EngineContext, instances: float, slots: float) -> bool:
@@ -781,16 +823,34 @@ def _engine_ok_one(ctx: _EngineContext, instances: float, slots: float) -> bool:
 
 def _engine_floor_s(ctx: _EngineContext) -> tuple[float, float]:
     """(the least P99 TTFT, the least iteration time) any pool size reaches: at no load, t = W."""
-    ttft, _, _ = ctx.service_model.ttft_quantile_s(ctx.moments, ctx.hardware, ctx.costs, 0.0, 0.0, 0.0)
-    return float(ttft), ctx.costs.base_s
+    law = ctx.service_model.ttft_law(
+        ctx.moments, ctx.hardware, ctx.costs, rate_per_instance_per_s=0.0, instances=1.0,
+        occupancy_per_instance=0.0,
+    )  # fmt: skip
+    return float(law.quantile_s(ctx.moments.quantile)), ctx.costs.base_s
 
 
 def _engine_describe(
     ctx: _EngineContext, context_tokens: int, kv_limit: int, instances: int, slots: int,
     binding: str, slots_binding: str,
 ) -> PoolSizing:  # fmt: skip
-    ev = _engine_eval_one(ctx, float(instances), float(slots))
+    ev = _engine_eval_one(ctx, float(instances), float(slots), quantile=True)
     mean_busy = float(ev["mean_busy"])
+    stable = ev["law"] is not None
+    wait_q = float(
+        wait_quantile_s(ev["p_wait"], ev["drain"], ctx.moments.iterations_scv, ctx.moments.quantile)
+    )
+    # the P99 from a free slot to the first token: the same law without the slot wait and T0
+    prefill_q = (
+        float(
+            ctx.service_model.ttft_law(
+                ctx.moments, ctx.hardware, ctx.costs, rate_per_instance_per_s=ctx.rate / instances,
+                instances=float(instances), occupancy_per_instance=mean_busy / instances, with_overhead=False,
+            ).quantile_s(ctx.moments.quantile)
+        )
+        if stable
+        else math.nan
+    )  # fmt: skip
     mean_service_s = mean_busy / ctx.rate
     servers = instances * slots
     return PoolSizing(
@@ -806,8 +866,8 @@ def _engine_describe(
         service_scv=ctx.moments.iterations_scv,
         service_rate_per_instance_per_s=slots / mean_service_s,
         utilization=float(ev["utilization"]),
-        p99_wait_s=float(ev["wait_q"]),
-        p99_prefill_s=float(ev["own_prefill_s"]),
+        p99_wait_s=wait_q if stable else math.inf,
+        p99_prefill_s=prefill_q,
         iteration_s=(ctx.costs.base_s + ctx.decode_per_sequence_s * mean_busy / instances)
         / max(1.0 - ctx.rate / instances * ctx.prompt_work_s, 1e-12),
         p99_ttft_s=float(ev["ttft"]),
@@ -859,7 +919,7 @@ def _size_engine(
     else:
         instances, _ = smallest_passing(passes_at_most, failing=start)
         chosen = most
-        if fixed is None and instances - 1 >= start:
+        if fixed is None and instances - 1 >= start and _engine_could_pass(ctx, float(instances - 1)):
             slots = np.arange(1.0, kv_limit + 1.0)
             fewer, ok = passes(instances - 1)
             if fewer:  # rare: fewer slots iterate faster when the pool is full
@@ -900,6 +960,9 @@ def _evaluate_engine(
         problems.append(PoolProblem(ProblemKind.OVER_CAP, result.utilization, cap))
     elif not (result.compute_utilization or 0.0) <= cap:
         problems.append(PoolProblem(ProblemKind.OVER_CAP, result.compute_utilization, cap))
-    if not result.p99_ttft_s <= ttft_slo_s:
+    # the SLO test sizing uses (the law's survival function at the SLO), so a sized pool re-evaluated
+    # passes exactly when sizing passed it; the reported P99 is the same law's quantile
+    law = _engine_eval_one(ctx, float(instances), float(slots))["law"]
+    if law is None or law.exceeds_one(ttft_slo_s, moments.quantile):
         problems.append(PoolProblem(ProblemKind.TTFT_OVER_SLO, result.p99_ttft_s, ttft_slo_s))
     return _replace(result, feasible=not problems, problems=tuple(problems))

@@ -1,0 +1,596 @@
+"""The law of the time to first token on an iteration-level engine: three cumulants and a quiet part.
+
+One instance of a pool runs iterations of length t = t_d + τ·X: t_d = W + c_d·k is the decode side
+(k sequences in flight), X the prompt tokens in the iteration (each prefilling request puts one
+chunk of at most C tokens into each of its P = ⌈L_in / C⌉ prefill iterations). A request arriving
+at the instance waits for the iteration in progress to end (the residual R of a length-biased
+iteration), is admitted at that boundary, prefills in iterations 1 … P and has its first token at
+the end of iteration P + 1 (what the ``physical`` simulator does), so
+
+    TTFT = T0 + slot wait + R + Σ_{i=1}^{P+1} t_i.
+
+**Intake.** The other requests' prompts in those iterations come from the instance's intake. One
+instance fed by Poisson arrivals at λ_i takes in prompts in proportion to the time it spends, so a
+long iteration attracts more prompts into the next one (a branching structure). Behind a
+least-loaded router an instance is refilled as its sequences leave, at its iteration boundaries,
+not in proportion to the length of its iterations. The intake is modelled as a share f that
+follows the instance's own time (Poisson at f·λ_i per second) and a share 1 − f admitted as a
+Poisson number of requests with mean (1 − f)·λ_i·t̄ at every boundary (t̄ = t_d / (1 − u) the mean
+iteration, u = λ_i·τ·E[L_in] the share of time spent on prompts). f = 1 is one instance, or random
+dispatch; f for a least-loaded router is :func:`fleetopt.core.service.least_loaded_time_share`.
+
+**Clusters.** An arrival during window iteration i (0 = the iteration in progress) has r = P + 1 − i
+window iterations left; its chunks add τ·c_m(L) to iterations i + 1 + m, and the time-driven
+arrivals during that added time add their own clusters. The window time Q_r one such arrival
+causes, descendants included, satisfies
+
+    Q_r = Σ_{m < r} [τ·c_m(L) + G_{r−1−m}(τ·c_m(L))],   G_s(x) ~ CompoundPoisson(f·λ_i·x; Q_s),
+
+so, given L, its cumulants are linear in the chunk sizes (a compound Poisson sum's cumulants are
+its intensity times its marks' raw moments). Within a prefill level (P = k) the chunks are C and
+then the last, partial chunk y = L − (k − 1)·C, so the raw moments of Q_r follow exactly from
+E[y^j | P = k], j ≤ 3 (:class:`PromptLevels`). The law of total cumulance (Brillinger 1969)
+combines the parts: the residual and the clusters of the arrivals during the iteration in progress
+(both driven by its length-biased duration Ť, E[Ť^j] = E[t^{j+1}]/E[t]); the per-boundary
+intake; the request's own chunks and decode time and their clusters; the prompts still prefilling
+from before (background), which also had a chunk in the iteration in progress and so covary with
+its length (mean and variance through the joint cumulants of (t, background)); the slot wait; and
+T0. The stationary iteration t has cumulants t̄, τ²λ_i·t̄·s₂/(1 − u_f²) and
+(τ³λ_i·t̄·s₃ + 3u_f·τ²·f·λ_i·s₂·κ₂)/(1 − u_f³), s_j = E[Σ_m c_m^j], u_f = f·u (an AR(1) in the
+time-driven part); its fourth cumulant is taken as a gamma law's, 3κ₃²/(2κ₂).
+
+**Quiet part.** With probability e^{−ν} no other request's prompt touches the window (ν: the
+expected number that do, i.e. those with a chunk in the iteration in progress, λ_i·t̄·E[P] and u
+more under its length bias, the per-boundary intake at P + 1 boundaries and the time-driven
+arrivals during Ť and iterations 1 … P). Then Ť = t_d and TTFT is T0 + wait + U·t_d + (P + 1)·t_d
++ τ·L_in (U uniform). The law is the mixture of that quiet part and the rest, whose raw moments
+are the whole law's less the quiet part's. In a small pool of long prompts overlaps are rare
+(ν ≪ 1); three cumulants alone would smear them into a heavy tail and overstate the P99.
+
+**Quantile.** Each part's q-quantile law is the shifted gamma law with its three cumulants (mean,
+variance, skewness γ₁: shape 4/γ₁², scale σ·γ₁/2; the normal one when γ₁ ≈ 0); the mixture's
+q-quantile is found between the parts' own. A three-moment fit: exact for gamma-like laws, and
+measured against the simulation in docs/validation.md (it cannot see that a request's own prefill
+is bounded, so it errs a little high where that bound sets the P99).
+
+Everything is evaluated in plain floats (the sizing hot path) or over an array of t_d (the slot
+sweep); nothing is sampled.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+_SPECIAL: Any = None
+
+
+def _special() -> Any:
+    """scipy.special, imported on first use (not at start-up: only planning needs it)."""
+    global _SPECIAL
+    if _SPECIAL is None:
+        import scipy.special
+
+        _SPECIAL = scipy.special
+    return _SPECIAL
+
+
+@dataclass(frozen=True)
+class PromptLevels:
+    """A pool's prompt lengths by prefill level: for each P = ``levels[j]`` with positive weight,
+    its share of the pool's requests ``weights[j]`` and the moments E[y^i | P], i = 1, 2, 3, of its
+    last (partial) chunk y = L_in − (P − 1)·C, 0 < y ≤ C (y = 0 at P = 0), tokens^i. A request of
+    level P has P − 1 full chunks of C tokens and then y.
+
+    Built by :meth:`from_sums` from per-level weighted sums (what
+    :class:`fleetopt.core.poolstats.PoolStatistics` keeps). ``chunk_tokens`` is C.
+    """
+
+    chunk_tokens: int
+    levels: tuple[int, ...]
+    weights: tuple[float, ...]
+    last_chunk_1: tuple[float, ...]
+    last_chunk_2: tuple[float, ...]
+    last_chunk_3: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        c = float(self.chunk_tokens)
+        rows = tuple(
+            zip(
+                self.levels,
+                self.weights,
+                self.last_chunk_1,
+                self.last_chunk_2,
+                self.last_chunk_3,
+                strict=True,
+            )
+        )
+        object.__setattr__(self, "_chunk_rows", rows)
+        object.__setattr__(self, "_clusters", {})  # (τ, time rate) → cluster moments, see ttft_cumulants
+        s2 = s3 = mean = 0.0
+        for k, w, y1, y2, y3 in rows:
+            if k > 0:
+                s2 += w * ((k - 1) * c * c + y2)
+                s3 += w * ((k - 1) * c**3 + y3)
+                mean += w * ((k - 1) * c + y1)
+        object.__setattr__(self, "_chunk_powers", (s2, s3))
+        object.__setattr__(self, "_mean_tokens", mean)
+        object.__setattr__(
+            self, "_mean_levels", sum(w * k for k, w in zip(self.levels, self.weights, strict=True))
+        )
+
+    @classmethod
+    def from_sums(cls, chunk_tokens: int, sums_by_level) -> PromptLevels:
+        """From rows (Σw, Σw·y, Σw·y², Σw·y³) indexed by the prefill level P = 0, 1, … (y: the last chunk)."""
+        sums = np.asarray(sums_by_level, dtype=np.float64).reshape(-1, 4)
+        total = float(sums[:, 0].sum())
+        if not total > 0:
+            return cls(int(chunk_tokens), (), (), (), (), ())
+        levels = np.flatnonzero(sums[:, 0] > total * 1e-15)
+        rows = sums[levels]
+        means = rows[:, 1:] / rows[:, :1]
+        return cls(
+            int(chunk_tokens),
+            tuple(levels.tolist()),
+            tuple((rows[:, 0] / total).tolist()),
+            tuple(means[:, 0].tolist()),
+            tuple(means[:, 1].tolist()),
+            tuple(means[:, 2].tolist()),
+        )
+
+    @property
+    def mean_tokens(self) -> float:
+        """E[L_in], tokens."""
+        return self._mean_tokens
+
+    @property
+    def mean_prefill_iterations(self) -> float:
+        """E[P], the mean number of prefill iterations."""
+        return self._mean_levels
+
+    @property
+    def max_level(self) -> int:
+        """The largest prefill level with positive weight (0 when empty)."""
+        return self.levels[-1] if self.levels else 0
+
+    def chunk_power_means(self) -> tuple[float, float]:
+        """(s₂, s₃) = (E[Σ_m c_m²], E[Σ_m c_m³]): per-request sums of squared and cubed chunks."""
+        return self._chunk_powers
+
+
+def _cumulants(m1: Any, m2: Any, m3: Any) -> tuple[Any, Any, Any]:
+    return m1, m2 - m1 * m1, m3 - 3 * m1 * m2 + 2 * m1**3
+
+
+def _raw(k1: Any, k2: Any, k3: Any) -> tuple[Any, Any, Any]:
+    return k1, k2 + k1 * k1, k3 + 3 * k1 * k2 + k1**3
+
+
+def _conditional_raw(
+    a1: Any, b1: float, a2: Any, b2: float, a3: Any, b3: float, y1: float, y2: float, y3: float
+) -> tuple[Any, Any, Any]:
+    """Raw moments of Z when, given y, Z has cumulants (a1 + b1·y, a2 + b2·y, a3 + b3·y), from
+    E[y], E[y²], E[y³]: E[Z] = E[κ₁], E[Z²] = E[κ₂] + E[κ₁²], E[Z³] = E[κ₃] + 3E[κ₁κ₂] + E[κ₁³]."""
+    m1 = a1 + b1 * y1
+    sq = a1 * a1 + 2 * a1 * b1 * y1 + b1 * b1 * y2
+    cu = a1**3 + 3 * a1 * a1 * b1 * y1 + 3 * a1 * b1 * b1 * y2 + b1**3 * y3
+    cross = a1 * a2 + (a1 * b2 + a2 * b1) * y1 + b1 * b2 * y2
+    return m1, (a2 + b2 * y1) + sq, (a3 + b3 * y1) + 3 * cross + cu
+
+
+def cluster_moments(levels: PromptLevels, tau_s: float, time_rate_per_s: float, depth: int) -> list:
+    """[E[Q_r], E[Q_r²], E[Q_r³]] for r = 0 … ``depth`` (Q_0 = 0): the window time one arrival with r
+    window iterations left causes, its time-driven descendants (rate ``time_rate_per_s`` per second
+    of added time) included. Seconds^j.
+
+    Chunk m of a request in level k is C for m < k − 1 and the partial chunk y for m = k − 1; the
+    chunk landing with j iterations left attracts G_j, so with prefix sums S_j of E[Q^·] over r the
+    full chunks contribute τC·(min(r, k−1) + λ·(S(r) − S(r − min(r, k−1)))) and the partial chunk
+    (when k ≤ r) τ·(1 + λ·E[Q_{r−k}]) per token."""
+    lam = time_rate_per_s
+    tc = tau_s * levels.chunk_tokens
+    rows = levels._chunk_rows
+    q = [(0.0, 0.0, 0.0)]
+    pre = [(0.0, 0.0, 0.0)]  # pre[x] = Σ_{i<x} Q_i
+    for r in range(1, depth + 1):
+        last = pre[-1]
+        pre.append((last[0] + q[r - 1][0], last[1] + q[r - 1][1], last[2] + q[r - 1][2]))
+        t1 = t2 = t3 = 0.0
+        for k, w, y1, y2, y3 in rows:
+            if k == 0:
+                continue
+            full = min(r, k - 1)
+            hi, lo = pre[r], pre[r - full]
+            a1 = tc * (full + lam * (hi[0] - lo[0]))
+            a2 = tc * lam * (hi[1] - lo[1])
+            a3 = tc * lam * (hi[2] - lo[2])
+            if k <= r:
+                qm = q[r - k]
+                b1, b2, b3 = tau_s * (1.0 + lam * qm[0]), tau_s * lam * qm[1], tau_s * lam * qm[2]
+            else:
+                b1 = b2 = b3 = 0.0
+            m1, m2, m3 = _conditional_raw(a1, b1, a2, b2, a3, b3, y1, y2, y3)
+            t1 += w * m1
+            t2 += w * m2
+            t3 += w * m3
+        q.append((t1, t2, t3))
+    return q
+
+
+@dataclass(frozen=True)
+class TtftCumulants:
+    """The TTFT law by its first three cumulants (seconds, s², s³; floats, or arrays over a swept t_d),
+    the mean iteration t̄ and prompt share u it was built from, and its quiet part: with probability
+    ``quiet_probability`` = Π e^{−ν} no other request's prompt touches the request's window (ν: the
+    expected number of those that do), and then TTFT has the ``quiet_*`` cumulants (the residual of
+    a prompt-free iteration, the request's own prefill and first decode, the slot wait and T0)."""
+
+    mean_s: Any
+    variance_s2: Any
+    third_s3: Any
+    mean_iteration_s: Any
+    prompt_share: float
+    quiet_probability: Any = 0.0
+    quiet_mean_s: Any = 0.0
+    quiet_variance_s2: Any = 0.0
+    quiet_third_s3: Any = 0.0
+
+    def components(self) -> tuple[tuple[Any, Any, Any, Any], tuple[Any, Any, Any, Any]]:
+        """((weight, mean, variance, third) of the quiet law, the same of the rest): the law is their
+        mixture, the rest's cumulants following from the whole law's raw moments."""
+        w0 = self.quiet_probability
+        busy = 1.0 - w0
+        quiet = _raw(self.quiet_mean_s, self.quiet_variance_s2, self.quiet_third_s3)
+        whole = _raw(self.mean_s, self.variance_s2, self.third_s3)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rest = tuple((a - w0 * b) / busy for a, b in zip(whole, quiet, strict=True))
+        return (w0, self.quiet_mean_s, self.quiet_variance_s2, self.quiet_third_s3), (
+            busy,
+            *_cumulants(*rest),
+        )
+
+    def quantile_s(self, q: float) -> Any:
+        """The q-quantile of the mixture of shifted gamma laws (:func:`shifted_gamma_quantile`) with the
+        quiet part's and the rest's cumulants; of one shifted gamma law with the whole law's cumulants
+        when either part is negligible (weight below 10⁻⁹)."""
+        if isinstance(self.mean_s, np.ndarray):
+            raise TypeError("quantile_s takes a law at one t_d; use exceeds() for arrays")
+        w0 = self.quiet_probability
+        if not (1e-9 < w0 < 1.0 - 1e-9) or not math.isfinite(self.mean_s):
+            return shifted_gamma_quantile(self.mean_s, self.variance_s2, self.third_s3, q)
+        (w0, *quiet), (w1, *rest) = self.components()
+        return _mixture_quantile(w0, quiet, w1, rest, q)
+
+    def exceeds_one(self, level_s: float, q: float) -> bool:
+        """:meth:`exceeds` for a law at one t_d, in plain floats (the sizing hot path)."""
+        if not (math.isfinite(self.mean_s) and math.isfinite(self.variance_s2)):
+            return True
+        w0 = self.quiet_probability
+        if not 1e-9 < w0 < 1.0 - 1e-9:
+            return _survival_one(self.mean_s, self.variance_s2, self.third_s3, level_s) > 1.0 - q
+        (w0, *quiet), (w1, *rest) = self.components()
+        return w0 * _survival_one(*quiet, level_s) + w1 * _survival_one(*rest, level_s) > 1.0 - q
+
+    def exceeds(self, level_s: float, q: float) -> Any:
+        """Whether the q-quantile exceeds ``level_s`` (arrays allowed): P(TTFT > level) > 1 − q under
+        the same mixture as :meth:`quantile_s`, by its survival function."""
+        mean = np.asarray(self.mean_s, dtype=np.float64)
+        w0 = np.clip(np.asarray(self.quiet_probability, dtype=np.float64) * np.ones_like(mean), 0.0, 1.0)
+        w0 = np.where((w0 > 1e-9) & (w0 < 1.0 - 1e-9), w0, 0.0)
+        (_, *quiet), (_, *rest) = self.components()
+        whole = (self.mean_s, self.variance_s2, self.third_s3)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            rest = tuple(np.where(w0 > 0, r, full) for r, full in zip(rest, whole, strict=True))
+            tail = w0 * _shifted_gamma_survival(*quiet, level_s) + (1.0 - w0) * _shifted_gamma_survival(
+                *rest, level_s
+            )
+        return ~(np.isfinite(mean) & np.isfinite(np.asarray(self.variance_s2, dtype=np.float64))) | (
+            tail > 1.0 - q
+        )
+
+
+def _mixture_quantile(w0: float, first, w1: float, second, q: float) -> float:
+    """The q-quantile of w0·SG(first) + w1·SG(second) (shifted gamma laws by their cumulants): it lies
+    between the parts' own q-quantiles; found there by Brent's method on the survival function
+    (scipy.optimize.brentq, to 10⁻¹⁰ relative)."""
+    a = shifted_gamma_quantile(*first, q)
+    b = shifted_gamma_quantile(*second, q)
+    lo, hi = (a, b) if a <= b else (b, a)
+    if not (math.isfinite(lo) and math.isfinite(hi)) or hi - lo <= 1e-12 * max(abs(hi), 1e-300):
+        return hi if math.isfinite(hi) else math.inf
+    target = 1.0 - q
+
+    def excess(x: float) -> float:
+        return w0 * _survival_one(*first, x) + w1 * _survival_one(*second, x) - target
+
+    f_lo, f_hi = excess(lo), excess(hi)
+    if f_lo <= 0.0:
+        return lo
+    if f_hi >= 0.0:
+        return hi
+    from scipy.optimize import brentq
+
+    return float(brentq(excess, lo, hi, xtol=1e-12, rtol=1e-10))
+
+
+def _survival_one(mean: float, variance: float, third: float, x: float) -> float:
+    """P(X > x) for the shifted gamma law with these cumulants (normal when |γ₁| < 10⁻⁶)."""
+    if variance <= 0.0:
+        return 1.0 if mean > x else 0.0
+    sd = math.sqrt(variance)
+    skew = third / (variance * sd)
+    if abs(skew) < 1e-6:
+        return 0.5 * math.erfc((x - mean) / (sd * math.sqrt(2.0)))
+    shape = 4.0 / (skew * skew)
+    scale = sd * abs(skew) / 2.0
+    if skew > 0:
+        z = (x - (mean - shape * scale)) / scale
+        return float(_special().gammaincc(shape, z)) if z > 0 else 1.0
+    z = (mean + shape * scale - x) / scale
+    return float(_special().gammainc(shape, z)) if z > 0 else 0.0
+
+
+def ttft_cumulants(
+    levels: PromptLevels,
+    *,
+    tau_s: float,
+    decode_iteration_s: Any,
+    rate_per_instance_per_s: float,
+    time_share: float,
+    overhead_s: float = 0.0,
+    wait_raw_moments: tuple[Any, Any, Any] = (0.0, 0.0, 0.0),
+) -> TtftCumulants:
+    """Cumulants of TTFT on one instance (module docstring).
+
+    Args:
+        levels: the pool's prompt lengths by prefill level.
+        tau_s: τ, seconds per prompt token in an iteration.
+        decode_iteration_s: t_d = W + c_d·k, the iteration without prompts, seconds (a float, or an
+            array: everything below is rational in t_d, so the same code sweeps it).
+        rate_per_instance_per_s: λ_i.
+        time_share: f, the share of the intake that follows the instance's own time.
+        overhead_s: T0, added to every TTFT.
+        wait_raw_moments: E[D], E[D²], E[D³] of the wait D for a slot (independent of the rest;
+            floats or arrays like t_d).
+
+    Needs u = λ_i·τ·E[L_in] < 1 (the instance keeps up with its prompts); infinite otherwise.
+    """
+    lam = rate_per_instance_per_s
+    u = lam * tau_s * levels.mean_tokens
+    if not u < 1.0:
+        return TtftCumulants(math.inf, math.inf, math.inf, math.inf, u)
+    t_d = decode_iteration_s
+    f = time_share
+    lam_time = f * lam
+    u_time = f * u
+    tbar = t_d / (1.0 - u)
+    per_boundary = (1.0 - f) * lam * tbar  # μ: requests admitted per boundary, independent of t
+    tc = tau_s * levels.chunk_tokens
+    # The stationary iteration and the length-biased one in progress. κ₂ = B·t̄, κ₃ = A·t̄,
+    # κ₄ = (3A²/2B)·t̄ (all proportional to t̄), so E[Ť^j] = E[t^{j+1}]/t̄ needs no division by t̄.
+    s2, s3 = levels.chunk_power_means()
+    b_ = tau_s**2 * lam * s2 / (1.0 - u_time * u_time)
+    if b_ > 0:
+        a_ = (tau_s**3 * lam * s3 + 3.0 * u_time * tau_s**2 * lam_time * s2 * b_) / (1.0 - u_time**3)
+        c_ = 1.5 * a_ * a_ / b_
+    else:  # no prompt time reaches the instance: every iteration lasts t_d
+        a_ = c_ = 0.0
+    e_t = b_ + tbar
+    e_t2 = a_ + 3.0 * b_ * tbar + tbar * tbar
+    e_t3 = c_ + (4.0 * a_ + 3.0 * b_ * b_) * tbar + 6.0 * b_ * tbar * tbar + tbar**3
+    var_t = e_t2 - e_t * e_t
+    k3_t = e_t3 - 3 * e_t * e_t2 + 2 * e_t**3
+    depth = levels.max_level + 1
+    key = (tau_s, lam_time)
+    memo = levels._clusters.get(key)
+    if memo is None:  # sizing evaluates one instance count at several t_d: memoized per (τ, f·λ_i)
+        if len(levels._clusters) > 256:
+            levels._clusters.clear()
+        q = cluster_moments(levels, tau_s, lam_time, depth)
+        q_sum = [(0.0, 0.0, 0.0)]  # q_sum[r] = Σ_{i=1}^{r} Q_i
+        for r in range(1, depth + 1):
+            prev = q_sum[-1]
+            q_sum.append((prev[0] + q[r][0], prev[1] + q[r][1], prev[2] + q[r][2]))
+        background = _background_marks(levels, tau_s, lam_time, q) if levels.max_level >= 2 else None
+        memo = levels._clusters[key] = (q, q_sum, background)
+    q, q_sum, background = memo
+    q1 = q[1]
+    m1 = m2 = m3 = 0.0
+    z1 = z2 = z3 = 0.0  # raw moments of the quiet part, weighted by its probability
+    quiet = 0.0
+    exp = math.exp if isinstance(tbar, float) else np.exp
+    # other requests that touch a request's window, on average (ν, by own level below): those with
+    # a chunk in the iteration in progress (λ_i·t̄·E[P], and u more under its length bias)
+    in_progress = lam * tbar * levels.mean_prefill_iterations + u
+    for k, w, y1, y2, y3 in levels._chunk_rows:
+        p = k  # own prefill iterations; the first token comes at the end of iteration p + 1
+        qp = q[p + 1]
+        own_tokens = max(p - 1, 0) * levels.chunk_tokens + y1
+        # + the per-boundary intake at boundaries 1 … p + 1 + the time-driven arrivals during Ť and
+        # iterations 1 … p (the request's own chunks included)
+        others = in_progress + per_boundary * (p + 1) + lam_time * (e_t + p * tbar + tau_s * own_tokens)
+        still = exp(-others)
+        # quiet: Ť = t_d, so R = U·t_d; then p + 1 iterations of t_d and the request's own chunks
+        quiet_mean = t_d / 2.0 + (p + 1) * t_d + tau_s * own_tokens
+        quiet_var = t_d * t_d / 12.0 + tau_s**2 * (y2 - y1 * y1)
+        quiet_third = tau_s**3 * (y3 - 3 * y1 * y2 + 2 * y1**3)
+        r = _raw(quiet_mean, quiet_var, quiet_third)
+        quiet = quiet + w * still
+        z1 = z1 + w * still * r[0]
+        z2 = z2 + w * still * r[1]
+        z3 = z3 + w * still * r[2]
+        # the residual R = U·Ť and the clusters of the arrivals during Ť (p + 1 iterations left)
+        g = 0.5 + lam_time * qp[0]
+        c1 = g * e_t
+        c2 = e_t2 / 12.0 + lam_time * qp[1] * e_t + g * g * var_t
+        c3 = (
+            lam_time * qp[2] * e_t
+            + 3.0 * g * ((e_t3 - e_t * e_t2) / 12.0 + lam_time * qp[1] * var_t)
+            + g**3 * k3_t
+        )
+        # the per-boundary intake at boundaries 1 … p + 1: Poisson(μ) clusters Q_{p+1}, …, Q_1
+        qs = q_sum[p + 1]
+        c1 = c1 + per_boundary * qs[0]
+        c2 = c2 + per_boundary * qs[1]
+        c3 = c3 + per_boundary * qs[2]
+        # the request's own decode time and chunks and the clusters they attract: iteration i = 1 … p
+        # carries t_d + τ·c_{i−1}, whose arrivals have p + 1 − i iterations left; iteration p + 1, t_d
+        own = q_sum[p]
+        a1 = (p + 1) * t_d + lam_time * t_d * own[0]
+        a2 = lam_time * t_d * own[1]
+        a3 = lam_time * t_d * own[2]
+        b1 = b2 = b3 = 0.0
+        if p >= 1:
+            # full chunks (iterations 1 … p − 1: r = p … 2), then the partial one y (r = 1)
+            a1 = a1 + tc * ((p - 1) + lam_time * (own[0] - q1[0]))
+            a2 = a2 + tc * lam_time * (own[1] - q1[1])
+            a3 = a3 + tc * lam_time * (own[2] - q1[2])
+            b1, b2, b3 = tau_s * (1.0 + lam_time * q1[0]), tau_s * lam_time * q1[1], tau_s * lam_time * q1[2]
+        o1, o2, o3 = _conditional_raw(a1, b1, a2, b2, a3, b3, y1, y2, y3)
+        c1 = c1 + o1
+        c2 = c2 + o2 - o1 * o1
+        c3 = c3 + o3 - 3 * o1 * o2 + 2 * o1**3
+        if background is not None:
+            # Requests admitted before the iteration in progress and still prefilling (λ_i·t̄ per lag):
+            # each also has a full chunk in that iteration, so under its length bias they are more
+            # (E[tB]/E[t]) and covary with Ť (second order, through the joint cumulants of (t, B)).
+            bg = background[p]
+            joint = lam * tc * bg[0]  # κ₁₁(t, B)/t̄
+            cov = joint * (tbar - b_) + lam * tc * tc * bg[0]  # Cov(Ť, B) under the length bias
+            c1 = c1 + lam * tbar * bg[0] + joint
+            c2 = c2 + lam * tbar * bg[1] + lam * tc * bg[1] - joint * joint + 2.0 * g * cov
+            c3 = c3 + lam * tbar * bg[2]
+        r1 = c1
+        r2 = c2 + c1 * c1
+        r3 = c3 + 3 * c1 * c2 + c1**3
+        m1 = m1 + w * r1
+        m2 = m2 + w * r2
+        m3 = m3 + w * r3
+    mean, var, third = _cumulants(m1, m2, m3)
+    wait = _cumulants(*wait_raw_moments)
+    if isinstance(quiet, float) and quiet == 0.0:
+        q_mean = q_var = q_third = 0.0
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            q_mean, q_var, q_third = _cumulants(z1 / quiet, z2 / quiet, z3 / quiet)
+    return TtftCumulants(
+        mean + wait[0] + overhead_s, var + wait[1], third + wait[2], tbar, u,
+        quiet, q_mean + wait[0] + overhead_s, q_var + wait[1], q_third + wait[2],
+    )  # fmt: skip
+
+
+def _background_marks(levels: PromptLevels, tau_s: float, lam_time: float, q: list) -> dict:
+    """For each own level p: Σ over lags j ≥ 1 of the raw moments of the window time that one request
+    admitted j iterations before the iteration in progress still causes (its chunks j … j + p land
+    in window iterations 1 … p + 1; chunk j + i − 1 in iteration i, whose arrivals have p + 1 − i
+    iterations left). Multiplied by the intensity λ_i·t̄ per lag by the caller."""
+    tc = tau_s * levels.chunk_tokens
+    out = {}
+    for p in levels.levels:
+        t1 = t2 = t3 = 0.0
+        for j in range(1, levels.max_level):
+            for k, w, y1, y2, y3 in levels._chunk_rows:
+                if k <= j:  # no chunk j: its prefill ended before the window
+                    continue
+                a1 = a2 = a3 = b1 = b2 = b3 = 0.0
+                for i in range(1, p + 2):
+                    m = j + i - 1
+                    if m >= k:
+                        break
+                    qm = q[p + 1 - i]
+                    if m < k - 1:
+                        a1 += tc * (1.0 + lam_time * qm[0])
+                        a2 += tc * lam_time * qm[1]
+                        a3 += tc * lam_time * qm[2]
+                    else:
+                        b1 += tau_s * (1.0 + lam_time * qm[0])
+                        b2 += tau_s * lam_time * qm[1]
+                        b3 += tau_s * lam_time * qm[2]
+                r1, r2, r3 = _conditional_raw(a1, b1, a2, b2, a3, b3, y1, y2, y3)
+                t1 += w * r1
+                t2 += w * r2
+                t3 += w * r3
+        out[p] = (t1, t2, t3)
+    return out
+
+
+def shifted_gamma_quantile(mean: float, variance: float, third: float, q: float) -> float:
+    """The q-quantile of the shifted gamma law with mean, variance and third cumulant given:
+    skewness γ₁ = κ₃/κ₂^{3/2}, shape 4/γ₁², scale √κ₂·γ₁/2, shift mean − shape·scale (mirrored for
+    γ₁ < 0); the normal quantile when |γ₁| < 10⁻⁶."""
+    if not math.isfinite(mean) or not math.isfinite(variance):
+        return math.inf
+    if variance <= 0.0:
+        return mean
+    sd = math.sqrt(variance)
+    skew = third / (variance * sd)
+    if abs(skew) < 1e-6:
+        return mean + sd * float(_special().ndtri(q))
+    shape = 4.0 / (skew * skew)
+    scale = sd * abs(skew) / 2.0
+    if skew > 0:
+        return mean - shape * scale + scale * float(_special().gammaincinv(shape, q))
+    return mean + shape * scale - scale * float(_special().gammaincinv(shape, 1.0 - q))
+
+
+def shifted_gamma_quantiles(
+    mean: np.ndarray, variance: np.ndarray, third: np.ndarray, q: float
+) -> np.ndarray:
+    """:func:`shifted_gamma_quantile` over arrays (the same law, element by element)."""
+    mean, variance, third = np.broadcast_arrays(
+        np.asarray(mean, dtype=np.float64),
+        np.asarray(variance, dtype=np.float64),
+        np.asarray(third, dtype=np.float64),
+    )
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        sd = np.sqrt(np.maximum(variance, 0.0))
+        skew = np.where(sd > 0, third / (np.maximum(variance, 1e-300) * sd), 0.0)
+        tiny = np.abs(skew) < 1e-6
+        safe = np.where(tiny, 1.0, skew)
+        shape = 4.0 / (safe * safe)
+        scale = sd * np.abs(safe) / 2.0
+        upper = mean - shape * scale + scale * _special().gammaincinv(shape, q)
+        lower = mean + shape * scale - scale * _special().gammaincinv(shape, 1.0 - q)
+        value = np.where(tiny, mean + sd * float(_special().ndtri(q)), np.where(skew > 0, upper, lower))
+        value = np.where(sd > 0, value, mean)
+    return np.where(np.isfinite(mean) & np.isfinite(variance), value, np.inf)
+
+
+def _shifted_gamma_survival(mean: Any, variance: Any, third: Any, level: float) -> np.ndarray:
+    """P(X > level) for shifted gamma laws given by arrays of cumulants (normal where |γ₁| < 10⁻⁶)."""
+    mean, variance, third = np.broadcast_arrays(
+        np.asarray(mean, dtype=np.float64),
+        np.asarray(variance, dtype=np.float64),
+        np.asarray(third, dtype=np.float64),
+    )
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        sd = np.sqrt(np.maximum(variance, 0.0))
+        skew = np.where(sd > 0, third / (np.maximum(variance, 1e-300) * sd), 0.0)
+        tiny = np.abs(skew) < 1e-6
+        safe = np.where(tiny, 1.0, skew)
+        shape = 4.0 / (safe * safe)
+        scale = sd * np.abs(safe) / 2.0
+        upper_tail = np.where(
+            skew > 0,
+            _special().gammaincc(shape, np.maximum((level - (mean - shape * scale)) / scale, 0.0)),
+            _special().gammainc(shape, np.maximum((mean + shape * scale - level) / scale, 0.0)),
+        )
+        normal_tail = 0.5 * _special().erfc((level - mean) / (sd * math.sqrt(2.0)))
+        tail = np.where(tiny, normal_tail, upper_tail)
+        return np.where(sd > 0, tail, np.where(mean > level, 1.0, 0.0))
+
+
+def shifted_gamma_exceeds(
+    mean: np.ndarray, variance: np.ndarray, third: np.ndarray, level: float, q: float
+) -> np.ndarray:
+    """Whether the q-quantile of the shifted gamma law (:func:`shifted_gamma_quantile`) exceeds
+    ``level``, element by element, through the law's survival function at ``level`` (cheaper than
+    inverting it): P(X > level) > 1 − q."""
+    tail = _shifted_gamma_survival(mean, variance, third, level)
+    finite = np.isfinite(np.asarray(mean, dtype=np.float64)) & np.isfinite(
+        np.asarray(variance, dtype=np.float64)
+    )
+    return ~finite | (tail > 1.0 - q)
