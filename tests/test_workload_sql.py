@@ -184,3 +184,19 @@ def test_the_spark_query_returns_the_summary_of_the_file(spark, preset: str) -> 
     _same_summary(
         summary_from_table(columns, "requests"), summarize_source(path, 2_000_000, log_format=preset)
     )
+
+
+def test_where_adds_a_filter_to_the_presets() -> None:
+    """--where keeps only the rows it selects (a date range for partition pruning, one model)."""
+    connection = connect()
+    _sample_rows(connection, "litellm")
+    sql = workload_summary_sql(
+        dialect="duckdb",
+        log_format="litellm",
+        table="requests",
+        where="\"startTime\" < TIMESTAMP '2024-05-10 12:00:10'",
+    )
+    summary = summary_from_table(connection.execute(sql).fetchnumpy(), "requests")
+    assert (
+        summary.request_count == 5
+    )  # the sample's arrivals before 10 s: 0, 1.25, 3, 5.25, 8 (failures skipped)
