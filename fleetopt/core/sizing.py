@@ -698,7 +698,9 @@ def _wait_raw_moments(p_wait: Any, drain_rate_per_s: Any, service_scv: float) ->
     return p_wait * mean, 2.0 * p_wait * mean * mean, 6.0 * p_wait * mean**3
 
 
-def _engine_eval(ctx: _EngineContext, instances: float, slots: Any) -> dict[str, Any]:
+def _engine_eval(
+    ctx: _EngineContext, instances: float, slots: Any, *, last_fails: bool = False
+) -> dict[str, Any]:
     """The chain's figures at n ``instances`` (one count) of s ``slots`` (an array), and ``ok``: the
     pool is stable, within the cap (slot occupancy and compute), meets the TTFT SLO and TPOT cap.
 
@@ -709,7 +711,9 @@ def _engine_eval(ctx: _EngineContext, instances: float, slots: Any) -> dict[str,
     chain's mean occupancy per instance, with its slot wait; the TPOT cap is checked at the
     q-quantile of the occupancy an arrival finds. Over slot counts only t_d = W + c_d·k and the
     wait change: the law is evaluated over an array of t_d, and the SLO test uses its survival
-    function.
+    function. ``last_fails``: the last slot count is known to fail the SLO; a slot count whose mean
+    occupancy is no lower than the last one's then fails too (the law grows with t_d and the wait,
+    and fewer slots only add waiting), so its law is not evaluated.
     """
     m = ctx.moments
     q = m.quantile
@@ -727,6 +731,8 @@ def _engine_eval(ctx: _EngineContext, instances: float, slots: Any) -> dict[str,
     if ctx.tpot_slo_s is not None:
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             ok &= _seen_iteration_s(ctx, n, s, st, q) <= ctx.tpot_slo_s
+    if last_fails and ctx.tpot_slo_s is None:  # (with a TPOT cap the last may fail on TPOT alone)
+        ok &= st["mean_busy"] < st["mean_busy"][-1]
     if ok.any():
         chosen = np.flatnonzero(ok)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -907,7 +913,8 @@ def _size_engine(
         return _engine_ok_one(ctx, float(instances), float(most)), None
 
     def passes(instances: int) -> tuple[bool, np.ndarray]:
-        ok = _engine_eval(ctx, float(instances), slots)["ok"]
+        # called only below the fewest instances at which the most slots pass (they fail here)
+        ok = _engine_eval(ctx, float(instances), slots, last_fails=True)["ok"]
         return bool(ok.any()), ok
 
     # No pool with fewer instances than the compute bound λ·E[I]·c₁ / cap is allowed (x ≤ cap).
