@@ -96,13 +96,10 @@ def rate_with_origin(workload: Workload, arrival_rate_per_s: float | None) -> tu
 
 
 def observed_rate_per_s(workload: Workload) -> float | None:
-    """The log's mean arrival rate, (n − 1)/span, or None without usable timestamps."""
-    from fleetopt.core.workload_stats import arrival_statistics
+    """The log's (or its summary's) mean arrival rate, (n − 1)/span, or None without usable times."""
+    from fleetopt.core.workload_stats import observed_rate_per_s as observed
 
-    times = workload.arrival_times_s
-    if times is None or times.size < 2:
-        return None
-    return arrival_statistics(times).mean_rate_per_s
+    return observed(workload)
 
 
 def plan_workload(
@@ -594,6 +591,11 @@ def crosscheck_setup_run(
     rate = arrival_rate_per_s
     if replay:
         times = workload.arrival_times_s
+        if times is None and workload.arrival_windows is not None:
+            raise ValidationError(
+                f"--replay: {workload.name!r} is a workload summary: it keeps arrivals per window, not each "
+                "request's arrival time; replay the raw log, or drop --replay to simulate Poisson arrivals"
+            )
         if times is None or times.size < 2:
             raise ValidationError(
                 f"--replay: workload {workload.name!r} has no arrival times (a CDF, or a log without a "
@@ -969,6 +971,66 @@ def check_calibration(
     )  # fmt: skip
     tpot, ttft = predict(theta, measurements.benchmark, serving.prefill_chunk_tokens)
     return CalibrationCheck(measurements, serving.name, tpot, ttft)
+
+
+# -- workload summaries (fleetopt workload summarize / merge / sql) ------------------------------
+
+
+def summarize_logs(
+    logs: Sequence[str], *, window_s: float = 1.0, reader_options: dict[str, Any] | None = None
+) -> Any:
+    """The summary of one or more logs (paths, globs, URLs, bundled names or summaries), merged:
+    each is aggregated where it is read (DuckDB), then the counts add up.
+    Returns a :class:`fleetopt.core.summary.LogSummary`."""
+    from fleetopt.core.summary import merge_summaries
+    from fleetopt.core.workload_stats import window_microseconds
+    from fleetopt.io.workloads import summarize_source
+
+    if not logs:
+        raise ValidationError("workload summarize: give at least one log")
+    window_us = window_microseconds(window_s, field="--window")
+    options = {k: v for k, v in (reader_options or {}).items() if k != "split"}
+    parts = [summarize_source(log, window_us, **options) for log in logs]
+    return parts[0] if len(parts) == 1 else merge_summaries(parts, list(logs))
+
+
+def merge_summary_files(paths: Sequence[str]) -> Any:
+    """Read summaries (files, globs or URLs) and add them into one (:func:`merge_summaries`)."""
+    from fleetopt.core.summary import merge_summaries
+    from fleetopt.io.workloads import read_summary_source
+
+    if len(paths) < 1:
+        raise ValidationError("workload merge: give the summaries to merge")
+    return merge_summaries([read_summary_source(p) for p in paths], list(paths))
+
+
+def workload_summary_sql(
+    *,
+    dialect: str,
+    log_format: str | None,
+    table: str,
+    window_s: float = 1.0,
+    input_column: str | None = None,
+    output_column: str | None = None,
+    time_column: str | None = None,
+    time_unit: str | None = None,
+    time_type: str | None = None,
+    no_time: bool = False,
+    where: str | None = None,
+) -> str:
+    """``fleetopt workload sql``: the summary query of a warehouse table, in ``dialect``."""
+    from fleetopt.core.workload_stats import window_microseconds
+    from fleetopt.io.log_formats import log_format as preset_named
+    from fleetopt.io.log_formats import time_unit_seconds
+    from fleetopt.io.warehouse import warehouse_sql
+
+    return warehouse_sql(
+        dialect.strip().lower(), preset=preset_named(log_format), table=table,
+        window_us=window_microseconds(window_s, field="--window"), input_column=input_column,
+        output_column=output_column,
+        time_column=time_column, time_unit_s=time_unit_seconds(time_unit), time_type=time_type,
+        no_time=no_time, where=where,
+    )  # fmt: skip
 
 
 # -- export: a plan as vLLM commands, a router file, Kubernetes and KEDA manifests, markdown -----
