@@ -90,9 +90,9 @@ def arrival_basis(
         basis_factor,
         dispersion_curve,
         parse_rate_basis,
-        rate_profile_from_counts,
+        rate_profile_of,
+        workload_window_counts,
     )
-    from fleetopt.core.workload_stats import workload_window_counts
 
     try:
         counts = workload_window_counts(workload, rate_window_s)
@@ -107,14 +107,14 @@ def arrival_basis(
             f"{rate_window_s:g} s window (a CDF, a log without a time column, or a shorter log); use "
             "--rate-basis mean, or a shorter --rate-window"
         )
-    profile = rate_profile_from_counts(counts) if counts is not None else None
+    profile = rate_profile_of(counts) if counts is not None else None
     overdispersed = False
     if profile is not None and profile.windows >= 2 and math.isfinite(profile.index_of_dispersion):
         dof = profile.windows - 1
         overdispersed = profile.index_of_dispersion * dof > float(chdtri(dof, 0.01))
     dispersion: tuple[tuple[float, float], ...] = ()
     if basis != "mean":
-        dispersion = dispersion_curve(workload.arrival_times_s, rate_window_s, workload.arrival_counts)
+        dispersion = dispersion_curve(workload, rate_window_s)
     factor = basis_factor(counts, basis) if basis != "mean" else 1.0
     return ArrivalBasis(
         basis,
@@ -179,17 +179,10 @@ def rate_with_origin(workload: Workload, arrival_rate_per_s: float | None) -> tu
 
 
 def observed_rate_per_s(workload: Workload) -> float | None:
-    """The log's mean arrival rate, (n − 1)/span (a summary's: its counts over the windows they
-    cover), or None without usable timestamps."""
-    from fleetopt.core.workload_stats import arrival_statistics
+    """The log's (or its summary's) mean arrival rate, (n − 1)/span, or None without usable times."""
+    from fleetopt.core.workload_stats import observed_rate_per_s as observed
 
-    times = workload.arrival_times_s
-    if times is None or times.size < 2:
-        counts = workload.arrival_counts
-        if times is None and counts is not None and counts.windows > 0 and counts.counts.sum() > 0:
-            return float(counts.counts.sum()) / counts.span_s
-        return None
-    return arrival_statistics(times).mean_rate_per_s
+    return observed(workload)
 
 
 def plan_workload(
@@ -672,7 +665,7 @@ def check_plan_drift(
     # today on the plan's basis: today's profile when its log has one, else the plan's own factor
     factor, dispersion = planned.basis_factor, planned.arrival_dispersion
     if planned.rate_basis != "mean" and planned.rate_window_s is not None:
-        from fleetopt.core.workload_stats import workload_window_counts
+        from fleetopt.core.arrivals import workload_window_counts
 
         if workload_window_counts(today, planned.rate_window_s) is not None:
             basis = arrival_basis(today, rate, planned.rate_basis, planned.rate_window_s)
@@ -762,7 +755,7 @@ def crosscheck_setup_run(
     it then runs as many seeds as its rarest pool needs for that (expected from the plan's pool
     rates, with 10% margin), at most :data:`MAX_AUTO_SEEDS`.
     """
-    from fleetopt.core.arrivals import ArrivalSpec, WindowCounts
+    from fleetopt.core.arrivals import ArrivalSpec, WindowCounts, workload_window_counts
     from fleetopt.core.crosscheck import (
         WARMUP_MARGIN,
         crosscheck_setup,
@@ -772,7 +765,6 @@ def crosscheck_setup_run(
     )
     from fleetopt.core.service import SERVICE_MODEL_REGISTRY
     from fleetopt.core.simulate import DISPATCH_POLICIES, PHYSICAL, SERVICE_MODELS
-    from fleetopt.core.workload_stats import workload_window_counts
 
     process = _arrival_process(replay, arrivals)
     if service_model in SERVICE_MODEL_REGISTRY:
@@ -812,15 +804,16 @@ def crosscheck_setup_run(
     window_s = rate_window_s or DEFAULT_RATE_WINDOW_S
     times = workload.arrival_times_s
     if process == "replay":
-        if times is None or times.size < 2:
-            hint = (
-                "; it carries window counts: --arrivals profile follows them"
-                if workload.arrival_counts is not None
-                else "; drop --replay to simulate Poisson arrivals"
-            )
+        if times is None and workload.arrival_windows is not None:
             raise ValidationError(
-                f"--replay: workload {workload.name!r} has no arrival times (a CDF, a summary, or a log "
-                f"without a time column){hint}"
+                f"--replay: {workload.name!r} is a workload summary: it keeps arrivals per window, not each "
+                "request's arrival time; replay the raw log, follow its windows with --arrivals profile, "
+                "or drop --replay to simulate Poisson arrivals"
+            )
+        if times is None or times.size < 2:
+            raise ValidationError(
+                f"--replay: workload {workload.name!r} has no arrival times (a CDF, or a log without a "
+                "time column); drop --replay to simulate Poisson arrivals"
             )
         span = float(times[-1] - times[0])
         if not span > 0:
@@ -1237,6 +1230,66 @@ def check_calibration(
     )  # fmt: skip
     tpot, ttft = predict(theta, measurements.benchmark, serving.prefill_chunk_tokens)
     return CalibrationCheck(measurements, serving.name, tpot, ttft)
+
+
+# -- workload summaries (fleetopt workload summarize / merge / sql) ------------------------------
+
+
+def summarize_logs(
+    logs: Sequence[str], *, window_s: float = 1.0, reader_options: dict[str, Any] | None = None
+) -> Any:
+    """The summary of one or more logs (paths, globs, URLs, bundled names or summaries), merged:
+    each is aggregated where it is read (DuckDB), then the counts add up.
+    Returns a :class:`fleetopt.core.summary.LogSummary`."""
+    from fleetopt.core.summary import merge_summaries
+    from fleetopt.core.workload_stats import window_microseconds
+    from fleetopt.io.workloads import summarize_source
+
+    if not logs:
+        raise ValidationError("workload summarize: give at least one log")
+    window_us = window_microseconds(window_s, field="--window")
+    options = {k: v for k, v in (reader_options or {}).items() if k != "split"}
+    parts = [summarize_source(log, window_us, **options) for log in logs]
+    return parts[0] if len(parts) == 1 else merge_summaries(parts, list(logs))
+
+
+def merge_summary_files(paths: Sequence[str]) -> Any:
+    """Read summaries (files, globs or URLs) and add them into one (:func:`merge_summaries`)."""
+    from fleetopt.core.summary import merge_summaries
+    from fleetopt.io.workloads import read_summary_source
+
+    if len(paths) < 1:
+        raise ValidationError("workload merge: give the summaries to merge")
+    return merge_summaries([read_summary_source(p) for p in paths], list(paths))
+
+
+def workload_summary_sql(
+    *,
+    dialect: str,
+    log_format: str | None,
+    table: str,
+    window_s: float = 1.0,
+    input_column: str | None = None,
+    output_column: str | None = None,
+    time_column: str | None = None,
+    time_unit: str | None = None,
+    time_type: str | None = None,
+    no_time: bool = False,
+    where: str | None = None,
+) -> str:
+    """``fleetopt workload sql``: the summary query of a warehouse table, in ``dialect``."""
+    from fleetopt.core.workload_stats import window_microseconds
+    from fleetopt.io.log_formats import log_format as preset_named
+    from fleetopt.io.log_formats import time_unit_seconds
+    from fleetopt.io.warehouse import warehouse_sql
+
+    return warehouse_sql(
+        dialect.strip().lower(), preset=preset_named(log_format), table=table,
+        window_us=window_microseconds(window_s, field="--window"), input_column=input_column,
+        output_column=output_column,
+        time_column=time_column, time_unit_s=time_unit_seconds(time_unit), time_type=time_type,
+        no_time=no_time, where=where,
+    )  # fmt: skip
 
 
 # -- export: a plan as vLLM commands, a router file, Kubernetes and KEDA manifests, markdown -----

@@ -19,7 +19,7 @@ from fleetopt.core.arrivals import (
     parse_rate_basis,
     pool_arrival_scv,
     profile_arrivals,
-    rate_profile_from_counts,
+    rate_profile_of,
     replay_at_rate,
     with_periodic_warmup,
     within_window_dispersion,
@@ -54,13 +54,19 @@ def test_window_counts_match_numpy_histogram_and_drop_the_partial_window() -> No
     assert WindowCounts.from_times(np.array([0.0, 10.0]), 60.0) is None
 
 
-def test_rebinned_counts_equal_counts_at_the_longer_window() -> None:
-    rng = np.random.default_rng(3)
-    times = np.sort(rng.integers(0, 36_000, 20_000)).astype(np.float64) / 10.0  # 0.1 s ticks
-    fine = WindowCounts.from_times(times, 1.0)
-    assert fine.rebinned(60.0).counts.tolist() == WindowCounts.from_times(times, 60.0).counts.tolist()
-    with pytest.raises(ValidationError, match="is not a whole multiple of the counts' window 1 s"):
-        fine.rebinned(1.5)
+def test_a_summarys_windows_give_the_logs_window_counts(shared_dir) -> None:
+    """workload_window_counts on a log's times and on its summary (0.1 s windows) alike: the full
+    UTC minutes of the clock, and the first one's UTC start."""
+    from fleetopt.core.arrivals import workload_window_counts
+    from fleetopt.core.summary import summary_from_workload, workload_from_summary
+    from fleetopt.io.workloads import load_workload
+
+    log = load_workload("azure-2023-code")
+    summary = workload_from_summary(summary_from_workload(log, "code", window_us=100_000), "summary")
+    from_log, from_summary = workload_window_counts(log, 60.0), workload_window_counts(summary, 60.0)
+    assert from_log.counts.tolist() == from_summary.counts.tolist() and from_log.windows == 56
+    assert from_log.origin_epoch_s == from_summary.origin_epoch_s
+    assert from_log.origin_epoch_s % 60 == 0 and from_log.origin_epoch_s > log.arrival_span.first_us / 1e6
 
 
 def test_too_many_windows_are_refused_with_a_way_out() -> None:
@@ -84,7 +90,7 @@ def test_rate_basis_names_and_factor_never_below_one() -> None:
     assert basis_factor(counts, "peak") == pytest.approx(3.0)
     assert basis_factor(counts, "p50") == 1.0  # 10/60 < the mean: never sized below the mean
     assert basis_factor(counts, "p90") == pytest.approx(3.0)  # inverted CDF: the 5th of 5 windows
-    profile = rate_profile_from_counts(counts)
+    profile = rate_profile_of(counts)
     assert profile.peak_to_mean_ratio == pytest.approx(3.0)
     assert profile.index_of_dispersion == pytest.approx(np.var([10, 10, 10, 10, 60]) / 20)
 
@@ -112,7 +118,7 @@ def test_dispersion_is_one_for_poisson_arrivals_whatever_the_window_profile() ->
         sd = math.sqrt(2.0 / (399 * (division - 1)))
         assert abs(value - 1.0) < 5 * sd + 0.01, (division, value)
     # while the plain index of dispersion of the window counts sees the profile
-    assert rate_profile_from_counts(WindowCounts.from_times(times, 60.0)).index_of_dispersion > 50
+    assert rate_profile_of(WindowCounts.from_times(times, 60.0)).index_of_dispersion > 50
 
 
 def test_bursts_inside_windows_raise_the_dispersion() -> None:
@@ -125,16 +131,26 @@ def test_bursts_inside_windows_raise_the_dispersion() -> None:
     assert 1.0 + 0.5 * (expected - 1.0) < value < 1.0 + 1.5 * (expected - 1.0)
 
 
-def test_dispersion_from_times_equals_dispersion_from_fine_counts(shared_dir) -> None:
-    """A summary carrying 0.1 s counts gives the same curve as the log's timestamps (one path touches
-    only the non-empty sub-windows, the other every one)."""
+def test_dispersion_from_times_equals_dispersion_from_a_one_second_summary(shared_dir) -> None:
+    """The curve's scales are whole seconds (30 s down to 1 s for 1-minute windows), so a summary at
+    the default 1 s windows gives the log's curve exactly (both count the same arrivals in the same
+    clock sub-windows); a 10 s summary gives the scales from 10 s up, the same values."""
+    from fleetopt.core.summary import summary_from_workload, workload_from_summary
     from fleetopt.io.workloads import load_workload
 
-    times = load_workload("azure-2023-code").arrival_times_s
-    from_times = dispersion_curve(times, 60.0)
-    from_counts = dispersion_curve(None, 60.0, WindowCounts.from_times(times, 0.1))
-    assert [t for t, _ in from_times] == [t for t, _ in from_counts]
-    assert [d for _, d in from_times] == pytest.approx([d for _, d in from_counts], rel=1e-3)
+    log = load_workload("azure-2023-code")
+    second = workload_from_summary(summary_from_workload(log, "code", window_us=1_000_000), "second")
+    coarse = workload_from_summary(summary_from_workload(log, "code", window_us=10_000_000), "coarse")
+    from_log = dict(dispersion_curve(log, 60.0))
+    assert sorted(from_log) == [1.0, 2.0, 3.0, 4.0, 6.0, 10.0, 15.0, 20.0, 30.0]
+    assert dict(dispersion_curve(second, 60.0)) == pytest.approx(from_log, rel=1e-12)
+    from_coarse = dict(dispersion_curve(coarse, 60.0))
+    assert sorted(from_coarse) == [10.0, 20.0, 30.0]
+    assert from_coarse == pytest.approx({t: from_log[t] for t in from_coarse}, rel=1e-12)
+    assert from_log[30.0] > 50  # the coding file is bursty within minutes
+    # the same times, unrounded, at a sub-second scale the curve leaves out: still measurable directly
+    times = log.arrival_times_s
+    assert within_window_dispersion_of_times(times, 60.0, 600) < from_log[1.0]
 
 
 def test_pool_arrival_scv_thins_and_interpolates() -> None:

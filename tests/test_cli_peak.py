@@ -22,23 +22,42 @@ def _plan_json(*args: str) -> dict:
     return json.loads(result.stdout)
 
 
+def _utc_minutes(name: str) -> np.ndarray:
+    """Arrivals per full UTC clock minute of a bundled log, counted here from its times and its
+    first arrival's UTC moment (the planner's windows are these)."""
+    from fleetopt.io.workloads import load_workload
+
+    log = load_workload(name)
+    epoch_s = log.arrival_span.first_us / 1e6 + log.arrival_times_s
+    minutes = np.floor(epoch_s / 60.0).astype(np.int64)
+    first, last = int(np.ceil(epoch_s.min() / 60.0)), int(np.floor(epoch_s.max() / 60.0))
+    full = minutes[(minutes >= first) & (minutes < last)]
+    return np.bincount(full - first, minlength=last - first).astype(float)
+
+
 def test_the_table_states_the_basis_with_the_peak_to_mean_ratio() -> None:
+    counts = _utc_minutes("azure-2023-code")
+    ratio = counts.max() / counts.mean()
     result = runner.invoke(app, ["plan", "--cdf", "azure-2023-code", "--slo", "500ms", "--rate", "1000"])
     assert result.exit_code == 0, result.output
     text = " ".join(result.stdout.split())
     assert "mean 1,000 req/s (given)" in text
     assert (
-        "rate basis (peak): sized for the peak 1-min window and its bursts within windows: 4,178 req/s, "
-        "4.178 × the mean 1,000 req/s (the log's peak/mean 4.18)" in text
+        f"rate basis (peak): sized for the peak 1-min window and its bursts within windows: "
+        f"{1000 * ratio:,.0f} req/s, {ratio:.3f} × the mean 1,000 req/s "
+        f"(the log's peak/mean {ratio:.2f})" in text
     )
     assert "arrival SCV C_a²" in text
 
 
 def test_the_document_carries_the_basis_and_a_mean_plan_of_a_bursty_log_warns() -> None:
+    counts = _utc_minutes("azure-2023-code")
+    ratio, dispersion = counts.max() / counts.mean(), counts.var() / counts.mean()
     peak = _plan_json("--cdf", "azure-2023-code", "--slo", "500ms", "--rate", "1000")
     basis = peak["inputs"]["rate_basis"]
     assert basis["basis"] == "peak" and basis["window_s"] == 60.0 and basis["overdispersed"] is True
-    assert basis["factor"] == pytest.approx(basis["peak_to_mean_ratio"]) == pytest.approx(4.178, abs=5e-4)
+    assert basis["factor"] == pytest.approx(basis["peak_to_mean_ratio"]) == pytest.approx(ratio, rel=1e-9)
+    assert basis["profile"]["windows"] == counts.size
     assert peak["inputs"]["arrival_rate_per_s"] == 1000 and peak["inputs"][
         "sizing_rate_per_s"
     ] == pytest.approx(1000 * basis["factor"])
@@ -51,9 +70,10 @@ def test_the_document_carries_the_basis_and_a_mean_plan_of_a_bursty_log_warns() 
     )
     assert all(pool["arrival_scv"] == 1 for pool in mean["best"]["pools"].values())
     assert (
-        "WARNING: sized on the mean of a bursty log: its busiest 1-min window runs at 4.18 × the mean "
-        "(4,178 req/s at this plan's mean), and its 1-min counts are over-dispersed (index of dispersion "
-        "164, Poisson 1); this fleet will queue during the peaks — --rate-basis peak sizes for them"
+        f"WARNING: sized on the mean of a bursty log: its busiest 1-min window runs at {ratio:.2f} × the "
+        f"mean ({1000 * ratio:,.0f} req/s at this plan's mean), and its 1-min counts are over-dispersed "
+        f"(index of dispersion {dispersion:.0f}, Poisson 1); this fleet will queue during the peaks — "
+        "--rate-basis peak sizes for them"
     ) in mean["notes"]
     assert mean["best"]["total_gpus"] < peak["best"]["total_gpus"]
 
@@ -95,8 +115,10 @@ def test_schedule_errors() -> None:
 def test_the_schedule_over_the_azure_hour_is_not_periodic() -> None:
     plan = _plan_json("--cdf", "azure-2023", "--slo", "500ms", "--rate", "1000", "--schedule", "15min")
     schedule = plan["schedule"]
-    assert schedule["periodic"] is False and schedule["period_s"] == 58 * 60.0  # 58 full minutes
-    assert schedule["origin_utc"] == "2023-11-16T18:15:46.680590Z"  # the first arrival, wall clock
+    minutes = _utc_minutes("azure-2023").size
+    assert schedule["periodic"] is False and schedule["period_s"] == minutes * 60.0  # the full UTC minutes
+    assert minutes == 58  # the hour's log: from 18:15:46 to 19:14:… UTC
+    assert schedule["origin_utc"] == "2023-11-16T18:16:00Z"  # the first full UTC minute
     assert schedule["pools"] == list(plan["best"]["pools"])
     assert [w["end_s"] for w in schedule["windows"]] == [900.0, 1800.0, 2700.0, 3480.0]
     busiest = max(schedule["windows"], key=lambda w: w["arrival_rate_per_s"])
@@ -166,10 +188,12 @@ def test_arrival_options_are_checked() -> None:
 
 
 def test_workload_show_plots_the_rate_profile() -> None:
+    minutes = _utc_minutes("azure-2023-code").size
     result = runner.invoke(app, ["workload", "show", "azure-2023-code", "--plot"])
     assert result.exit_code == 0, result.output
-    assert "arrival rate per 60 s window (req/s; a column is the busiest of 1 window(s)), over 3,420 s:" in (
-        result.stdout
+    assert (
+        "arrival rate per 60 s window (req/s; a column is the busiest of 1 window(s)), "
+        f"over {minutes * 60:,} s:" in result.stdout
     )
     assert "█" in result.stdout
     data = json.loads(

@@ -141,7 +141,7 @@ def test_bad_choices_and_replay_without_times(plan_file: Path) -> None:
     result = runner.invoke(app, ["simulate", "--plan", str(plan_file), "--cdf", "azure", "--replay"])
     assert result.exit_code == 1
     assert result.stderr == (
-        "Error: --replay: workload 'azure' has no arrival times (a CDF, a summary, or a log without a time "
+        "Error: --replay: workload 'azure' has no arrival times (a CDF, or a log without a time "
         "column); drop --replay to simulate Poisson arrivals\n"
     )
 

@@ -109,7 +109,9 @@ def test_input_format_override(tmp_path: Path) -> None:
     result = runner.invoke(app, ["workload", "show", str(path), "--input-format", "xml"])
     assert result.exit_code == 1
     assert (
-        result.stderr == "Error: unknown input format 'xml' (allowed: azure, csv, jsonl, cdf-json, cdf-csv)\n"
+        result.stderr
+        == "Error: unknown input format 'xml' (allowed: azure, csv, jsonl, json, parquet, summary, "
+        "cdf-json, cdf-csv)\n"
     )
 
 

@@ -32,6 +32,13 @@ SEEDS = {
     b'{"input_length": 3000, "output_length": 200, "timestamp": 500}\n',
     "cdf.json": b'{"cdf": [[256, 0.2], [1024, 0.6], [8192, 0.95], [32768, 1.0]]}',
     "cdf.csv": b"tokens,cdf\n256,0.2\n1024,0.6\n8192,1.0\n",
+    # workload summaries (fleetopt workload summarize), their JSON document and their table form
+    "summary.json": b'{"fleetopt_summary":1,"window_us":1000000,"sources":[{"source":"log.csv","requests":3,'
+    b'"first_us":0,"last_us":2500000,"clock":"relative"}],"tokens":{"input_tokens":[100,2000],'
+    b'"output_tokens":[20,300],"n":[2,1]},"windows":{"start_us":[0,2000000],"n":[2,1]}}',
+    "summary.csv": b"record,input_tokens,output_tokens,start_us,end_us,n,source,clock\n"
+    b"tokens,100,20,,,2,,\ntokens,2000,300,,,1,,\nwindow,,,0,1000000,2,,\nwindow,,,2000000,3000000,1,,\n"
+    b"log,,,0,2500000,3,log.csv,relative\n",
 }
 PROFILE = (
     b"model: llama-3-70b\ngpu: a100-80gb\ntensor_parallel: 8\ncalibration: paper\nsource: test\n"

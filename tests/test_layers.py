@@ -15,7 +15,9 @@ import subprocess
 import sys
 from functools import cache
 
-FORBIDDEN_IN_CORE = ("typer", "rich", "yaml", "click")
+FORBIDDEN_IN_CORE = ("typer", "rich", "yaml", "click", "duckdb", "sqlglot")
+#: Loaded only by the commands that read logs or write SQL (DuckDB is ~25 MB of native code).
+LAZY_ENGINES = ("duckdb", "sqlglot")
 
 _PROBE = """
 import importlib, json, pkgutil, sys
@@ -100,3 +102,25 @@ def test_core_never_imports_io_or_cli() -> None:
 def test_io_never_imports_cli_or_render() -> None:
     offenders = _offenders("io", ("fleetopt.cli", "fleetopt.render"))
     assert offenders == [], "; ".join(offenders)
+
+
+def test_io_loads_the_log_engine_only_when_a_log_is_read() -> None:
+    offenders = _offenders("io", LAZY_ENGINES)
+    assert offenders == [], "; ".join(offenders)
+
+
+def test_help_does_not_import_duckdb_or_sqlglot() -> None:
+    """`fleetopt --help` (and every command's --help) starts without the log engine."""
+    probe = (
+        "import sys\n"
+        "from fleetopt.cli import app\n"
+        "for args in (['--help'], ['workload', '--help'], ['workload', 'summarize', '--help'],\n"
+        "             ['plan', '--help']):\n"
+        "    try:\n"
+        "        app(args, standalone_mode=False)\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "print(sorted(m for m in ('duckdb', 'sqlglot') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"

@@ -148,17 +148,15 @@ def test_the_peak_basis_sizes_at_the_busiest_minute_of_the_log(shared_dir) -> No
 
 
 def test_a_summary_with_window_counts_plans_like_the_log(shared_dir) -> None:
-    """A workload carrying its arrivals as 0.1 s counts (what a log summary keeps) gets the same rate
-    basis, the same C_a² and so the same fleet as the log with its timestamps."""
-    import dataclasses
-
+    """A summary of the log (its histogram and 1 s arrival windows, no timestamps) gets the same
+    rate basis, the same C_a² and so the same fleet as the log itself."""
     from fleetopt.api import plan_workload
-    from fleetopt.core.arrivals import WindowCounts
+    from fleetopt.core.summary import summary_from_workload, workload_from_summary
     from fleetopt.io.workloads import load_workload
 
     log = load_workload("azure-2023-code")
-    counts = WindowCounts.from_times(log.arrival_times_s, 0.1, log.arrival_origin_epoch_s)
-    summary = dataclasses.replace(log, arrival_times_s=None, arrival_counts=counts)
+    summary = workload_from_summary(summary_from_workload(log, "code", window_us=1_000_000), "summary")
+    assert summary.arrival_times_s is None
     from_log = plan_workload(log, ttft_slo_s=0.5, arrival_rate_per_s=1000)
     from_summary = plan_workload(summary, ttft_slo_s=0.5, arrival_rate_per_s=1000)
     assert from_summary.plan.options.arrival_rate_per_s == pytest.approx(
@@ -168,7 +166,7 @@ def test_a_summary_with_window_counts_plans_like_the_log(shared_dir) -> None:
         p.instances for p in from_log.plan.best.pools
     ]
     scvs = [p.arrival_scv for p in from_log.plan.best.pools]
-    assert [p.arrival_scv for p in from_summary.plan.best.pools] == pytest.approx(scvs, rel=1e-3)
+    assert [p.arrival_scv for p in from_summary.plan.best.pools] == pytest.approx(scvs, rel=1e-9)
 
 
 # -------------------------------------------------------------------------------------------- schedules
@@ -268,24 +266,23 @@ def test_the_schedule_reads_back_and_writes_csv(tmp_path) -> None:
 
 
 def test_a_summary_cannot_be_replayed_but_its_profile_can(shared_dir) -> None:
-    import dataclasses
-
     from fleetopt.api import crosscheck_setup_run, plan_workload
-    from fleetopt.core.arrivals import WindowCounts
+    from fleetopt.core.arrivals import workload_window_counts
     from fleetopt.core.crosscheck import setup_from_plan
+    from fleetopt.core.summary import summary_from_workload, workload_from_summary
     from fleetopt.io.workloads import load_workload
 
     log = load_workload("azure-2023-conv")
-    summary = dataclasses.replace(
-        log, arrival_times_s=None, arrival_counts=WindowCounts.from_times(log.arrival_times_s, 1.0)
-    )
+    summary = workload_from_summary(summary_from_workload(log, "conv", window_us=1_000_000), "conv summary")
     run = plan_workload(summary, ttft_slo_s=1.0, arrival_rate_per_s=20, service_model="lockstep")
     setup = setup_from_plan(run.plan)
-    with pytest.raises(ValidationError, match="it carries window counts: --arrivals profile follows them"):
+    with pytest.raises(
+        ValidationError, match="is a workload summary: .* follow its windows with --arrivals profile"
+    ):
         crosscheck_setup_run(setup, summary, service_model="lockstep", seeds=1, arrivals="replay")
     check = crosscheck_setup_run(
         setup, summary, service_model="lockstep", seeds=1, arrivals="profile", requests=20_000
     )
     assert check.arrival_process == "profile" and check.mean_rate_per_s == 20
-    minutes = summary.arrival_counts.rebinned(60.0)  # the profile follows the plan's rate window
+    minutes = workload_window_counts(summary, 60.0)  # the profile follows 1-minute windows
     assert check.rate_factor == pytest.approx(20 / (minutes.counts.sum() / minutes.span_s))

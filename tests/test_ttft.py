@@ -220,3 +220,25 @@ def test_a_small_pool_of_long_prompts_where_other_prompts_rarely_overlap() -> No
     assert simulated <= law.quantile_s(0.99) <= 1.07 * simulated
     whole_only = shifted_gamma_quantile(law.mean_s, law.variance_s2, law.third_s3, 0.99)
     assert whole_only > 1.15 * simulated  # what the quiet part corrects
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.floats(0.001, 0.999),
+    st.tuples(st.floats(0.1, 0.5), st.floats(1e-5, 1e-2), st.floats(-1.0, 3.0)),
+    st.tuples(st.floats(0.1, 1.0), st.floats(1e-5, 5e-2), st.floats(0.0, 3.0)),
+)
+def test_the_mixture_quantile_solves_its_survival_equation(w0, first, second) -> None:
+    """Newton inside the bracket against scipy's brentq on the same survival function, to 10⁻⁹."""
+    from scipy.optimize import brentq
+
+    from fleetopt.core.ttft import _mixture_quantile, _survival_one
+
+    first = (first[0], first[1], first[2] * first[1] ** 1.5)  # (mean, variance, skewness·σ³)
+    second = (second[0], second[1], second[2] * second[1] ** 1.5)
+
+    def excess(x: float) -> float:
+        return w0 * _survival_one(*first, x) + (1 - w0) * _survival_one(*second, x) - 0.01
+
+    reference = brentq(excess, -100.0, 100.0, xtol=1e-14, rtol=1e-14)
+    assert _mixture_quantile(w0, first, 1 - w0, second, 0.99) == pytest.approx(reference, rel=1e-9, abs=1e-12)

@@ -365,3 +365,27 @@ def test_rate_profile_of_evenly_spaced_arrivals_has_no_dispersion() -> None:
     assert profile.windows == 10 and profile.mean_rate_per_s == 1.0 == profile.peak_rate_per_s
     assert profile.index_of_dispersion == 0.0
     assert rate_profile(np.array([0.0, 10.0]), 60.0) is None  # shorter than one window
+
+
+@pytest.mark.parametrize("name", ["code", "conv"])
+def test_rate_profile_on_utc_minutes_against_numpy_over_the_raw_timestamps(shared_dir, name) -> None:
+    """workload show's profile counts whole UTC minutes between the first and last arrival (the
+    clock windows a summary keeps): numpy over the raw CSV's TIMESTAMP column, the bundled log and
+    the raw CSV read by fleetopt all agree."""
+    import numpy as np
+
+    from fleetopt.core.workload_stats import workload_rate_profile
+    from fleetopt.io.workloads import load_workload
+
+    raw = shared_dir / "traces" / "azure-2023" / f"AzureLLMInferenceTrace_{name}.csv"
+    stamps = np.loadtxt(raw, delimiter=",", skiprows=1, usecols=0, dtype="datetime64[us]").astype(np.int64)
+    minute = 60_000_000
+    first, last = -(-stamps.min() // minute), stamps.max() // minute
+    index = stamps // minute - first
+    counts = np.bincount(index[(index >= 0) & (index < last - first)], minlength=last - first).astype(float)
+    for workload in (load_workload(f"azure-2023-{name}"), load_workload(str(raw))):
+        profile = workload_rate_profile(workload, 60.0)
+        assert profile.windows == last - first
+        assert profile.mean_rate_per_s == pytest.approx(counts.mean() / 60, rel=1e-12)
+        assert profile.peak_rate_per_s == pytest.approx(counts.max() / 60, rel=1e-12)
+        assert profile.index_of_dispersion == pytest.approx(counts.var() / counts.mean(), rel=1e-9)

@@ -59,7 +59,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "fleetopt.cli.queue",
         "Erlang C (probability of waiting), Erlang B, utilization, mean and quantile wait of an M/G/c queue.",
     ),
-    "workload": ("fleetopt.cli.workload", "Inspect workloads: request logs and token-length CDFs."),
+    "workload": (
+        "fleetopt.cli.workload",
+        "Inspect workloads (request logs, summaries, CDFs); summarize and merge logs; SQL for a warehouse.",
+    ),
     "profiles": (
         "fleetopt.cli.profiles",
         "List and show the model, GPU and serving profiles (bundled and --profiles-dir).",

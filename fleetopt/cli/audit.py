@@ -308,6 +308,8 @@ _PLOT = typer.Option(
     help="Workload mode: draw the sensitivity views to this .png/.svg/.pdf (needs matplotlib).",
 )
 _INPUT_FORMAT = typer.Option(None, "--input-format", help="Workload mode: the file format.")
+_LOG_FORMAT = typer.Option(None, "--log-format", help="Workload mode: the request log's column preset.")
+_TIME_UNIT = typer.Option(None, "--time-unit", help="Workload mode: unit of a numeric time column.")
 _INPUT_COLUMN = typer.Option(None, "--input-column", help="CSV/JSONL column of input tokens.")
 _OUTPUT_COLUMN = typer.Option(None, "--output-column", help="CSV/JSONL column of output tokens.")
 _TIME_COLUMN = typer.Option(None, "--time-column", help="CSV/JSONL column of arrival times.")
@@ -358,9 +360,11 @@ class WorkloadArgs:
     current_context: int | None
     plot: Path | None
     input_format: str | None
+    log_format: str | None
     input_column: str | None
     output_column: str | None
     time_column: str | None
+    time_unit: str | None
     split: str | None
     profiles_dir: Path | None
 
@@ -415,9 +419,11 @@ def audit(
     current_context: int | None = _CURRENT_CONTEXT,
     plot: Path | None = _PLOT,
     input_format: str | None = _INPUT_FORMAT,
+    log_format: str | None = _LOG_FORMAT,
     input_column: str | None = _INPUT_COLUMN,
     output_column: str | None = _OUTPUT_COLUMN,
     time_column: str | None = _TIME_COLUMN,
+    time_unit: str | None = _TIME_UNIT,
     split: str | None = _SPLIT,
     profiles_dir: Path | None = PROFILES_DIR_OPTION,
     output_format: OutputFormat = FORMAT_OPTION,
@@ -477,7 +483,8 @@ def _workload_path(
         require_matplotlib()
     options = dataclasses.asdict(args)
     reader_options = {
-        key: options.pop(key) for key in ("input_format", "input_column", "output_column", "time_column")
+        key: options.pop(key)
+        for key in ("input_format", "log_format", "input_column", "output_column", "time_column", "time_unit")
     }
     reader_options["split"] = options.pop("split")
     plot = options.pop("plot")

@@ -31,11 +31,49 @@ def profiles_dirs(extra: Path | None) -> tuple[Path, ...]:
 
 # Workload reader options, shared by every command that takes a workload (see docs/workloads.md).
 INPUT_FORMAT_OPTION = typer.Option(
-    None, "--input-format", help="Override workload format detection: azure, csv, jsonl, cdf-json or cdf-csv."
+    None,
+    "--input-format",
+    help="Override workload format detection: azure, csv, jsonl, json, parquet, summary, cdf-json or "
+    "cdf-csv.",
 )
-INPUT_COLUMN_OPTION = typer.Option(None, "--input-column", help="CSV/JSONL column of input (prompt) tokens.")
-OUTPUT_COLUMN_OPTION = typer.Option(None, "--output-column", help="CSV/JSONL column of output tokens.")
-TIME_COLUMN_OPTION = typer.Option(None, "--time-column", help="CSV/JSONL column of arrival times.")
+LOG_FORMAT_OPTION = typer.Option(
+    None,
+    "--log-format",
+    help="Column preset of a request log: azure, mooncake, burstgpt, litellm, langfuse, helicone, otel, "
+    "sglang or vllm-bench (docs/workloads.md).",
+)
+INPUT_COLUMN_OPTION = typer.Option(None, "--input-column", help="Log column of input (prompt) tokens.")
+OUTPUT_COLUMN_OPTION = typer.Option(None, "--output-column", help="Log column of output tokens.")
+TIME_COLUMN_OPTION = typer.Option(None, "--time-column", help="Log column of arrival times.")
+TIME_UNIT_OPTION = typer.Option(
+    None,
+    "--time-unit",
+    help="Unit of a numeric time column: s, ms, us or ns (default: the preset's, else the column "
+    "name's _s/_ms/_us/_ns suffix, else seconds).",
+)
+
+
+def reader_options(
+    input_format: str | None,
+    log_format: str | None,
+    input_column: str | None,
+    output_column: str | None,
+    time_column: str | None,
+    time_unit: str | None,
+    split: str | None,
+) -> dict:
+    """The ``load_workload`` options of the workload options every command shares."""
+    return {
+        "input_format": input_format,
+        "log_format": log_format,
+        "input_column": input_column,
+        "output_column": output_column,
+        "time_column": time_column,
+        "time_unit": time_unit,
+        "split": split,
+    }
+
+
 SPLIT_OPTION = typer.Option(
     None,
     "--split",

@@ -10,9 +10,12 @@ import typer
 from fleetopt.cli.common import (
     INPUT_COLUMN_OPTION,
     INPUT_FORMAT_OPTION,
+    LOG_FORMAT_OPTION,
     OUTPUT_COLUMN_OPTION,
     SPLIT_OPTION,
     TIME_COLUMN_OPTION,
+    TIME_UNIT_OPTION,
+    reader_options,
 )
 
 
@@ -62,9 +65,11 @@ def drift(
         help="Drift unless the planned fleet also fits at this much more traffic (e.g. 10%).",
     ),
     input_format: str | None = INPUT_FORMAT_OPTION,
+    log_format: str | None = LOG_FORMAT_OPTION,
     input_column: str | None = INPUT_COLUMN_OPTION,
     output_column: str | None = OUTPUT_COLUMN_OPTION,
     time_column: str | None = TIME_COLUMN_OPTION,
+    time_unit: str | None = TIME_UNIT_OPTION,
     split: str | None = SPLIT_OPTION,
     fmt: DriftFormat = typer.Option(
         DriftFormat.table,
@@ -91,8 +96,9 @@ def drift(
             max_ks=parse_fraction(max_ks, field="--max-ks"),
             min_headroom=parse_fraction(min_headroom, field="--min-headroom", allow_above_one=True),
         )
-        reader = {"input_format": input_format, "input_column": input_column, "output_column": output_column,
-                  "time_column": time_column, "split": split}  # fmt: skip
+        reader = reader_options(
+            input_format, log_format, input_column, output_column, time_column, time_unit, split
+        )
         run = check_plan_drift(
             plan, cdf, arrival_rate_per_s=rate, tolerances=tolerances, reader_options=reader
         )

@@ -10,10 +10,13 @@ from fleetopt.cli.common import (
     FORMAT_OPTION,
     INPUT_COLUMN_OPTION,
     INPUT_FORMAT_OPTION,
+    LOG_FORMAT_OPTION,
     OUTPUT_COLUMN_OPTION,
     PROFILES_DIR_OPTION,
     SPLIT_OPTION,
     TIME_COLUMN_OPTION,
+    TIME_UNIT_OPTION,
+    reader_options,
 )
 from fleetopt.cli.export import KEDA_HELP, OUTPUT_DIR_HELP, TO_HELP, ExportTarget
 from fleetopt.defaults import (
@@ -112,9 +115,11 @@ def plan(
         None, "--output", "-o", help="Write the plan (.json/.yaml) atomically."
     ),
     input_format: str | None = INPUT_FORMAT_OPTION,
+    log_format: str | None = LOG_FORMAT_OPTION,
     input_column: str | None = INPUT_COLUMN_OPTION,
     output_column: str | None = OUTPUT_COLUMN_OPTION,
     time_column: str | None = TIME_COLUMN_OPTION,
+    time_unit: str | None = TIME_UNIT_OPTION,
     split: str | None = SPLIT_OPTION,
     profiles_dir: Path | None = PROFILES_DIR_OPTION,
     validate: bool = typer.Option(
@@ -194,13 +199,9 @@ def plan(
         max_utilization=max_utilization,
         max_pools=pools,
         tpot_slo=tpot_slo,
-        reader_options={
-            "input_format": input_format,
-            "input_column": input_column,
-            "output_column": output_column,
-            "time_column": time_column,
-            "split": split,
-        },
+        reader_options=reader_options(
+            input_format, log_format, input_column, output_column, time_column, time_unit, split
+        ),
         profiles_dir=profiles_dir,
         rate_basis=rate_basis,
         rate_window=rate_window,

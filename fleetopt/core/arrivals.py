@@ -1,15 +1,16 @@
 """The arrival process of a log: windowed counts, the rate profile, the rate basis, burstiness, and
 the arrivals a simulation replays at another mean rate.
 
-Everything here starts from *window counts* — arrivals counted in consecutive windows from the
-first arrival (:class:`WindowCounts`) — so a workload summary that carries counts instead of
-timestamps plans like the log it came from. Counts come from timestamps exactly
-(:meth:`WindowCounts.from_times`) or from a coarser summary by re-binning.
+Everything here starts from *window counts* — arrivals counted in the full windows [k·w, (k+1)·w)
+of the log's clock (:class:`WindowCounts`, built by :func:`workload_window_counts` from
+:func:`fleetopt.core.workload_stats.clock_windows`: a log's times, or a summary's windows, alike) —
+so a workload summary that carries counts instead of timestamps plans like the log it came from.
 
-Definitions (docs/planner.md, "Peak- and burst-aware sizing"):
+Definitions (docs/planner.md, "The rate a plan sizes for"):
 
 * Rate profile: the rates count/window of the full windows; mean, percentiles (inverted CDF),
-  peak, peak/mean and the index of dispersion Var/E of the counts (Cox & Lewis 1966, §4.5).
+  peak, peak/mean and the index of dispersion Var/E of the counts (Cox & Lewis 1966, §4.5;
+  :class:`fleetopt.core.workload_stats.RateProfile`).
 * Rate basis: ``mean``, ``peak`` or ``pNN`` (the NN-th percentile of the windowed rates); a plan
   sizes every pool at mean × max(1, basis / mean), so it never sizes below the mean.
 * Within-window dispersion at scale τ = window/J: the windows are cut into J sub-windows, and
@@ -25,29 +26,43 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from fleetopt.errors import ValidationError
+
+if TYPE_CHECKING:
+    from fleetopt.core.workload import Workload
+    from fleetopt.core.workload_stats import RateProfile
 
 #: The rate bases a plan accepts: mean, peak, or pNN (a percentile of the windowed rates).
 RATE_BASIS_FORMS = ("mean", "peak", "pNN")
 _PERCENTILE_BASIS = re.compile(r"^p(\d{1,2}(?:\.\d+)?)$")
 
 #: Sub-window divisions J of a window at which the within-window dispersion is measured
-#: (scales τ = window / J, from half a window down to 1/600 of it).
+#: (scales τ = window / J, from half a window down to 1/600 of it; only the scales that are a
+#: whole number of :data:`DISPERSION_RESOLUTION_US` are kept).
 DISPERSION_DIVISIONS = (2, 3, 4, 6, 10, 15, 20, 30, 60, 120, 300, 600)
+
+#: The finest scale of the dispersion curve (1 s): a whole number of seconds, so a log and a
+#: summary of it at the default 1-second windows give the same curve (and the same C_a²). A pool
+#: holding its slots for less than half a second reads D(1 s), which for bursty traffic is at least
+#: the sub-second value (D grows with the scale): the safe side.
+DISPERSION_RESOLUTION_US = 1_000_000
 
 #: The most windows a profile holds (80 MB of counts: a year of 3-second windows).
 MAX_WINDOWS = 10_000_000
 
+_MICROSECONDS_PER_S = 1_000_000
+
 
 @dataclass(frozen=True, eq=False)
 class WindowCounts:
-    """Arrivals counted in consecutive full windows of ``window_s`` seconds from the first arrival.
+    """Arrivals counted in consecutive full windows of ``window_s`` seconds.
 
-    ``origin_epoch_s``: the Unix time of the first window's start (the first arrival) when the
-    log's clock is absolute, else None. A partial last window is dropped (unless it is the only one).
+    ``origin_epoch_s``: the Unix time of the first window's start when the log's clock is UTC,
+    else None.
     """
 
     window_s: float
@@ -58,7 +73,8 @@ class WindowCounts:
     def from_times(
         cls, times_s: np.ndarray, window_s: float, origin_epoch_s: float | None = None
     ) -> WindowCounts | None:
-        """Counts of arrival times (seconds, any origin), or None when they span less than one window."""
+        """Counts of arrival times (seconds) in windows from the first arrival (the clock's zero when
+        there is no clock), or None when they span less than one window."""
         _check_window(window_s)
         times = np.asarray(times_s, dtype=np.float64)
         if times.size < 2:
@@ -67,11 +83,7 @@ class WindowCounts:
         full = (float(times.max()) - start) // window_s
         if full < 1:
             return None
-        if full > MAX_WINDOWS:
-            raise ValidationError(
-                f"rate window: the arrivals span {full:,.0f} windows of {window_s:g} s, more than the "
-                f"{MAX_WINDOWS:,} a profile holds; use a longer --rate-window (or --rate-basis mean)"
-            )
+        _check_window_count(full, window_s)
         full = int(full)
         index = np.floor((times - start) / window_s).astype(np.int64)
         counts = np.bincount(index[index < full], minlength=full)
@@ -86,69 +98,46 @@ class WindowCounts:
         """The time the full windows cover, seconds."""
         return self.windows * self.window_s
 
-    def rebinned(self, window_s: float) -> WindowCounts:
-        """The same arrivals in windows of ``window_s``, a whole multiple of this window (the last
-        partial window dropped)."""
-        _check_window(window_s)
-        factor = window_s / self.window_s
-        whole = round(factor)
-        if whole < 1 or abs(factor - whole) > 1e-9 * factor:
-            raise ValidationError(
-                f"rate window: {window_s:g} s is not a whole multiple of the counts' window "
-                f"{self.window_s:g} s (a summary's counts can only be merged, not split)"
-            )
-        if whole == 1:
-            return self
-        full = self.counts.size // whole
-        if full < 1:
-            raise ValidationError(
-                f"rate window: {window_s:g} s is longer than the {self.span_s:g} s the counts cover"
-            )
-        merged = self.counts[: full * whole].reshape(full, whole).sum(axis=1)
-        return WindowCounts(float(window_s), merged, self.origin_epoch_s)
-
 
 def _check_window(window_s: float) -> None:
     if not (window_s > 0 and math.isfinite(window_s)):
         raise ValidationError(f"rate window: {window_s!r} s must be a positive, finite duration")
 
 
-@dataclass(frozen=True)
-class RateProfile:
-    """The windowed rates of a log (requests per second per window; see the module docstring).
-
-    ``index_of_dispersion`` = Var[count]/E[count] over the windows (1 for Poisson arrivals, larger
-    for bursty ones; Cox & Lewis 1966, §4.5).
-    """
-
-    window_s: float
-    windows: int
-    mean_rate_per_s: float
-    peak_rate_per_s: float
-    rate_p50_per_s: float
-    rate_p90_per_s: float
-    rate_p99_per_s: float
-    peak_to_mean_ratio: float
-    index_of_dispersion: float
+def _check_window_count(windows: float, window_s: float) -> None:
+    if windows > MAX_WINDOWS:
+        raise ValidationError(
+            f"rate window: the arrivals span {windows:,.0f} windows of {window_s:g} s, more than the "
+            f"{MAX_WINDOWS:,} a profile holds; use a longer --rate-window (or --rate-basis mean)"
+        )
 
 
-def rate_profile_from_counts(counts: WindowCounts) -> RateProfile:
-    """The rate profile of window counts."""
-    values = counts.counts.astype(np.float64)
-    rates = values / counts.window_s
-    mean = float(values.mean())
-    p50, p90, p99 = (float(v) for v in np.percentile(rates, (50, 90, 99), method="inverted_cdf"))
-    return RateProfile(
-        window_s=counts.window_s,
-        windows=counts.windows,
-        mean_rate_per_s=mean / counts.window_s,
-        peak_rate_per_s=float(rates.max()),
-        rate_p50_per_s=p50,
-        rate_p90_per_s=p90,
-        rate_p99_per_s=p99,
-        peak_to_mean_ratio=float(values.max()) / mean if mean > 0 else math.nan,
-        index_of_dispersion=float(values.var() / mean) if mean > 0 else math.nan,
-    )
+def workload_window_counts(workload: Workload, window_s: float) -> WindowCounts | None:
+    """A workload's arrivals per full clock window of ``window_s`` (a log's times or a summary's
+    windows: :func:`fleetopt.core.workload_stats.clock_windows`), or None without arrivals or a full
+    window; ``origin_epoch_s`` is the first window's UTC start when the clock is UTC."""
+    from fleetopt.core.workload_stats import clock_windows
+
+    _check_window(window_s)
+    span = workload.arrival_span
+    if workload.arrival_times_s is not None and workload.arrival_times_s.size > 1:
+        times = workload.arrival_times_s
+        _check_window_count((float(times[-1]) - float(times[0])) / window_s, window_s)
+    elif span is not None:
+        _check_window_count(span.span_s / window_s, window_s)
+    windows = clock_windows(workload, window_s)
+    if windows is None:
+        return None
+    counts, start_us = windows
+    origin = start_us / _MICROSECONDS_PER_S if span is not None and span.utc else None
+    return WindowCounts(float(window_s), np.rint(counts).astype(np.int64), origin)
+
+
+def rate_profile_of(counts: WindowCounts) -> RateProfile:
+    """The rate profile of window counts (:func:`fleetopt.core.workload_stats.rate_profile_from_counts`)."""
+    from fleetopt.core.workload_stats import rate_profile_from_counts
+
+    return rate_profile_from_counts(counts.counts, counts.window_s)
 
 
 def parse_rate_basis(text: str) -> str:
@@ -210,10 +199,14 @@ def within_window_dispersion(counts: WindowCounts, divisions: int) -> float | No
 
 
 def within_window_dispersion_of_times(times_s: np.ndarray, window_s: float, divisions: int) -> float | None:
-    """D(window/J) straight from arrival times (full windows from the first arrival only), touching
-    the non-empty sub-windows only: Σ_kj (n_kj − N_k/J)² = Σ_kj n_kj² − Σ_k N_k²/J. Equals
-    :func:`within_window_dispersion` of the sub-window counts."""
-    return _dispersions_of_times(times_s, window_s, (divisions,)).get(divisions)
+    """D(window/J) straight from arrival times in seconds (windows from the first arrival):
+    :func:`within_window_dispersion` of their sub-window counts."""
+    times = np.sort(np.asarray(times_s, dtype=np.float64))
+    if times.size < 2:
+        return None
+    ticks = np.rint((times - times[0]) * _MICROSECONDS_PER_S).astype(np.int64)
+    window_us = round(window_s * _MICROSECONDS_PER_S)
+    return _dispersions(ticks, None, 0, int(ticks[-1]), window_us, 1, (divisions,)).get(divisions)
 
 
 #: The most sub-window counts the dispersion curve holds at once (128 MB of int64); finer scales of a
@@ -222,31 +215,39 @@ def within_window_dispersion_of_times(times_s: np.ndarray, window_s: float, divi
 MAX_SUB_WINDOWS = 1 << 24
 
 
-def _dispersions_of_times(
-    times_s: np.ndarray, window_s: float, divisions: tuple[int, ...]
-) -> dict[int, float]:
-    """D(window/J) for every J of ``divisions`` (those whose sub-windows fit :data:`MAX_SUB_WINDOWS`)
-    from one pass over the times: the counts at the finest common sub-window (window / lcm of the
-    J) by one bincount, every coarser J by summing groups of them."""
-    times = np.asarray(times_s, dtype=np.float64)
-    if times.size < 2 or not divisions or min(divisions) < 2:
+def _dispersions(
+    moments_us: np.ndarray, weights: np.ndarray | None, first_us: int, last_us: int, window_us: int,
+    resolution_us: int, divisions: tuple[int, ...],
+) -> dict[int, float]:  # fmt: skip
+    """D(window/J) for every J of ``divisions`` whose sub-window is a whole number of ``resolution_us``
+    (1 µs for a log's times, a summary's window for its counts) and fits :data:`MAX_SUB_WINDOWS`,
+    over the full clock windows [k·w, (k+1)·w) between the first and last arrival, from one pass:
+    the counts at the finest common sub-window (window / lcm of the J) by one bincount of the
+    arrival moments (``weights``: a summary's window counts), every coarser J summed from the finest
+    J' it divides."""
+    low, high = -(-first_us // window_us), last_us // window_us
+    full = high - low
+    if full < 1 or not divisions:
         return {}
-    start = float(times.min())
-    full = int((float(times.max()) - start) // window_s)
-    if full < 1:
-        return {}
-    usable = sorted(d for d in divisions if full * d <= MAX_SUB_WINDOWS)
-    while usable and full * math.lcm(*usable) > MAX_SUB_WINDOWS:
+    usable = sorted(
+        d
+        for d in divisions
+        if d >= 2
+        and window_us % d == 0
+        and (window_us // d) % resolution_us == 0
+        and full * d <= MAX_SUB_WINDOWS
+    )
+    while usable and (window_us % math.lcm(*usable) or full * math.lcm(*usable) > MAX_SUB_WINDOWS):
         usable.pop()
     if not usable:
         return {}
     finest = math.lcm(*usable)
-    scaled = times - start  # ≥ 0, so truncating to an integer is the floor
-    scaled *= finest / window_s
-    # counts per sub-window at each J, each summed from the finest J' it divides that is done already;
-    # the arrivals past the last full window land in bins beyond it, which are cut off
-    fine_counts = np.bincount(scaled.astype(np.int64), minlength=full * finest)[: full * finest]
-    del scaled
+    fine = np.floor_divide(moments_us, window_us // finest) - low * finest
+    keep = (fine >= 0) & (fine < full * finest)
+    fine_counts = np.bincount(
+        fine[keep], weights=None if weights is None else weights[keep].astype(np.float64),
+        minlength=full * finest,
+    )  # fmt: skip
     arrivals = float(fine_counts.sum())
     if arrivals <= 0:
         return {}
@@ -266,28 +267,29 @@ def _dispersions_of_times(
     return out
 
 
-def dispersion_curve(
-    times_s: np.ndarray | None, window_s: float, fine_counts: WindowCounts | None = None
-) -> tuple[tuple[float, float], ...]:
-    """(τ, D(τ)) at τ = window/J for J in :data:`DISPERSION_DIVISIONS`, largest τ first: from arrival
-    times, or from ``fine_counts`` (a summary's counts) at the scales its window divides. Empty when
-    the log covers less than one window."""
-    if times_s is not None:
-        values = _dispersions_of_times(times_s, window_s, DISPERSION_DIVISIONS)
-        return tuple((window_s / j, values[j]) for j in DISPERSION_DIVISIONS if j in values)
-    points = []
-    for division in DISPERSION_DIVISIONS:
-        scale_s = window_s / division
-        if fine_counts is not None and _is_multiple(scale_s, fine_counts.window_s):
-            value = within_window_dispersion(fine_counts.rebinned(scale_s), division)
-            if value is not None:
-                points.append((float(scale_s), float(value)))
-    return tuple(points)
+def dispersion_curve(workload: Workload, window_s: float) -> tuple[tuple[float, float], ...]:
+    """(τ, D(τ)) at τ = window/J for J in :data:`DISPERSION_DIVISIONS`, largest τ first, over the
+    workload's full clock windows, at the scales that are whole seconds: from a log's times, or
+    from a summary's windows at the scales they also resolve (τ a whole number of its windows).
+    Empty without a full window."""
+    from fleetopt.core.workload_stats import arrival_ticks_us, window_microseconds
 
-
-def _is_multiple(value: float, unit: float) -> bool:
-    ratio = value / unit
-    return round(ratio) >= 1 and abs(ratio - round(ratio)) <= 1e-9 * ratio
+    window_us = window_microseconds(window_s)
+    if workload.arrival_times_s is not None and workload.arrival_times_s.size > 1:
+        ticks = arrival_ticks_us(workload)
+        first, last = int(ticks[0]), int(ticks[-1])
+        values = _dispersions(
+            ticks, None, first, last, window_us, DISPERSION_RESOLUTION_US, DISPERSION_DIVISIONS
+        )
+    elif workload.arrival_windows is not None and workload.arrival_span is not None:
+        windows, span = workload.arrival_windows, workload.arrival_span
+        values = _dispersions(
+            windows.starts_us, windows.counts, span.first_us, span.last_us, window_us,
+            math.lcm(windows.window_us, DISPERSION_RESOLUTION_US), DISPERSION_DIVISIONS,
+        )  # fmt: skip
+    else:
+        return ()
+    return tuple((window_s / j, values[j]) for j in DISPERSION_DIVISIONS if j in values)
 
 
 def dispersion_at(curve: tuple[tuple[float, float], ...], scale_s: float) -> float:

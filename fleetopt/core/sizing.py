@@ -755,7 +755,9 @@ def _wait_raw_moments(
     return p_wait * mean, 2.0 * p_wait * mean * mean, 6.0 * p_wait * mean**3
 
 
-def _engine_eval(ctx: _EngineContext, instances: float, slots: Any) -> dict[str, Any]:
+def _engine_eval(
+    ctx: _EngineContext, instances: float, slots: Any, *, last_fails: bool = False
+) -> dict[str, Any]:
     """The chain's figures at n ``instances`` (one count) of s ``slots`` (an array), and ``ok``: the
     pool is stable, within the cap (slot occupancy and compute), meets the TTFT SLO and TPOT cap.
 
@@ -766,14 +768,21 @@ def _engine_eval(ctx: _EngineContext, instances: float, slots: Any) -> dict[str,
     chain's mean occupancy per instance, with its slot wait; the TPOT cap is checked at the
     q-quantile of the occupancy an arrival finds. Over slot counts only t_d = W + c_d·k and the
     wait change: the law is evaluated over an array of t_d, and the SLO test uses its survival
-    function.
+    function. ``last_fails``: the last slot count is known to fail the SLO; a slot count whose mean
+    occupancy is no lower than the last one's then fails too (the law grows with t_d and the wait,
+    and fewer slots only add waiting), so its law is not evaluated.
 
-    Arrivals with SCV C_a² (peakedness z = (1 + C_a²)/2) enter as Hayward's approximation does for
-    M/G/c: the chain is that of n/z instances fed λ/z (the same load per instance, so the same
-    iteration times and compute utilization, but a z times wider occupancy distribution: its
-    variance, relative to the mean, grows by z), its occupancy scaled back by z; the slot wait is
-    exponential with mean (C_a² + C_I²)/2 over the unscaled drain rate. At C_a² = 1 this is the
-    Poisson chain exactly.
+    Arrivals with SCV C_a² (peakedness z = (1 + C_a²)/2) wait as in Hayward's approximation for
+    M/G/c: the probability of waiting and the occupancy an arrival finds come from the chain of
+    n/z instances fed λ/z (the same load per instance, so the same iteration times and compute
+    utilization, but a z times wider occupancy distribution), scaled back by z; the wait given a
+    wait is exponential with mean (C_a² + C_I²)/2 over the unscaled drain rate. The mean occupancy
+    (what the iteration times and the slot utilization see) stays the chain's own: Hayward's
+    equivalent pool has c/z slots, and its truncated mean would understate a bursty pool's
+    occupancy. At C_a² = 1 this is the Poisson chain exactly. Under C_a² > 1 a pool must also meet
+    the SLO under the Poisson chain's wait: the TTFT law is fitted by three cumulants, and a rare
+    long wait can raise its skewness enough to lower its fitted P99 — a bursty pool is never sized
+    below a Poisson one.
     """
     m = ctx.moments
     q = m.quantile
@@ -783,29 +792,44 @@ def _engine_eval(ctx: _EngineContext, instances: float, slots: Any) -> dict[str,
     prompt_share = ctx.rate / n * ctx.prompt_work_s
     stretch = 1.0 / max(1.0 - prompt_share, 1e-12)
     base_s, per_sequence_s = ctx.costs.base_s * stretch, ctx.decode_per_sequence_s * stretch
-    n_z = n / z  # Hayward's equivalent pool (n/z instances at λ/z); n itself when z = 1
-    st = occupancy_state(ctx.rate / z, n_z, s, m.mean_iterations, base_s, per_sequence_s)
+    st = occupancy_state(ctx.rate, n, s, m.mean_iterations, base_s, per_sequence_s)
+    # Hayward's equivalent pool (n/z instances at λ/z) for the waiting; the chain itself when z = 1
+    waiting = (
+        st if z == 1.0 else occupancy_state(ctx.rate / z, n / z, s, m.mean_iterations, base_s, per_sequence_s)
+    )
     stable = st["stable"] & (prompt_share < 1.0)
     # unstable: report the offered slot load σ = λ·E[I]·t(s)/c ≥ 1, as M/G/c reports ρ ≥ 1
-    utilization = np.where(stable, st["mean_busy"] / (n_z * s), np.maximum(st["sigma"], 1.0))
+    utilization = np.where(stable, st["mean_busy"] / (n * s), np.maximum(st["sigma"], 1.0))
     compute = ctx.rate / n * ctx.work_per_request_s
     ok = stable & (utilization <= ctx.cap) & (compute <= ctx.cap)
     if ctx.tpot_slo_s is not None:
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            ok &= _seen_iteration_s(ctx, n, s, st, q, z) <= ctx.tpot_slo_s
+            ok &= _seen_iteration_s(ctx, n, s, waiting, q, z) <= ctx.tpot_slo_s
+    if last_fails and ctx.tpot_slo_s is None:  # (with a TPOT cap the last may fail on TPOT alone)
+        ok &= st["mean_busy"] < st["mean_busy"][-1]
     if ok.any():
         chosen = np.flatnonzero(ok)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             law = ctx.service_model.ttft_law(
                 m, ctx.hardware, ctx.costs, rate_per_instance_per_s=ctx.rate / n, instances=n,
-                occupancy_per_instance=st["mean_busy"][chosen] / n_z,
+                occupancy_per_instance=st["mean_busy"][chosen] / n,
                 wait_raw_moments=_wait_raw_moments(
-                    st["p_wait"][chosen], z * st["drain_rate_per_s"][chosen], m.iterations_scv,
+                    waiting["p_wait"][chosen], z * waiting["drain_rate_per_s"][chosen], m.iterations_scv,
                     ctx.arrival_scv,
                 ),
                 decode_and_prompt=(ctx.decode_per_sequence_s, ctx.prompt_work_s),
             )  # fmt: skip
             ok[chosen] = ~law.exceeds(ctx.ttft_slo_s, q)
+            if z != 1.0:  # and the Poisson law: the fitted law is not monotone in the wait (see below)
+                poisson = ctx.service_model.ttft_law(
+                    m, ctx.hardware, ctx.costs, rate_per_instance_per_s=ctx.rate / n, instances=n,
+                    occupancy_per_instance=st["mean_busy"][chosen] / n,
+                    wait_raw_moments=_wait_raw_moments(
+                        st["p_wait"][chosen], st["drain_rate_per_s"][chosen], m.iterations_scv
+                    ),
+                    decode_and_prompt=(ctx.decode_per_sequence_s, ctx.prompt_work_s),
+                )  # fmt: skip
+                ok[chosen] &= ~poisson.exceeds(ctx.ttft_slo_s, q)
     return {"ok": ok, "utilization": utilization, "compute": compute, "state": st}
 
 
@@ -837,17 +861,21 @@ def _engine_eval_one(
     servers = instances * slots
     stretch = 1.0 / max(1.0 - prompt_share, 1e-12)
     base_s, per_sequence_s = ctx.costs.base_s * stretch, ctx.decode_per_sequence_s * stretch
-    # Hayward's equivalent chain (see _engine_eval): n/z instances at λ/z, occupancy scaled back by z
     stable, p_wait, drain, mean_busy, chain_x, r, z = occupancy_state_one(
-        ctx.rate / peak, instances / peak, slots, m.mean_iterations, base_s, per_sequence_s
+        ctx.rate, instances, slots, m.mean_iterations, base_s, per_sequence_s
     )
-    drain, mean_busy = peak * drain, peak * mean_busy
+    poisson_wait = (p_wait, drain)
+    if peak != 1.0:  # Hayward's equivalent chain for the waiting (see _engine_eval); its mean stays ours
+        _, p_wait, drain, _, chain_x, r, z = occupancy_state_one(
+            ctx.rate / peak, instances / peak, slots, m.mean_iterations, base_s, per_sequence_s
+        )
+        drain = peak * drain
     if not (stable and prompt_share < 1.0):
         sigma = ctx.rate * m.mean_iterations * (base_s + per_sequence_s * slots) / servers
         return {
             "ok": False, "ttft": math.inf, "utilization": max(sigma, 1.0),
             "compute": compute, "seen_iteration_s": base_s + per_sequence_s * slots,
-            "p_wait": 1.0, "drain": drain, "mean_busy": servers, "law": None,
+            "p_wait": 1.0, "drain": drain, "mean_busy": servers, "law": None, "laws": [],
         }  # fmt: skip
     law = ctx.service_model.ttft_law(
         m, ctx.hardware, ctx.costs, rate_per_instance_per_s=ctx.rate / instances, instances=instances,
@@ -855,9 +883,27 @@ def _engine_eval_one(
         wait_raw_moments=_wait_raw_moments(p_wait, drain, m.iterations_scv, ctx.arrival_scv),
         decode_and_prompt=(ctx.decode_per_sequence_s, ctx.prompt_work_s),
     )  # fmt: skip
-    ttft = law.quantile_s(q) if quantile else math.nan
+    laws = [law]
+    if peak != 1.0:  # and the Poisson law (see _engine_eval): a bursty pool never sized below a Poisson one
+        laws.append(
+            ctx.service_model.ttft_law(
+                m,
+                ctx.hardware,
+                ctx.costs,
+                rate_per_instance_per_s=ctx.rate / instances,
+                instances=instances,
+                occupancy_per_instance=mean_busy / instances,
+                wait_raw_moments=_wait_raw_moments(*poisson_wait, m.iterations_scv),
+                decode_and_prompt=(ctx.decode_per_sequence_s, ctx.prompt_work_s),
+            )  # fmt: skip
+        )
+    ttft = max(one.quantile_s(q) for one in laws) if quantile else math.nan
     utilization = mean_busy / servers
-    ok = compute <= ctx.cap and utilization <= ctx.cap and not law.exceeds_one(ctx.ttft_slo_s, q)
+    ok = (
+        compute <= ctx.cap
+        and utilization <= ctx.cap
+        and not any(one.exceeds_one(ctx.ttft_slo_s, q) for one in laws)
+    )
     seen_iteration_s = math.nan
     if ctx.tpot_slo_s is not None:
         target = min(1.0, q * z)
@@ -869,7 +915,7 @@ def _engine_eval_one(
     return {
         "ok": ok, "ttft": ttft, "utilization": utilization, "compute": compute,
         "seen_iteration_s": seen_iteration_s, "p_wait": p_wait, "drain": drain, "mean_busy": mean_busy,
-        "law": law,
+        "law": law, "laws": laws,
     }  # fmt: skip
 
 
@@ -986,7 +1032,8 @@ def _size_engine(
         return _engine_ok_one(ctx, float(instances), float(most)), None
 
     def passes(instances: int) -> tuple[bool, np.ndarray]:
-        ok = _engine_eval(ctx, float(instances), slots)["ok"]
+        # called only below the fewest instances at which the most slots pass (they fail here)
+        ok = _engine_eval(ctx, float(instances), slots, last_fails=True)["ok"]
         return bool(ok.any()), ok
 
     # No pool with fewer instances than the compute bound λ·E[I]·c₁ / cap is allowed (x ≤ cap).
@@ -1042,7 +1089,7 @@ def _evaluate_engine(
         problems.append(PoolProblem(ProblemKind.OVER_CAP, result.compute_utilization, cap))
     # the SLO test sizing uses (the law's survival function at the SLO), so a sized pool re-evaluated
     # passes exactly when sizing passed it; the reported P99 is the same law's quantile
-    law = _engine_eval_one(ctx, float(instances), float(slots))["law"]
-    if law is None or law.exceeds_one(ttft_slo_s, moments.quantile):
+    laws = _engine_eval_one(ctx, float(instances), float(slots))["laws"]
+    if not laws or any(law.exceeds_one(ttft_slo_s, moments.quantile) for law in laws):
         problems.append(PoolProblem(ProblemKind.TTFT_OVER_SLO, result.p99_ttft_s, ttft_slo_s))
     return _replace(result, feasible=not problems, problems=tuple(problems))

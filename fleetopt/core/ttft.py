@@ -294,26 +294,47 @@ class TtftCumulants:
 
 def _mixture_quantile(w0: float, first, w1: float, second, q: float) -> float:
     """The q-quantile of w0·SG(first) + w1·SG(second) (shifted gamma laws by their cumulants): it lies
-    between the parts' own q-quantiles; found there by Brent's method on the survival function
-    (scipy.optimize.brentq, to 10⁻¹⁰ relative)."""
+    between the parts' own q-quantiles; found there by Newton's method on the log survival function,
+    kept inside the shrinking bracket (a bisection step when Newton leaves it), to 10⁻¹⁰ relative."""
     a = shifted_gamma_quantile(*first, q)
     b = shifted_gamma_quantile(*second, q)
     lo, hi = (a, b) if a <= b else (b, a)
     if not (math.isfinite(lo) and math.isfinite(hi)) or hi - lo <= 1e-12 * max(abs(hi), 1e-300):
         return hi if math.isfinite(hi) else math.inf
-    target = 1.0 - q
+    log_target = math.log(1.0 - q)
+    x = lo + (hi - lo) * (w1 if a <= b else w0)  # start nearer the heavier part's own quantile
+    for _ in range(100):
+        # Newton on log S(x) = log(1 − q): a tail's log survival is close to linear in x
+        tail = w0 * _survival_one(*first, x) + w1 * _survival_one(*second, x)
+        if tail > 1.0 - q:
+            lo = x
+        else:
+            hi = x
+        slope = (w0 * _density_one(*first, x) + w1 * _density_one(*second, x)) / tail if tail > 0.0 else 0.0
+        step = x + (math.log(tail) - log_target) / slope if slope > 0.0 else 0.5 * (lo + hi)
+        if not lo < step < hi:
+            step = 0.5 * (lo + hi)
+        if abs(step - x) <= 1e-10 * max(abs(x), 1e-12) or hi - lo <= 1e-10 * max(abs(hi), 1e-12):
+            return step
+        x = step
+    return x
 
-    def excess(x: float) -> float:
-        return w0 * _survival_one(*first, x) + w1 * _survival_one(*second, x) - target
 
-    f_lo, f_hi = excess(lo), excess(hi)
-    if f_lo <= 0.0:
-        return lo
-    if f_hi >= 0.0:
-        return hi
-    from scipy.optimize import brentq
-
-    return float(brentq(excess, lo, hi, xtol=1e-12, rtol=1e-10))
+def _density_one(mean: float, variance: float, third: float, x: float) -> float:
+    """The density at x of the shifted gamma law with these cumulants (normal when |γ₁| < 10⁻⁶)."""
+    if variance <= 0.0:
+        return 0.0
+    sd = math.sqrt(variance)
+    skew = third / (variance * sd)
+    if abs(skew) < 1e-6:
+        z = (x - mean) / sd
+        return math.exp(-0.5 * z * z) / (sd * math.sqrt(2.0 * math.pi))
+    shape = 4.0 / (skew * skew)
+    scale = sd * abs(skew) / 2.0
+    z = (x - (mean - shape * scale)) / scale if skew > 0 else (mean + shape * scale - x) / scale
+    if z <= 0.0:
+        return 0.0
+    return math.exp((shape - 1.0) * math.log(z) - z - math.lgamma(shape)) / scale
 
 
 def _survival_one(mean: float, variance: float, third: float, x: float) -> float:

@@ -18,7 +18,6 @@ from functools import cached_property
 
 import numpy as np
 
-from fleetopt.core.arrivals import WindowCounts
 from fleetopt.errors import ValidationError
 
 #: The reference implementation's input share: L_in = max(1, floor(0.8·L)) (FACTS §1).
@@ -26,6 +25,43 @@ FLEET_SIM_INPUT_FRACTION = 0.8
 
 #: A CDF is expanded to one atom per integer length; beyond this many the expansion refuses.
 MAX_CDF_TOKENS = 4_194_304
+
+#: Arrival times are kept to the microsecond: a log's clock is counted in whole µs.
+MICROSECONDS_PER_S = 1_000_000
+
+
+@dataclass(frozen=True)
+class ArrivalSpan:
+    """Where a log's arrivals lie on its own clock, in whole microseconds.
+
+    ``utc``: the clock is UTC, counted from the Unix epoch (date-times, epoch numbers); otherwise it
+    is the log's own zero (offsets as written). ``first_us``/``last_us``: the first and last
+    arrival. A log's arrival times in seconds are ``(t_us − first_us) · 10⁻⁶``, so the span is
+    ``(last_us − first_us) · 10⁻⁶`` whether the log or its summary is read.
+    """
+
+    first_us: int
+    last_us: int
+    utc: bool = False
+
+    @property
+    def span_s(self) -> float:
+        """Seconds from the first to the last arrival."""
+        return (self.last_us - self.first_us) * 1e-6
+
+
+@dataclass(frozen=True)
+class ArrivalWindows:
+    """Arrivals counted per window of the log's clock (what a summary keeps instead of times).
+
+    Window ``k`` covers ``[starts_us[k], starts_us[k] + window_us)`` µs; every start is a multiple
+    of ``window_us`` on the clock of the workload's :class:`ArrivalSpan`; only windows with
+    arrivals are listed, ascending.
+    """
+
+    window_us: int
+    starts_us: np.ndarray
+    counts: np.ndarray
 
 
 @dataclass(frozen=True, eq=False)
@@ -45,11 +81,10 @@ class Workload:
         source: where the data came from (path, provenance).
         split_assumed: a CDF of total tokens only, split by the default assumption (nobody chose it,
             and the file carried no input/output information); every output warns about it.
-        arrival_origin_epoch_s: the Unix time (UTC) of the first arrival (``arrival_times_s`` = 0)
-            when the log's clock is absolute, else None.
-        arrival_counts: arrivals counted per window, for a summary that carries counts instead of
-            timestamps (:class:`fleetopt.core.arrivals.WindowCounts`); None when the timestamps are
-            here (they give every window exactly) or there are none.
+        arrival_span: where the arrivals lie on the log's clock (first and last, µs), or ``None``
+            (a CDF, a log without times, or times given without their clock).
+        arrival_windows: arrivals per clock window, for a workload read from a summary (which
+            has no ``arrival_times_s``); ``None`` otherwise.
     """
 
     name: str
@@ -64,8 +99,13 @@ class Workload:
     source: str = ""
     metadata: dict = field(default_factory=dict)
     split_assumed: bool = False
-    arrival_origin_epoch_s: float | None = None
-    arrival_counts: WindowCounts | None = None
+    arrival_span: ArrivalSpan | None = None
+    arrival_windows: ArrivalWindows | None = None
+
+    @property
+    def has_arrivals(self) -> bool:
+        """Whether the workload knows when its requests arrived (times, or a summary's windows)."""
+        return self.arrival_times_s is not None or self.arrival_span is not None
 
     @cached_property
     def total_weight(self) -> float:
@@ -157,13 +197,13 @@ def workload_from_requests(
     name: str,
     arrival_times_s: np.ndarray | None = None,
     source: str = "",
-    clock_origin_epoch_s: float | None = None,
+    arrival_span: ArrivalSpan | None = None,
+    metadata: dict | None = None,
 ) -> Workload:
     """Aggregate raw requests into weighted atoms (one per distinct (input, output) pair).
 
-    Lengths must be non-negative integers with input + output ≥ 1. Arrival times are shifted to
-    start at 0; ``clock_origin_epoch_s`` (the Unix time of their clock's 0, when it is absolute)
-    then gives the first arrival's wall-clock time.
+    Lengths must be non-negative integers with input + output ≥ 1. ``arrival_span`` (with
+    ``arrival_times_s``) says where the times lie on the log's clock.
     """
     inputs = np.asarray(input_tokens, dtype=np.int64)
     outputs = np.asarray(output_tokens, dtype=np.int64)
@@ -176,15 +216,12 @@ def workload_from_requests(
         raise ValidationError(f"{name}: token counts must be ≥ 0 with input + output ≥ 1")
     unique_totals, unique_inputs, counts = _count_pairs(inputs, outputs)
     times = None
-    origin = None
     if arrival_times_s is not None:
         times = np.asarray(arrival_times_s, dtype=np.float64)
         if times.shape != inputs.shape:
             raise ValidationError(f"{name}: arrival times and token columns must have equal length")
         if times.size > 1 and (times[1:] < times[:-1]).any():  # logs are usually sorted: skip the sort
             times = np.sort(times)
-        if clock_origin_epoch_s is not None:
-            origin = float(clock_origin_epoch_s) + float(times[0])
         if times[0] != 0.0:
             times = times - times[0]
     return Workload(
@@ -197,7 +234,60 @@ def workload_from_requests(
         request_count=int(inputs.size),
         arrival_times_s=times,
         source=source,
-        arrival_origin_epoch_s=origin,
+        arrival_span=arrival_span if times is not None else None,
+        metadata=dict(metadata or {}),
+    )
+
+
+def workload_from_counts(
+    input_tokens: np.ndarray,
+    output_tokens: np.ndarray,
+    counts: np.ndarray,
+    *,
+    name: str,
+    source: str = "",
+    arrival_span: ArrivalSpan | None = None,
+    arrival_windows: ArrivalWindows | None = None,
+    metadata: dict | None = None,
+) -> Workload:
+    """A request workload from an exact histogram: ``counts[k]`` requests of (input, output)
+    = (``input_tokens[k]``, ``output_tokens[k]``) — what a summary holds. The same atoms, in the
+    same order and with the same weights, as :func:`workload_from_requests` of the requests."""
+    inputs = np.asarray(input_tokens, dtype=np.int64)
+    outputs = np.asarray(output_tokens, dtype=np.int64)
+    weights = np.asarray(counts, dtype=np.int64)
+    if not (inputs.shape == outputs.shape == weights.shape) or inputs.ndim != 1:
+        raise ValidationError(f"{name}: token and count columns must be 1-D and of equal length")
+    keep = weights > 0
+    inputs, outputs, weights = inputs[keep], outputs[keep], weights[keep]
+    if inputs.size == 0:
+        raise ValidationError(f"{name}: the workload has no requests")
+    totals = inputs + outputs
+    if min(int(inputs.min()), int(outputs.min())) < 0 or int(totals.min()) < 1:
+        raise ValidationError(f"{name}: token counts must be ≥ 0 with input + output ≥ 1")
+    input_bits = max(1, int(inputs.max()).bit_length())
+    if input_bits + max(1, int(totals.max()).bit_length()) <= 62:  # one packed key sorts faster
+        order = np.argsort((totals << input_bits) | inputs)
+    else:
+        order = np.lexsort((inputs, totals))
+    totals, inputs, weights = totals[order], inputs[order], weights[order]
+    changes = (totals[1:] != totals[:-1]) | (inputs[1:] != inputs[:-1])
+    if not changes.all():  # the same pair twice (merged parts): add their counts
+        starts = np.flatnonzero(np.concatenate(([True], changes)))
+        weights = np.add.reduceat(weights, starts)
+        totals, inputs = totals[starts], inputs[starts]
+    return Workload(
+        name=name,
+        total_tokens=totals,
+        input_tokens=inputs,
+        output_tokens=totals - inputs,
+        weights=weights.astype(np.float64),
+        kind="requests",
+        request_count=int(weights.sum()),
+        source=source,
+        arrival_span=arrival_span,
+        arrival_windows=arrival_windows,
+        metadata=dict(metadata or {}),
     )
 
 

@@ -25,8 +25,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from fleetopt.core.arrivals import RateProfile, WindowCounts, dispersion_curve, rate_profile_from_counts
-from fleetopt.core.workload import Workload
+from fleetopt.core.workload import MICROSECONDS_PER_S, Workload
 from fleetopt.errors import ValidationError
 
 #: F is reported at these total lengths (tokens): the papers' usual pool boundaries.
@@ -115,7 +114,12 @@ def _distribution_summary(values: np.ndarray, weights: np.ndarray, method: str) 
 
 @dataclass(frozen=True)
 class ArrivalStatistics:
-    """Arrival-process statistics of a request log (definitions in the module docstring)."""
+    """Arrival-process statistics of a request log (definitions in the module docstring).
+
+    A workload read from a summary has no inter-arrival gaps and no sliding-window peak (it keeps
+    per-window counts, not each arrival): those fields are ``None`` there (see
+    :func:`workload_arrival_statistics`).
+    """
 
     request_count: int
     span_s: float
@@ -123,8 +127,8 @@ class ArrivalStatistics:
     mean_interarrival_s: float | None
     interarrival_scv: float | None
     interarrival_cv: float | None
-    peak_requests_per_min: int
-    peak_rate_per_s: float
+    peak_requests_per_min: int | None
+    peak_rate_per_s: float | None
     peak_to_mean_ratio: float | None
 
 
@@ -165,21 +169,177 @@ def arrival_statistics(times_s: np.ndarray) -> ArrivalStatistics:
     )
 
 
-def rate_profile(times_s: np.ndarray, window_s: float) -> RateProfile | None:
-    """The windowed rate profile of arrival times (seconds), or None when they span less than one
-    window (:mod:`fleetopt.core.arrivals`: the profile is built from the window counts)."""
-    counts = WindowCounts.from_times(times_s, window_s)
-    return None if counts is None else rate_profile_from_counts(counts)
+@dataclass(frozen=True)
+class RateProfile:
+    """Arrivals counted in consecutive windows of ``window_s`` on the log's clock: the windows
+    [k·w, (k+1)·w) that lie wholly between the first and the last arrival (partial windows at
+    either end are dropped). Without a clock the first arrival is its zero, so the windows start at
+    the first arrival.
+
+    Rates are requests per second per window; ``index_of_dispersion`` = Var[count]/E[count] over
+    the windows (1 for Poisson arrivals, larger for bursty ones; Cox & Lewis 1966, §4.5).
+    """
+
+    window_s: float
+    windows: int
+    mean_rate_per_s: float
+    peak_rate_per_s: float
+    rate_p50_per_s: float
+    rate_p90_per_s: float
+    rate_p99_per_s: float
+    peak_to_mean_ratio: float
+    index_of_dispersion: float
 
 
-def workload_window_counts(workload: Workload, window_s: float) -> WindowCounts | None:
-    """A workload's arrivals per window of ``window_s``: from its timestamps, else from the counts a
-    summary carries (re-binned), else None."""
+def window_microseconds(window_s: float, field: str = "rate window") -> int:
+    """A window length in whole microseconds (the resolution of a log's clock)."""
+    if not (window_s > 0 and math.isfinite(window_s)):
+        raise ValidationError(f"{field}: {window_s!r} s must be a positive, finite duration")
+    window_us = round(window_s * MICROSECONDS_PER_S)
+    if window_us < 1 or abs(window_us - window_s * MICROSECONDS_PER_S) > 1e-6 * window_us:
+        raise ValidationError(f"{field}: {window_s!r} s is not a whole number of microseconds")
+    return window_us
+
+
+def clock_counts_from_ticks(ticks_us: np.ndarray, window_us: int) -> tuple[np.ndarray, np.ndarray]:
+    """(window starts, arrivals) of every clock window [k·w, (k+1)·w) µs that has arrivals."""
+    windows, counts = np.unique(
+        np.floor_divide(np.asarray(ticks_us, dtype=np.int64), window_us), return_counts=True
+    )
+    return windows * window_us, counts.astype(np.int64)
+
+
+def arrival_ticks_us(workload: Workload) -> np.ndarray | None:
+    """A log's arrival times on its clock, whole µs (the first arrival is 0 without a clock)."""
+    times = workload.arrival_times_s
+    if times is None:
+        return None
+    first = workload.arrival_span.first_us if workload.arrival_span is not None else 0
+    return first + np.rint((times - times[0]) * MICROSECONDS_PER_S).astype(np.int64)
+
+
+def arrival_window_counts(workload: Workload, window_s: float) -> np.ndarray | None:
+    """Arrivals in each full clock window of ``window_s`` (the :class:`RateProfile` rule), from a
+    log's times or a summary's windows alike; ``None`` without arrivals or a full window.
+
+    A summary's windows re-bin exactly into any multiple of their own length.
+    """
+    windows = clock_windows(workload, window_s)
+    return None if windows is None else windows[0]
+
+
+def clock_windows(workload: Workload, window_s: float) -> tuple[np.ndarray, int] | None:
+    """(arrivals per full clock window of ``window_s``, the first such window's start in µs on the
+    log's clock — UTC µs since the epoch when ``workload.arrival_span.utc``), or None. The windows
+    are [k·w, (k+1)·w) with k·w ≥ the first arrival and (k+1)·w ≤ the last, zeros included; a log
+    and its summary (of any window dividing ``window_s``) give the same."""
+    window_us = window_microseconds(window_s)
+    summary_windows = workload.arrival_windows
     if workload.arrival_times_s is not None:
-        return WindowCounts.from_times(workload.arrival_times_s, window_s, workload.arrival_origin_epoch_s)
-    if workload.arrival_counts is not None:
-        return workload.arrival_counts.rebinned(window_s)
-    return None
+        ticks = arrival_ticks_us(workload)
+        return _full_window_counts(ticks, None, int(ticks[0]), int(ticks[-1]), window_us)
+    if summary_windows is None or workload.arrival_span is None:
+        return None
+    if window_us % summary_windows.window_us:
+        raise ValidationError(
+            f"rate window: {window_s:g} s is not a whole multiple of the summary's window "
+            f"({summary_windows.window_us / MICROSECONDS_PER_S:g} s); summarize the log with a finer --window"
+        )
+    span = workload.arrival_span
+    return _full_window_counts(
+        summary_windows.starts_us, summary_windows.counts, span.first_us, span.last_us, window_us
+    )
+
+
+def _full_window_counts(
+    moments_us: np.ndarray, counts: np.ndarray | None, first_us: int, last_us: int, window_us: int
+) -> tuple[np.ndarray, int] | None:
+    """Arrivals per window [k·w, (k+1)·w) for the windows with k·w ≥ first and (k+1)·w ≤ last
+    (zeros included), from arrival moments (``counts`` None) or from finer windows' starts and
+    counts, with the first window's start; None when no window is full."""
+    low, high = -(-first_us // window_us), last_us // window_us
+    if high - low < 1:
+        return None
+    index = np.floor_divide(moments_us, window_us) - low
+    keep = (index >= 0) & (index < high - low)
+    weights = None if counts is None else counts[keep].astype(np.float64)
+    return np.bincount(index[keep], weights=weights, minlength=high - low).astype(np.float64), low * window_us
+
+
+def rate_profile_from_counts(counts: np.ndarray, window_s: float) -> RateProfile | None:
+    """The statistics of per-window arrival counts (consecutive windows of ``window_s``)."""
+    counts = np.asarray(counts, dtype=np.float64)
+    if counts.size < 1:
+        return None
+    rates = counts / window_s
+    mean = float(counts.mean())
+    p50, p90, p99 = (float(v) for v in np.percentile(rates, (50, 90, 99), method="inverted_cdf"))
+    return RateProfile(
+        window_s=float(window_s),
+        windows=int(counts.size),
+        mean_rate_per_s=mean / window_s,
+        peak_rate_per_s=float(rates.max()),
+        rate_p50_per_s=p50,
+        rate_p90_per_s=p90,
+        rate_p99_per_s=p99,
+        peak_to_mean_ratio=float(counts.max()) / mean if mean > 0 else math.nan,
+        index_of_dispersion=float(counts.var() / mean) if mean > 0 else math.nan,
+    )
+
+
+def rate_profile(times_s: np.ndarray, window_s: float) -> RateProfile | None:
+    """The windowed rate profile of arrival times (seconds, any origin: the first arrival is the
+    clock's zero), or None when they span less than one window."""
+    window_us = window_microseconds(window_s)
+    times = np.sort(np.asarray(times_s, dtype=np.float64))
+    if times.size < 2:
+        return None
+    ticks = np.rint((times - times[0]) * MICROSECONDS_PER_S).astype(np.int64)
+    windows = _full_window_counts(ticks, None, 0, int(ticks[-1]), window_us)
+    return None if windows is None else rate_profile_from_counts(windows[0], window_s)
+
+
+def workload_rate_profile(workload: Workload, window_s: float) -> RateProfile | None:
+    """The rate profile of a log or a summary on the log's clock (``None`` without a full window)."""
+    counts = arrival_window_counts(workload, window_s)
+    return None if counts is None else rate_profile_from_counts(counts, window_s)
+
+
+def observed_rate_per_s(workload: Workload) -> float | None:
+    """The mean arrival rate (n − 1)/span of a log or its summary, or None without two distinct
+    arrival times. The same number either way: a log's span is (last − first) µs · 10⁻⁶."""
+    if workload.arrival_times_s is not None:
+        times = workload.arrival_times_s
+        count, span_s = int(times.size), float(times[-1] - times[0]) if times.size else 0.0
+    elif workload.arrival_span is not None and workload.request_count is not None:
+        count, span_s = workload.request_count, workload.arrival_span.span_s
+    else:
+        return None
+    if count < 2 or not span_s > 0:
+        return None
+    return (count - 1) / span_s
+
+
+def workload_arrival_statistics(workload: Workload) -> ArrivalStatistics | None:
+    """:func:`arrival_statistics` of a log's times; for a summary, the statistics its aggregates
+    give exactly (count, span, mean rate and gap), the gap variance and sliding peak as ``None``."""
+    if workload.arrival_times_s is not None:
+        return arrival_statistics(workload.arrival_times_s) if workload.arrival_times_s.size else None
+    if workload.arrival_span is None or workload.request_count is None:
+        return None
+    count, span_s = workload.request_count, workload.arrival_span.span_s
+    rate = observed_rate_per_s(workload)
+    return ArrivalStatistics(
+        request_count=count,
+        span_s=span_s,
+        mean_rate_per_s=rate,
+        mean_interarrival_s=span_s / (count - 1) if rate is not None else None,
+        interarrival_scv=None,
+        interarrival_cv=None,
+        peak_requests_per_min=None,
+        peak_rate_per_s=None,
+        peak_to_mean_ratio=None,
+    )
 
 
 def classify_archetype(alpha: float) -> str:
@@ -238,18 +398,10 @@ def summarize_workload(
         column: _distribution_summary(getattr(workload, f"{column}_tokens"), weights, quantile_method)
         for column in ("input", "output", "total")
     }
-    arrivals = profile = None
-    if workload.arrival_times_s is not None and workload.arrival_times_s.size > 0:
-        arrivals = asdict(arrival_statistics(workload.arrival_times_s))
-    try:
-        counts = workload_window_counts(workload, rate_window_s)
-    except ValidationError:  # more windows than a profile holds (implausible timestamps): no profile
-        counts = None
-    if counts is not None:
-        profile = asdict(rate_profile_from_counts(counts))
-        # burstiness below the window, at the scales a pool's queue sees (core/arrivals.py)
-        curve = dispersion_curve(workload.arrival_times_s, rate_window_s, workload.arrival_counts)
-        profile["within_window_dispersion"] = [list(point) for point in curve]
+    statistics = workload_arrival_statistics(workload)
+    arrivals = None if statistics is None else asdict(statistics)
+    windows = workload_rate_profile(workload, rate_window_s) if statistics is not None else None
+    profile = None if windows is None else asdict(windows)
     return {
         "name": workload.name,
         "kind": workload.kind,

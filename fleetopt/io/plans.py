@@ -81,10 +81,12 @@ def workload_fingerprint(
         fingerprint["alpha_at_b_short"] = alpha
         if gamma is not None:
             fingerprint["beta_at_gamma"] = workload.cdf_at(gamma * b_short_tokens) - alpha
-    if workload.arrival_times_s is not None and workload.arrival_times_s.size >= 2:
-        from fleetopt.core.workload_stats import arrival_statistics
+    if (workload.request_count or 0) >= 2 and workload.has_arrivals:
+        from fleetopt.core.workload_stats import workload_arrival_statistics
 
-        fingerprint["arrivals"] = asdict(arrival_statistics(workload.arrival_times_s))
+        arrivals = workload_arrival_statistics(workload)
+        if arrivals is not None:
+            fingerprint["arrivals"] = asdict(arrivals)
     return fingerprint
 
 
@@ -388,7 +390,7 @@ def _load_document(path: Path) -> Any:
 
 def _reader_options(recorded: dict[str, Any]) -> dict[str, Any]:
     """``load_workload`` options that read the plan's workload the way the plan read it."""
-    keys = ("input_format", "input_column", "output_column", "time_column")
+    keys = ("input_format", "log_format", "input_column", "output_column", "time_column", "time_unit")
     reader = {key: recorded[key] for key in keys if isinstance(recorded.get(key), str)}
     if isinstance(recorded.get("split_model"), str):
         reader["split"] = recorded["split_model"]

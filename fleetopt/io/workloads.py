@@ -1,18 +1,22 @@
-"""Reading workloads: request logs and CDF tables, detected from content, into a Workload.
+"""Reading workloads: request logs, summaries and CDF tables, detected from content, into a Workload.
 
-One entry point, :func:`load_workload`, takes a bundled name (``workloads/<name>.yaml``) or a
-path. Formats (docs/workloads.md):
+One entry point, :func:`load_workload`, takes a bundled name (``workloads/<name>.yaml``), a path,
+a glob (``logs/*.csv.gz``) or a URL (``s3://…``, ``https://…``). Formats (docs/workloads.md):
 
 * ``azure``    — Azure LLM inference trace CSV: ``TIMESTAMP,ContextTokens,GeneratedTokens``.
-* ``csv``      — any CSV request log with a header; columns given or recognised by name.
-* ``jsonl``    — one JSON object per line with ``input_length``, ``output_length`` and
-  optionally ``timestamp`` (milliseconds, the Mooncake trace convention).
+* ``csv``      — any CSV request log with a header; columns given, from a ``--log-format`` preset,
+  or recognised by name.
+* ``jsonl``    — one JSON object per line (Mooncake-style ``input_length``/``output_length``/
+  ``timestamp`` in ms, or any preset's fields).
+* ``json``     — a JSON document of request records (or a preset's nested layout).
+* ``parquet``  — a Parquet table of requests.
+* ``summary``  — a workload summary (fleetopt/io/summaries.py): Parquet, CSV or JSON.
 * ``cdf-json`` — ``[[total_tokens, F], ...]`` or ``{"cdf": [...], ...}`` (the reference's format).
 * ``cdf-csv``  — CSV with header ``tokens,cdf``.
 
-Any of them may be gzip-compressed (detected by its magic bytes). Numeric CSVs and the
-Azure timestamps are parsed by numpy's C reader plus vectorized date arithmetic; anything
-the fast path cannot take is re-read line by line, which also finds the line of any error.
+Logs are read by DuckDB (fleetopt/io/logs.py), gzip-compressed or not. When a local CSV or JSON
+lines file has a row DuckDB cannot take or that is not a valid request, the careful line-by-line
+reader here re-reads it and names the line, the field and the value.
 """
 
 from __future__ import annotations
@@ -25,23 +29,33 @@ import io
 import json
 import math
 import re
+import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from fleetopt.core.workload import Workload, parse_split_model, workload_from_cdf, workload_from_requests
+from fleetopt.core.workload import (
+    MICROSECONDS_PER_S,
+    ArrivalSpan,
+    Workload,
+    parse_split_model,
+    workload_from_cdf,
+    workload_from_counts,
+    workload_from_requests,
+)
 from fleetopt.errors import NotFoundError, ValidationError
+from fleetopt.io.log_formats import LOG_FORMATS, LogFormat, log_format, time_unit_seconds
+from fleetopt.io.logs import MAX_REQUEST_TOKENS, LogSource
 from fleetopt.io.yamlio import safe_load
 
-#: The most tokens one side of one request may have (no model has a context near this; it keeps
-#: every count far inside int64 and float64 arithmetic).
-MAX_REQUEST_TOKENS = 100_000_000
-INPUT_FORMATS = ("azure", "csv", "jsonl", "cdf-json", "cdf-csv")
+INPUT_FORMATS = ("azure", "csv", "jsonl", "json", "parquet", "summary", "cdf-json", "cdf-csv")
+LOG_INPUT_FORMATS = ("azure", "csv", "jsonl", "json", "parquet")
 
 AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 
-# Column names recognised (case-insensitively) when a CSV's columns are not given.
+# Column names recognised (case-insensitively) when a log's columns are not given.
 INPUT_COLUMN_NAMES = ("input_tokens", "input_length", "prompt_tokens", "contexttokens", "request tokens")
 OUTPUT_COLUMN_NAMES = (
     "output_tokens",
@@ -71,20 +85,39 @@ _DATETIME_PATTERN = re.compile(
     r"^\s*(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?\s*(Z|[+-]\d{2}:?\d{2})?\s*$"
 )
 _INTEGER_PATTERN = re.compile(r"^\s*[+-]?\d+\s*$")
-_NUMBER_PATTERN = re.compile(r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$")
 
 
 @dataclass(frozen=True)
 class RequestLog:
-    """Raw request columns as read from a file (before aggregation)."""
+    """Raw request columns as read from a log, one entry per request in file order (before
+    aggregation). ``arrival_us``: arrival on the log's clock in whole µs (UTC µs since the epoch
+    when ``utc``), or None without a time column."""
 
     input_tokens: np.ndarray
     output_tokens: np.ndarray
-    # Seconds on the file's own clock (numbers as written, times scaled; date-times and
-    # numbers beyond 2**53 relative to the file's earliest arrival), not yet shifted to 0.
-    arrival_times_s: np.ndarray | None
-    # The Unix time (UTC) of that clock's 0 when the file gives date-times, else None.
-    clock_origin_epoch_s: float | None = None
+    arrival_us: np.ndarray | None
+    utc: bool = False
+
+    @property
+    def arrival_times_s(self) -> np.ndarray | None:
+        """Seconds from the log's earliest arrival, in file order."""
+        if self.arrival_us is None:
+            return None
+        return (self.arrival_us - self.arrival_us.min()) * 1e-6
+
+
+@dataclass(frozen=True)
+class ReaderOptions:
+    """How to read a log: the layout (``input_format``), the column preset (``log_format``),
+    explicit columns, the unit of a numeric time column, and an absolute origin for offsets."""
+
+    input_format: str | None = None
+    log_format: LogFormat | None = None
+    input_column: str | None = None
+    output_column: str | None = None
+    time_column: str | None = None
+    time_unit_s: float | None = None
+    time_origin_us: int | None = None
 
 
 # --------------------------------------------------------------------------- public API
@@ -106,33 +139,68 @@ def load_workload(
     output_column: str | None = None,
     time_column: str | None = None,
     split: str | None = None,
+    log_format: str | None = None,
+    time_unit: str | None = None,
 ) -> Workload:
-    """Load a bundled workload by name, or a request log / CDF file by path.
+    """Load a bundled workload by name, or a request log / summary / CDF by path, glob or URL.
 
-    ``input_format`` overrides detection (one of :data:`INPUT_FORMATS`); the column options
-    apply to CSV and JSONL logs; ``split`` is the input/output split model of a CDF
-    (``fleet-sim``, ``input-fraction:F``, ``output-tokens:N``) and is ignored for logs, which
-    carry their own split. Without ``split`` a CDF file that gives its mean input and output
-    lengths (``mean_input_tokens``, ``mean_output_tokens``) is split in that proportion; a bare CDF
-    gets the reference's 80/20 split, marked ``split_assumed``.
+    ``input_format`` overrides detection (one of :data:`INPUT_FORMATS`); ``log_format`` names a
+    column preset (:data:`fleetopt.io.log_formats.LOG_FORMATS`); the column options and
+    ``time_unit`` (s, ms, us, ns: the unit of a numeric time column) apply to logs; ``split`` is
+    the input/output split model of a CDF (``fleet-sim``, ``input-fraction:F``,
+    ``output-tokens:N``) and is ignored for logs, which carry their own split. Without ``split`` a
+    CDF file that gives its mean input and output lengths (``mean_input_tokens``,
+    ``mean_output_tokens``) is split in that proportion; a bare CDF gets the reference's 80/20
+    split, marked ``split_assumed``.
     """
     split_model = None if split is None else parse_split_model(split)
+    options = reader_options_for(
+        input_format, log_format, input_column, output_column, time_column, time_unit
+    )
+    place = _locate(name_or_path, options)
+    if place.kind == "bundled":
+        return _load_bundled(name_or_path, split_model)
+    if place.kind == "cdf-json":
+        tokens, fractions, extra = _parse_cdf_json(_read_bytes(place.path), place.path)
+        split_model = split_model or _split_from_file(extra, place.path)
+        return _cdf_workload(tokens, fractions, place.name, split_model, place.label)
+    if place.kind == "cdf-csv":
+        tokens, fractions = _parse_cdf_csv(_read_bytes(place.path), place.path)
+        return _cdf_workload(tokens, fractions, place.name, split_model, place.label)
+    if place.kind == "summary":
+        from fleetopt.core.summary import workload_from_summary
+
+        return workload_from_summary(place.read_summary(), place.name, place.label)
+    return _log_workload(_read_source(place.source, place.options, place.careful), place.name, place.label)
+
+
+def reader_options_for(
+    input_format: str | None,
+    log_format: str | None,
+    input_column: str | None,
+    output_column: str | None,
+    time_column: str | None,
+    time_unit: str | None,
+) -> ReaderOptions:
+    """Checked reader options (an unknown format, preset or unit is a ValidationError)."""
     if input_format is not None and input_format not in INPUT_FORMATS:
         raise ValidationError(f"unknown input format {input_format!r} (allowed: {', '.join(INPUT_FORMATS)})")
-    path = Path(name_or_path).expanduser()
-    if path.is_file():
-        return _load_file(
-            path, path.name, input_format, input_column, output_column, time_column, split_model
-        )
-    if path.is_dir():
-        raise ValidationError(f"{name_or_path}: is a folder, not a workload file")
-    names = bundled_workload_names()
-    if name_or_path in names:
-        return _load_bundled(name_or_path, split_model)
-    raise NotFoundError(
-        f"workload {name_or_path!r} is neither a file nor a bundled workload "
-        f"(bundled: {', '.join(names) if names else 'none'})"
+    return ReaderOptions(
+        input_format=input_format,
+        log_format=log_format_option(log_format, input_format),
+        input_column=input_column,
+        output_column=output_column,
+        time_column=time_column,
+        time_unit_s=time_unit_seconds(time_unit),
     )
+
+
+def log_format_option(name: str | None, input_format: str | None) -> LogFormat | None:
+    """The ``--log-format`` preset; ``--input-format azure`` implies the ``azure`` preset."""
+    preset = log_format(name)
+    if preset is None and input_format == "azure":
+        return LOG_FORMATS["azure"]
+    return preset
 
 
 def read_request_log(
@@ -142,18 +210,26 @@ def read_request_log(
     input_column: str | None = None,
     output_column: str | None = None,
     time_column: str | None = None,
+    log_format: str | None = None,
+    time_unit: str | None = None,
 ) -> RequestLog:
-    """Read the raw request columns of a log file (``azure``, ``csv`` or ``jsonl``)."""
+    """Read the raw request columns of a local log file, one entry per request in file order."""
     path = Path(path)
-    data = _read_bytes(path)
-    fmt = input_format or detect_format(data, path)
-    if fmt in ("cdf-json", "cdf-csv"):
-        raise ValidationError(f"{path}: is a CDF table ({fmt}), not a request log")
-    return _read_log(data, path, fmt, input_column, output_column, time_column)
+    options = reader_options_for(
+        input_format, log_format, input_column, output_column, time_column, time_unit
+    )
+    place = _locate_file(path, str(path), path.name, options)
+    if place.kind in ("cdf-json", "cdf-csv"):
+        raise ValidationError(f"{path}: is a CDF table ({place.kind}), not a request log")
+    if place.kind == "summary":
+        raise ValidationError(f"{path}: is a workload summary, not a request log (it has no rows to read)")
+    return _read_rows(place)
 
 
 def detect_format(data: bytes, path: Path | str = "<data>") -> str:
     """The input format of decompressed file content (rules in docs/workloads.md)."""
+    if data[:4] == b"PAR1":
+        return "parquet"
     if not data or data.isspace():
         raise ValidationError(f"{path}: the file is empty")
     text = _skip_leading_space(data)
@@ -164,10 +240,18 @@ def detect_format(data: bytes, path: Path | str = "<data>") -> str:
         try:
             first = json.loads(first_line)
         except (ValueError, RecursionError):
-            return "cdf-json"  # a multi-line JSON document (or one the CDF reader refuses)
+            if _SUMMARY_KEY in text[:4096]:
+                return "summary"
+            return _json_document_kind(text)
+        if isinstance(first, dict) and first.get("fleetopt_summary") is not None:
+            return "summary"
+        from fleetopt.io.summaries import is_summary_header
+
+        if isinstance(first, dict) and is_summary_header([str(k) for k in first]):
+            return "summary"
         if isinstance(first, dict) and "cdf" not in first:
             keys = {str(k).lower() for k in first}
-            if keys & set(INPUT_COLUMN_NAMES):
+            if keys & set(INPUT_COLUMN_NAMES) or keys & _PRESET_KEYS:
                 return "jsonl"
             try:  # one whole JSON document that is not a request: let the CDF reader say why
                 json.loads(text)
@@ -180,7 +264,25 @@ def detect_format(data: bytes, path: Path | str = "<data>") -> str:
         return "azure"
     if len(header) == 2 and header[0] in CDF_TOKEN_COLUMN_NAMES and header[1] in CDF_FRACTION_COLUMN_NAMES:
         return "cdf-csv"
+    from fleetopt.io.summaries import is_summary_header
+
+    if is_summary_header(header):
+        return "summary"
     return "csv"
+
+
+_SUMMARY_KEY = b'"fleetopt_summary"'
+# Top-level keys of the presets' JSON layouts (a multi-line document of one of them is a log).
+_PRESET_KEYS = {"resourcespans", "input_lens", "prompt_tokens", "inputusage", "request_received_ts"}
+
+
+def _json_document_kind(text: bytes) -> str:
+    """A multi-line JSON document: a preset's log layout when its keys say so, else a CDF (whose
+    reader says why it is not one)."""
+    head = text[:65536].lower()
+    if any(f'"{key}"'.encode() in head for key in _PRESET_KEYS):
+        return "json"
+    return "cdf-json"
 
 
 # --------------------------------------------------------------------------- files and manifests
@@ -190,12 +292,28 @@ _HEAD_BYTES = 1 << 16
 
 
 def _read_head(path: Path) -> bytes:
-    """The first 64 KiB of a file (for detection and the header)."""
+    """The first 64 KiB of a file's content (of its decompressed content when gzip-compressed)."""
     try:
         with open(path, "rb") as stream:
-            return stream.read(_HEAD_BYTES)
+            head = stream.read(_HEAD_BYTES)
+    except FileNotFoundError:
+        raise NotFoundError(f"{path}: no such file") from None
     except OSError as exc:
         raise ValidationError(f"{path}: cannot read ({exc.strerror})") from None
+    if head[:2] == b"\x1f\x8b":
+        try:
+            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, _HEAD_BYTES)
+        except zlib.error as exc:
+            raise ValidationError(f"{path}: not a valid gzip file ({exc})") from None
+    return head
+
+
+def _is_gzip(path: Path) -> bool:
+    try:
+        with open(path, "rb") as stream:
+            return stream.read(2) == b"\x1f\x8b"
+    except OSError:
+        return False
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -217,7 +335,7 @@ def _read_bytes(path: Path) -> bytes:
     return data
 
 
-def _check_text(data: bytes, path: Path) -> None:
+def _check_text(data: bytes, path: Path, whole: bool = True) -> None:
     """Refuse UTF-16/32 and binary files by name (their headers would read as garbage)."""
     for bom, encoding in (
         (b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
@@ -233,50 +351,154 @@ def _check_text(data: bytes, path: Path) -> None:
     try:
         head.decode("utf-8")
     except UnicodeDecodeError as exc:
-        if len(head) == len(data) or exc.start < len(head) - 4:  # not a character cut by the head
+        if (whole and len(head) == len(data)) or exc.start < len(head) - 4:  # not a character cut by the head
             raise ValidationError(
                 f"{path}: not UTF-8 text (byte {exc.start:,} is 0x{head[exc.start]:02x}); save it as UTF-8"
             ) from None
 
 
-def _load_file(
-    path: Path,
-    name: str,
-    input_format: str | None,
-    input_column: str | None,
-    output_column: str | None,
-    time_column: str | None,
-    split_model,
-    source: str | None = None,
-) -> Workload:
-    source = source if source is not None else str(path)
+def _detect_file(path: Path, input_format: str | None) -> tuple[str, bytes]:
+    """(format, head) of a local file: the given ``input_format``, else detected on its content."""
     head = _read_head(path)
-    if len(head) < _file_size(path) and head[:2] != b"\x1f\x8b" and head.lstrip()[:1] not in (b"[", b"{"):
-        # A large plain CSV: numpy reads it from disk; the whole text is read only if needed.
-        fmt = input_format or detect_format(head, path)
-        if fmt in ("azure", "csv"):
-            log = _read_log(head, path, fmt, input_column, output_column, time_column, disk_path=path)
-            return workload_from_requests(
-                log.input_tokens,
-                log.output_tokens,
-                name=name,
-                arrival_times_s=log.arrival_times_s,
-                source=source,
-                clock_origin_epoch_s=log.clock_origin_epoch_s,
+    if head[:4] != b"PAR1":
+        if not head or head.isspace():
+            raise ValidationError(f"{path}: the file is empty")
+        _check_text(head, path, whole=len(head) < _HEAD_BYTES)
+    fmt = input_format or detect_format(head, path)
+    if fmt == "parquet" and input_format is None and _parquet_is_summary(path):
+        fmt = "summary"
+    return fmt, head
+
+
+def _parquet_is_summary(path: Path) -> bool:
+    """Whether a Parquet file's columns are a summary table's."""
+    from fleetopt.io.logs import connect, sql_string
+    from fleetopt.io.summaries import is_summary_header
+
+    try:
+        columns = (
+            connect().execute(f"DESCRIBE SELECT * FROM read_parquet({sql_string(str(path))})").fetchall()
+        )
+    except Exception:  # noqa: BLE001 - not readable: the log reader says why
+        return False
+    return is_summary_header([c[0] for c in columns])
+
+
+@dataclass(frozen=True)
+class _Place:
+    """What a workload argument names, resolved before any reading: ``kind`` is ``log``,
+    ``summary``, ``cdf-json``, ``cdf-csv`` or ``bundled``; a log has its DuckDB ``source`` and, for
+    a local text file, the ``careful`` line-by-line reader; a summary its reader."""
+
+    kind: str
+    label: str
+    name: str
+    options: ReaderOptions
+    path: Path | None = None
+    source: LogSource | None = None
+    careful: Callable[[], RequestLog] | None = None
+    read_summary: Callable[[], object] | None = None
+
+
+def _locate(name_or_path: str, options: ReaderOptions) -> _Place:
+    """Resolve a workload argument: a local file (detected on its content), a folder (refused), a
+    glob or URL, a bundled name, or nothing (a NotFoundError listing the bundled names)."""
+    from fleetopt.io.logs import is_pattern, is_remote
+
+    path = Path(name_or_path).expanduser()
+    if path.is_file():
+        return _locate_file(path, str(path), path.name, options)
+    if path.is_dir():
+        raise ValidationError(f"{name_or_path}: is a folder, not a workload file")
+    if is_remote(name_or_path) or is_pattern(name_or_path):
+        return _locate_many(name_or_path, options)
+    names = bundled_workload_names()
+    if name_or_path in names:
+        return _Place("bundled", name_or_path, name_or_path, options)
+    raise NotFoundError(
+        f"workload {name_or_path!r} is neither a file nor a bundled workload "
+        f"(bundled: {', '.join(names) if names else 'none'})"
+    )
+
+
+def _locate_file(path: Path, label: str, name: str, options: ReaderOptions) -> _Place:
+    fmt, head = _detect_file(path, options.input_format)
+    if fmt in ("cdf-json", "cdf-csv"):
+        return _Place(fmt, label, name, options, path=path)
+    if fmt == "summary":
+        return _Place(
+            "summary", label, name, options, path=path, read_summary=lambda: read_summary_file(path, head)
+        )
+    if fmt not in LOG_INPUT_FORMATS:
+        raise ValidationError(f"{path}: format {fmt!r} is not a request log")
+    if fmt == "azure" and options.log_format is None:
+        options = dataclasses.replace(options, log_format=LOG_FORMATS["azure"])
+    source = _log_source(label, [str(path)], fmt, _is_gzip(path))
+    if source.container == "csv":
+        _check_csv_head(head, path)
+    preset = options.log_format
+    careful = None
+    if source.container in ("csv", "jsonl") and (
+        preset is None or (not preset.filters and preset.layout == "table")
+    ):
+        careful = lambda: _read_careful(path, source.container, options)  # noqa: E731
+    return _Place("log", label, name, options, path=path, source=source, careful=careful)
+
+
+def _locate_many(location: str, options: ReaderOptions) -> _Place:
+    """A glob (expanded, detected on its first file's content) or a URL (by its name or
+    ``--input-format``): a log read as one, or summaries merged."""
+    from fleetopt.io.logs import container_from_name, expand_local, is_remote
+
+    name = location.rstrip("/").split("/")[-1] or location
+    if is_remote(location):
+        paths, files = [], [location]
+        fmt = options.input_format or container_from_name(location)
+        if fmt is None:
+            raise ValidationError(
+                f"{location}: cannot tell the format from the name; give --input-format "
+                f"({', '.join(LOG_INPUT_FORMATS)} or summary)"
             )
-    data = _read_bytes(path)
-    fmt = input_format or detect_format(data, path)
-    if fmt == "cdf-json":
-        tokens, fractions, extra = _parse_cdf_json(data, path)
-        return _cdf_workload(tokens, fractions, name, split_model or _split_from_file(extra, path), source)
-    if fmt == "cdf-csv":
-        tokens, fractions = _parse_cdf_csv(data, path)
-        return _cdf_workload(tokens, fractions, name, split_model, source)
-    log = _read_log(data, path, fmt, input_column, output_column, time_column)
-    return workload_from_requests(
-        log.input_tokens, log.output_tokens, name=name, arrival_times_s=log.arrival_times_s, source=source,
-        clock_origin_epoch_s=log.clock_origin_epoch_s,
-    )  # fmt: skip
+        gzip_compressed = location.lower().split("?")[0].endswith(".gz")
+    else:
+        paths = expand_local(location)
+        fmt, _ = _detect_file(paths[0], options.input_format)
+        files = [str(p) for p in paths]
+        gzip_compressed = _is_gzip(paths[0])
+    if fmt in ("cdf-json", "cdf-csv"):
+        raise ValidationError(f"{location}: CDF tables are read one file at a time, not by pattern or URL")
+    if fmt == "summary":
+        return _Place("summary", location, name, options, read_summary=lambda: read_summary_source(location))
+    if fmt == "azure" and options.log_format is None:
+        options = dataclasses.replace(options, log_format=LOG_FORMATS["azure"])
+    return _Place("log", location, name, options, source=_log_source(location, files, fmt, gzip_compressed))
+
+
+def read_summary_file(path: Path, head: bytes | None = None):
+    """A summary from a local file: its JSON document, or its table in Parquet, CSV or JSON lines."""
+    from fleetopt.io.summaries import read_summary_json, read_summary_table
+
+    head = _read_head(path) if head is None else head
+    if head[:4] == b"PAR1":
+        return read_summary_table([str(path)], "parquet", str(path))
+    text = _skip_leading_space(head)
+    if text[:1] == b"{":
+        first_line = text[: text.find(b"\n")] if b"\n" in text else text
+        try:
+            first = json.loads(first_line)
+        except (ValueError, RecursionError):
+            first = None
+        if isinstance(first, dict) and "record" in {str(k).lower() for k in first}:
+            return read_summary_table([str(path)], "jsonl", str(path))
+        return read_summary_json(_read_bytes(path), str(path))
+    return read_summary_table([str(path)], "csv", str(path))
+
+
+def _log_source(label: str, files: list[str], fmt: str, gzip_compressed: bool) -> LogSource:
+    container = "csv" if fmt in ("azure", "csv") else fmt
+    if container not in ("csv", "jsonl", "json", "parquet"):
+        raise ValidationError(f"{label}: format {fmt!r} is not a request log")
+    return LogSource(label=label, files=tuple(files), container=container, gzip=gzip_compressed)
 
 
 def _load_bundled(name: str, split_model) -> Workload:
@@ -291,39 +513,57 @@ def _load_bundled(name: str, split_model) -> Workload:
     fmt = manifest["format"]
     source = f"bundled:{name} ({manifest.get('source', '')})".strip()
     if fmt in ("cdf-json", "cdf-csv"):
-        return _load_file(files[0], name, fmt, None, None, None, split_model, source=source)
-    logs = [
-        _read_log(
-            _read_bytes(f),
-            f,
-            fmt,
-            manifest.get("input_column"),
-            manifest.get("output_column"),
-            manifest.get("time_column"),
-        )
-        for f in files
-    ]
-    times = None
-    if all(log.arrival_times_s is not None for log in logs):
-        times = np.concatenate([log.arrival_times_s for log in logs])
-    origin = manifest.get("time_origin")  # the wall-clock time of the files' time 0
-    return workload_from_requests(
-        np.concatenate([log.input_tokens for log in logs]),
-        np.concatenate([log.output_tokens for log in logs]),
-        name=name,
-        arrival_times_s=times,
-        source=source,
-        clock_origin_epoch_s=_epoch_s(origin) if isinstance(origin, str) else logs[0].clock_origin_epoch_s,
+        parse = _parse_cdf_json if fmt == "cdf-json" else _parse_cdf_csv
+        tokens, fractions, *extra = parse(_read_bytes(files[0]), files[0])
+        split_model = split_model or (_split_from_file(extra[0], files[0]) if extra else None)
+        return _cdf_workload(tokens, fractions, name, split_model, source)
+    origin = manifest.get("time_origin")
+    options = ReaderOptions(
+        input_column=manifest.get("input_column"),
+        output_column=manifest.get("output_column"),
+        time_column=manifest.get("time_column"),
+        time_origin_us=None if origin is None else _datetime_us(str(origin), manifest_path),
     )
+    log_source = _log_source(name, [str(f) for f in files], fmt, _is_gzip(files[0]))
+    return _log_workload(_read_source(log_source, options, careful=None), name, source)
 
 
-def _epoch_s(text: str) -> float | None:
-    """Unix seconds of a date-time such as ``2023-11-16 18:15:46.6805900`` (UTC unless it names a zone)."""
-    try:
-        kind, value = _parse_time(text, "time_origin", 1.0, Path("manifest"), 0)
-    except ValidationError:
-        return None
-    return value * 1e-9 if kind == "ns" else None
+def _datetime_us(text: str, where: Path) -> int:
+    kind, moment = _parse_time(text, "time_origin", 1.0, where, 0)
+    if kind != "utc":
+        raise ValidationError(f"{where}: time_origin = {text!r} is not a date-time")
+    return moment
+
+
+def _log_workload(log: RequestLog | LogRequestsLike, name: str, source: str) -> Workload:
+    """A Workload from a log's requests: atoms, arrival times from the first (s) and the clock."""
+    span = None
+    times = None
+    metadata: dict = {}
+    if log.arrival_us is not None and log.arrival_us.size:
+        first, last = int(log.arrival_us.min()), int(log.arrival_us.max())
+        span = ArrivalSpan(first, last, log.utc)
+        if log.utc:
+            from fleetopt.core.summary import utc_iso
+
+            metadata["origin_utc"] = utc_iso(first)
+    if isinstance(log, RequestLog):
+        if log.arrival_us is not None:
+            times = (np.sort(log.arrival_us) - span.first_us) * 1e-6
+        return workload_from_requests(
+            log.input_tokens, log.output_tokens, name=name, arrival_times_s=times, source=source,
+            arrival_span=span, metadata=metadata,
+        )  # fmt: skip
+    if log.arrival_us is not None:
+        times = (log.arrival_us - span.first_us) * 1e-6
+    workload = workload_from_counts(
+        log.input_tokens, log.output_tokens, log.counts, name=name, source=source, arrival_span=span,
+        metadata=metadata,
+    )  # fmt: skip
+    return dataclasses.replace(workload, arrival_times_s=times) if times is not None else workload
+
+
+LogRequestsLike = object  # fleetopt.io.logs.LogRequests (histogram form), imported lazily
 
 
 def _cdf_workload(tokens: np.ndarray, fractions: np.ndarray, name: str, split_model, source: str) -> Workload:
@@ -464,6 +704,148 @@ def _validate_cdf_rows(rows: list[tuple[float, float, str]], path: Path) -> tupl
 # --------------------------------------------------------------------------- request logs
 
 
+def _default_names(container: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """Recognised column names (input, output, time) when no preset or column is given; JSON lines
+    put Mooncake's names first (its ``timestamp`` is in ms)."""
+    if container == "jsonl":
+        return (
+            ("input_length",) + INPUT_COLUMN_NAMES,
+            ("output_length",) + OUTPUT_COLUMN_NAMES,
+            ("timestamp",) + TIME_COLUMN_NAMES,
+        )
+    return INPUT_COLUMN_NAMES, OUTPUT_COLUMN_NAMES, TIME_COLUMN_NAMES
+
+
+def _name_units(container: str) -> dict[str, float]:
+    """Units of time columns known by name: Mooncake's JSON lines ``timestamp`` is in ms."""
+    return {"timestamp": JSONL_TIMESTAMP_SCALE_S} if container == "jsonl" else {}
+
+
+def _check_csv_head(head: bytes, path: Path) -> None:
+    """A CSV's header problems and an empty body, named before any reading (docs/workloads.md)."""
+    text_start = _skip_leading_space(head)
+    header = [c.strip() for c in _split_header(_first_line(text_start))]
+    if not header:
+        raise ValidationError(f"{path}: the file is empty")
+    if len(header) == 1:
+        for separator, word in ((";", "semicolons"), ("\t", "tabs"), ("|", "vertical bars")):
+            if separator in header[0]:
+                raise ValidationError(
+                    f"{path}: the columns are separated by {word}, not commas; fleetopt reads "
+                    "comma-separated files (convert it, e.g. with `tr`)"
+                )
+    repeated = sorted({name for name in header if [c.lower() for c in header].count(name.lower()) > 1})
+    if repeated:
+        raise ValidationError(f"{path}: column {repeated[0]!r} appears more than once in the header")
+    body_start = text_start.find(b"\n")
+    if body_start < 0 or _NON_SPACE.search(text_start, body_start + 1) is None:
+        raise ValidationError(f"{path}: no requests (only a header)")
+
+
+def _resolve(source: LogSource, options: ReaderOptions, careful, connection):
+    """The log's columns (fleetopt.io.logs.resolve_log with this module's recognised names), or
+    None when DuckDB cannot read it and a careful reader will."""
+    from fleetopt.io import logs
+
+    return logs.resolve_log(
+        connection, source, preset=options.log_format, input_column=options.input_column,
+        output_column=options.output_column, time_column=options.time_column,
+        time_unit_s=options.time_unit_s, default_names=_default_names(source.container),
+        name_units=_name_units(source.container), time_origin_us=options.time_origin_us,
+        fallback=careful is not None,
+    )  # fmt: skip
+
+
+def _with_duckdb(source: LogSource, options: ReaderOptions, careful, read, *, ordered: bool = False):
+    """``read(resolved, connection)`` by DuckDB; on a row DuckDB cannot take or that is not a
+    request, ``careful()`` (a local text file) re-reads the file and names the line (or returns
+    its rows, which the caller then uses), else DuckDB names the first bad row."""
+    from fleetopt.io import logs
+
+    connection = logs.connect(ordered=ordered)
+    resolved = _resolve(source, options, careful, connection)
+    if resolved is None:  # DuckDB cannot read it: the careful reader says why (or reads it)
+        return careful()
+    try:
+        return read(resolved, connection)
+    except logs.InvalidRows:
+        if careful is not None:
+            return careful()
+        raise ValidationError(logs.first_invalid_row(resolved)) from None
+    except logs.UnreadableLog:
+        if careful is not None:
+            return careful()
+        raise
+
+
+def _read_source(source: LogSource, options: ReaderOptions, careful):
+    """A log's requests: the histogram and the arrivals (fleetopt.io.logs.load_requests), or the
+    careful reader's rows."""
+    from fleetopt.io import logs
+
+    return _with_duckdb(source, options, careful, logs.load_requests)
+
+
+def _read_rows(place: _Place) -> RequestLog:
+    """Every request of a local log in file order (DuckDB; the careful reader on any problem)."""
+    from fleetopt.io import logs
+
+    def rows(resolved, connection) -> RequestLog:
+        found = logs.load_rows(resolved, connection)
+        return RequestLog(found["input"], found["output"], found.get("arrival"), resolved.utc)
+
+    return _with_duckdb(place.source, place.options, place.careful, rows, ordered=True)
+
+
+# --------------------------------------------------------------------------- the careful reader
+
+
+def _read_careful(path: Path, container: str, options: ReaderOptions) -> RequestLog:
+    """Line-by-line reading of a local CSV or JSON lines log with exact errors (file, line, field,
+    value): the reference the DuckDB path agrees with, used whenever DuckDB finds a problem."""
+    data = _read_bytes(path)
+    if container == "jsonl":
+        return _read_jsonl(data, path, options)
+    text_start = _skip_leading_space(data)
+    header = [c.strip() for c in _split_header(_first_line(text_start))]
+    if not header:
+        raise ValidationError(f"{path}: the file is empty")
+    candidates = _candidates(options, container)
+    from fleetopt.io.logs import pick_column
+
+    input_index = pick_column(header, options.input_column, candidates[0], "input", str(path), True)
+    output_index = pick_column(header, options.output_column, candidates[1], "output", str(path), True)
+    time_index = pick_column(header, options.time_column, candidates[2], "time", str(path), False)
+    names = tuple(None if i is None else header[i] for i in (input_index, output_index, time_index))
+    return _read_csv_slow(
+        text_start, path, len(header), (input_index, output_index, time_index), names, options
+    )
+
+
+def _candidates(options: ReaderOptions, container: str) -> tuple[tuple[str, ...], ...]:
+    preset = options.log_format
+    if preset is not None:
+        return preset.input_columns, preset.output_columns, preset.time_columns
+    return _default_names(container)
+
+
+def _time_unit(column: str, options: ReaderOptions, container: str) -> tuple[float, bool]:
+    """(seconds per unit, counts from the Unix epoch) of a numeric time column (docs/workloads.md):
+    ``--time-unit``, else the preset's, else the name's suffix, else JSON lines' ``timestamp`` (ms),
+    else seconds."""
+    from fleetopt.io.logs import time_scale_from_name
+
+    preset = options.log_format
+    preset_unit = preset.time_unit if preset is not None and options.time_column is None else None
+    epoch = preset_unit.epoch if preset_unit is not None else False
+    if options.time_unit_s is not None:
+        return options.time_unit_s, epoch
+    if preset_unit is not None:
+        return preset_unit.seconds, epoch
+    default = _name_units(container).get(column.strip().lower(), 1.0)
+    return time_scale_from_name(column, default), False
+
+
 _NON_SPACE = re.compile(rb"\S")
 
 
@@ -489,201 +871,12 @@ def _split_header(line: str) -> list[str]:
     return next(csv.reader([line])) if line.strip() else []
 
 
-def _pick_column(
-    header: list[str], given: str | None, candidates: tuple[str, ...], role: str, path: Path, required: bool
-) -> int | None:
-    """Index of the column named ``given`` (exact, then case-insensitive) or of the first candidate."""
-    lowered = [c.strip().lower() for c in header]
-    if given is not None:
-        if given in header:
-            return header.index(given)
-        if given.strip().lower() in lowered:
-            return lowered.index(given.strip().lower())
-        raise ValidationError(f"{path}: no column {given!r} for {role} (columns found: {', '.join(header)})")
-    for candidate in candidates:
-        if candidate in lowered:
-            return lowered.index(candidate)
-    if required:
-        raise ValidationError(
-            f"{path}: no {role} column among {', '.join(header)} "
-            f"(recognised: {', '.join(candidates)}; name one with --{role.replace(' ', '-')}-column)"
-        )
-    return None
-
-
-def _time_scale_s(column: str, default_scale_s: float) -> float:
-    lowered = column.strip().lower()
-    for suffix, scale in _TIME_SUFFIX_SCALE_S:
-        if lowered.endswith(suffix):
-            return scale
-    return default_scale_s
-
-
-def _read_log(
-    data: bytes,
-    path: Path,
-    fmt: str,
-    input_column: str | None,
-    output_column: str | None,
-    time_column: str | None,
-    disk_path: Path | None = None,
-) -> RequestLog:
-    """Read a log; with ``disk_path``, ``data`` is only the file's head and numpy reads the file."""
-    if fmt == "jsonl":
-        return _read_jsonl(data, path, input_column, output_column, time_column)
-    if fmt == "azure":
-        input_column = input_column or AZURE_COLUMNS[1]
-        output_column = output_column or AZURE_COLUMNS[2]
-        time_column = time_column or AZURE_COLUMNS[0]
-    elif fmt != "csv":
-        raise ValidationError(f"{path}: format {fmt!r} is not a request log")
-    return _read_csv(data, path, input_column, output_column, time_column, disk_path)
-
-
-def _read_csv(
-    data: bytes,
-    path: Path,
-    input_column: str | None,
-    output_column: str | None,
-    time_column: str | None,
-    disk_path: Path | None = None,
-) -> RequestLog:
-    text_start = _skip_leading_space(data)
-    # numpy's reader is fastest on the file itself: use it when the bytes are the file's own.
-    if disk_path is None and text_start is data and _file_size(path) == len(data):
-        disk_path = path
-    elif text_start is not data:
-        disk_path = None  # numpy's reader would see the skipped bytes
-    header = [c.strip() for c in _split_header(_first_line(text_start))]
-    if not header:
-        raise ValidationError(f"{path}: the file is empty")
-    if len(header) == 1:
-        for separator, word in ((";", "semicolons"), ("\t", "tabs"), ("|", "vertical bars")):
-            if separator in header[0]:
-                raise ValidationError(
-                    f"{path}: the columns are separated by {word}, not commas; fleetopt reads "
-                    "comma-separated files (convert it, e.g. with `tr`)"
-                )
-    repeated = sorted({name for name in header if [c.lower() for c in header].count(name.lower()) > 1})
-    if repeated:
-        raise ValidationError(f"{path}: column {repeated[0]!r} appears more than once in the header")
-    input_index = _pick_column(header, input_column, INPUT_COLUMN_NAMES, "input", path, True)
-    output_index = _pick_column(header, output_column, OUTPUT_COLUMN_NAMES, "output", path, True)
-    time_index = _pick_column(header, time_column, TIME_COLUMN_NAMES, "time", path, False)
-    columns = (input_index, output_index, time_index)
-    names = tuple(None if i is None else header[i] for i in columns)
-    body_start = text_start.find(b"\n")
-    if body_start < 0 or _NON_SPACE.search(text_start, body_start + 1) is None:
-        raise ValidationError(f"{path}: no requests (only a header)")
-    log = _read_csv_fast(text_start, disk_path, body_start + 1, len(header), columns, names)
-    if log is None:
-        if len(data) < _file_size(path) and data[:2] != b"\x1f\x8b":  # only the head was read so far
-            text_start = _skip_leading_space(_read_bytes(path))
-        log = _read_csv_slow(text_start, path, len(header), columns, names)
-    return log
-
-
-def _file_size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return -1
-
-
-def _read_csv_fast(
-    data: bytes, disk_path: Path | None, body_start: int, field_count: int, columns: tuple, names: tuple
-) -> RequestLog | None:
-    """numpy's C CSV reader on the chosen columns; ``None`` when the data needs the careful path."""
-    input_index, output_index, time_index = columns
-    first_row = _first_line(data, body_start).split(",")
-    if len(first_row) != field_count:
-        return None
-    time_kind = None
-    if time_index is not None:
-        sample = first_row[time_index]
-        if _INTEGER_PATTERN.match(sample):
-            time_kind = "i8"
-        elif _NUMBER_PATTERN.match(sample):
-            time_kind = "f8"
-        elif _DATETIME_PATTERN.match(sample) and _DATETIME_PATTERN.match(sample).group(8) is None:
-            time_kind = "S32"
-        else:
-            return None
-    usecols = [input_index, output_index] + ([time_index] if time_index is not None else [])
-    all_columns = sorted(usecols) == list(range(field_count))
-    dtype = [("input", "i8"), ("output", "i8")] + ([("time", time_kind)] if time_kind else [])
-    # loadtxt returns fields in usecols order only when usecols is increasing.
-    order = sorted(range(len(usecols)), key=lambda k: usecols[k])
-    try:
-        table = np.loadtxt(
-            disk_path if disk_path is not None else io.BytesIO(data),
-            delimiter=",",
-            skiprows=1,
-            usecols=None if all_columns else [usecols[k] for k in order],
-            dtype=[dtype[k] for k in order],
-            comments=None,
-            encoding=None,
-            ndmin=1,
-        )
-    except (ValueError, IndexError):
-        return None
-    inputs = table["input"]  # strided views into the table: copying them costs more than it saves
-    outputs = table["output"]
-    lowest_input, lowest_output = int(inputs.min()), int(outputs.min())
-    if min(lowest_input, lowest_output) < 0:
-        return None  # the careful path names the line
-    if lowest_input == 0 and lowest_output == 0 and ((inputs == 0) & (outputs == 0)).any():
-        return None
-    times = None
-    if time_kind is not None:
-        if time_kind == "S32":
-            parsed = _parse_datetimes_s(table["time"])
-            if parsed is None:
-                return None
-            times, origin = parsed
-        else:
-            raw = table["time"]
-            if time_kind == "i8" and np.abs(raw).max() > 2**53:  # epoch nanoseconds: shift to stay exact
-                raw = raw - raw.min()
-            times = raw.astype(np.float64)
-            scale_s = _time_scale_s(names[2], 1.0)
-            if scale_s != 1.0:
-                times *= scale_s
-            if not np.isfinite(times).all():
-                return None
-    return RequestLog(inputs, outputs, times, origin if time_kind == "S32" else None)
-
-
-def _parse_datetimes_s(strings: np.ndarray) -> tuple[np.ndarray, float] | None:
-    """ISO-8601 date-time bytes → (seconds since the earliest (exact to 1 ns), the earliest as Unix
-    seconds), by numpy's C parser (naive date-times are UTC).
-
-    Returns ``None`` when any value is not a plain date-time (numpy refuses it, or warns about
-    a time zone): the careful path then reads the file and names the line.
-    """
-    import warnings
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            moments = strings.astype("datetime64[ns]").view(np.int64)
-    except (ValueError, TypeError, OverflowError, Warning):
-        return None
-    if moments.size == 0 or (moments == np.iinfo(np.int64).min).any():  # NaT
-        return None
-    earliest = int(moments.min())
-    moments -= earliest  # our own array: shift and scale in place
-    seconds = moments.astype(np.float64)
-    seconds *= 1e-9
-    return seconds, earliest * 1e-9
-
-
-def _days_from_civil(year: np.ndarray, month: np.ndarray, day: np.ndarray) -> np.ndarray:
-    """Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm, vectorized)."""
-    year = year - (month <= 2)
-    era = np.floor_divide(year, 400)
+def _days_from_civil(year: int, month: int, day: int) -> int:
+    """Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm)."""
+    year -= month <= 2
+    era = year // 400
     year_of_era = year - era * 400
-    day_of_year = (153 * (month + np.where(month > 2, -3, 9)) + 2) // 5 + day - 1
+    day_of_year = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
     day_of_era = year_of_era * 365 + year_of_era // 4 - year_of_era // 100 + day_of_year
     return era * 146097 + day_of_era - 719468
 
@@ -712,8 +905,10 @@ def _parse_token(value: str, column: str, path: Path, line: int) -> int:
     return number
 
 
-def _parse_time(value: str, column: str, scale_s: float, path: Path, line: int) -> tuple[str, float | int]:
-    """``("ns", integer ns since 1970)`` for a date-time, ``("s", seconds)`` for a number."""
+def _parse_time(value: str, column: str, scale_s: float, path: Path, line: int) -> tuple[str, int]:
+    """``("utc", µs since 1970)`` for a date-time (sub-µs digits dropped, an offset applied), or
+    ``("number", µs)`` for a number in ``scale_s`` seconds per unit (integers in µs or coarser
+    units exact, others rounded half away from zero, as DuckDB's ROUND)."""
     text = value.strip()
     match = _DATETIME_PATTERN.match(text)
     if match:
@@ -722,51 +917,54 @@ def _parse_time(value: str, column: str, scale_s: float, path: Path, line: int) 
             datetime.date(year, month, day)
         except ValueError:
             raise ValidationError(f"{path}, line {line}: {column} = {value!r} is not a valid date") from None
-        days = int(_days_from_civil(np.array([year]), np.array([month]), np.array([day]))[0])
-        fraction = match.group(7) or ""
-        seconds = ((days * 24 + hour) * 60 + minute) * 60 + second
+        if hour > 23 or minute > 59 or second > 60:
+            raise ValidationError(f"{path}, line {line}: {column} = {value!r} is not a valid time of day")
+        fraction = (match.group(7) or "")[:6].ljust(6, "0")
+        seconds = ((_days_from_civil(year, month, day) * 24 + hour) * 60 + minute) * 60 + second
         zone = match.group(8)
         if zone and zone != "Z":
             sign = 1 if zone[0] == "+" else -1
             digits = zone[1:].replace(":", "")
             seconds -= sign * (int(digits[:2]) * 3600 + int(digits[2:]) * 60)
-        return "ns", seconds * 1_000_000_000 + (int(fraction.ljust(9, "0")) if fraction else 0)
+        return "utc", seconds * MICROSECONDS_PER_S + int(fraction)
+    per_unit_us = scale_s * MICROSECONDS_PER_S
+    if _INTEGER_PATTERN.match(text):
+        number = int(text)
+        return "number", number * round(per_unit_us) if per_unit_us >= 1 else int(
+            number / round(1 / per_unit_us)
+        )
     try:
         number = float(text)
     except ValueError:
         number = math.nan
-    if not math.isfinite(number):
+    if not math.isfinite(number) or abs(number * per_unit_us) > 2**62:
         raise ValidationError(
             f"{path}, line {line}: {column} = {value!r} is neither a number nor a date-time "
             "like 2023-11-16 18:15:46.680590"
         )
-    return "s", number * scale_s
+    scaled = number * per_unit_us
+    return "number", int(math.copysign(math.floor(abs(scaled) + 0.5), scaled))
 
 
-def _arrival_seconds(
-    times: list, kinds: set[str], column: str, path: Path
-) -> tuple[np.ndarray, float | None]:
-    """(seconds, the clock's 0 as Unix seconds or None) from values all of one kind: date-times
-    relative to the earliest, numbers as given."""
+def _arrival_ticks(moments: list[int], kinds: set[str], column: str, path: Path) -> np.ndarray:
     if len(kinds) > 1:
         raise ValidationError(f"{path}: column {column!r} mixes date-times and numbers")
-    if kinds == {"ns"}:
-        earliest = min(times)
-        return np.array([t - earliest for t in times], dtype=np.float64) * 1e-9, earliest * 1e-9
-    return np.array(times, dtype=np.float64), None
+    return np.array(moments, dtype=np.int64)
 
 
-def _read_csv_slow(data: bytes, path: Path, field_count: int, columns: tuple, names: tuple) -> RequestLog:
+def _read_csv_slow(
+    data: bytes, path: Path, field_count: int, columns: tuple, names: tuple, options: ReaderOptions
+) -> RequestLog:
     """Line-by-line reading with exact errors (file, line, column, value)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ValidationError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     input_index, output_index, time_index = columns
-    scale_s = 1.0 if time_index is None else _time_scale_s(names[2], 1.0)
+    scale_s, epoch = (1.0, False) if time_index is None else _time_unit(names[2], options, "csv")
     inputs: list[int] = []
     outputs: list[int] = []
-    times: list = []
+    times: list[int] = []
     kinds: set[str] = set()
     reader = csv.reader(io.StringIO(text))
     next(reader)  # header
@@ -790,23 +988,32 @@ def _read_csv_slow(data: bytes, path: Path, field_count: int, columns: tuple, na
             times.append(moment)
     if not inputs:
         raise ValidationError(f"{path}: no requests (only a header)")
-    arrival, origin = (None, None) if time_index is None else _arrival_seconds(times, kinds, names[2], path)
-    return RequestLog(np.array(inputs, dtype=np.int64), np.array(outputs, dtype=np.int64), arrival, origin)
+    return _careful_log(
+        inputs, outputs, times if time_index is not None else None, kinds, names[2], path, epoch, options
+    )
 
 
-def _read_jsonl(
-    data: bytes, path: Path, input_column: str | None, output_column: str | None, time_column: str | None
-) -> RequestLog:
-    """Mooncake-style JSON lines; ``timestamp`` in ms unless ``time_column`` has a unit suffix."""
-    input_key = input_column or "input_length"
-    output_key = output_column or "output_length"
-    time_key = time_column or "timestamp"
-    scale_s = _time_scale_s(time_key, JSONL_TIMESTAMP_SCALE_S if time_key == "timestamp" else 1.0)
+def _careful_log(inputs, outputs, times, kinds, column, path, epoch, options) -> RequestLog:
+    arrival = None
+    if times is not None:
+        arrival = _arrival_ticks(times, kinds, column, path)
+        if options.time_origin_us is not None:
+            arrival = arrival + options.time_origin_us
+    utc = times is not None and (kinds == {"utc"} or epoch or options.time_origin_us is not None)
+    return RequestLog(np.array(inputs, dtype=np.int64), np.array(outputs, dtype=np.int64), arrival, utc)
+
+
+def _read_jsonl(data: bytes, path: Path, options: ReaderOptions) -> RequestLog:
+    """JSON lines: the fields given, the preset's, or Mooncake's (``timestamp`` in ms) and the
+    recognised names, chosen on the first line; every line must have them."""
+    candidates = _candidates(options, "jsonl")
     inputs: list[int] = []
     outputs: list[int] = []
-    times: list = []
+    times: list[int] = []
     kinds: set[str] = set()
+    keys: tuple[str, str, str | None] | None = None
     has_time: bool | None = None
+    scale_s, epoch = 1.0, False
     for line_number, line in enumerate(data.decode("utf-8-sig", errors="replace").splitlines(), start=1):
         if not line.strip():
             continue
@@ -816,6 +1023,15 @@ def _read_jsonl(
             raise ValidationError(f"{path}, line {line_number}: not a JSON object") from None
         if not isinstance(record, dict):
             raise ValidationError(f"{path}, line {line_number}: not a JSON object")
+        if keys is None:
+            keys = (
+                _json_key(record, options.input_column, candidates[0]),
+                _json_key(record, options.output_column, candidates[1]),
+                _json_key(record, options.time_column, candidates[2], optional=True),
+            )
+            if keys[2] is not None:
+                scale_s, epoch = _time_unit(keys[2], options, "jsonl")
+        input_key, output_key, time_key = keys
         for key in (input_key, output_key):
             if key not in record:
                 raise ValidationError(
@@ -833,7 +1049,7 @@ def _read_jsonl(
             raise ValidationError(f"{path}, line {line_number}: {input_key} + {output_key} is 0")
         inputs.append(values[0])
         outputs.append(values[1])
-        line_has_time = time_key in record
+        line_has_time = time_key is not None and time_key in record
         if has_time is None:
             has_time = line_has_time
         if line_has_time != has_time:
@@ -844,7 +1060,95 @@ def _read_jsonl(
             times.append(moment)
     if not inputs:
         raise ValidationError(f"{path}: the file is empty")
-    if time_column is not None and not has_time:
-        raise ValidationError(f"{path}: no field {time_column!r} for time")
-    arrival, origin = _arrival_seconds(times, kinds, time_key, path) if has_time else (None, None)
-    return RequestLog(np.array(inputs, dtype=np.int64), np.array(outputs, dtype=np.int64), arrival, origin)
+    if options.time_column is not None and not has_time:
+        raise ValidationError(f"{path}: no field {options.time_column!r} for time")
+    return _careful_log(inputs, outputs, times if has_time else None, kinds, keys[2], path, epoch, options)
+
+
+def _json_key(
+    record: dict, given: str | None, candidates: tuple[str, ...], optional: bool = False
+) -> str | None:
+    """The key of a field on the first line: the given name, else the first candidate present
+    (case-insensitive), else the first candidate (its absence is then named)."""
+    if given is not None:
+        return given
+    lowered = {str(k).lower(): k for k in record}
+    for candidate in candidates:
+        if candidate.lower() in lowered:
+            return lowered[candidate.lower()]
+    return None if optional else candidates[0]
+
+
+# --------------------------------------------------------------------------- summaries of logs
+
+
+def summarize_source(
+    name_or_path: str,
+    window_us: int,
+    *,
+    input_format: str | None = None,
+    input_column: str | None = None,
+    output_column: str | None = None,
+    time_column: str | None = None,
+    log_format: str | None = None,
+    time_unit: str | None = None,
+):
+    """The summary (:class:`~fleetopt.core.summary.LogSummary`) of one log — a path, a glob, a URL
+    or a bundled name — aggregated where it is read: DuckDB streams the rows through one query
+    (:func:`fleetopt.io.logs.local_summary_sql`), keeping only the aggregates. A summary given here
+    is read as it is; a CDF is refused (it has no request counts)."""
+    from fleetopt.core.summary import summary_from_workload
+    from fleetopt.io import logs
+
+    options = reader_options_for(
+        input_format, log_format, input_column, output_column, time_column, time_unit
+    )
+    place = _locate(name_or_path, options)
+    not_a_log = f"{name_or_path}: is a CDF table, not a request log; a summary counts requests"
+    if place.kind in ("cdf-json", "cdf-csv"):
+        raise ValidationError(not_a_log)
+    if place.kind == "summary":
+        return place.read_summary()
+    if place.kind == "bundled":
+        workload = _load_bundled(name_or_path, None)
+        if workload.kind != "requests":
+            raise ValidationError(not_a_log)
+        return summary_from_workload(workload, name_or_path, window_us)
+    summary = _with_duckdb(
+        place.source,
+        place.options,
+        place.careful,
+        lambda resolved, connection: logs.summarize_log(resolved, window_us, name_or_path, connection),
+    )
+    if isinstance(summary, RequestLog):  # the careful reader read what DuckDB could not
+        return summary_from_workload(
+            _log_workload(summary, place.name, name_or_path), name_or_path, window_us
+        )
+    return summary
+
+
+def read_summary_source(location: str):
+    """A summary named by a path, a glob (its files merged) or a URL; anything else is refused."""
+    from fleetopt.core.summary import merge_summaries
+    from fleetopt.io import logs
+
+    if logs.is_remote(location):
+        from fleetopt.io.summaries import read_summary_table
+
+        container = logs.container_from_name(location) or "parquet"
+        return read_summary_table([location], "jsonl" if container == "json" else container, location)
+    paths = [Path(location).expanduser()] if Path(location).expanduser().is_file() else None
+    if paths is None:
+        if not logs.is_pattern(location):
+            raise NotFoundError(f"{location}: no such file")
+        paths = logs.expand_local(location)
+    parts = []
+    for path in paths:
+        fmt, head = _detect_file(path, None)
+        if fmt != "summary":
+            raise ValidationError(
+                f"{path}: is not a workload summary (it reads as {fmt}); summarize it first with "
+                "fleetopt workload summarize"
+            )
+        parts.append(read_summary_file(path, head))
+    return parts[0] if len(parts) == 1 else merge_summaries(parts, [str(p) for p in paths])

@@ -76,9 +76,8 @@ def workload_notes(workload: Workload) -> list[str]:
 
 def rate_notes(workload: Workload, rate_per_s: float, origin: str) -> list[str]:
     """Say when the rate was not the user's and the log could not give one, or looks off."""
-    times = workload.arrival_times_s
-    if origin == "default" and times is not None:
-        why = "one request" if times.size < 2 else "all its timestamps are equal"
+    if origin == "default" and workload.has_arrivals:
+        why = "one request" if (workload.request_count or 0) < 2 else "all its timestamps are equal"
         return [
             f"the log's timestamps give no arrival rate ({why}): planned at the default "
             f"{rate_per_s:,g} req/s; give --rate"

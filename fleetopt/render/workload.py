@@ -72,11 +72,17 @@ def draw_workload(console: Console, data: Mapping[str, Any]) -> None:
         table.add_column("value")
         table.add_row("span", f"{fmt_num(arrivals['span_s'], 6)} s")
         table.add_row("mean rate (n−1)/span", f"{fmt_num(arrivals['mean_rate_per_s'], 4)} req/s")
-        table.add_row("inter-arrival CV", fmt_num(arrivals["interarrival_cv"], 4))
-        table.add_row("inter-arrival SCV", fmt_num(arrivals["interarrival_scv"], 4))
-        table.add_row("peak per minute", f"{arrivals['peak_requests_per_min']:,} req")
-        table.add_row("peak / mean rate", fmt_num(arrivals["peak_to_mean_ratio"], 4))
+        if arrivals["interarrival_scv"] is not None:  # a summary has no gaps and no sliding peak
+            table.add_row("inter-arrival CV", fmt_num(arrivals["interarrival_cv"], 4))
+            table.add_row("inter-arrival SCV", fmt_num(arrivals["interarrival_scv"], 4))
+            table.add_row("peak per minute", f"{arrivals['peak_requests_per_min']:,} req")
+            table.add_row("peak / mean rate", fmt_num(arrivals["peak_to_mean_ratio"], 4))
         console.print(table)
+        if arrivals["interarrival_scv"] is None:
+            console.print(
+                "note: a summary keeps arrivals per window, not each arrival: the inter-arrival CV and "
+                "the sliding-minute peak need the raw log (the rate profile below is exact)"
+            )
     profile = data.get("rate_profile")
     if profile is not None:
         table = FitTable(
@@ -116,3 +122,52 @@ def draw_workload(console: Console, data: Mapping[str, Any]) -> None:
         console.print(
             f"α = F(B) = {archetype['alpha']:.4f} → archetype {archetype['archetype']} ({archetype['rule']})"
         )
+
+
+def summary_report(summary: Any, output: str | None) -> dict[str, Any]:
+    """What ``workload summarize``/``merge`` made: the parts, counts, window and span (a document)."""
+    import os
+
+    from fleetopt.core.summary import utc_iso
+
+    span = summary.span
+    size = os.path.getsize(output) if output and os.path.isfile(output) else None
+    return {
+        "output": output,
+        "output_bytes": size,
+        "requests": summary.request_count,
+        "distinct_pairs": int(summary.counts.size),
+        "window_s": None if summary.window_us is None else summary.window_us / 1e6,
+        "windows": int(summary.window_counts.size),
+        "clock": None if span is None else ("utc" if span.utc else "relative"),
+        "first_arrival_us": None if span is None else span.first_us,
+        "last_arrival_us": None if span is None else span.last_us,
+        "first_arrival_utc": utc_iso(span.first_us) if span is not None and span.utc else None,
+        "span_s": None if span is None else span.span_s,
+        "sources": [
+            {"source": s.source, "requests": s.requests, "first_us": s.first_us, "last_us": s.last_us}
+            for s in summary.sources
+        ],
+    }
+
+
+def draw_summary_report(console: Console, data: Mapping[str, Any]) -> None:
+    """The summary written: one line per source, then the totals."""
+    from rich.table import Table
+
+    table = Table(title="Workload summary")
+    table.add_column("source")
+    table.add_column("requests", justify="right")
+    for source in data["sources"]:
+        table.add_row(source["source"], f"{source['requests']:,}")
+    console.print(table)
+    window = "no arrival times" if data["window_s"] is None else (
+        f"{data['windows']:,} windows of {fmt_num(data['window_s'])} s over {fmt_num(data['span_s'], 6)} s"
+        + (f" from {data['first_arrival_utc']}" if data["first_arrival_utc"] else " (the log's own clock)")
+    )  # fmt: skip
+    console.print(
+        f"{data['requests']:,} requests, {data['distinct_pairs']:,} distinct (input, output) pairs; {window}"
+    )
+    if data["output"]:
+        size = f" ({data['output_bytes']:,} bytes)" if data["output_bytes"] is not None else ""
+        console.print(f"summary written to {data['output']}{size}")

@@ -1,0 +1,730 @@
+"""Request logs read by DuckDB, the embedded engine for logs of any size.
+
+A log is one or more files (a path, a glob, a list) or ``s3://``/``https://`` URLs in one layout:
+CSV (optionally gzip-compressed), JSON lines, JSON, Parquet — plus two nested layouts a preset
+may name, OpenTelemetry's OTLP JSON and ``vllm bench``'s per-request arrays, which are flattened
+to rows here. :func:`resolve_log` picks the columns (``--input-column`` etc., else the
+``--log-format`` preset, else the recognised names of docs/workloads.md) and the unit of the time
+column; :func:`rows_sql` is the one query of the log's requests (prompt tokens, generated
+tokens, arrival on the log's clock in whole µs), which :func:`load_requests` reads into numpy for
+a Workload and :func:`summary_sql` aggregates into a summary — the very query ``fleetopt workload
+sql`` transpiles for a warehouse.
+
+DuckDB is imported lazily (``fleetopt --help`` does not load it). Rows that are not valid requests
+are counted by the query; the caller then asks :func:`first_invalid_row` (or, for a local text
+file, the careful line-by-line reader) which row and field is wrong.
+"""
+
+from __future__ import annotations
+
+import glob as globbing
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fleetopt.core.workload import MICROSECONDS_PER_S
+from fleetopt.errors import ValidationError
+from fleetopt.io.log_formats import LogFormat
+
+#: The most tokens one side of one request may have (no model has a context near this; it keeps
+#: every count far inside int64 and float64 arithmetic).
+MAX_REQUEST_TOKENS = 100_000_000
+
+#: Layouts of log files: table-like ones DuckDB reads directly, and the nested ones flattened here.
+LOG_CONTAINERS = ("csv", "jsonl", "json", "parquet")
+
+_URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
+_GLOB = re.compile(r"[*?\[]")
+_INTEGER_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
+                  "UINTEGER", "UBIGINT", "UHUGEINT")  # fmt: skip
+_FLOAT_TYPES = ("FLOAT", "DOUBLE", "REAL")
+# Seconds per unit of a numeric time column, from its name's suffix (no suffix: seconds).
+_TIME_SUFFIX_SCALE_S = (("_ns", 1e-9), ("_us", 1e-6), ("_ms", 1e-3), ("_s", 1.0))
+
+
+def is_remote(location: str) -> bool:
+    """Whether ``location`` is a URL (``s3://``, ``https://``, ``gs://`` …) rather than a local path."""
+    return bool(_URL.match(location))
+
+
+def is_pattern(location: str) -> bool:
+    """Whether ``location`` is a glob (``logs/*.csv.gz``) rather than one file."""
+    return bool(_GLOB.search(location))
+
+
+def expand_local(location: str) -> list[Path]:
+    """The files a local glob matches, sorted (a ValidationError when it matches none)."""
+    matches = sorted(Path(p) for p in globbing.glob(str(Path(location).expanduser()), recursive=True))
+    files = [p for p in matches if p.is_file()]
+    if not files:
+        raise ValidationError(f"{location}: the pattern matches no file")
+    return files
+
+
+def container_from_name(location: str) -> str | None:
+    """The layout a file name suggests (for URLs and globs, which fleetopt cannot peek into)."""
+    name = location.lower().split("?")[0]
+    for suffix in (".gz", ".zst", ".gzip"):
+        name = name.removesuffix(suffix)
+    if name.endswith(".parquet") or name.endswith(".pq"):
+        return "parquet"
+    if name.endswith((".jsonl", ".ndjson", ".log")):
+        return "jsonl"
+    if name.endswith(".json"):
+        return "json"
+    if name.endswith((".csv", ".tsv", ".txt")):
+        return "csv"
+    return None
+
+
+# --------------------------------------------------------------------------- the DuckDB session
+
+
+def connect(*, ordered: bool = False):
+    """A DuckDB connection in UTC (naive date-times are UTC), with the usual credential chain for
+    ``s3://`` paths when they are used. ``ordered`` keeps file order (row numbers for errors)."""
+    import duckdb
+
+    connection = duckdb.connect(":memory:")
+    connection.execute("SET TimeZone = 'UTC'")
+    connection.execute("SET enable_progress_bar = false")
+    if not ordered:
+        connection.execute("SET preserve_insertion_order = false")
+    return connection
+
+
+def _s3_credentials(connection, locations: tuple[str, ...]) -> None:
+    """Use the AWS credential chain (environment, ~/.aws, instance role) for ``s3://`` paths."""
+    if not any(loc.lower().startswith(("s3://", "s3a://", "s3n://")) for loc in locations):
+        return
+    try:
+        connection.execute("CREATE OR REPLACE SECRET fleetopt_s3 (TYPE s3, PROVIDER credential_chain)")
+    except Exception:  # noqa: BLE001 - the aws extension may be unavailable; httpfs still reads env/config
+        pass
+
+
+def sql_string(text: str) -> str:
+    """A SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def sql_identifier(name: str) -> str:
+    """A quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+# --------------------------------------------------------------------------- resolving a log
+
+
+@dataclass(frozen=True)
+class LogSource:
+    """Where a log is and how DuckDB reads its rows.
+
+    ``label``: the log as the user named it (messages); ``files``: local files or URLs;
+    ``container``: csv, jsonl, json or parquet; ``layout``: table, otlp or arrays;
+    ``gzip``: the files are gzip-compressed (local files: by their magic bytes).
+    """
+
+    label: str
+    files: tuple[str, ...]
+    container: str
+    layout: str = "table"
+    gzip: bool = False
+
+    def relation(self) -> str:
+        """DuckDB SQL of the raw rows (a table function call, or a subquery for nested layouts)."""
+        files = "[" + ", ".join(sql_string(f) for f in self.files) + "]"
+        compression = ", compression = 'gzip'" if self.gzip else ""
+        if self.container == "parquet":
+            return f"read_parquet({files})"
+        if self.container == "csv":
+            return f"read_csv({files}, header = true, delim = ',', quote = '\"'{compression})"
+        json_format = "newline_delimited" if self.container == "jsonl" else "auto"
+        if self.layout == "otlp":
+            return _otlp_relation(files, json_format, compression)
+        return f"read_json({files}, format = '{json_format}'{compression}, maximum_object_size = 1073741824)"
+
+
+def _otlp_relation(files: str, json_format: str, compression: str) -> str:
+    """OTLP JSON (``{"resourceSpans": [{"scopeSpans": [{"spans": [...]}]}]}`` per line or file)
+    flattened to one row per span: ``start_time_unix_nano`` and the span's ``gen_ai.usage.*``
+    attributes (``intValue``, else ``doubleValue``, else ``stringValue``) as columns."""
+    from fleetopt.io.log_formats import LOG_FORMATS
+
+    preset = LOG_FORMATS["otel"]
+    keys = preset.input_columns + preset.output_columns
+    pivots = ", ".join(
+        f"TRY_CAST(max(CASE WHEN attribute_key = {sql_string(k)} THEN attribute_value END) AS DOUBLE) "
+        f"AS {sql_identifier(k)}"
+        for k in keys
+    )
+    return (
+        "(WITH otlp_documents AS (SELECT resourceSpans AS resource_spans FROM read_json("
+        f"{files}, format = '{json_format}'{compression}, columns = {{'resourceSpans': 'JSON'}}, "
+        "maximum_object_size = 1073741824)), "
+        "otlp_spans AS (SELECT row_number() OVER () AS span_row, span FROM (SELECT unnest(json_extract("
+        "resource_spans, '$[*].scopeSpans[*].spans[*]')) AS span FROM otlp_documents)), "
+        "otlp_attributes AS (SELECT span_row, json_extract_string(attribute, '$.key') AS attribute_key, "
+        "COALESCE(json_extract_string(attribute, '$.value.intValue'), "
+        "json_extract_string(attribute, '$.value.doubleValue'), "
+        "json_extract_string(attribute, '$.value.stringValue')) AS attribute_value FROM (SELECT span_row, "
+        "unnest(json_extract(span, '$.attributes[*]')) AS attribute FROM otlp_spans)) "
+        "SELECT TRY_CAST(json_extract_string(any_value(span), '$.startTimeUnixNano') AS BIGINT) "
+        f"AS start_time_unix_nano, {pivots} FROM otlp_spans LEFT JOIN otlp_attributes USING (span_row) "
+        "GROUP BY span_row)"
+    )
+
+
+@dataclass(frozen=True)
+class ResolvedLog:
+    """A log with its columns chosen: the SQL expressions of its requests.
+
+    ``input_sql``/``output_sql``: prompt and generated tokens (as written: validity is checked by
+    the query); ``time_sql``: the arrival on the log's clock in whole µs (None without a time
+    column); ``utc``: that clock is UTC; ``where_sql``: the preset's row filter; ``names``: the
+    input, output and time columns for messages.
+    """
+
+    source: LogSource
+    input_sql: str
+    output_sql: str
+    time_sql: str | None
+    utc: bool
+    where_sql: str | None
+    names: tuple[str, str, str | None]
+    integer_tokens: bool = False
+
+
+def describe(connection, source: LogSource) -> list[tuple[str, str]]:
+    """(column, DuckDB type) of the log's rows; a ValidationError naming the log when DuckDB cannot
+    read it (its own message, first line)."""
+    _s3_credentials(connection, source.files)
+    relation = source.relation()
+    if source.layout == "arrays":
+        arrays = connection.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()
+        listed = [(name, kind) for name, kind, *_ in arrays if kind.endswith("[]")]
+        return [(name, kind[:-2]) for name, kind in listed]
+    return [
+        (name, kind) for name, kind, *_ in connection.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()
+    ]
+
+
+def rows_relation(source: LogSource, columns: list[tuple[str, str]]) -> str:
+    """SQL of one row per request (the ``arrays`` layout unnests its per-request lists)."""
+    if source.layout != "arrays":
+        return source.relation()
+    unnested = ", ".join(f"unnest({sql_identifier(name)}) AS {sql_identifier(name)}" for name, _ in columns)
+    return f"(SELECT {unnested} FROM {source.relation()})"
+
+
+def pick_column(
+    header: list[str], given: str | None, candidates: tuple[str, ...], role: str, label: str, required: bool
+) -> int | None:
+    """Index of the column named ``given`` (exact, then case-insensitive) or of the first candidate
+    present (case-insensitive); the errors name the columns found and the recognised names."""
+    lowered = [c.strip().lower() for c in header]
+    if given is not None:
+        if given in header:
+            return header.index(given)
+        if given.strip().lower() in lowered:
+            return lowered.index(given.strip().lower())
+        raise ValidationError(f"{label}: no column {given!r} for {role} (columns found: {', '.join(header)})")
+    for candidate in candidates:
+        if candidate.lower() in lowered:
+            return lowered.index(candidate.lower())
+    if required:
+        raise ValidationError(
+            f"{label}: no {role} column among {', '.join(header)} "
+            f"(recognised: {', '.join(candidates)}; name one with --{role.replace(' ', '-')}-column)"
+        )
+    return None
+
+
+def time_scale_from_name(column: str, default_scale_s: float) -> float:
+    """Seconds per unit of a numeric time column from its name's suffix (_ns, _us, _ms, _s)."""
+    lowered = column.strip().lower()
+    for suffix, scale in _TIME_SUFFIX_SCALE_S:
+        if lowered.endswith(suffix):
+            return scale
+    return default_scale_s
+
+
+def _base_type(kind: str) -> str:
+    return kind.split("(")[0].strip().upper()
+
+
+def token_sql(column: str, kind: str) -> str:
+    """A token column as a number (text is read as a number where it is one, else NULL: invalid)."""
+    base = _base_type(kind)
+    if base in _INTEGER_TYPES or base in _FLOAT_TYPES or base.startswith("DECIMAL"):
+        return sql_identifier(column)
+    return f"TRY_CAST({sql_identifier(column)} AS DOUBLE)"
+
+
+def time_sql(column: str, kind: str, unit_s: float) -> tuple[str, str]:
+    """(SQL of the arrival in whole µs, "datetime" or "number") for a time column of DuckDB type
+    ``kind``; numbers are in ``unit_s`` seconds per unit. Sub-µs digits are dropped (date-times)
+    or rounded half away from zero (numbers); integers in µs or coarser units are exact. A value
+    that is neither gives NULL (an invalid row)."""
+    base = _base_type(kind)
+    quoted = sql_identifier(column)
+    if base.startswith("TIMESTAMP"):  # naive date-times are UTC (the session's time zone)
+        return f"epoch_us({quoted})", "datetime"
+    if base == "DATE":
+        return f"epoch_us(CAST({quoted} AS TIMESTAMP))", "datetime"
+    if base in _INTEGER_TYPES:
+        return integer_time_sql(quoted, unit_s), "number"
+    if base in _FLOAT_TYPES or base.startswith("DECIMAL"):
+        return f"TRY_CAST(ROUND({quoted} * {unit_s * MICROSECONDS_PER_S!r}) AS BIGINT)", "number"
+    return f"epoch_us(TRY_CAST({quoted} AS TIMESTAMPTZ))", "datetime"  # text: date-times
+
+
+def integer_time_sql(quoted: str, unit_s: float) -> str:
+    """Whole µs from an integer column in ``unit_s`` seconds per unit (exact for µs and coarser)."""
+    per_unit = unit_s * MICROSECONDS_PER_S
+    if per_unit >= 1:
+        return f"CAST({quoted} AS BIGINT) * {round(per_unit)}"
+    return f"CAST({quoted} AS BIGINT) // {round(1 / per_unit)}"
+
+
+class UnreadableLog(ValidationError):
+    """DuckDB cannot read the log as this layout, or a value cannot be converted (the careful
+    reader, where there is one, says which line)."""
+
+
+def resolve_log(
+    connection,
+    source: LogSource,
+    *,
+    preset: LogFormat | None,
+    input_column: str | None = None,
+    output_column: str | None = None,
+    time_column: str | None = None,
+    time_unit_s: float | None = None,
+    default_names: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]] = ((), (), ()),
+    name_units: dict[str, float] | None = None,
+    time_origin_us: int | None = None,
+    fallback: bool = False,
+) -> ResolvedLog | None:
+    """Choose the columns of a log: options first, then the preset's candidates, then the
+    recognised names (``default_names``: input, output, time). The unit of a numeric time column
+    is ``time_unit_s`` (``--time-unit``), else the preset's, else its name's suffix, else
+    ``name_units`` by name, else seconds; ``time_origin_us`` makes offsets absolute (UTC). Returns
+    None when DuckDB cannot read the log and ``fallback`` (a careful reader will), else raises."""
+    if preset is not None and preset.layout != "table" and source.layout == "table":
+        if source.container in ("json", "jsonl"):
+            source = replace(source, layout=preset.layout)
+    try:
+        columns = describe(connection, source)
+    except Exception as exc:  # duckdb.Error: not readable as this layout
+        if fallback:
+            return None
+        raise UnreadableLog(
+            f"{source.label}: cannot be read as {_layout_words(source)} ({_first_line(exc)})"
+        ) from None
+    if not columns:
+        if fallback:
+            return None
+        raise UnreadableLog(f"{source.label}: no columns (expected {_layout_words(source)})")
+    header = [name for name, _ in columns]
+    types = dict(columns)
+    candidates = (
+        (preset.input_columns, preset.output_columns, preset.time_columns)
+        if preset is not None
+        else default_names
+    )
+    input_index = pick_column(header, input_column, candidates[0], "input", source.label, True)
+    output_index = pick_column(header, output_column, candidates[1], "output", source.label, True)
+    time_index = pick_column(header, time_column, candidates[2], "time", source.label, False)
+
+    def tokens(index: int, given: str | None, names: tuple[str, ...]) -> str:
+        lowered = [h.lower() for h in header]
+        if given is None and preset is not None and len(names) > 1:  # otel: current name, then the older
+            present = [header[lowered.index(n.lower())] for n in names if n.lower() in lowered]
+            if len(present) > 1:
+                return "COALESCE(" + ", ".join(token_sql(c, types[c]) for c in present) + ")"
+        return token_sql(header[index], types[header[index]])
+
+    input_expr = tokens(input_index, input_column, candidates[0])
+    output_expr = tokens(output_index, output_column, candidates[1])
+    time_expr, utc, time_name = None, False, None
+    if time_index is not None:
+        time_name = header[time_index]
+        unit = preset.time_unit if preset is not None and time_column is None else None
+        if time_unit_s is not None:
+            scale = time_unit_s
+        elif unit is not None:
+            scale = unit.seconds
+        else:
+            scale = time_scale_from_name(time_name, (name_units or {}).get(time_name.strip().lower(), 1.0))
+        time_expr, kind = time_sql(time_name, types[time_name], scale)
+        utc = kind == "datetime" or (unit is not None and unit.epoch)
+        if time_origin_us is not None:
+            time_expr, utc = f"({time_expr}) + {int(time_origin_us)}", True
+    filters = []
+    if preset is not None:
+        filters = [condition for column, condition in preset.filters if column in header]
+        if preset.name == "otel" and input_column is None and output_column is None:  # spans without usage
+            filters.append(f"({input_expr}) IS NOT NULL OR ({output_expr}) IS NOT NULL")
+    return ResolvedLog(
+        source=source,
+        input_sql=input_expr,
+        output_sql=output_expr,
+        time_sql=time_expr,
+        utc=utc,
+        where_sql=" AND ".join(f"({f})" for f in filters) or None,
+        names=(header[input_index], header[output_index], time_name),
+        integer_tokens=all(
+            _base_type(types.get(c, "")) in _INTEGER_TYPES
+            for c in _token_columns(header, input_expr, output_expr)
+        ),
+    )
+
+
+def _token_columns(header: list[str], *expressions: str) -> list[str]:
+    """The columns the token expressions read (an expression of text or COALESCE is never integer)."""
+    columns = []
+    for expression in expressions:
+        if expression.startswith(("TRY_CAST", "COALESCE")):
+            return [""]
+        columns.append(expression.strip('"').replace('""', '"'))
+    return [c for c in columns if c in header] if all(c in header for c in columns) else [""]
+
+
+def _layout_words(source: LogSource) -> str:
+    if source.layout == "otlp":
+        return "OTLP JSON spans"
+    if source.layout == "arrays":
+        return "a JSON document of per-request arrays"
+    return {"csv": "CSV", "jsonl": "JSON lines", "json": "JSON", "parquet": "Parquet"}[source.container]
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+# --------------------------------------------------------------------------- the requests query
+
+
+#: Valid (input, output) pairs are packed into one BIGINT key input·2²⁷ + output (both ≤ 10⁸ < 2²⁷):
+#: DuckDB groups one integer faster than two.
+PAIR_FACTOR = 1 << 27
+
+
+def pair_sql(log: ResolvedLog) -> str:
+    """The packed (input, output) key of a valid request's tokens, NULL for any other row."""
+    tokens_ok = valid_sql(False, log.integer_tokens)
+    packed = f"CAST(input_raw AS BIGINT) * {PAIR_FACTOR} + CAST(output_raw AS BIGINT)"
+    return f"CASE WHEN {tokens_ok} THEN {packed} END"
+
+
+def valid_sql(time_present: bool, integer_tokens: bool = False) -> str:
+    """The condition a row must meet to be a request (the careful reader's rules, docs/workloads.md);
+    ``integer_tokens``: both token columns are integer-typed (no fraction to check)."""
+    whole = "" if integer_tokens else "AND input_raw = FLOOR(input_raw) AND output_raw = FLOOR(output_raw) "
+    rule = (
+        "input_raw IS NOT NULL AND output_raw IS NOT NULL AND input_raw >= 0 AND output_raw >= 0 "
+        f"{whole}AND input_raw <= {MAX_REQUEST_TOKENS} AND output_raw <= {MAX_REQUEST_TOKENS} "
+        "AND input_raw + output_raw >= 1"
+    )
+    return rule + (" AND arrival_us IS NOT NULL" if time_present else "")
+
+
+#: The columns of a summary table (the result of :func:`summary_sql`; docs/scale.md).
+SUMMARY_COLUMNS = ("record", "input_tokens", "output_tokens", "start_us", "end_us", "n", "source", "clock")
+
+
+def rows_sql(log: ResolvedLog, relation: str) -> str:
+    """One row per request of ``relation`` as written: ``input_raw``, ``output_raw`` and
+    ``arrival_us`` (whole µs on the log's clock, NULL without a time column), after the preset's
+    filter. Nothing is checked here: each query built on it checks what it aggregates."""
+    time_expr = log.time_sql or "CAST(NULL AS BIGINT)"
+    where = f" WHERE {log.where_sql}" if log.where_sql else ""
+    return (
+        f"SELECT {log.input_sql} AS input_raw, {log.output_sql} AS output_raw, "
+        f"{time_expr} AS arrival_us FROM {relation}{where}"
+    )
+
+
+def summary_sql(rows: str, window_us: int | None, source: str, utc: bool) -> str:
+    """The summary of a log as one table (DuckDB dialect; ``workload sql`` transpiles it): one scan,
+    one ``GROUP BY GROUPING SETS``.
+
+    Rows by ``record``: ``tokens`` (input_tokens, output_tokens, n) — the exact joint histogram of
+    the values as written; ``window`` (start_us, end_us, n) — arrivals per clock window
+    [start, start + window), a NULL start counting rows without a time; ``log`` (start_us = first
+    arrival, end_us = last, n = rows, source, clock) — provenance. The reader refuses a table whose
+    histogram has a value that is not a token count, or rows without a time
+    (:func:`fleetopt.io.summaries.summary_from_table`).
+    """
+    timed = window_us is not None
+    grouped_window = "GROUPING(window_start_us) = 0" if timed else "FALSE"
+    is_log = "GROUPING(input_tokens) = 1" + (" AND GROUPING(window_start_us) = 1" if timed else "")
+    clock = sql_string("utc" if utc else "relative") if timed else "CAST(NULL AS VARCHAR)"
+    windowing = (
+        f"arrival_us - (((arrival_us % {window_us}) + {window_us}) % {window_us})"
+        if timed
+        else "CAST(NULL AS BIGINT)"
+    )
+    sets = "(input_tokens, output_tokens), " + ("(window_start_us), " if timed else "") + "()"
+    return (
+        f"WITH fleetopt_rows AS ({rows}), fleetopt_windowed AS (SELECT input_raw AS input_tokens, "
+        "output_raw AS output_tokens, arrival_us, "
+        f"{windowing} AS window_start_us FROM fleetopt_rows) "
+        "SELECT CASE WHEN GROUPING(input_tokens) = 0 THEN 'tokens' "
+        f"WHEN {grouped_window} THEN 'window' ELSE 'log' END AS record, input_tokens, output_tokens, "
+        f"CASE WHEN {grouped_window} THEN window_start_us WHEN {is_log} THEN MIN(arrival_us) END "
+        f"AS start_us, CASE WHEN {grouped_window} THEN window_start_us + {window_us or 0} "
+        f"WHEN {is_log} THEN MAX(arrival_us) END AS end_us, COUNT(*) AS n, "
+        f"CASE WHEN {is_log} THEN {sql_string(source)} END AS source, "
+        f"CASE WHEN {is_log} THEN {clock} END AS clock FROM fleetopt_windowed GROUP BY GROUPING SETS ({sets})"
+    )
+
+
+# --------------------------------------------------------------------------- reading a log
+
+
+@dataclass(frozen=True)
+class LogRequests:
+    """A log's requests as read: the histogram (distinct pairs, ascending input then output), the
+    arrivals (whole µs on the clock, sorted; None without times) and the clock."""
+
+    input_tokens: np.ndarray
+    output_tokens: np.ndarray
+    counts: np.ndarray
+    arrival_us: np.ndarray | None
+    utc: bool
+
+
+class InvalidRows(ValidationError):
+    """Some rows of the log are not valid requests (``count`` of them); the caller names the first."""
+
+    def __init__(self, label: str, count: int):
+        super().__init__(f"{label}: {count:,} rows are not valid requests")
+        self.count = count
+
+
+def load_requests(log: ResolvedLog, connection=None) -> LogRequests:
+    """Read every request of the log: DuckDB parses it once into a temporary table of packed
+    token pairs and arrival µs, groups the pairs, and hands the arrivals over as one int64 column.
+    Raises :class:`InvalidRows` when any row is not a request, :class:`UnreadableLog` when DuckDB
+    cannot read the log."""
+    connection = connection or connect()
+    with_times = log.time_sql is not None
+    try:
+        columns = describe(connection, log.source) if log.source.layout == "arrays" else []
+        rows = rows_sql(log, rows_relation(log.source, columns))
+        connection.execute(
+            "CREATE OR REPLACE TEMP TABLE fleetopt_requests AS "
+            f"SELECT {pair_sql(log)} AS pair, arrival_us FROM ({rows})"
+        )
+        bad, missing_time, total = connection.execute(
+            "SELECT COUNT(*) FILTER (WHERE pair IS NULL), COUNT(*) FILTER (WHERE arrival_us IS NULL), "
+            "COUNT(*) FROM fleetopt_requests"
+        ).fetchone()
+        invalid = max(int(bad), int(missing_time) if with_times else 0)
+        if invalid:
+            raise InvalidRows(log.source.label, invalid)
+        if not total:
+            raise ValidationError(f"{log.source.label}: no requests")
+        histogram = connection.execute(
+            "SELECT pair, COUNT(*) AS n FROM fleetopt_requests GROUP BY pair"
+        ).fetchnumpy()
+        arrivals = None
+        if with_times:
+            arrivals = np.asarray(
+                connection.execute("SELECT arrival_us FROM fleetopt_requests").fetchnumpy()["arrival_us"],
+                dtype=np.int64,
+            )
+            if arrivals.size > 1 and (arrivals[1:] < arrivals[:-1]).any():
+                arrivals.sort()
+    except ValidationError:
+        raise
+    except Exception as exc:  # duckdb.Error: a value DuckDB cannot convert, a malformed file
+        raise UnreadableLog(f"{log.source.label}: {_first_line(exc)}") from None
+    finally:
+        try:
+            connection.execute("DROP TABLE IF EXISTS fleetopt_requests")
+        except Exception:  # noqa: BLE001
+            pass
+    pairs = np.asarray(histogram["pair"], dtype=np.int64)
+    return LogRequests(
+        pairs // PAIR_FACTOR,
+        pairs % PAIR_FACTOR,
+        np.asarray(histogram["n"], dtype=np.int64),
+        arrivals,
+        log.utc,
+    )
+
+
+def load_rows(log: ResolvedLog, connection=None) -> dict[str, np.ndarray]:
+    """Every request in file order (``input``, ``output`` and, with times, ``arrival`` µs), for a
+    connection made with ``ordered=True``; raises :class:`InvalidRows` on a row that is not a request."""
+    connection = connection or connect(ordered=True)
+    with_times = log.time_sql is not None
+    valid = f"({pair_sql(log)}) IS NOT NULL" + (" AND arrival_us IS NOT NULL" if with_times else "")
+    try:
+        columns = describe(connection, log.source) if log.source.layout == "arrays" else []
+        rows = rows_sql(log, rows_relation(log.source, columns))
+        table = connection.execute(
+            "SELECT CAST(input_raw AS DOUBLE) AS i, CAST(output_raw AS DOUBLE) AS o, arrival_us, "
+            f"{valid} AS valid FROM ({rows})"
+        ).fetchnumpy()
+    except ValidationError:
+        raise
+    except Exception as exc:  # duckdb.Error
+        raise UnreadableLog(f"{log.source.label}: {_first_line(exc)}") from None
+    good = np.ma.filled(table["valid"], False).astype(bool)
+    if not good.all():
+        raise InvalidRows(log.source.label, int((~good).sum()))
+    rows_read = {
+        "input": np.asarray(table["i"]).astype(np.int64),
+        "output": np.asarray(table["o"]).astype(np.int64),
+    }
+    if with_times:
+        rows_read["arrival"] = np.asarray(table["arrival_us"], dtype=np.int64)
+    return rows_read
+
+
+def local_summary_sql(log: ResolvedLog, relation: str, window_us: int | None) -> str:
+    """The summary query fleetopt runs itself (DuckDB only): the rows stream once (a materialized
+    CTE with several consumers) into three aggregates — packed token pairs, clock windows, and the
+    first/last arrival — so each computes only its own columns. It returns the same summary as the
+    portable :func:`summary_sql` (tested), about 1.4× the cost of a bare GROUP BY of the tokens."""
+    timed = window_us is not None
+    windowing = (
+        f"arrival_us - (((arrival_us % {window_us}) + {window_us}) % {window_us})"
+        if timed
+        else "CAST(NULL AS BIGINT)"
+    )
+    parts = [
+        "SELECT 0 AS record, pair, CAST(NULL AS BIGINT) AS start_us, CAST(NULL AS BIGINT) AS end_us, "
+        "COUNT(*) AS n FROM fleetopt_requests GROUP BY pair",
+        "SELECT 2, NULL, MIN(arrival_us), MAX(arrival_us), COUNT(*) FROM fleetopt_requests",
+    ]
+    if timed:
+        parts.insert(
+            1,
+            f"SELECT 1, NULL, window_start_us, window_start_us + {window_us}, COUNT(*) "
+            "FROM fleetopt_requests "
+            "GROUP BY window_start_us",
+        )
+    return (
+        f"WITH fleetopt_requests AS MATERIALIZED (SELECT {pair_sql(log)} AS pair, arrival_us, "
+        f"{windowing} AS window_start_us FROM ({rows_sql(log, relation)})) " + " UNION ALL ".join(parts)
+    )
+
+
+def summarize_log(log: ResolvedLog, window_us: int | None, source: str, connection=None):
+    """Run :func:`local_summary_sql` on the log (streaming: only the aggregates are kept) and return
+    its :class:`~fleetopt.core.summary.LogSummary`; raises :class:`InvalidRows` when a row is not a
+    valid request."""
+    from fleetopt.core.summary import LogSummary, SummarySource
+
+    connection = connection or connect()
+    with_times = log.time_sql is not None
+    try:
+        columns = describe(connection, log.source) if log.source.layout == "arrays" else []
+        query = local_summary_sql(log, rows_relation(log.source, columns), window_us if with_times else None)
+        table = connection.execute(query).fetchnumpy()
+    except ValidationError:
+        raise
+    except Exception as exc:  # duckdb.Error
+        raise UnreadableLog(f"{log.source.label}: {_first_line(exc)}") from None
+    records = np.asarray(table["record"])
+    counts = np.asarray(table["n"], dtype=np.int64)
+    tokens, windows, logs = records == 0, records == 1, records == 2
+    pair_missing = np.ma.getmaskarray(table["pair"])
+    start_missing = np.ma.getmaskarray(table["start_us"])
+    bad = int(counts[tokens & pair_missing].sum())
+    untimed = int(counts[windows & start_missing].sum()) if with_times else 0
+    if bad or untimed:
+        raise InvalidRows(log.source.label, max(bad, untimed))
+    total = int(counts[logs].sum())
+    if total == 0:
+        raise ValidationError(f"{log.source.label}: no requests")
+    raw_pairs = np.ma.getdata(table["pair"])[tokens].astype(np.int64)
+    order = np.argsort(raw_pairs)  # (input, output) ascending: the canonical order of make_summary
+    pairs, pair_counts = raw_pairs[order], counts[tokens][order]
+    starts = np.ma.getdata(table["start_us"]).astype(np.int64)
+    ends = np.ma.getdata(table["end_us"]).astype(np.int64)
+    window_order = np.argsort(starts[windows], kind="stable")
+    record = SummarySource(
+        source,
+        total,
+        int(starts[logs][0]) if with_times else None,
+        int(ends[logs][0]) if with_times else None,
+        log.utc,
+    )
+    summary = LogSummary(
+        pairs // PAIR_FACTOR,
+        pairs % PAIR_FACTOR,
+        pair_counts,
+        window_us if with_times else None,
+        starts[windows][window_order] if with_times else np.zeros(0, np.int64),
+        counts[windows][window_order] if with_times else np.zeros(0, np.int64),
+        (record,),
+    )
+    summary.check(log.source.label)
+    return summary
+
+
+def first_invalid_row(log: ResolvedLog) -> str:
+    """The message naming the first row (1-based, in file order) that is not a valid request and
+    why, in the careful reader's words (``label, row N: column = value is …``)."""
+    connection = connect(ordered=True)
+    columns = describe(connection, log.source) if log.source.layout == "arrays" else []
+    relation = rows_relation(log.source, columns)
+    time_expr = log.time_sql or "CAST(NULL AS BIGINT)"
+    where = f" WHERE {log.where_sql}" if log.where_sql else ""
+    names = log.names
+    time_raw = sql_identifier(names[2]) if names[2] else "NULL"
+    numbered = f"(SELECT *, row_number() OVER () AS fleetopt_row FROM {relation}) AS numbered_rows"
+    query = (
+        "SELECT row_number, input_raw, output_raw, arrival_us, input_text, output_text, time_text FROM ("
+        f"SELECT fleetopt_row AS row_number, {log.input_sql} AS input_raw, {log.output_sql} AS output_raw, "
+        f"{time_expr} AS arrival_us, CAST({sql_identifier(names[0])} AS VARCHAR) AS input_text, "
+        f"CAST({sql_identifier(names[1])} AS VARCHAR) AS output_text, "
+        f"CAST({time_raw} AS VARCHAR) AS time_text FROM {numbered}{where}) AS checked_rows "
+        f"WHERE NOT COALESCE({valid_sql(log.time_sql is not None)}, false) "
+        "ORDER BY row_number LIMIT 1"
+    )
+    try:
+        row = connection.execute(query).fetchone()
+    except Exception as exc:  # noqa: BLE001 - no row can be located: say what DuckDB said
+        return f"{log.source.label}: {_first_line(exc)}"
+    if row is None:
+        return f"{log.source.label}: a row is not a valid request"
+    number, input_value, output_value, arrival, input_text, output_text, time_text = row
+    where_row = f"{log.source.label}, row {number:,}"
+    for value, text, name in ((input_value, input_text, names[0]), (output_value, output_text, names[1])):
+        problem = token_problem(value, text)
+        if problem:
+            return f"{where_row}: {name} = {problem}"
+    if input_value + output_value < 1:
+        return f"{where_row}: {names[0]} + {names[1]} is 0 (a request has ≥ 1 token)"
+    if log.time_sql is not None and arrival is None:
+        shown = "missing" if time_text is None else repr(time_text)
+        return (
+            f"{where_row}: {names[2]} = {shown} is neither a number nor a date-time like "
+            "2023-11-16 18:15:46.680590"
+        )
+    return f"{where_row}: not a valid request"
+
+
+def token_problem(value: Any, text: str | None) -> str | None:
+    """What is wrong with one token count (``value`` as read, ``text`` as written), or None."""
+    if value is None:
+        return "missing (no token count)" if text is None else f"{text!r} is not a whole number of tokens"
+    number = float(value)
+    if not np.isfinite(number) or number != np.floor(number):
+        return f"{text!r} is not a whole number of tokens"
+    if number < 0:
+        return f"{int(number)} is negative (token counts are ≥ 0)"
+    if number > MAX_REQUEST_TOKENS:
+        return f"{text} is too large (at most {MAX_REQUEST_TOKENS:,} tokens per request)"
+    return None
