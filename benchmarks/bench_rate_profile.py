@@ -7,10 +7,10 @@ Writes a numeric request log of ROWS rows (``arrival_offset_ms,input_tokens,outp
 of three each:
 
 * ``load_workload`` (parse, validate, aggregate: the baseline);
-* the rate profile ``fleetopt workload show`` and the planner read (1-min window counts and their
-  statistics: :class:`fleetopt.core.arrivals.WindowCounts`, ``rate_profile_from_counts``);
+* the rate profile ``fleetopt workload show`` and the planner read (1-min UTC clock window counts
+  and their statistics: :func:`fleetopt.core.arrivals.workload_window_counts`, ``rate_profile_of``);
 * the rest of the planner's peak basis: the within-window dispersion curve behind each pool's C_a²
-  (12 sub-window scales);
+  (9 sub-window scales, 30 s down to 1 s);
 * a schedule's window counts at 1 h.
 
 Goal (issue 14): the rate profile adds ≤ 20% to loading the log.
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fleetopt.core.arrivals import WindowCounts, dispersion_curve, rate_profile_from_counts
+from fleetopt.core.arrivals import dispersion_curve, rate_profile_of, workload_window_counts
 from fleetopt.io.workloads import load_workload
 
 REPEATS = 3
@@ -66,17 +66,16 @@ def main(rows: int) -> None:
         for _ in range(REPEATS):
             seconds, workload = _timed(lambda: load_workload(str(path)))
             loads.append(seconds)
-            times = workload.arrival_times_s
-            profile = lambda t=times: rate_profile_from_counts(WindowCounts.from_times(t, 60.0))  # noqa: E731
+            profile = lambda w=workload: rate_profile_of(workload_window_counts(w, 60.0))  # noqa: E731
             profiles.append(_timed(profile)[0])
-            curves.append(_timed(lambda t=times: dispersion_curve(t, 60.0))[0])
-            hourly.append(_timed(lambda t=times: WindowCounts.from_times(t, 3600.0))[0])
-            del workload, times
+            curves.append(_timed(lambda w=workload: dispersion_curve(w, 60.0))[0])
+            hourly.append(_timed(lambda w=workload: workload_window_counts(w, 3600.0))[0])
+            del workload
         load = min(loads)
         print(f"{rows:,} rows: load_workload {load:.2f} s (best of {REPEATS})")
         for label, values in (
             ("rate profile (1-min counts + statistics)", profiles),
-            ("dispersion curve (12 scales, the pools' C_a²)", curves),
+            ("dispersion curve (9 scales, the pools' C_a²)", curves),
             ("schedule counts (1 h)", hourly),
         ):
             best = min(values)

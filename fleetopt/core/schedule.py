@@ -58,7 +58,8 @@ class Schedule:
 
     ``origin_epoch_s``: the Unix time of offset 0 when the log's clock is absolute (midnight UTC of
     the first arrival's day for a daily schedule, Monday 00:00 UTC of its week for a weekly one, the
-    first arrival otherwise), else None (offset 0 is then the first arrival).
+    first full rate window's start otherwise), else None (offset 0 is then the first full rate
+    window's start on the log's relative clock).
     """
 
     window_s: float
@@ -120,7 +121,7 @@ def build_schedule(
     span_s = counts.span_s
     period_s, periodic = schedule_period(span_s)
     origin = _origin(counts.origin_epoch_s, period_s, periodic)
-    # offset of the first arrival from the origin, then every rate window's middle
+    # offset of the first full rate window from the origin, then every rate window's middle
     first_offset = 0.0 if origin is None or counts.origin_epoch_s is None else counts.origin_epoch_s - origin
     middles = first_offset + (np.arange(counts.windows) + 0.5) * counts.window_s
     if periodic:

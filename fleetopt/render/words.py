@@ -93,7 +93,7 @@ def rate_notes(workload: Workload, rate_per_s: float, origin: str) -> list[str]:
 def basis_sentence(basis: dict) -> str:
     """What a plan sized for, with the log's peak/mean (``basis``: the document's ``rate_basis``).
 
-    "sized for the peak 1-min window: 1,775 req/s, 1.775 × the mean 1,000 req/s (peak/mean 1.775)"
+    "sized for the peak 1-min window: 1,784 req/s, 1.784 × the mean 1,000 req/s (peak/mean 1.78)"
     """
     name, window = basis["basis"], basis.get("window_s")
     span = "" if window is None else f" {duration_words(window)} window"
