@@ -141,28 +141,24 @@ def _short_log(tmp_path: Path, long_share: float = 0.0) -> Path:
     return path
 
 
+#: A 1 s SLO at a mean of 50 req/s under the lockstep service model.
+_LOCKSTEP = ("--slo", "1s", "--rate", "50", "--service-model", "lockstep")
+
+
+def _lockstep_plan(log: Path, folder: Path) -> Path:
+    """A plan of ``log`` at a mean of 50 req/s, 1 s SLO, lockstep service, written to a file."""
+    plan = folder / "plan.yaml"
+    args = ["plan", "--cdf", str(log), *_LOCKSTEP]
+    result = runner.invoke(app, [*args, "-o", str(plan)])
+    assert result.exit_code == 0, result.output
+    return plan
+
+
 def test_replay_runs_on_the_logs_own_time_scale(tmp_path: Path) -> None:
     """At 20× the log's rate a replay still spans the log's ten minutes (a scaled replay would span 30 s),
     and Poisson arrivals default to the rate the plan was sized for."""
     log = _short_log(tmp_path)
-    plan = tmp_path / "plan.yaml"
-    result = runner.invoke(
-        app,
-        [
-            "plan",
-            "--cdf",
-            str(log),
-            "--slo",
-            "1s",
-            "--rate",
-            "50",
-            "--service-model",
-            "lockstep",
-            "-o",
-            str(plan),
-        ],
-    )
-    assert result.exit_code == 0, result.output
+    plan = _lockstep_plan(log, tmp_path)
     planned = yaml.safe_load(plan.read_text())
     sizing = planned["inputs"]["sizing_rate_per_s"]
     replay = runner.invoke(app, ["simulate", "--plan", str(plan), "--replay", "--seeds", "2", "-f", "json"])
@@ -218,7 +214,7 @@ def test_drift_of_a_peak_plan_on_its_own_log_fits(tmp_path: Path) -> None:
 
 def test_plan_validate_replay_replays_right_after_planning(tmp_path: Path) -> None:
     log = _short_log(tmp_path)
-    args = ["plan", "--cdf", str(log), "--slo", "1s", "--rate", "50", "--service-model", "lockstep"]
+    args = ["plan", "--cdf", str(log), *_LOCKSTEP]
     result = runner.invoke(app, [*args, "--validate", "--replay", "--sim-seeds", "2", "-f", "json"])
     assert result.exit_code == 0, result.output
     validation = json.loads(result.stdout)["validation"]
@@ -233,21 +229,7 @@ def test_a_replay_runs_enough_seeds_for_its_rarest_pool(tmp_path: Path) -> None:
     """Cut to its first 1,000 arrivals a replay measures a few dozen long-pool requests per seed: by
     default it runs as many seeds as that pool needs for a P99 interval (at most 10), not 3."""
     log = _short_log(tmp_path, long_share=0.03)
-    plan = tmp_path / "plan.yaml"
-    args = [
-        "plan",
-        "--cdf",
-        str(log),
-        "--slo",
-        "1s",
-        "--rate",
-        "50",
-        "--service-model",
-        "lockstep",
-        "-o",
-        str(plan),
-    ]
-    assert runner.invoke(app, args).exit_code == 0
+    plan = _lockstep_plan(log, tmp_path)
     pools = yaml.safe_load(plan.read_text())["best"]["pools"]
     share = min(p["traffic_fraction"] for p in pools.values() if p["instances"] > 0)
     result = runner.invoke(
