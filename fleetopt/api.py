@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fleetopt import __version__
-from fleetopt.core.planner import FleetPlan, PlanOptions, plan_fleet
+from fleetopt.core.planner import FleetPlan, PlanOptions
 from fleetopt.core.service import PoolHardware
 from fleetopt.core.workload import Workload
 from fleetopt.defaults import (
@@ -38,11 +38,94 @@ from fleetopt.errors import FleetoptError, ValidationError
 
 @dataclass(frozen=True)
 class PlanRun:
-    """A finished plan with what it was computed from."""
+    """A finished plan with what it was computed from (``arrivals``: the rate basis it was sized on;
+    ``schedule``: the time-of-day schedule when one was asked for)."""
 
     plan: FleetPlan
     workload: Workload
     document: dict[str, Any]
+    arrivals: ArrivalBasis | None = None
+    schedule: Any = None  # fleetopt.core.schedule.Schedule
+
+
+#: The default window of the rate profile a plan's basis is read from, seconds.
+DEFAULT_RATE_WINDOW_S = 60.0
+
+
+@dataclass(frozen=True)
+class ArrivalBasis:
+    """What a plan sizes for, from the workload's arrivals (:mod:`fleetopt.core.arrivals`).
+
+    ``basis``: ``mean``, ``peak`` or ``pNN``; ``factor``: sizing rate / mean rate (≥ 1);
+    ``counts`` and ``profile``: the log's window counts and rate profile (None for a CDF or a log
+    without timestamps); ``dispersion``: the within-window index of dispersion curve used for each
+    pool's C_a² (empty on the mean basis: Poisson); ``overdispersed``: the window counts fail
+    Fisher's index-of-dispersion test for Poisson at the 1% level (the log is bursty at the window
+    scale, which a mean-rate plan ignores).
+    """
+
+    basis: str
+    window_s: float
+    mean_rate_per_s: float
+    factor: float
+    counts: Any  # fleetopt.core.arrivals.WindowCounts | None
+    profile: Any  # fleetopt.core.arrivals.RateProfile | None
+    dispersion: tuple[tuple[float, float], ...]
+    overdispersed: bool
+
+    @property
+    def sizing_rate_per_s(self) -> float:
+        return self.mean_rate_per_s * self.factor
+
+
+def arrival_basis(
+    workload: Workload, mean_rate_per_s: float, rate_basis: str | None, rate_window_s: float
+) -> ArrivalBasis:
+    """The basis a plan sizes on: ``rate_basis`` (default: ``peak`` for a log whose timestamps span
+    at least one window, else ``mean``), its factor over the mean from the windowed profile, and
+    the dispersion curve behind each pool's C_a² (only off the mean basis)."""
+    from scipy.special import chdtri  # the χ² quantile without importing scipy.stats (0.5 s)
+
+    from fleetopt.core.arrivals import (
+        basis_factor,
+        dispersion_curve,
+        parse_rate_basis,
+        rate_profile_of,
+        workload_window_counts,
+    )
+
+    try:
+        counts = workload_window_counts(workload, rate_window_s)
+    except ValidationError:
+        if rate_basis is not None and parse_rate_basis(rate_basis) != "mean":
+            raise
+        counts = None  # too many windows to profile (implausible timestamps): size on the mean
+    basis = ("peak" if counts is not None else "mean") if rate_basis is None else parse_rate_basis(rate_basis)
+    if basis != "mean" and counts is None:
+        raise ValidationError(
+            f"--rate-basis {basis}: workload {workload.name!r} has no arrival times spanning a "
+            f"{rate_window_s:g} s window (a CDF, a log without a time column, or a shorter log); use "
+            "--rate-basis mean, or a shorter --rate-window"
+        )
+    profile = rate_profile_of(counts) if counts is not None else None
+    overdispersed = False
+    if profile is not None and profile.windows >= 2 and math.isfinite(profile.index_of_dispersion):
+        dof = profile.windows - 1
+        overdispersed = profile.index_of_dispersion * dof > float(chdtri(dof, 0.01))
+    dispersion: tuple[tuple[float, float], ...] = ()
+    if basis != "mean":
+        dispersion = dispersion_curve(workload, rate_window_s)
+    factor = basis_factor(counts, basis) if basis != "mean" else 1.0
+    return ArrivalBasis(
+        basis,
+        float(rate_window_s),
+        float(mean_rate_per_s),
+        factor,
+        counts,
+        profile,
+        dispersion,
+        overdispersed,
+    )
 
 
 def profile_search_path(profiles_dir: Path | None) -> tuple[Path, ...]:
@@ -122,8 +205,19 @@ def plan_workload(
     profiles_dir: Path | None = None,
     reader_options: dict[str, Any] | None = None,
     workload_label: str | None = None,
+    rate_basis: str | None = None,
+    rate_window_s: float = DEFAULT_RATE_WINDOW_S,
+    schedule_window_s: float | None = None,
 ) -> PlanRun:
-    """Plan the cheapest fleet for a workload (a bundled name, a path, or a loaded Workload)."""
+    """Plan the cheapest fleet for a workload (a bundled name, a path, or a loaded Workload).
+
+    ``arrival_rate_per_s`` is the mean rate (default: the log's observed rate, else
+    DEFAULT_RATE_PER_S); ``rate_basis`` what each pool is sized for: ``mean``, ``peak`` or ``pNN`` of
+    the rates in windows of ``rate_window_s`` (default ``peak`` for a log with timestamps, else
+    ``mean``; see :func:`arrival_basis`). ``schedule_window_s``: also the time-of-day schedule
+    (:func:`fleetopt.core.schedule.build_schedule`) in windows of that length.
+    """
+    from fleetopt.core.planner import Planner
     from fleetopt.io.workloads import load_workload
     from fleetopt.render.plan_document import plan_document
 
@@ -133,9 +227,22 @@ def plan_workload(
         loaded, label = load_workload(workload, **(reader_options or {})), workload_label or workload
     dirs = profile_search_path(profiles_dir)
     short_hardware, long_hardware = resolve_pool_hardware_pair(serving, serving_long, gpu, gpu_long, dirs)
-    arrival_rate_per_s, origin = rate_with_origin(loaded, arrival_rate_per_s)
+    mean_rate_per_s, origin = rate_with_origin(loaded, arrival_rate_per_s)
+    arrivals = arrival_basis(loaded, mean_rate_per_s, rate_basis, rate_window_s)
+    if schedule_window_s is not None and arrivals.counts is None:
+        raise ValidationError(
+            f"--schedule: workload {label!r} has no arrival times spanning a {rate_window_s:g} s window, so "
+            "it has no profile to schedule over"
+        )
+    sizing_rate_per_s = arrivals.sizing_rate_per_s
+    if sizing_rate_per_s > MAX_RATE_PER_S:
+        raise ValidationError(
+            f"--rate-basis {arrivals.basis}: {mean_rate_per_s:g} req/s × {arrivals.factor:.4g} (the basis "
+            f"over the mean) = {sizing_rate_per_s:g} req/s is above the most a plan takes "
+            f"({MAX_RATE_PER_S:g} req/s)"
+        )
     options = PlanOptions(
-        arrival_rate_per_s=float(arrival_rate_per_s),
+        arrival_rate_per_s=float(sizing_rate_per_s),
         ttft_slo_s=ttft_slo_s,
         long_context_tokens=long_context_tokens,
         b_short_candidates=tuple(int(b) for b in b_short_candidates) if b_short_candidates else None,
@@ -145,12 +252,26 @@ def plan_workload(
         max_utilization=max_utilization,
         tpot_slo_s=tpot_slo_s,
         max_pools=int(max_pools),
+        rate_basis=arrivals.basis,
+        mean_arrival_rate_per_s=None if arrivals.basis == "mean" else float(mean_rate_per_s),
+        rate_window_s=arrivals.window_s if arrivals.counts is not None else None,
+        arrival_dispersion=arrivals.dispersion,
     )
-    plan = plan_fleet(loaded, short_hardware, long_hardware, options)
+    planner = Planner(loaded, short_hardware, long_hardware, options)
+    plan = planner.plan()
+    schedule = None
+    if schedule_window_s is not None and plan.best is not None:
+        from fleetopt.core.schedule import build_schedule
+
+        schedule = build_schedule(planner, plan.best, arrivals.counts, schedule_window_s)
     document = plan_document(
-        plan, loaded, {"workload": label, "arrival_rate_origin": origin, "workload_reader": reader_options}
+        plan,
+        loaded,
+        {"workload": label, "arrival_rate_origin": origin, "workload_reader": reader_options},
+        arrivals=arrivals,
+        schedule=schedule,
     )
-    return PlanRun(plan=plan, workload=loaded, document=document)
+    return PlanRun(plan=plan, workload=loaded, document=document, arrivals=arrivals, schedule=schedule)
 
 
 def plan_from_options(
@@ -195,6 +316,14 @@ def plan_run_from_options(
         raise ValidationError("--max-utilization: 0 leaves no capacity; it must be in (0, 1] (e.g. 85%)")
     b_values = parse_number_list(b_short, field="--b-short", integer=True) if b_short else None
     gammas = tuple(parse_number_list(gamma, field="--gamma")) if gamma else DEFAULT_GAMMAS
+    if isinstance(options.get("rate_window"), str):
+        options["rate_window_s"] = parse_duration_s(options.pop("rate_window"), field="--rate-window")
+    else:
+        options.pop("rate_window", None)
+    if isinstance(options.get("schedule"), str):
+        options["schedule_window_s"] = parse_duration_s(options.pop("schedule"), field="--schedule")
+    else:
+        options.pop("schedule", None)
     return plan_workload(
         workload,
         ttft_slo_s=parse_duration_s(slo, field="--slo"),
@@ -522,17 +651,31 @@ def check_plan_drift(
         raise ValidationError(f"--rate: {arrival_rate_per_s:g} req/s must be positive and finite")
     plan_file = read_plan(plan_path)
     today = load_workload(workload, **(reader_options or {}))
+    planned = plan_file.options
     if arrival_rate_per_s is not None:
         rate, origin = float(arrival_rate_per_s), "given"
     elif (observed := observed_rate_per_s(today)) is not None:
         rate, origin = observed, "observed"
     else:
-        rate, origin = plan_file.options.arrival_rate_per_s, "planned"
+        rate, origin = planned.mean_rate_per_s, "planned"
     fleet = plan_file.fleet
     current = workload_summary(
         workload_fingerprint(today, fleet.b_short_tokens, fleet.gamma), "today's workload"
     )
-    options = dataclasses.replace(plan_file.options, arrival_rate_per_s=rate)
+    # today on the plan's basis: today's profile when its log has one, else the plan's own factor
+    factor, dispersion = planned.basis_factor, planned.arrival_dispersion
+    if planned.rate_basis != "mean" and planned.rate_window_s is not None:
+        from fleetopt.core.arrivals import workload_window_counts
+
+        if workload_window_counts(today, planned.rate_window_s) is not None:
+            basis = arrival_basis(today, rate, planned.rate_basis, planned.rate_window_s)
+            factor, dispersion = basis.factor, basis.dispersion
+    options = dataclasses.replace(
+        planned,
+        arrival_rate_per_s=rate * factor,
+        mean_arrival_rate_per_s=None if planned.rate_basis == "mean" else rate,
+        arrival_dispersion=dispersion,
+    )
     result = check_drift(today, fleet, options, plan_file.summary, current, tolerances)
     return DriftRun(result, plan_file, today, options, tolerances, current, origin)
 
@@ -546,12 +689,29 @@ class CrossCheck:
 
     ``reevaluated_for_other_workload``: the simulated workload is not the one the plan was computed
     for, so the predictions were re-evaluated for it (same pools, the planner's own formulas).
+    ``arrival_process``: ``poisson``, ``replay`` or ``profile``; ``mean_rate_per_s``: for a replay or
+    profile, the mean rate the log was scaled to (``rate_factor`` × the log's own).
     """
 
     report: Any  # fleetopt.core.crosscheck.CrossCheckReport
     workload_name: str
-    arrival_process: str  # "poisson" or "replay"
+    arrival_process: str  # "poisson", "replay" or "profile"
     reevaluated_for_other_workload: bool = False
+    mean_rate_per_s: float | None = None
+    rate_factor: float | None = None
+    rate_window_s: float | None = None
+
+
+def _arrival_process(replay: bool, arrivals: str | None) -> str:
+    from fleetopt.core.arrivals import ARRIVAL_PROCESSES
+
+    if arrivals is None:
+        return "replay" if replay else "poisson"
+    if arrivals not in ARRIVAL_PROCESSES:
+        raise ValidationError(f"--arrivals: {arrivals!r} is not one of {', '.join(ARRIVAL_PROCESSES)}")
+    if replay and arrivals != "replay":
+        raise ValidationError(f"--replay and --arrivals {arrivals} contradict each other; give one of them")
+    return arrivals
 
 
 def crosscheck_setup_run(
@@ -561,86 +721,180 @@ def crosscheck_setup_run(
     service_model: str,
     dispatch: str = DEFAULT_DISPATCH,
     requests: int | None = None,
-    seeds: int = 3,
+    seeds: int | None = None,
     warmup_fraction: float = 0.5,
     arrival_rate_per_s: float | None = None,
     replay: bool = False,
     progress: Any = None,
     reevaluated_for_other_workload: bool = False,
+    arrivals: str | None = None,
+    rate_window_s: float | None = None,
 ) -> CrossCheck:
-    """Simulate a cross-check setup; re-evaluate its predictions first when the rate or model differ.
+    """Simulate a cross-check setup; re-evaluate its predictions first when the traffic or model differ.
 
-    ``replay``: the log's own arrival times (scaled to ``arrival_rate_per_s`` when given), else
-    Poisson arrivals at that rate (default: the setup's).
+    ``arrivals`` (or ``replay`` for ``replay``):
+
+    * ``poisson`` (default) at ``arrival_rate_per_s``, else at the rate the plan was sized for (its
+      peak on a peak basis): the analytical check, predictions re-evaluated for Poisson arrivals at
+      that rate when they were made for another rate or burstier arrivals;
+    * ``replay``: the log's own arrival times at ``arrival_rate_per_s`` as the mean (default: the
+      plan's mean), keeping their time scale (:func:`fleetopt.core.arrivals.replay_at_rate`): the
+      whole log once after a warm-up, ``requests`` (if given) cutting it to its first arrivals;
+    * ``profile``: a non-homogeneous Poisson process following the log's windowed rate profile
+      (windows of ``rate_window_s``) at that mean.
+
+    ``rate_window_s`` (default 1 minute, whatever window the plan sized on — so a plan on a coarser
+    window is not checked against smoother traffic): the scale whose profile a replay keeps in
+    common across its copies (below it their bursts are independent) and a profile follows.
+
+    Replay and profile keep the plan's own predictions (made at its sizing rate): the simulated
+    traffic has no one rate to re-evaluate them at.
+
+    ``seeds`` (default :data:`DEFAULT_SEEDS`): a replay or profile covers the log once per seed, so
+    a pool with little traffic may measure fewer requests than a P99 interval needs; by default
+    it then runs as many seeds as its rarest pool needs for that (expected from the plan's pool
+    rates, with 10% margin), at most :data:`MAX_AUTO_SEEDS`.
     """
-    from fleetopt.core.crosscheck import crosscheck_setup, reevaluate, simulation_model_for
+    from fleetopt.core.arrivals import ArrivalSpec, WindowCounts, workload_window_counts
+    from fleetopt.core.crosscheck import (
+        WARMUP_MARGIN,
+        crosscheck_setup,
+        longest_service_s,
+        reevaluate,
+        simulation_model_for,
+    )
     from fleetopt.core.service import SERVICE_MODEL_REGISTRY
     from fleetopt.core.simulate import DISPATCH_POLICIES, PHYSICAL, SERVICE_MODELS
 
+    process = _arrival_process(replay, arrivals)
     if service_model in SERVICE_MODEL_REGISTRY:
         service_model = simulation_model_for(service_model)
     if service_model not in SERVICE_MODELS:
         raise ValidationError(f"--service-model: {service_model!r} is not one of {', '.join(SERVICE_MODELS)}")
     if dispatch not in DISPATCH_POLICIES:
         raise ValidationError(f"--dispatch: {dispatch!r} is not one of {', '.join(DISPATCH_POLICIES)}")
-    if seeds < 1:
+    if seeds is not None and seeds < 1:
         raise ValidationError(f"seeds: {seeds} must be ≥ 1")
     if requests is not None and requests < 2:
         raise ValidationError(f"requests: {requests} must be ≥ 2")
-    times = None
-    rate = arrival_rate_per_s
-    if replay:
-        times = workload.arrival_times_s
+    if arrival_rate_per_s is not None and not (0 < arrival_rate_per_s <= MAX_RATE_PER_S):
+        raise ValidationError(
+            f"--rate: {arrival_rate_per_s:g} req/s is not allowed; it must be > 0 and at most "
+            f"{MAX_RATE_PER_S:g} req/s"
+        )
+    analytical_model = setup.analytical_model if service_model == PHYSICAL else service_model
+    if process == "poisson":
+        rate = setup.arrival_rate_per_s if arrival_rate_per_s is None else arrival_rate_per_s
+        if (
+            rate != setup.arrival_rate_per_s
+            or analytical_model != setup.analytical_model
+            or not setup.poisson_predictions
+        ):
+            setup = reevaluate(setup, workload, rate, analytical_model)
+        report = crosscheck_setup(
+            setup, workload, service_model=service_model, dispatch=dispatch, requests=requests,
+            seeds=tuple(range(1, (seeds or DEFAULT_SEEDS) + 1)), warmup_fraction=warmup_fraction,
+            arrival_rate_per_s=rate, progress=progress,
+        )  # fmt: skip
+        return CrossCheck(report, workload.name, process, reevaluated_for_other_workload)
+    if analytical_model != setup.analytical_model:
+        setup = reevaluate(setup, workload, setup.arrival_rate_per_s, analytical_model)
+    mean = setup.mean_rate_per_s if arrival_rate_per_s is None else float(arrival_rate_per_s)
+    warmup_s = WARMUP_MARGIN * longest_service_s(workload, setup, service_model)
+    window_s = rate_window_s or DEFAULT_RATE_WINDOW_S
+    times = workload.arrival_times_s
+    if process == "replay":
         if times is None and workload.arrival_windows is not None:
             raise ValidationError(
                 f"--replay: {workload.name!r} is a workload summary: it keeps arrivals per window, not each "
-                "request's arrival time; replay the raw log, or drop --replay to simulate Poisson arrivals"
+                "request's arrival time; replay the raw log, follow its windows with --arrivals profile, "
+                "or drop --replay to simulate Poisson arrivals"
             )
         if times is None or times.size < 2:
             raise ValidationError(
                 f"--replay: workload {workload.name!r} has no arrival times (a CDF, or a log without a "
                 "time column); drop --replay to simulate Poisson arrivals"
             )
-        if rate is None:
-            span = float(times[-1] - times[0])
-            if not span > 0:
-                raise ValidationError(
-                    f"--replay: the {times.size:,} arrival times of {workload.name!r} span 0 s (all equal), "
-                    "so they give no rate to replay at; give --rate or drop --replay"
-                )
-            rate = (times.size - 1) / span
-    elif rate is None:
-        rate = setup.arrival_rate_per_s
-    analytical_model = setup.analytical_model if service_model == PHYSICAL else service_model
-    if rate != setup.arrival_rate_per_s or analytical_model != setup.analytical_model:
-        setup = reevaluate(setup, workload, rate, analytical_model)
+        span = float(times[-1] - times[0])
+        if not span > 0:
+            raise ValidationError(
+                f"--replay: the {times.size:,} arrival times of {workload.name!r} span 0 s (all equal), "
+                "so they give no rate to replay at; drop --replay"
+            )
+        factor = mean / ((times.size - 1) / span)
+        spec = ArrivalSpec("replay", times_s=times, rate_factor=factor, window_s=window_s, warmup_s=warmup_s,
+                           max_requests=requests)  # fmt: skip
+    else:
+        counts = workload_window_counts(workload, window_s)
+        if counts is None or counts.counts.sum() == 0:
+            raise ValidationError(
+                f"--arrivals profile: workload {workload.name!r} has no arrivals spanning a {window_s:g} s "
+                "window to follow; use Poisson arrivals"
+            )
+        assert isinstance(counts, WindowCounts)
+        factor = mean / (float(counts.counts.sum()) / counts.span_s)
+        spec = ArrivalSpec("profile", counts=counts, rate_factor=factor, window_s=window_s, warmup_s=warmup_s,
+                           max_requests=requests)  # fmt: skip
+    from fleetopt.core.simulate import MAX_REQUESTS
+
+    expected = spec.expected_requests()
+    if expected > MAX_REQUESTS:
+        raise ValidationError(
+            f"--arrivals {process}: the log at {mean:,.4g} req/s is about {expected:,.0f} requests per seed, "
+            f"more than the simulator holds ({MAX_REQUESTS:,}); give --requests to replay its first part"
+        )
+    if seeds is None:
+        seeds = _seeds_for_rarest_pool(setup, spec)
     report = crosscheck_setup(
-        setup,
-        workload,
-        service_model=service_model,
-        dispatch=dispatch,
-        requests=requests,
-        seeds=tuple(range(1, seeds + 1)),
-        warmup_fraction=warmup_fraction,
-        arrival_rate_per_s=rate if not replay or arrival_rate_per_s is not None else None,
-        arrival_times_s=times,
-        progress=progress,
-    )
+        setup, workload, service_model=service_model, dispatch=dispatch,
+        seeds=tuple(range(1, seeds + 1)), progress=progress, arrivals=spec,
+    )  # fmt: skip
     return CrossCheck(
-        report, workload.name, "replay" if replay else "poisson", reevaluated_for_other_workload
-    )
+        report, workload.name, process, reevaluated_for_other_workload, mean_rate_per_s=mean,
+        rate_factor=factor, rate_window_s=window_s,
+    )  # fmt: skip
+
+
+#: Seeds a cross-check runs unless told otherwise.
+DEFAULT_SEEDS = 3
+#: The most seeds a replay or profile runs on its own to measure its rarest pool.
+MAX_AUTO_SEEDS = 10
+
+
+def _seeds_for_rarest_pool(setup: Any, spec: Any) -> int:
+    """Seeds for a replay or profile: 3, or as many as the rarest pool with instances needs to measure
+    the requests a P99 interval needs (expected from its planned share of the sizing rate, with 10%
+    margin), at most MAX_AUTO_SEEDS."""
+    from fleetopt.core.crosscheck import min_requests_for_quantile
+
+    measured = spec.expected_measured_requests()
+    needed = 1.1 * min_requests_for_quantile(setup.quantile)
+    seeds = DEFAULT_SEEDS
+    for pool in setup.pools:
+        share = pool.arrival_rate_per_s / setup.arrival_rate_per_s if setup.arrival_rate_per_s > 0 else 0.0
+        if pool.simulated.instances > 0 and share > 0 and measured > 0:
+            seeds = max(seeds, math.ceil(needed / (share * measured)))
+    return min(seeds, MAX_AUTO_SEEDS)
 
 
 def crosscheck_plan_run(
-    run: PlanRun, *, requests: int | None = None, seeds: int = 3, progress: Any = None
+    run: PlanRun,
+    *,
+    requests: int | None = None,
+    seeds: int | None = None,
+    progress: Any = None,
+    arrivals: str | None = None,
+    replay: bool = False,
+    dispatch: str = DEFAULT_DISPATCH,
 ) -> CrossCheck:
-    """``fleetopt plan --validate``: a fresh plan's best fleet, simulated under its model and traffic."""
+    """``fleetopt plan --validate``: a fresh plan's best fleet, simulated under its model and traffic
+    (Poisson at its sizing rate, or its log replayed or followed at its mean: ``arrivals``)."""
     from fleetopt.core.crosscheck import setup_from_plan
 
     setup = setup_from_plan(run.plan)
     return crosscheck_setup_run(
         setup, run.workload, service_model=setup.analytical_model, requests=requests, seeds=seeds,
-        progress=progress,
+        progress=progress, arrivals=arrivals, replay=replay, dispatch=dispatch,
     )  # fmt: skip
 
 
@@ -651,16 +905,19 @@ def crosscheck_plan_file(
     service_model: str | None = None,
     dispatch: str = DEFAULT_DISPATCH,
     requests: int | None = None,
-    seeds: int = 3,
+    seeds: int | None = None,
     warmup_fraction: float = 0.5,
     arrival_rate_per_s: float | None = None,
     replay: bool = False,
     progress: Any = None,
+    arrivals: str | None = None,
+    rate_window_s: float | None = None,
 ) -> CrossCheck:
     """``fleetopt simulate --plan``: a plan file's fleet simulated on its own workload (or another).
 
     The plan is read by the one plan reader (:func:`fleetopt.io.plans.read_plan`); its workload is
     re-read the way the plan read it; on another workload the predictions are re-evaluated first.
+    Arrivals as :func:`crosscheck_setup_run` (``rate_window_s``: 1 minute unless given).
     """
     from fleetopt.core.crosscheck import reevaluate, setup_from_planned
     from fleetopt.errors import FleetoptError
@@ -672,6 +929,7 @@ def crosscheck_plan_file(
         raise ValidationError(f"--rate: {arrival_rate_per_s:g} req/s must be > 0")
     if not 0.0 <= warmup_fraction < 1.0:
         raise ValidationError(f"--warmup-fraction: {warmup_fraction:g} must be in [0, 1)")
+    process = _arrival_process(replay, arrivals)
     setup = setup_from_planned(plan_file.fleet, plan_file.options)
     name = workload if workload is not None else plan_file.workload
     if name is None:
@@ -684,14 +942,15 @@ def crosscheck_plan_file(
         raise ValidationError(f"plan {path}: its workload cannot be loaded ({exc}); pass --cdf") from None
     other = workload_fingerprint(loaded, None, None)["sha256"] != plan_file.summary.digest
     if other:
-        setup = reevaluate(
-            setup, loaded, arrival_rate_per_s or setup.arrival_rate_per_s, setup.analytical_model
-        )
+        rate = setup.arrival_rate_per_s
+        if process == "poisson" and arrival_rate_per_s is not None:
+            rate = arrival_rate_per_s
+        setup = reevaluate(setup, loaded, rate, setup.analytical_model)
     return crosscheck_setup_run(
         setup, loaded, service_model=service_model or plan_file.options.service_model,
         dispatch=dispatch, requests=requests, seeds=seeds, warmup_fraction=warmup_fraction,
-        arrival_rate_per_s=arrival_rate_per_s, replay=replay, progress=progress,
-        reevaluated_for_other_workload=other,
+        arrival_rate_per_s=arrival_rate_per_s, progress=progress, reevaluated_for_other_workload=other,
+        arrivals=process, rate_window_s=rate_window_s,
     )  # fmt: skip
 
 

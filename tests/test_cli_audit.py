@@ -241,7 +241,7 @@ def test_usage_errors_exit_2_with_exact_text(args: list[str], message: str) -> N
         (
             ["--alpha", "0.8", "--slots-short", "128", "--slots-long", "16", "--iteration-base", "8"],
             "--iteration-base: '8' is not a duration; write a number with a unit, e.g. 500ms or 0.5s "
-            "(units: us, µs, ms, s, min, h)",
+            "(units: us, µs, ms, s, min, h, d)",
         ),
     ],
 )

@@ -44,6 +44,8 @@ def plans(tmp_path_factory) -> dict[str, Path]:
                 "lockstep",
                 "--serving",
                 "llama-3-70b-a100-80gb-tp8",
+                "--rate-basis",
+                "mean",
                 *extra,
                 "--output",
                 str(path),

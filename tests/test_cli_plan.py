@@ -102,7 +102,7 @@ def test_output_writes_a_plan_that_reads_back(tmp_path) -> None:
         (
             ["--slo", "500"],
             "Error: --slo: '500' is not a duration; write a number with a unit, e.g. 500ms or 0.5s "
-            "(units: us, µs, ms, s, min, h)",
+            "(units: us, µs, ms, s, min, h, d)",
         ),
         (["--slo", "-5ms"], "Error: --slo: '-5ms' must be a positive, finite duration"),
         (["--slo", "500ms", "--b-short", "4k"], "Error: --b-short: '4k' in '4k' is not a number"),

@@ -175,7 +175,7 @@ def test_bad_numbers_exit_1_with_the_exact_message(args: list[str], message: str
         (
             ["--servers", "10", "--rate", "3", "--service-time", "one second"],
             "Invalid value for '--service-time': 'one second' is not a duration; write a number with a unit, "
-            "e.g. 500ms or 0.5s (units: us, µs, ms, s, min, h)",
+            "e.g. 500ms or 0.5s (units: us, µs, ms, s, min, h, d)",
         ),
     ],
 )

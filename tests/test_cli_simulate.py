@@ -32,6 +32,8 @@ def plan_file(tmp_path_factory) -> Path:
             "lockstep",
             "--serving",
             "llama-3-70b-a100-80gb-tp8",
+            "--rate-basis",
+            "mean",
             "--output",
             str(path),
         ],  # fmt: skip
@@ -107,7 +109,7 @@ def test_strict_exits_1_on_an_slo_breach(plan_file: Path, tmp_path: Path) -> Non
     assert strict.exit_code == 1
     assert (
         strict.stderr
-        == "Error: --strict: the simulated P99 TTFT exceeds the SLO in the short, long pool(s)\n"
+        == "Error: --strict: FAIL: the simulated P99 TTFT exceeds the SLO in the short, long pool(s)\n"
     )
 
 
@@ -139,15 +141,17 @@ def test_bad_choices_and_replay_without_times(plan_file: Path) -> None:
     result = runner.invoke(app, ["simulate", "--plan", str(plan_file), "--cdf", "azure", "--replay"])
     assert result.exit_code == 1
     assert result.stderr == (
-        "Error: --replay: workload 'azure' has no arrival times (a CDF, or a log without a time column); "
-        "drop --replay to simulate Poisson arrivals\n"
+        "Error: --replay: workload 'azure' has no arrival times (a CDF, or a log without a time "
+        "column); drop --replay to simulate Poisson arrivals\n"
     )
 
 
 def test_replay_of_the_log_at_the_plan_rate(plan_file: Path) -> None:
     args = ["simulate", "--plan", str(plan_file), "--replay", "--rate", "1000", "--requests", "20000"]
     data = json.loads(runner.invoke(app, [*args, "--seeds", "2", "-f", "json"]).stdout)
-    assert data["arrival_process"] == "replay" and data["arrival_rate_per_s"] == 1000
+    assert data["arrival_process"] == "replay" and data["replay"]["mean_rate_per_s"] == 1000
+    # the log's own mean is (n − 1)/span = 8.022 req/s (FACTS §5): scaled, not compressed in time
+    assert data["replay"]["rate_factor"] == pytest.approx(1000 / 8.0222, rel=1e-4)
 
 
 def test_plan_validate_json_has_validation_and_the_output_file_does_not(tmp_path: Path) -> None:
@@ -168,7 +172,7 @@ def test_plan_validate_json_has_validation_and_the_output_file_does_not(tmp_path
 
 def test_plan_validate_table_prints_the_plan_then_the_simulation() -> None:
     args = ["plan", "--cdf", "azure-2023", "--slo", "500ms", "--rate", "1000", "--service-model", "lockstep",
-            "--serving", "llama-3-70b-a100-80gb-tp8", "--validate"]  # fmt: skip
+            "--serving", "llama-3-70b-a100-80gb-tp8", "--rate-basis", "mean", "--validate"]  # fmt: skip
     result = runner.invoke(app, [*args, "--sim-requests", "20000", "--sim-seeds", "2"])
     assert result.exit_code == 0, result.output
     assert "Simulation of the plan (B = 1,536, γ = 1.7, p_c = 1)" in result.stdout

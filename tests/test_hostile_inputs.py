@@ -38,7 +38,7 @@ def test_replay_of_a_log_whose_timestamps_are_all_equal(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert result.stderr == (
         "Error: --replay: the 3 arrival times of 'same.csv' span 0 s (all equal), so they give no rate to "
-        "replay at; give --rate or drop --replay\n"
+        "replay at; drop --replay\n"
     )
 
 

@@ -176,7 +176,8 @@ def test_simulate_takes_a_summary_but_replay_needs_the_log(logs, tmp_path: Path)
     assert result.exit_code == 1
     assert result.stderr == (
         "Error: --replay: 'whole.parquet' is a workload summary: it keeps arrivals per window, not each "
-        "request's arrival time; replay the raw log, or drop --replay to simulate Poisson arrivals\n"
+        "request's arrival time; replay the raw log, follow its windows with --arrivals profile, or drop "
+        "--replay to simulate Poisson arrivals\n"
     )
 
 

@@ -40,7 +40,29 @@ def plan(
     ),
     slo: str = typer.Option(..., "--slo", help="P99 time-to-first-token SLO, e.g. 500ms or 0.5s."),
     rate: float | None = typer.Option(
-        None, "--rate", help="Arrival rate, req/s. Default: the log's observed rate, else 1,000 req/s."
+        None,
+        "--rate",
+        help="Mean arrival rate, req/s (a log's profile is scaled to it). Default: the log's observed "
+        "rate, else 1,000 req/s.",
+    ),
+    rate_basis: str | None = typer.Option(
+        None,
+        "--rate-basis",
+        help="What each pool is sized for: mean, peak or pNN (a percentile) of the rates in --rate-window "
+        "windows, with the arrivals' burstiness within windows off the mean. Default: peak for a log "
+        "with timestamps, else mean.",
+    ),
+    rate_window: str = typer.Option(
+        "1min", "--rate-window", help="Window of the rate profile the basis is read from, e.g. 1min, 5min."
+    ),
+    schedule: str | None = typer.Option(
+        None,
+        "--schedule",
+        help="Also the instances each pool needs in every window of this length (e.g. 1h) of the log's "
+        "profile: periodic over a day or week when the log spans one, else over its span.",
+    ),
+    schedule_csv: Path | None = typer.Option(
+        None, "--schedule-csv", help="With --schedule: write the schedule as CSV (atomically)."
     ),
     serving: str = typer.Option(
         DEFAULT_SERVING, "--serving", help="Serving profile (model × GPU × TP) of the short pool."
@@ -104,9 +126,35 @@ def plan(
         False, "--validate", help="Simulate the plan's fleet and compare it with the predictions."
     ),
     sim_requests: int | None = typer.Option(
-        None, "--sim-requests", help="With --validate: requests per seed (default: sized to warm up)."
+        None,
+        "--sim-requests",
+        help="With --validate: requests per seed (default: sized to warm up); with a replay or profile, "
+        "its first N arrivals (default: the whole log).",
     ),
-    sim_seeds: int = typer.Option(3, "--sim-seeds", help="With --validate: seeds (replications)."),
+    sim_seeds: int | None = typer.Option(
+        None,
+        "--sim-seeds",
+        help="With --validate: seeds (replications). Default: 3 (more for a replay or profile whose rarest "
+        "pool needs them, at most 10).",
+    ),
+    replay: bool = typer.Option(
+        False,
+        "--replay",
+        help="With --validate: replay the log's arrival times at the plan's mean rate, on their own time "
+        "scale (--arrivals replay).",
+    ),
+    arrivals: str | None = typer.Option(
+        None,
+        "--arrivals",
+        help="With --validate: poisson (at the rate the plan was sized for), replay or profile (Poisson "
+        "following the log's windowed rate profile, at the plan's mean). Default: poisson.",
+    ),
+    strict: bool = typer.Option(
+        False,
+        "--strict",
+        help="With --validate: exit 1 on FAIL and on INCONCLUSIVE (too few requests, or a P99 interval "
+        "straddling the SLO); the plan and report are printed (and written) first.",
+    ),
     export: list[ExportTarget] | None = typer.Option(
         None, "--export", help="Also export the plan (as fleetopt export --to): " + TO_HELP, metavar="TARGET"
     ),
@@ -126,6 +174,10 @@ def plan(
     if output is not None:
         output_format = plan_format_for(output)  # refuse a bad suffix before any work
         refuse_overwriting_input(output, [cdf])
+    if schedule_csv is not None:
+        if schedule is None:
+            raise typer.BadParameter("--schedule-csv needs --schedule WINDOW", param_hint="--schedule-csv")
+        refuse_overwriting_input(schedule_csv, [cdf])
     if export and fmt is not OutputFormat.table and output_dir is None:
         raise typer.BadParameter(
             f"--export with --format {fmt.value} needs --output-dir (stdout holds the plan document)",
@@ -151,8 +203,16 @@ def plan(
             input_format, log_format, input_column, output_column, time_column, time_unit, split
         ),
         profiles_dir=profiles_dir,
+        rate_basis=rate_basis,
+        rate_window=rate_window,
+        schedule=schedule,
     )
     document = run.document
+    strict_error = None
+    if (strict or replay or arrivals is not None or sim_requests is not None) and not validate:
+        raise typer.BadParameter(
+            "--strict, --replay, --arrivals and --sim-requests apply to --validate", param_hint="--validate"
+        )
     if not (validate and document["feasible"]):
         emit(document, fmt, draw_plan)
     else:  # the plan first for people (the simulation takes a while), one document for machines
@@ -163,12 +223,23 @@ def plan(
         if fmt is OutputFormat.table:
             emit(document, fmt, draw_plan)
         with progress_bar(fmt) as progress:
-            check = crosscheck_plan_run(run, requests=sim_requests, seeds=sim_seeds, progress=progress)
+            check = crosscheck_plan_run(
+                run,
+                requests=sim_requests,
+                seeds=sim_seeds,
+                progress=progress,
+                arrivals=arrivals,
+                replay=replay,
+            )
         crosscheck = crosscheck_run_document(check)
         if fmt is OutputFormat.table:
             emit(crosscheck, fmt, draw_crosscheck)
         else:
             emit({**document, "validation": crosscheck}, fmt, draw_plan)
+        if strict:
+            from fleetopt.render.simulate import strict_failure
+
+            strict_error = strict_failure(crosscheck)
     if not document["feasible"]:
         raise FleetoptError(
             "no fleet meets the SLO and the utilization cap; nothing was written"
@@ -179,6 +250,12 @@ def plan(
         write_document_atomically(output, dumps(document, output_format))
         if fmt is OutputFormat.table:
             typer.echo(f"plan written to {output}")
+    if schedule_csv is not None and document.get("schedule"):
+        from fleetopt.io.plans import schedule_csv as schedule_csv_text
+
+        write_document_atomically(schedule_csv, schedule_csv_text(document["schedule"]))
+        if fmt is OutputFormat.table:
+            typer.echo(f"schedule written to {schedule_csv}")
     if export:
         import json
 
@@ -192,3 +269,5 @@ def plan(
             inputs=[cdf] + ([str(output)] if output is not None else []), profiles_dir=profiles_dir,
             plan_label=label, echo_written=fmt is OutputFormat.table,
         )  # fmt: skip
+    if strict_error is not None:
+        raise strict_error

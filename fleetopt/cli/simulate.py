@@ -26,10 +26,16 @@ def simulate(
     requests: int | None = typer.Option(
         None,
         "--requests",
-        help="Requests per seed, warm-up included. Default: enough for the warm-up to outlast the "
-        "longest service (at least 100,000).",
+        help="Poisson: requests per seed, warm-up included (default: enough for the warm-up to outlast "
+        "the longest service, at least 100,000). Replay/profile: replay only the log's first N arrivals "
+        "(default: all of it, once).",
     ),
-    seeds: int = typer.Option(3, "--seeds", help="Independent replications (seeds 1…K); CIs over them."),
+    seeds: int | None = typer.Option(
+        None,
+        "--seeds",
+        help="Independent replications (seeds 1…K); CIs over them. Default: 3; a replay or profile runs "
+        "more (at most 10) when its rarest pool needs them to measure the 368 requests a P99 interval needs.",
+    ),
     service_model: str | None = typer.Option(
         None, "--service-model", help="lockstep, fleet-sim or physical (default: the plan's)."
     ),
@@ -40,31 +46,58 @@ def simulate(
         "or pooled (one queue per pool, the M/G/c assumption).",
     ),
     replay: bool = typer.Option(
-        False, "--replay", help="Replay the log's own arrival times (scaled to --rate if given)."
+        False,
+        "--replay",
+        help="Replay the log's own arrival times at the plan's mean rate, on their own time scale "
+        "(--arrivals replay).",
     ),
-    rate: float | None = typer.Option(None, "--rate", help="Arrival rate, req/s (default: the plan's)."),
+    arrivals: str | None = typer.Option(
+        None,
+        "--arrivals",
+        help="poisson (at the rate the plan was sized for), replay (the log's arrival times at the plan's "
+        "mean, keeping their minute-scale profile and bursts) or profile (Poisson following the log's "
+        "windowed rate profile). Default: poisson.",
+    ),
+    rate: float | None = typer.Option(
+        None,
+        "--rate",
+        help="Poisson: the arrival rate (default: the rate the plan was sized for). Replay/profile: the "
+        "mean the log is scaled to (default: the plan's mean), req/s.",
+    ),
+    rate_window: str | None = typer.Option(
+        None,
+        "--rate-window",
+        help="Replay/profile: the scale whose rate profile is kept (a replay's copies share it, their "
+        "bursts below it are independent) or followed. Default: 1min, whatever the plan sized on.",
+    ),
     warmup_fraction: float = typer.Option(
-        0.5, "--warmup-fraction", help="Share of each seed's first arrivals discarded, in [0, 1)."
+        0.5,
+        "--warmup-fraction",
+        help="Poisson: share of each seed's first arrivals discarded, in [0, 1) (a replay or profile warms "
+        "up on the end of the log instead).",
     ),
     strict: bool = typer.Option(
-        False, "--strict", help="Exit 1 when a simulated P99 TTFT exceeds the SLO (the report is printed)."
+        False,
+        "--strict",
+        help="Exit 1 on FAIL (a pool breaks the SLO) and on INCONCLUSIVE (too few requests, or a P99 "
+        "interval straddling the SLO); the report is printed first.",
     ),
     fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
     """Simulate a plan's fleet and compare utilization, TTFT, wait and TPOT with its predictions."""
     from fleetopt.api import crosscheck_plan_file
-    from fleetopt.errors import FleetoptError
+    from fleetopt.io.units import parse_duration_s
     from fleetopt.render.output import emit
-    from fleetopt.render.simulate import crosscheck_run_document, draw_crosscheck
+    from fleetopt.render.simulate import crosscheck_run_document, draw_crosscheck, strict_failure
 
+    window_s = None if rate_window is None else parse_duration_s(rate_window, field="--rate-window")
     with progress_bar(fmt) as progress:
         check = crosscheck_plan_file(
             plan, workload=cdf, service_model=service_model, dispatch=dispatch, requests=requests,
             seeds=seeds, warmup_fraction=warmup_fraction, arrival_rate_per_s=rate, replay=replay,
-            progress=progress,
+            progress=progress, arrivals=arrivals, rate_window_s=window_s,
         )  # fmt: skip
     data = crosscheck_run_document(check, str(plan))
     emit(data, fmt, draw_crosscheck)
-    if strict and not data["slo_met"]:
-        breached = ", ".join(name for name, pool in data["pools"].items() if not pool["slo_met"])
-        raise FleetoptError(f"--strict: the simulated P99 TTFT exceeds the SLO in the {breached} pool(s)")
+    if strict and (error := strict_failure(data)) is not None:
+        raise error

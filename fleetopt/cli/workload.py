@@ -56,6 +56,11 @@ def show(
     rate_window: str = typer.Option(
         "1min", "--rate-window", help="Window of the arrival-rate profile, e.g. 1min, 5min, 1h."
     ),
+    plot: bool = typer.Option(
+        False,
+        "--plot",
+        help="Also a small plot of the windowed arrival rate over time (a log with timestamps).",
+    ),
     split: str | None = SPLIT_OPTION,
 ) -> None:
     """Token-length statistics, F at the usual boundaries, arrivals and the archetype at B_short."""
@@ -71,7 +76,24 @@ def show(
             input_format, log_format, input_column, output_column, time_column, time_unit, split
         ),
     )
-    emit(summarize_workload(loaded, b_short_tokens=b_short, rate_window_s=window_s), fmt, draw_workload)
+    data = summarize_workload(loaded, b_short_tokens=b_short, rate_window_s=window_s)
+    from fleetopt.core.arrivals import dispersion_curve, workload_window_counts
+    from fleetopt.errors import ValidationError
+
+    if data.get("rate_profile") is not None:  # burstiness below the window, at the scales a queue sees
+        curve = dispersion_curve(loaded, window_s)
+        data["rate_profile"]["within_window_dispersion"] = [list(point) for point in curve]
+    if plot:
+        try:
+            counts = workload_window_counts(loaded, window_s)
+        except ValidationError:
+            counts = None
+        data["rate_series"] = (
+            None
+            if counts is None
+            else {"window_s": counts.window_s, "rates_per_s": (counts.counts / counts.window_s).tolist()}
+        )
+    emit(data, fmt, draw_workload)
 
 
 @workload_app.command("summarize")

@@ -25,6 +25,7 @@ from enum import Enum
 
 import numpy as np
 
+from fleetopt.core.arrivals import ArrivalSpec
 from fleetopt.core.drift import PlannedFleet
 from fleetopt.core.planner import FleetPlan, Planner, PlanOptions
 from fleetopt.core.routing import Routing
@@ -98,10 +99,25 @@ class CrossCheckSetup:
     long_context_tokens: int
     analytical_model: str
     analytical_source: str = "plan"
+    mean_arrival_rate_per_s: float | None = None
+    rate_basis: str = "mean"
+    arrival_scvs: tuple[float, ...] = ()
 
     @property
     def simulated_pools(self) -> tuple[SimulatedPool, ...]:
         return tuple(p.simulated for p in self.pools)
+
+    @property
+    def mean_rate_per_s(self) -> float:
+        """The plan's mean rate (its sizing rate on the mean basis)."""
+        return (
+            self.arrival_rate_per_s if self.mean_arrival_rate_per_s is None else self.mean_arrival_rate_per_s
+        )
+
+    @property
+    def poisson_predictions(self) -> bool:
+        """The predictions assume Poisson arrivals (every pool's C_a² is 1)."""
+        return all(scv == 1.0 for scv in self.arrival_scvs)
 
 
 @dataclass(frozen=True)
@@ -114,13 +130,31 @@ class Comparison:
     error_pct: float | None
 
 
+class PoolVerdict(Enum):
+    """One pool's answer: the SLO is met or breached with 95% confidence, or it cannot be told."""
+
+    MET = "met"  # the 95% interval of the simulated P99 TTFT lies at or below the SLO
+    BREACH = "breach"  # it lies above the SLO
+    INCONCLUSIVE = "inconclusive"  # too few requests measured, or the interval straddles the SLO
+    NO_TRAFFIC = "no_traffic"  # a pool planned for no traffic received none: nothing to check
+
+
+def min_requests_for_quantile(quantile: float, confidence: float = 0.95) -> int:
+    """The fewest samples for which the distribution-free ``confidence`` interval of the ``quantile``
+    has an upper end: the largest of n samples exceeds Q with probability 1 − q^n ≥ (1 + confidence)/2,
+    so n ≥ ln((1 − confidence)/2) / ln q (368 for the P99 at 95%)."""
+    return math.ceil(math.log(0.5 * (1.0 - confidence)) / math.log(quantile))
+
+
 @dataclass(frozen=True)
 class PoolCrossCheck:
     """One pool's comparison and verdict.
 
     ``optimistic_p99_ttft_s`` is how far the simulated P99 TTFT lies above the analytical one when
     the gap exceeds the simulation's 95% half-width (the two-moment approximation is optimistic
-    there), else 0. ``slo_met``: simulated mean P99 TTFT ≤ SLO.
+    there), else 0. ``slo_met``: simulated mean P99 TTFT ≤ SLO. ``p99_ttft_interval_s``: the 95%
+    interval of the P99 TTFT behind ``verdict`` (Student-t over seeds with two or more seeds, the
+    order-statistic interval of the one seed's sample otherwise; ±∞ where it has no bound).
     """
 
     prediction: PoolPrediction
@@ -130,6 +164,8 @@ class PoolCrossCheck:
     metrics: dict[str, Comparison]
     slo_met: bool
     optimistic_p99_ttft_s: float
+    verdict: PoolVerdict = PoolVerdict.MET
+    p99_ttft_interval_s: tuple[float, float] = (math.nan, math.nan)
 
 
 class FindingKind(Enum):
@@ -139,6 +175,8 @@ class FindingKind(Enum):
     OPTIMISTIC = "optimistic"  # simulated P99 TTFT above the prediction by more than the CI
     NOT_WARMED_UP = "not_warmed_up"  # the longest sojourn outlasts the warm-up
     OVERLOADED = "overloaded"  # simulated utilization ≥ 0.99 where < 0.99 was predicted
+    TOO_FEW_REQUESTS = "too_few_requests"  # fewer measured requests than a P99 interval needs
+    STRADDLES_SLO = "straddles_slo"  # the P99 TTFT's 95% interval contains the SLO
 
 
 @dataclass(frozen=True)
@@ -148,6 +186,8 @@ class Finding:
     SLO_BREACH: ``simulated`` P99 TTFT ± ``half_width`` vs ``limit`` = the SLO. OPTIMISTIC:
     ``simulated`` vs ``predicted`` P99 TTFT. NOT_WARMED_UP: ``simulated`` = the longest sojourn,
     ``limit`` = the warm-up. OVERLOADED: ``simulated`` vs ``predicted`` utilization.
+    TOO_FEW_REQUESTS: ``simulated`` = requests measured, ``limit`` = the fewest a P99 interval needs.
+    STRADDLES_SLO: ``simulated`` P99 TTFT, ``low``/``high`` its interval, ``limit`` = the SLO.
     """
 
     kind: FindingKind
@@ -156,6 +196,8 @@ class Finding:
     predicted: float | None = None
     limit: float | None = None
     half_width: float | None = None
+    low: float | None = None
+    high: float | None = None
 
 
 class Verdict(Enum):
@@ -163,7 +205,8 @@ class Verdict(Enum):
 
     PASS = "pass"
     PASS_OPTIMISTIC = "pass_optimistic"  # every pool meets the SLO, but a prediction is optimistic
-    FAIL = "fail"  # a simulated P99 TTFT exceeds the SLO
+    FAIL = "fail"  # a simulated P99 TTFT exceeds the SLO (its whole 95% interval)
+    INCONCLUSIVE = "inconclusive"  # no breach, but some pool's verdict cannot be told
 
 
 @dataclass(frozen=True)
@@ -179,8 +222,14 @@ class CrossCheckReport:
 
     @property
     def verdict(self) -> Verdict:
-        if not self.slo_met:
+        """FAIL when a pool breaches the SLO with 95% confidence; else INCONCLUSIVE when a pool has
+        too few requests or an interval straddling the SLO; else PASS (with a caveat when a
+        prediction is optimistic)."""
+        verdicts = [r.verdict for r in self.pools]
+        if PoolVerdict.BREACH in verdicts:
             return Verdict.FAIL
+        if PoolVerdict.INCONCLUSIVE in verdicts:
+            return Verdict.INCONCLUSIVE
         if any(r.optimistic_p99_ttft_s > 0 for r in self.pools):
             return Verdict.PASS_OPTIMISTIC
         return Verdict.PASS
@@ -242,12 +291,13 @@ def setup_from_plan(plan: FleetPlan) -> CrossCheckSetup:
         _prediction(name, sizing, hardware)
         for name, sizing, hardware in zip(best.pool_names, best.pools, best.hardware, strict=True)
     )
-    return _planned_setup(pools, best.routing, o)
+    return _planned_setup(pools, best.routing, o, tuple(p.arrival_scv for p in best.pools))
 
 
 def _planned_setup(
-    pools: tuple[PoolPrediction, ...], routing: Routing, options: PlanOptions
-) -> CrossCheckSetup:
+    pools: tuple[PoolPrediction, ...], routing: Routing, options: PlanOptions,
+    arrival_scvs: tuple[float, ...] = (),
+) -> CrossCheckSetup:  # fmt: skip
     """A setup at the plan's own rate, SLO, cap, quantile, long context and service model."""
     return CrossCheckSetup(
         pools=pools,
@@ -258,6 +308,9 @@ def _planned_setup(
         quantile=options.quantile,
         long_context_tokens=options.long_context_tokens,
         analytical_model=options.service_model,
+        mean_arrival_rate_per_s=options.mean_arrival_rate_per_s,
+        rate_basis=options.rate_basis,
+        arrival_scvs=arrival_scvs or tuple(1.0 for _ in pools),
     )
 
 
@@ -309,13 +362,17 @@ def setup_from_planned(fleet: PlannedFleet, options: PlanOptions) -> CrossCheckS
         )
         for pool in fleet.pools
     )
-    return _planned_setup(pools, fleet.routing, options)
+    scvs = tuple(
+        1.0 if pool.planned_arrival_scv is None else pool.planned_arrival_scv for pool in fleet.pools
+    )
+    return _planned_setup(pools, fleet.routing, options, scvs)
 
 
 def reevaluate(
     setup: CrossCheckSetup, workload: Workload, arrival_rate_per_s: float, service_model: str
 ) -> CrossCheckSetup:
-    """The same pools evaluated analytically under another workload, rate or service model.
+    """The same pools evaluated analytically under another workload, rate or service model, for
+    Poisson arrivals (C_a² = 1: what a Poisson simulation offers them).
 
     The traffic split and pool moments come from ``Planner(...).pool_traffic(routing)`` (or the whole
     workload for a homogeneous fleet), each pool from :func:`fleetopt.core.sizing.evaluate_pool`
@@ -358,6 +415,7 @@ def reevaluate(
         arrival_rate_per_s=arrival_rate_per_s,
         analytical_model=service_model,
         analytical_source="re-evaluated",
+        arrival_scvs=tuple(1.0 for _ in pools),
     )
 
 
@@ -467,6 +525,30 @@ def compare(setup: CrossCheckSetup, result: SimulationResult) -> CrossCheckRepor
         slo_met = served == 0 or ttft.simulated <= slo * (1 + SLO_SLACK)
         name = prediction.name
         utilization = metrics["utilization"]
+        interval = _p99_interval(summary)
+        needed = min_requests_for_quantile(setup.quantile)
+        limit = slo * (1 + SLO_SLACK)
+        if served == 0 and prediction.simulated.instances == 0:
+            verdict = PoolVerdict.NO_TRAFFIC
+        elif served < needed:
+            verdict = PoolVerdict.INCONCLUSIVE
+            findings.append(Finding(FindingKind.TOO_FEW_REQUESTS, name, float(served), limit=float(needed)))
+        elif interval[0] > limit:
+            verdict = PoolVerdict.BREACH
+        elif interval[1] <= limit:
+            verdict = PoolVerdict.MET
+        else:
+            verdict = PoolVerdict.INCONCLUSIVE
+            findings.append(
+                Finding(
+                    FindingKind.STRADDLES_SLO,
+                    name,
+                    ttft.simulated,
+                    limit=slo,
+                    low=interval[0],
+                    high=interval[1],
+                )
+            )
         if served and not slo_met:
             findings.append(Finding(FindingKind.SLO_BREACH, name, ttft.simulated, None, slo, half))
         if optimistic > 0:
@@ -494,6 +576,8 @@ def compare(setup: CrossCheckSetup, result: SimulationResult) -> CrossCheckRepor
                 metrics=metrics,
                 slo_met=slo_met,
                 optimistic_p99_ttft_s=optimistic,
+                verdict=verdict,
+                p99_ttft_interval_s=interval,
             )
         )
     return CrossCheckReport(
@@ -504,6 +588,21 @@ def compare(setup: CrossCheckSetup, result: SimulationResult) -> CrossCheckRepor
         warmed_up=all(r.warmed_up for r in rows),
         findings=tuple(findings),
     )
+
+
+def _p99_interval(summary) -> tuple[float, float]:
+    """The 95% interval of a pool's P99 TTFT: Student-t over the seeds with a finite P99 when there are
+    two or more, else the order-statistic interval of the one seed's sample (±∞ where unbounded)."""
+    values = [v for v in summary.ttft_p99_s.values if math.isfinite(v)]
+    estimate = summary.ttft_p99_s
+    if len(values) >= 2 and math.isfinite(estimate.ci95_half_width):
+        return estimate.mean - estimate.ci95_half_width, estimate.mean + estimate.ci95_half_width
+    if summary.ttft_p99_low_s is not None and summary.ttft_p99_high_s is not None:
+        lows = [v for v in summary.ttft_p99_low_s.values if not math.isnan(v)]
+        highs = [v for v in summary.ttft_p99_high_s.values if not math.isnan(v)]
+        if lows and highs:
+            return min(lows), max(highs)
+    return -math.inf, math.inf
 
 
 def crosscheck_setup(
@@ -518,14 +617,24 @@ def crosscheck_setup(
     arrival_rate_per_s: float | None = None,
     arrival_times_s: np.ndarray | None = None,
     progress: ProgressCallback | None = None,
+    arrivals: ArrivalSpec | None = None,
 ) -> CrossCheckReport:
     """Simulate the setup's fleet and compare it with its predictions.
 
     ``arrival_rate_per_s`` defaults to the setup's; with ``arrival_times_s`` the log is replayed
     (scaled to the rate when one is given). ``requests`` defaults to
-    :func:`default_request_count`. The predictions are used as they are: call :func:`reevaluate`
-    first when the simulated traffic or model differs from the one they were computed for.
+    :func:`default_request_count`. ``arrivals``: a replay or profile at the plan's time scale
+    (:class:`fleetopt.core.arrivals.ArrivalSpec`), which sets its own length and warm-up. The
+    predictions are used as they are: call :func:`reevaluate` first when the simulated traffic or
+    model differs from the one they were computed for.
     """
+    if arrivals is not None and arrivals.kind != "poisson":
+        result = simulate_fleet(
+            workload, setup.simulated_pools, setup.routing, arrival_rate_per_s=None,
+            service_model=service_model, dispatch=dispatch, seeds=seeds, progress=progress,
+            arrivals=arrivals,
+        )  # fmt: skip
+        return compare(setup, result)
     rate = (
         setup.arrival_rate_per_s
         if arrival_rate_per_s is None and arrival_times_s is None

@@ -54,6 +54,7 @@ class PlannedPool:
     planned_p99_wait_s: float | None = None
     planned_iteration_s: float | None = None
     planned_mean_service_s: float | None = None
+    planned_arrival_scv: float | None = None
 
 
 @dataclass(frozen=True)
@@ -308,6 +309,7 @@ def evaluate_fleet(planner: Planner, fleet: PlannedFleet, arrival_rate_per_s: fl
             slots_per_instance=pool.slots_per_instance,
             ttft_slo_s=o.ttft_slo_s,
             max_utilization=o.max_utilization,
+            arrival_scv=planner.arrival_scv(pool_rate, moments, pool.hardware, pool.context_tokens, rate),
         )
 
     traffic = planner.pool_traffic(fleet.routing, arrival_rate_per_s=rate)

@@ -116,17 +116,27 @@ def occupancy_state(
     }
 
 
-def wait_quantile_s(p_wait: Any, drain_rate_per_s: Any, service_scv: float, quantile: float) -> Any:
-    """q-quantile of the wait: (1 + C²)/2 · ln(P(wait) / (1 − q)) / (μ(c) − λ), 0 when P(wait) ≤ 1 − q."""
+def wait_quantile_s(
+    p_wait: Any, drain_rate_per_s: Any, service_scv: float, quantile: float, arrival_scv: float = 1.0
+) -> Any:
+    """q-quantile of the wait: (C_a² + C²)/2 · ln(P(wait) / (1 − q)) / (μ(c) − λ), 0 when
+    P(wait) ≤ 1 − q (C_a² = 1 for Poisson arrivals)."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        raw = 0.5 * (1.0 + service_scv) * np.log(np.asarray(p_wait) / (1.0 - quantile)) / drain_rate_per_s
+        raw = (
+            0.5
+            * (arrival_scv + service_scv)
+            * np.log(np.asarray(p_wait) / (1.0 - quantile))
+            / drain_rate_per_s
+        )
     return np.where(np.asarray(p_wait) > 1.0 - quantile, np.where(drain_rate_per_s > 0, raw, np.inf), 0.0)
 
 
-def mean_wait_s(p_wait: Any, drain_rate_per_s: Any, service_scv: float) -> Any:
-    """Mean wait: (1 + C²)/2 · P(wait) / (μ(c) − λ), seconds."""
+def mean_wait_s(p_wait: Any, drain_rate_per_s: Any, service_scv: float, arrival_scv: float = 1.0) -> Any:
+    """Mean wait: (C_a² + C²)/2 · P(wait) / (μ(c) − λ), seconds."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(drain_rate_per_s > 0, 0.5 * (1.0 + service_scv) * p_wait / drain_rate_per_s, np.inf)
+        return np.where(
+            drain_rate_per_s > 0, 0.5 * (arrival_scv + service_scv) * p_wait / drain_rate_per_s, np.inf
+        )
 
 
 def occupancy_state_one(

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from fleetopt.core.arrivals import parse_rate_basis, pool_arrival_scv
 from fleetopt.core.poolstats import PoolMoments, PoolStatistics
 from fleetopt.core.routing import Routing
 from fleetopt.core.service import PoolHardware, PoolShare, ServiceModel, get_service_model
@@ -46,7 +47,15 @@ class PlanOptions:
     """What the planner is asked: rate, SLO, sweep ranges and model choices (seconds, tokens).
 
     ``max_pools``: the most pools a fleet may have (2 = the papers' short/long split; K > 2 also
-    sweeps fleets of 3 … K pools exactly, see :meth:`Planner.plan`)."""
+    sweeps fleets of 3 … K pools exactly, see :meth:`Planner.plan`).
+
+    ``arrival_rate_per_s`` is the rate every pool is sized for. With a rate basis other than the
+    mean it is the mean rate × max(1, basis / mean) of the log's windowed profile, and
+    ``mean_arrival_rate_per_s`` keeps the mean (``rate_basis``: ``mean``, ``peak`` or ``pNN``,
+    ``rate_window_s``: the profile's window; :mod:`fleetopt.core.arrivals`).
+    ``arrival_dispersion``: (τ seconds, D(τ)) points of the arrivals' within-window index of
+    dispersion; each pool's C_a² follows from it (:func:`fleetopt.core.arrivals.pool_arrival_scv`).
+    Empty: Poisson arrivals, C_a² = 1 (the papers' assumption and the core's default)."""
 
     arrival_rate_per_s: float
     ttft_slo_s: float
@@ -59,11 +68,28 @@ class PlanOptions:
     quantile: float = DEFAULT_QUANTILE
     tpot_slo_s: float | None = None
     max_pools: int = DEFAULT_POOL_COUNT
+    rate_basis: str = "mean"
+    mean_arrival_rate_per_s: float | None = None
+    rate_window_s: float | None = None
+    arrival_dispersion: tuple[tuple[float, float], ...] = ()
 
     @property
     def model(self) -> ServiceModel:
         """The service model named by ``service_model``."""
         return get_service_model(self.service_model)
+
+    @property
+    def mean_rate_per_s(self) -> float:
+        """The mean arrival rate (the sizing rate when the basis is the mean)."""
+        return (
+            self.arrival_rate_per_s if self.mean_arrival_rate_per_s is None else self.mean_arrival_rate_per_s
+        )
+
+    @property
+    def basis_factor(self) -> float:
+        """Sizing rate / mean rate (1 on the mean basis)."""
+        mean = self.mean_rate_per_s
+        return self.arrival_rate_per_s / mean if mean > 0 else 1.0
 
     def validate(self) -> None:
         """Raise ValidationError for values outside the model's domain."""
@@ -86,6 +112,25 @@ class PlanOptions:
             raise ValidationError(f"gamma: {list(self.gammas)} — every γ must be ≥ 1")
         if self.tpot_slo_s is not None and not self.tpot_slo_s > 0:
             raise ValidationError(f"tpot slo: {self.tpot_slo_s!r} s must be positive")
+        parse_rate_basis(self.rate_basis)
+        mean = self.mean_arrival_rate_per_s
+        if mean is not None and not (
+            0 <= mean <= self.arrival_rate_per_s * (1 + 1e-12) and math.isfinite(mean)
+        ):
+            raise ValidationError(
+                f"mean rate: {mean!r} req/s must be ≥ 0 and at most the sizing rate "
+                f"{self.arrival_rate_per_s!r}"
+            )
+        if self.rate_window_s is not None and not (
+            self.rate_window_s > 0 and math.isfinite(self.rate_window_s)
+        ):
+            raise ValidationError(f"rate window: {self.rate_window_s!r} s must be positive and finite")
+        for point in self.arrival_dispersion:
+            if len(point) != 2 or not all(math.isfinite(v) and v >= 0 for v in point) or not point[0] > 0:
+                raise ValidationError(
+                    f"arrival dispersion: {point!r} must be a (time scale s > 0, index of dispersion ≥ 0) "
+                    "pair"
+                )
         for b in self.b_short_candidates or ():
             if not (1 <= b < self.long_context_tokens):
                 raise ValidationError(
@@ -338,6 +383,35 @@ class Planner:
             max_utilization=o.max_utilization,
             tpot_slo_s=o.tpot_slo_s,
             fixed_slots=self.model.fixed_slots(hardware, context),
+            arrival_scv=self.arrival_scv(rate, moments, hardware, context),
+        )
+
+    def arrival_scv(
+        self, pool_rate_per_s: float, moments: PoolMoments, hardware: PoolHardware, context_tokens: int,
+        fleet_rate_per_s: float | None = None,
+    ) -> float:  # fmt: skip
+        """C_a² of a pool's arrivals (:func:`fleetopt.core.arrivals.pool_arrival_scv`): its share of
+        the fleet's requests, and its mean slot-holding time h = E[S] at the KV limit (a full batch,
+        the longest a request holds its slot under the model). 1 for Poisson arrivals."""
+        o = self.options
+        if not o.arrival_dispersion or not pool_rate_per_s > 0 or moments.is_empty:
+            return 1.0
+        fleet_rate = o.arrival_rate_per_s if fleet_rate_per_s is None else fleet_rate_per_s
+        slots = hardware.max_slots(context_tokens)
+        if slots < 1 or not fleet_rate > 0:
+            return 1.0
+        holding_s = float(self.model.service_times(moments, hardware, float(slots))[0])
+        return pool_arrival_scv(o.arrival_dispersion, min(1.0, pool_rate_per_s / fleet_rate), holding_s)
+
+    def pool_arrival_scvs(
+        self, routing: Routing, arrival_rate_per_s: float | None = None
+    ) -> tuple[float, ...]:
+        """C_a² of each pool of a routed fleet (1 each for Poisson arrivals)."""
+        rate = self.options.arrival_rate_per_s if arrival_rate_per_s is None else arrival_rate_per_s
+        contexts = routing.context_tokens(self.options.long_context_tokens)
+        return tuple(
+            self.arrival_scv(pool_rate, moments, self._hardware_of(routing, k), contexts[k], rate)
+            for k, (pool_rate, moments) in enumerate(self.pool_traffic(routing, rate))
         )
 
     def sized_pool(self, routing: Routing, index: int) -> PoolSizing:
@@ -411,6 +485,7 @@ class Planner:
             slots_per_instance=routed.long.slots_per_instance,
             ttft_slo_s=o.ttft_slo_s,
             max_utilization=o.max_utilization,
+            arrival_scv=self.arrival_scv(long_rate, long_moments, self.long_hardware, o.long_context_tokens),
         )
         return replace(cell, label="retrofit", pools=(cell.pools[0], kept_long))
 

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fleetopt.core.arrivals import ArrivalSpec
 from fleetopt.core.engines import PhysicalPool, dispatch_known_service
 from fleetopt.core.engines import fcfs_start_times as fcfs_start_times  # re-exported
 from fleetopt.core.routing import Routing
@@ -141,6 +142,8 @@ class PoolSeedStats:
     service_mean_s: float
     work_utilization: float
     longest_sojourn_s: float
+    ttft_p99_low_s: float = math.nan
+    ttft_p99_high_s: float = math.nan
 
 
 @dataclass(frozen=True)
@@ -167,6 +170,8 @@ class PoolSummary:
     service_mean_s: Estimate
     work_utilization: Estimate
     longest_sojourn_s: Estimate
+    ttft_p99_low_s: Estimate | None = None
+    ttft_p99_high_s: Estimate | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -218,6 +223,8 @@ class SimulationResult:
     pools: tuple[PoolSummary, ...]
     per_seed: tuple[PoolSeedStats, ...]
     traces: tuple[RequestTrace, ...] = ()
+    requests_per_seed: tuple[int, ...] = ()
+    arrival_process: str = "poisson"
 
 
 # --------------------------------------------------------------------------------------------
@@ -376,6 +383,7 @@ def _pool_stats(
     wait = (trace.slot_start_s - trace.arrival_s)[measured]
     ttft = (trace.first_token_s - trace.arrival_s)[measured]
     tpot = tpot_s[measured]
+    low, high = quantile_interval(ttft, 0.99)
     return PoolSeedStats(
         pool_name=pool.name,
         seed=seed,
@@ -393,7 +401,28 @@ def _pool_stats(
         service_mean_s=float(holding.mean()),
         work_utilization=float(holding.sum() / capacity) if capacity > 0 else nan,
         longest_sojourn_s=longest,
+        ttft_p99_low_s=low,
+        ttft_p99_high_s=high,
     )
+
+
+def quantile_interval(values: np.ndarray, quantile: float, confidence: float = 0.95) -> tuple[float, float]:
+    """The distribution-free ``confidence`` interval of the ``quantile`` of i.i.d. ``values``: order
+    statistics x_(l) ≤ Q ≤ x_(u) with l, u the binomial(n, q) quantiles at (1 ∓ confidence)/2
+    (Hahn & Meeker 1991, §5.2). ±∞ where n is too small for that bound to exist (for the P99 at
+    95%, an upper bound needs n ≥ 368)."""
+    from scipy.stats import binom
+
+    n = int(values.size)
+    if n == 0:
+        return math.nan, math.nan
+    tail = 0.5 * (1.0 - confidence)
+    lower_rank = int(binom.ppf(tail, n, quantile))  # P(Bin < l) ≤ tail: x_(l) ≤ Q (1-based rank l)
+    upper_rank = int(binom.ppf(1.0 - tail, n, quantile)) + 1
+    ordered = np.partition(values, [r - 1 for r in (lower_rank, upper_rank) if 1 <= r <= n])
+    low = float(ordered[lower_rank - 1]) if lower_rank >= 1 else -math.inf
+    high = float(ordered[upper_rank - 1]) if upper_rank <= n else math.inf
+    return low, high
 
 
 def _simulate_pool(
@@ -470,21 +499,30 @@ def simulate_fleet(
     arrival_times_s: np.ndarray | None = None,
     keep_requests: bool = False,
     progress: ProgressCallback | None = None,
+    arrivals: ArrivalSpec | None = None,
 ) -> SimulationResult:
     """Simulate ``requests`` fleet arrivals per seed through the routed pools.
 
     Lengths are drawn independently by atom weight from ``workload`` (a Workload keeps
     aggregated atoms only, so a log's own (time, length) pairing is not available). Arrivals are
     Poisson at ``arrival_rate_per_s``, or, with ``arrival_times_s``, the given times replayed
-    (scaled to ``arrival_rate_per_s`` when it is given; see :func:`_arrival_times`). Pools run from
-    the shortest to the longest, one per pool of ``routing``. See the module docstring for the
-    service models, dispatch policies and the measurement window.
+    (scaled to ``arrival_rate_per_s`` when it is given; see :func:`_arrival_times`). ``arrivals``
+    (:class:`fleetopt.core.arrivals.ArrivalSpec`) replaces both: each seed draws its own arrivals
+    (a replay or a profile covers the log once, after its own warm-up, so ``requests`` and
+    ``warmup_fraction`` do not apply). Pools run from the shortest to the longest, one per pool of
+    ``routing``. See the module docstring for the service models, dispatch policies and the
+    measurement window.
     """
+    if arrivals is not None and arrivals.kind == "poisson":
+        arrival_rate_per_s, arrivals = arrivals.rate_per_s, None
+    if arrivals is not None:
+        arrival_rate_per_s, arrival_times_s = None, None
+        requests = max(2, math.ceil(arrivals.expected_requests()))
     _validate(
         workload,
         pools,
         routing,
-        arrival_rate_per_s,
+        arrival_rate_per_s if arrivals is None else 1.0,  # the arrival spec checked its own rate
         service_model,
         dispatch,
         requests,
@@ -494,6 +532,8 @@ def simulate_fleet(
     )
     if arrival_times_s is not None and np.asarray(arrival_times_s).size < 2:
         raise ValidationError("arrival times: a replay needs at least 2 times")
+    if arrivals is None and arrival_rate_per_s is None and arrival_times_s is None:
+        raise ValidationError("arrival rate: needed unless arrival times are replayed")
     total_work = requests * len(seeds)
     done = [0]
 
@@ -502,25 +542,47 @@ def simulate_fleet(
             done[0] += count
             progress(done[0], total_work)
 
-    warmup = int(math.floor(warmup_fraction * requests))
     per_seed: list[PoolSeedStats] = []
     traces: list[RequestTrace] = []
     windows: list[float] = []
     warmups: list[float] = []
+    counts: list[int] = []
+    rates: list[float] = []
+    warm_shares: list[float] = []
     for seed in seeds:
         rng = np.random.default_rng(seed)
-        arrival = _arrival_times(rng, requests, arrival_rate_per_s, arrival_times_s)
-        atoms = _sample_atoms(workload, rng, requests)
-        coin = rng.random(requests)
+        if arrivals is None:
+            count = requests
+            warmup = int(math.floor(warmup_fraction * requests))
+            arrival = _arrival_times(rng, requests, arrival_rate_per_s, arrival_times_s)
+        else:
+            arrival, warmup = arrivals.generate(rng)
+            count = int(arrival.size)
+            if count < warmup + 2:
+                raise ValidationError(
+                    f"arrivals: seed {seed} drew {count - warmup} arrivals after the warm-up; at least 2 "
+                    "are needed"
+                )
+            if count > MAX_REQUESTS:
+                raise ValidationError(
+                    f"arrivals: {count:,} requests in one seed is more than this simulator holds in memory "
+                    f"(at most {MAX_REQUESTS:,}, about 1 GB); replay part of the log (--requests) or a "
+                    "lower rate"
+                )
+        counts.append(count)
+        warm_shares.append(warmup / count)
+        atoms = _sample_atoms(workload, rng, count)
+        coin = rng.random(count)
         total = workload.total_tokens[atoms]
         outputs = np.maximum(1, workload.output_tokens[atoms])
         inputs = np.maximum(0, total - outputs)  # a zero-output request is served with one token
         total = inputs + outputs
         pool_index, inputs, total = routing.route(total, inputs, outputs, coin)
-        measured_all = np.arange(requests) >= warmup
+        measured_all = np.arange(count) >= warmup
         window = (float(arrival[warmup]), float(arrival[-1]))
         windows.append(window[1] - window[0])
         warmups.append(window[0] - float(arrival[0]))
+        rates.append((count - warmup - 1) / windows[-1] if windows[-1] > 0 else math.nan)
         for index, pool in enumerate(pools):
             mine = pool_index == index
             if mine.any() and pool.instances == 0:
@@ -544,7 +606,7 @@ def simulate_fleet(
                 dispatch,
                 advance,
             )
-            per_seed.append(_pool_stats(pool, seed, trace, tpot, requests - warmup, window))
+            per_seed.append(_pool_stats(pool, seed, trace, tpot, count - warmup, window))
             if keep_requests:
                 traces.append(trace)
     summaries = []
@@ -562,16 +624,20 @@ def simulate_fleet(
         service_model=service_model,
         dispatch=dispatch,
         arrival_rate_per_s=(
-            float(arrival_rate_per_s)
-            if arrival_rate_per_s is not None
-            else float(np.mean([(requests - warmup - 1) / w for w in windows]))
+            float(arrival_rate_per_s) if arrival_rate_per_s is not None else float(np.nanmean(rates))
         ),
-        requests=requests,
-        warmup_fraction=warmup_fraction,
+        requests=max(counts),
+        warmup_fraction=warmup_fraction if arrivals is None else float(np.mean(warm_shares)),
         seeds=tuple(int(s) for s in seeds),
         window_s=tuple(windows),
         warmup_s=tuple(warmups),
         pools=tuple(summaries),
         per_seed=tuple(per_seed),
         traces=tuple(traces),
+        requests_per_seed=tuple(counts),
+        arrival_process=(
+            arrivals.kind
+            if arrivals is not None
+            else ("replay" if arrival_times_s is not None else "poisson")
+        ),
     )

@@ -99,6 +99,7 @@ class PoolSizing:
         compute_utilization: for an occupancy-aware model, the instances' compute utilization
             x = λ·(H·E[L_out] + τ·E[L_in] + κ·E[I·L]) / n (None otherwise).
         chain_mean_wait_s: for an occupancy-aware model, the chain's mean wait, seconds.
+        arrival_scv: C_a², the arrival variability the pool was sized or evaluated for (1: Poisson).
     """
 
     feasible: bool
@@ -124,6 +125,7 @@ class PoolSizing:
     cost_per_hour_usd: float
     compute_utilization: float | None = None
     chain_mean_wait_s: float | None = None
+    arrival_scv: float = 1.0
 
     @property
     def load_utilization(self) -> float:
@@ -140,9 +142,13 @@ class PoolSizing:
             return self.chain_mean_wait_s
         if self.servers == 0 or not self.arrival_rate_per_s > 0:
             return 0.0 if self.feasible else math.nan
+        z = peakedness(self.arrival_scv)  # Hayward's (c/z, λ/z), as in _wait_one
         return float(
-            mean_wait(self.servers, self.arrival_rate_per_s, 1.0 / self.mean_service_s, self.service_scv)
-        )
+            mean_wait(
+                self.servers / z, self.arrival_rate_per_s / z, 1.0 / self.mean_service_s,
+                self.service_scv / z, self.arrival_scv / z,
+            )
+        )  # fmt: skip
 
 
 def _empty_pool(hardware: PoolHardware, context_tokens: int, kv_limit: int, slots: int) -> PoolSizing:
@@ -208,11 +214,30 @@ def _surely_no_wait_one(servers: float, offered_load: float, quantile: float) ->
     return _no_wait_log_bound(servers, offered_load, FLOATS) <= math.log1p(-quantile) - 1.0
 
 
-def _wait_one(servers: float, rate: float, mean_service_s: float, scv: float, quantile: float) -> float:
-    """The q-quantile of the slot wait at c servers (one point, plain floats), seconds."""
+def peakedness(arrival_scv: float) -> float:
+    """z = (1 + C_a²)/2, the peakedness of an arrival stream with SCV C_a² (Whitt 1992): 1 for Poisson."""
+    return 0.5 * (1.0 + arrival_scv)
+
+
+def _wait_one(
+    servers: float, rate: float, mean_service_s: float, scv: float, quantile: float, arrival_scv: float = 1.0
+) -> float:
+    """The q-quantile of the slot wait at c servers (one point, plain floats), seconds.
+
+    Arrivals with SCV C_a² (peakedness z = (1 + C_a²)/2) wait as in Hayward's approximation: the
+    probability of waiting is Erlang C at (c/z, a/z) (Fredericks 1980; Whitt 1992), and the wait
+    given a wait is exponential with mean ((C_a² + C_s²)/2)/(cμ − λ) (Kimura's two-moment form, as
+    for Poisson arrivals). Both reduce to the M/G/c formulas at C_a² = 1. Passing (c/z, λ/z) with
+    SCVs divided by z to the M/G/c formula gives exactly that: its slack (c/z)μ − λ/z = (cμ − λ)/z
+    cancels the 1/z of the variability.
+    """
+    z = peakedness(arrival_scv)
+    servers, rate = servers / z, rate / z
     if _surely_no_wait_one(servers, rate * mean_service_s, quantile):
         return 0.0  # C ≤ 1 − q for certain, so the q-quantile of the wait is exactly 0
-    return unchecked_wait_statistics(quantile, servers, rate, 1.0 / mean_service_s, scv)[0]
+    return unchecked_wait_statistics(quantile, servers, rate, 1.0 / mean_service_s, scv / z, arrival_scv / z)[
+        0
+    ]
 
 
 def _utilization_bound_with(rate: float, mean_service_s: Any, slots: Any, cap: float, xp: Any) -> Any:
@@ -246,13 +271,14 @@ def _describe(
     slots_binding: str,
     feasible: bool = True,
     p99_wait: float | None = None,
+    arrival_scv: float = 1.0,
 ) -> PoolSizing:
     """The PoolSizing of n instances of ``times.slots`` slots (``p99_wait``: already computed, s)."""
     slots = times.slots
     mean_s = times.mean_service_s
     servers = instances * slots
     if p99_wait is None:
-        p99_wait = _wait_one(float(servers), rate, mean_s, times.service_scv, quantile)
+        p99_wait = _wait_one(float(servers), rate, mean_s, times.service_scv, quantile, arrival_scv)
     return PoolSizing(
         feasible=feasible,
         instances=instances,
@@ -275,6 +301,7 @@ def _describe(
         problems=(),
         min_achievable_ttft_s=None,
         cost_per_hour_usd=instances * hardware.instance_hour_usd,
+        arrival_scv=arrival_scv,
     )
 
 
@@ -313,6 +340,7 @@ def size_pool(
     max_utilization: float = DEFAULT_MAX_UTILIZATION,
     tpot_slo_s: float | None = None,
     fixed_slots: int | None = None,
+    arrival_scv: float = 1.0,
 ) -> PoolSizing:
     """The cheapest (instances, slots) for one pool: fewest instances, then the most slots.
 
@@ -322,7 +350,11 @@ def size_pool(
     wait quantile is non-increasing in n). The answer is min_s n*(s), ties going to the largest
     s. Never returns a pool that breaks its SLO or cap: if no s can meet them it returns
     ``feasible=False`` with the problem and the smallest TTFT any size reaches.
+
+    ``arrival_scv``: C_a² ≥ 1 of the pool's arrivals (1: Poisson); it enters the wait through
+    Hayward's peakedness (:func:`_wait_one`, and the occupancy chain at n/z instances and λ/z).
     """
+    _check_arrival_scv(arrival_scv)
     if not (0.0 < max_utilization <= 1.0):
         raise ValidationError(f"max utilization: {max_utilization!r} must be in (0, 1]")
     if arrival_rate_per_s < 0 or not math.isfinite(arrival_rate_per_s):
@@ -343,15 +375,24 @@ def size_pool(
         return _empty_pool(hardware, context_tokens, kv_limit, fixed_slots or kv_limit)
     args = (arrival_rate_per_s, moments, hardware, context_tokens, kv_limit, service_model, ttft_slo_s)
     if service_model.occupancy_aware:
-        return _size_engine(*args, max_utilization, tpot_slo_s, fixed_slots)
+        return _size_engine(*args, max_utilization, tpot_slo_s, fixed_slots, arrival_scv)
     if fixed_slots is not None:
-        return _size_fixed_slots(*args, max_utilization, tpot_slo_s, fixed_slots)
-    return _size_any_slots(*args, max_utilization, tpot_slo_s)
+        return _size_fixed_slots(*args, max_utilization, tpot_slo_s, fixed_slots, arrival_scv)
+    return _size_any_slots(*args, max_utilization, tpot_slo_s, arrival_scv)
+
+
+def _check_arrival_scv(arrival_scv: float) -> None:
+    if not (arrival_scv >= 1.0 and math.isfinite(arrival_scv)):
+        raise ValidationError(
+            f"arrival SCV: {arrival_scv!r} must be a finite number ≥ 1 (1 is Poisson; fleetopt never "
+            "sizes for arrivals smoother than Poisson)"
+        )
 
 
 def _size_fixed_slots(
     rate: float, moments: PoolMoments, hardware: PoolHardware, context_tokens: int, kv_limit: int,
     service_model: ServiceModel, ttft_slo_s: float, cap: float, tpot_slo_s: float | None, slots: int,
+    arrival_scv: float = 1.0,
 ) -> PoolSizing:  # fmt: skip
     """``size_pool`` with one slot count: the same search on plain floats (no array overhead)."""
     times = one_slot_service_time(moments, hardware, slots, service_model)
@@ -366,7 +407,7 @@ def _size_fixed_slots(
     mean_s, scv, s = times.mean_service_s, times.service_scv, float(slots)
 
     def wait(instances: int) -> tuple[bool, float]:
-        p99_wait = _wait_one(instances * s, rate, mean_s, scv, q)
+        p99_wait = _wait_one(instances * s, rate, mean_s, scv, q, arrival_scv)
         return p99_wait <= budget_s, p99_wait
 
     n_util = _utilization_bound_one(rate, mean_s, s, cap)
@@ -376,13 +417,15 @@ def _size_fixed_slots(
         instances, p99_wait = smallest_passing(wait, failing=n_util)
     binding = _binding(instances, n_util, rate, mean_s, s, cap)
     return _describe(
-        hardware, context_tokens, kv_limit, rate, instances, times, q, binding, "fixed", p99_wait=p99_wait
-    )
+        hardware, context_tokens, kv_limit, rate, instances, times, q, binding, "fixed", p99_wait=p99_wait,
+        arrival_scv=arrival_scv,
+    )  # fmt: skip
 
 
 def _size_any_slots(
     rate: float, moments: PoolMoments, hardware: PoolHardware, context_tokens: int, kv_limit: int,
     service_model: ServiceModel, ttft_slo_s: float, max_utilization: float, tpot_slo_s: float | None,
+    arrival_scv: float = 1.0,
 ) -> PoolSizing:  # fmt: skip
     """``size_pool`` over every slot count 1 … KV limit, vectorized over the slot counts."""
     quantile = moments.quantile
@@ -396,13 +439,15 @@ def _size_any_slots(
     at_most = one_slot_service_time(moments, hardware, most, service_model)
     if _load_per_slot_falls(moments, hardware, most, service_model):
         least = _utilization_bound_one(rate, at_most.mean_service_s, float(most), max_utilization)
-        p99_wait = _wait_one(least * float(most), rate, at_most.mean_service_s, at_most.service_scv, quantile)
+        p99_wait = _wait_one(
+            least * float(most), rate, at_most.mean_service_s, at_most.service_scv, quantile, arrival_scv
+        )
         if p99_wait <= ttft_slo_s - at_most.ttft_overhead_s:
             binding = _binding(least, least, rate, at_most.mean_service_s, float(most), max_utilization)
             slots_binding = _slots_binding(moments, hardware, most, kv_limit, service_model, tpot_slo_s)
             return _describe(
                 hardware, context_tokens, kv_limit, rate, least, at_most, quantile, binding, slots_binding,
-                p99_wait=p99_wait,
+                p99_wait=p99_wait, arrival_scv=arrival_scv,
             )  # fmt: skip
 
     slots = np.arange(1.0, most + 1.0)  # every one of them is allowed
@@ -415,12 +460,12 @@ def _size_any_slots(
     # count reaching it also meets the wait there, that is the answer (the usual case).
     least = int(n_util.min())
     last = int(np.flatnonzero(n_util == least)[-1])
-    at_last = (rate, float(mean_s[last]), float(scv[last]), quantile)
+    at_last = (rate, float(mean_s[last]), float(scv[last]), quantile, arrival_scv)
     p99_wait: float | None = _wait_one(least * float(slots[last]), *at_last)
     if p99_wait <= float(budget[last]):
         instances, choice = least, last
     else:
-        instances, choice = _search_slots(rate, slots, mean_s, scv, budget, n_util, quantile)
+        instances, choice = _search_slots(rate, slots, mean_s, scv, budget, n_util, quantile, arrival_scv)
         p99_wait = None
 
     binding = _binding(instances, int(n_util[choice]), rate, float(mean_s[choice]), float(slots[choice]),
@@ -429,7 +474,7 @@ def _size_any_slots(
     chosen = _one(times, choice)
     return _describe(
         hardware, context_tokens, kv_limit, rate, instances, chosen, quantile, binding, slots_binding,
-        p99_wait=p99_wait,
+        p99_wait=p99_wait, arrival_scv=arrival_scv,
     )  # fmt: skip
 
 
@@ -536,21 +581,24 @@ def _no_slot_count_fits(
 
 def _search_slots(
     rate: float, slots: np.ndarray, mean_s: np.ndarray, scv: np.ndarray, budget: np.ndarray,
-    n_util: np.ndarray, quantile: float,
+    n_util: np.ndarray, quantile: float, arrival_scv: float = 1.0,
 ) -> tuple[int, int]:  # fmt: skip
-    """(min_s n*(s), the largest s reaching it) by vectorized bisection over every slot count."""
+    """(min_s n*(s), the largest s reaching it) by vectorized bisection over every slot count
+    (waits as :func:`_wait_one`: Hayward's (c/z, λ/z) with the SCVs divided by z)."""
+    z = peakedness(arrival_scv)
 
     def wait_ok(instances: np.ndarray, subset: np.ndarray) -> np.ndarray:
-        servers = instances * slots[subset]
-        offered = rate * mean_s[subset]
+        servers = instances * slots[subset] / z
+        offered = rate * mean_s[subset] / z
         passed = _surely_no_wait(servers, offered, quantile)
         unsure = ~passed
         if unsure.any():
             rest = subset[unsure]
             c = servers[unsure]
             waits, _ = unchecked_wait_statistics_arrays(
-                quantile, c, np.full(c.shape, rate), 1.0 / mean_s[rest], 0.5 * (1.0 + scv[rest])
-            )
+                quantile, c, np.full(c.shape, rate / z), 1.0 / mean_s[rest],
+                0.5 * (arrival_scv + scv[rest]) / z,
+            )  # fmt: skip
             passed[unsure] = waits <= budget[rest]
         return passed
 
@@ -597,11 +645,14 @@ def evaluate_pool(
     slots_per_instance: int,
     ttft_slo_s: float,
     max_utilization: float = DEFAULT_MAX_UTILIZATION,
+    arrival_scv: float = 1.0,
 ) -> PoolSizing:
     """A given pool (n instances of s slots) under the given traffic: its latencies and whether it fits.
 
     ``feasible`` is true when utilization ≤ cap and P99 TTFT ≤ SLO; ``problems`` lists what breaks.
+    ``arrival_scv``: C_a² of the pool's arrivals, as in :func:`size_pool`.
     """
+    _check_arrival_scv(arrival_scv)
     service_model = get_service_model(service_model)
     kv_limit = hardware.max_slots(context_tokens)
     if arrival_rate_per_s == 0 or moments.is_empty:
@@ -616,13 +667,12 @@ def evaluate_pool(
     if service_model.occupancy_aware:
         return _evaluate_engine(
             arrival_rate_per_s, moments, hardware, context_tokens, kv_limit, service_model, instances,
-            slots_per_instance, ttft_slo_s, max_utilization,
+            slots_per_instance, ttft_slo_s, max_utilization, arrival_scv,
         )  # fmt: skip
     times = one_slot_service_time(moments, hardware, slots_per_instance, service_model)
     result = _describe(
         hardware, context_tokens, kv_limit, arrival_rate_per_s, instances, times, moments.quantile,
-        "evaluated",
-        "fixed",
+        "evaluated", "fixed", arrival_scv=arrival_scv,
     )  # fmt: skip
     problems = []
     if slots_per_instance > kv_limit:
@@ -676,25 +726,32 @@ class _EngineContext:
     ttft_slo_s: float
     cap: float
     tpot_slo_s: float | None
+    arrival_scv: float = 1.0
+
+    @property
+    def peakedness(self) -> float:
+        return peakedness(self.arrival_scv)
 
 
 def _engine_context(
     rate: float, moments: PoolMoments, hardware: PoolHardware, service_model: ServiceModel,
-    ttft_slo_s: float, cap: float, tpot_slo_s: float | None,
+    ttft_slo_s: float, cap: float, tpot_slo_s: float | None, arrival_scv: float = 1.0,
 ) -> _EngineContext:  # fmt: skip
     costs = iteration_costs(hardware)
     decode, prompt = service_model.decode_and_prompt_costs(moments, costs)
     return _EngineContext(
         rate, moments, hardware, service_model, costs, decode, prompt,
-        moments.mean_iterations * decode + prompt, ttft_slo_s, cap, tpot_slo_s,
+        moments.mean_iterations * decode + prompt, ttft_slo_s, cap, tpot_slo_s, arrival_scv,
     )  # fmt: skip
 
 
-def _wait_raw_moments(p_wait: Any, drain_rate_per_s: Any, service_scv: float) -> tuple[Any, Any, Any]:
+def _wait_raw_moments(
+    p_wait: Any, drain_rate_per_s: Any, service_scv: float, arrival_scv: float = 1.0
+) -> tuple[Any, Any, Any]:
     """E[D^j], j = 1, 2, 3, of the slot wait D: 0 with probability 1 − P(wait), else exponential with
-    mean m = (1 + C_I²)/2 / (μ(c) − λ) (the chain's drain rate, with the two-moment factor of
-    :func:`fleetopt.core.occupancy.wait_quantile_s`): P(wait)·(m, 2m², 6m³)."""
-    mean = 0.5 * (1.0 + service_scv) / drain_rate_per_s
+    mean m = (C_a² + C_I²)/2 / (μ(c) − λ) (the chain's drain rate, with the two-moment factor of
+    :func:`fleetopt.core.occupancy.wait_quantile_s`; C_a² = 1 for Poisson): P(wait)·(m, 2m², 6m³)."""
+    mean = 0.5 * (arrival_scv + service_scv) / drain_rate_per_s
     return p_wait * mean, 2.0 * p_wait * mean * mean, 6.0 * p_wait * mean**3
 
 
@@ -714,15 +771,32 @@ def _engine_eval(
     function. ``last_fails``: the last slot count is known to fail the SLO; a slot count whose mean
     occupancy is no lower than the last one's then fails too (the law grows with t_d and the wait,
     and fewer slots only add waiting), so its law is not evaluated.
+
+    Arrivals with SCV C_a² (peakedness z = (1 + C_a²)/2) wait as in Hayward's approximation for
+    M/G/c: the probability of waiting and the occupancy an arrival finds come from the chain of
+    n/z instances fed λ/z (the same load per instance, so the same iteration times and compute
+    utilization, but a z times wider occupancy distribution), scaled back by z; the wait given a
+    wait is exponential with mean (C_a² + C_I²)/2 over the unscaled drain rate. The mean occupancy
+    (what the iteration times and the slot utilization see) stays the chain's own: Hayward's
+    equivalent pool has c/z slots, and its truncated mean would understate a bursty pool's
+    occupancy. At C_a² = 1 this is the Poisson chain exactly. Under C_a² > 1 a pool must also meet
+    the SLO under the Poisson chain's wait: the TTFT law is fitted by three cumulants, and a rare
+    long wait can raise its skewness enough to lower its fitted P99 — a bursty pool is never sized
+    below a Poisson one.
     """
     m = ctx.moments
     q = m.quantile
+    z = ctx.peakedness
     n = float(instances)
     s = np.asarray(slots, dtype=np.float64)
     prompt_share = ctx.rate / n * ctx.prompt_work_s
     stretch = 1.0 / max(1.0 - prompt_share, 1e-12)
     base_s, per_sequence_s = ctx.costs.base_s * stretch, ctx.decode_per_sequence_s * stretch
     st = occupancy_state(ctx.rate, n, s, m.mean_iterations, base_s, per_sequence_s)
+    # Hayward's equivalent pool (n/z instances at λ/z) for the waiting; the chain itself when z = 1
+    waiting = (
+        st if z == 1.0 else occupancy_state(ctx.rate / z, n / z, s, m.mean_iterations, base_s, per_sequence_s)
+    )
     stable = st["stable"] & (prompt_share < 1.0)
     # unstable: report the offered slot load σ = λ·E[I]·t(s)/c ≥ 1, as M/G/c reports ρ ≥ 1
     utilization = np.where(stable, st["mean_busy"] / (n * s), np.maximum(st["sigma"], 1.0))
@@ -730,7 +804,7 @@ def _engine_eval(
     ok = stable & (utilization <= ctx.cap) & (compute <= ctx.cap)
     if ctx.tpot_slo_s is not None:
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            ok &= _seen_iteration_s(ctx, n, s, st, q) <= ctx.tpot_slo_s
+            ok &= _seen_iteration_s(ctx, n, s, waiting, q, z) <= ctx.tpot_slo_s
     if last_fails and ctx.tpot_slo_s is None:  # (with a TPOT cap the last may fail on TPOT alone)
         ok &= st["mean_busy"] < st["mean_busy"][-1]
     if ok.any():
@@ -740,21 +814,36 @@ def _engine_eval(
                 m, ctx.hardware, ctx.costs, rate_per_instance_per_s=ctx.rate / n, instances=n,
                 occupancy_per_instance=st["mean_busy"][chosen] / n,
                 wait_raw_moments=_wait_raw_moments(
-                    st["p_wait"][chosen], st["drain_rate_per_s"][chosen], m.iterations_scv
+                    waiting["p_wait"][chosen], z * waiting["drain_rate_per_s"][chosen], m.iterations_scv,
+                    ctx.arrival_scv,
                 ),
                 decode_and_prompt=(ctx.decode_per_sequence_s, ctx.prompt_work_s),
             )  # fmt: skip
             ok[chosen] = ~law.exceeds(ctx.ttft_slo_s, q)
+            if z != 1.0:  # and the Poisson law: the fitted law is not monotone in the wait (see below)
+                poisson = ctx.service_model.ttft_law(
+                    m, ctx.hardware, ctx.costs, rate_per_instance_per_s=ctx.rate / n, instances=n,
+                    occupancy_per_instance=st["mean_busy"][chosen] / n,
+                    wait_raw_moments=_wait_raw_moments(
+                        st["p_wait"][chosen], st["drain_rate_per_s"][chosen], m.iterations_scv
+                    ),
+                    decode_and_prompt=(ctx.decode_per_sequence_s, ctx.prompt_work_s),
+                )  # fmt: skip
+                ok[chosen] &= ~poisson.exceeds(ctx.ttft_slo_s, q)
     return {"ok": ok, "utilization": utilization, "compute": compute, "state": st}
 
 
-def _seen_iteration_s(ctx: _EngineContext, n: float, s: Any, st: dict[str, Any], q: float) -> Any:
+def _seen_iteration_s(
+    ctx: _EngineContext, n: float, s: Any, st: dict[str, Any], q: float, peak: float = 1.0
+) -> Any:
     """The iteration time at the q-quantile of the occupancy an arrival finds (all slots when the
-    q-quantile arrival waits): (W + c_d·m_q/n)/(1 − u), m_q the NB quantile by Cornish–Fisher."""
+    q-quantile arrival waits): (W + c_d·m_q/n)/(1 − u), m_q the NB quantile by Cornish–Fisher
+    (``st`` the chain of n/z instances for arrivals of peakedness ``peak`` = z)."""
+    n_z = n / peak
     target = np.clip(q * st["z"], 0.0, 1.0)
-    seen = np.where(st["p_wait"] > 1.0 - q, n * s, occupancy_quantile(target, st["r"], st["x"]))
-    seen = np.where(np.isfinite(seen), np.ceil(seen), n * s)
-    per_instance = np.minimum(s, seen / n)
+    seen = np.where(st["p_wait"] > 1.0 - q, n_z * s, occupancy_quantile(target, st["r"], st["x"]))
+    seen = np.where(np.isfinite(seen), np.ceil(seen), n_z * s)
+    per_instance = np.minimum(s, seen / n_z)
     prompt_share = ctx.rate / n * ctx.prompt_work_s
     return (ctx.costs.base_s + ctx.decode_per_sequence_s * per_instance) / max(1.0 - prompt_share, 1e-12)
 
@@ -766,6 +855,7 @@ def _engine_eval_one(
     law's survival function at the SLO; ``quantile=True`` also gives the P99 TTFT (``ttft``)."""
     m = ctx.moments
     q = m.quantile
+    peak = ctx.peakedness
     prompt_share = ctx.rate / instances * ctx.prompt_work_s
     compute = ctx.rate / instances * ctx.work_per_request_s
     servers = instances * slots
@@ -774,34 +864,58 @@ def _engine_eval_one(
     stable, p_wait, drain, mean_busy, chain_x, r, z = occupancy_state_one(
         ctx.rate, instances, slots, m.mean_iterations, base_s, per_sequence_s
     )
+    poisson_wait = (p_wait, drain)
+    if peak != 1.0:  # Hayward's equivalent chain for the waiting (see _engine_eval); its mean stays ours
+        _, p_wait, drain, _, chain_x, r, z = occupancy_state_one(
+            ctx.rate / peak, instances / peak, slots, m.mean_iterations, base_s, per_sequence_s
+        )
+        drain = peak * drain
     if not (stable and prompt_share < 1.0):
         sigma = ctx.rate * m.mean_iterations * (base_s + per_sequence_s * slots) / servers
         return {
             "ok": False, "ttft": math.inf, "utilization": max(sigma, 1.0),
             "compute": compute, "seen_iteration_s": base_s + per_sequence_s * slots,
-            "p_wait": 1.0, "drain": drain, "mean_busy": servers, "law": None,
+            "p_wait": 1.0, "drain": drain, "mean_busy": servers, "law": None, "laws": [],
         }  # fmt: skip
     law = ctx.service_model.ttft_law(
         m, ctx.hardware, ctx.costs, rate_per_instance_per_s=ctx.rate / instances, instances=instances,
         occupancy_per_instance=mean_busy / instances,
-        wait_raw_moments=_wait_raw_moments(p_wait, drain, m.iterations_scv),
+        wait_raw_moments=_wait_raw_moments(p_wait, drain, m.iterations_scv, ctx.arrival_scv),
         decode_and_prompt=(ctx.decode_per_sequence_s, ctx.prompt_work_s),
     )  # fmt: skip
-    ttft = law.quantile_s(q) if quantile else math.nan
+    laws = [law]
+    if peak != 1.0:  # and the Poisson law (see _engine_eval): a bursty pool never sized below a Poisson one
+        laws.append(
+            ctx.service_model.ttft_law(
+                m,
+                ctx.hardware,
+                ctx.costs,
+                rate_per_instance_per_s=ctx.rate / instances,
+                instances=instances,
+                occupancy_per_instance=mean_busy / instances,
+                wait_raw_moments=_wait_raw_moments(*poisson_wait, m.iterations_scv),
+                decode_and_prompt=(ctx.decode_per_sequence_s, ctx.prompt_work_s),
+            )  # fmt: skip
+        )
+    ttft = max(one.quantile_s(q) for one in laws) if quantile else math.nan
     utilization = mean_busy / servers
-    ok = compute <= ctx.cap and utilization <= ctx.cap and not law.exceeds_one(ctx.ttft_slo_s, q)
+    ok = (
+        compute <= ctx.cap
+        and utilization <= ctx.cap
+        and not any(one.exceeds_one(ctx.ttft_slo_s, q) for one in laws)
+    )
     seen_iteration_s = math.nan
     if ctx.tpot_slo_s is not None:
         target = min(1.0, q * z)
-        seen = servers if p_wait > 1.0 - q else float(occupancy_quantile(target, r, chain_x))
-        seen = math.ceil(seen) if math.isfinite(seen) else servers
-        per_instance_seen = float(min(slots, seen / instances))
+        seen = servers / peak if p_wait > 1.0 - q else float(occupancy_quantile(target, r, chain_x))
+        seen = math.ceil(seen) if math.isfinite(seen) else servers / peak
+        per_instance_seen = float(min(slots, seen / (instances / peak)))
         seen_iteration_s = (ctx.costs.base_s + ctx.decode_per_sequence_s * per_instance_seen) * stretch
         ok = ok and seen_iteration_s <= ctx.tpot_slo_s
     return {
         "ok": ok, "ttft": ttft, "utilization": utilization, "compute": compute,
         "seen_iteration_s": seen_iteration_s, "p_wait": p_wait, "drain": drain, "mean_busy": mean_busy,
-        "law": law,
+        "law": law, "laws": laws,
     }  # fmt: skip
 
 
@@ -844,7 +958,9 @@ def _engine_describe(
     mean_busy = float(ev["mean_busy"])
     stable = ev["law"] is not None
     wait_q = float(
-        wait_quantile_s(ev["p_wait"], ev["drain"], ctx.moments.iterations_scv, ctx.moments.quantile)
+        wait_quantile_s(
+            ev["p_wait"], ev["drain"], ctx.moments.iterations_scv, ctx.moments.quantile, ctx.arrival_scv
+        )
     )
     # the P99 from a free slot to the first token: the same law without the slot wait and T0
     prefill_q = (
@@ -883,14 +999,17 @@ def _engine_describe(
         min_achievable_ttft_s=None,
         cost_per_hour_usd=instances * ctx.hardware.instance_hour_usd,
         compute_utilization=float(ev["compute"]),
-        chain_mean_wait_s=float(chain_mean_wait_s(ev["p_wait"], ev["drain"], ctx.moments.iterations_scv)),
+        chain_mean_wait_s=float(
+            chain_mean_wait_s(ev["p_wait"], ev["drain"], ctx.moments.iterations_scv, ctx.arrival_scv)
+        ),
+        arrival_scv=ctx.arrival_scv,
     )
 
 
 def _size_engine(
     rate: float, moments: PoolMoments, hardware: PoolHardware, context_tokens: int, kv_limit: int,
     service_model: ServiceModel, ttft_slo_s: float, cap: float, tpot_slo_s: float | None,
-    fixed: int | None,
+    fixed: int | None, arrival_scv: float = 1.0,
 ) -> PoolSizing:  # fmt: skip
     """Fewest instances, then most slots, under the occupancy chain (see :func:`_engine_eval`).
 
@@ -898,7 +1017,7 @@ def _size_engine(
     shorter iterations, less waiting), so the smallest n at which *some* s passes is found by
     doubling and bisection over n, each step one vectorized evaluation over every slot count.
     """
-    ctx = _engine_context(rate, moments, hardware, service_model, ttft_slo_s, cap, tpot_slo_s)
+    ctx = _engine_context(rate, moments, hardware, service_model, ttft_slo_s, cap, tpot_slo_s, arrival_scv)
     least_ttft_s, least_iteration_s = _engine_floor_s(ctx)
     if tpot_slo_s is not None and not least_iteration_s <= tpot_slo_s:
         problem = _tpot_problem(1, least_iteration_s, tpot_slo_s)
@@ -957,8 +1076,9 @@ def _size_engine(
 def _evaluate_engine(
     rate: float, moments: PoolMoments, hardware: PoolHardware, context_tokens: int, kv_limit: int,
     service_model: ServiceModel, instances: int, slots: int, ttft_slo_s: float, cap: float,
+    arrival_scv: float = 1.0,
 ) -> PoolSizing:  # fmt: skip
-    ctx = _engine_context(rate, moments, hardware, service_model, ttft_slo_s, cap, None)
+    ctx = _engine_context(rate, moments, hardware, service_model, ttft_slo_s, cap, None, arrival_scv)
     result = _engine_describe(ctx, context_tokens, kv_limit, instances, slots, "evaluated", "fixed")
     problems = []
     if slots > kv_limit:
@@ -969,7 +1089,7 @@ def _evaluate_engine(
         problems.append(PoolProblem(ProblemKind.OVER_CAP, result.compute_utilization, cap))
     # the SLO test sizing uses (the law's survival function at the SLO), so a sized pool re-evaluated
     # passes exactly when sizing passed it; the reported P99 is the same law's quantile
-    law = _engine_eval_one(ctx, float(instances), float(slots))["law"]
-    if law is None or law.exceeds_one(ttft_slo_s, moments.quantile):
+    laws = _engine_eval_one(ctx, float(instances), float(slots))["laws"]
+    if not laws or any(law.exceeds_one(ttft_slo_s, moments.quantile) for law in laws):
         problems.append(PoolProblem(ProblemKind.TTFT_OVER_SLO, result.p99_ttft_s, ttft_slo_s))
     return _replace(result, feasible=not problems, problems=tuple(problems))

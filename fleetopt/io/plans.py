@@ -409,8 +409,10 @@ def _plan_options(get: _FieldReader, inputs: dict[str, Any]) -> PlanOptions:
         get.fail("inputs.service_model", model, " or ".join(SERVICE_MODELS))
     tpot = inputs.get("tpot_slo_s")
     max_pools = inputs.get("max_pools", 2)
+    mean_rate = get.number(inputs, "inputs.arrival_rate_per_s", positive=True)
+    sizing_rate = get.number(inputs, "inputs.sizing_rate_per_s", optional=True, positive=True)
     options = PlanOptions(
-        arrival_rate_per_s=get.number(inputs, "inputs.arrival_rate_per_s", positive=True),
+        arrival_rate_per_s=mean_rate if sizing_rate is None else sizing_rate,
         ttft_slo_s=get.number(inputs, "inputs.ttft_slo_s", positive=True),
         long_context_tokens=get.integer(inputs, "inputs.long_context_tokens", minimum=1),
         b_short_candidates=tuple(get.integers(inputs, "inputs.b_short_candidates")),
@@ -421,12 +423,45 @@ def _plan_options(get: _FieldReader, inputs: dict[str, Any]) -> PlanOptions:
         quantile=get.number(inputs, "inputs.quantile", positive=True),
         tpot_slo_s=None if tpot is None else get.number(inputs, "inputs.tpot_slo_s", positive=True),
         max_pools=max_pools if isinstance(max_pools, int) and not isinstance(max_pools, bool) else -1,
+        **_basis_options(get, inputs),
     )
     try:
         options.validate()
     except ValidationError as exc:
         raise ValidationError(f"{get.source}: inputs: {exc}") from None
     return options
+
+
+def _basis_options(get: _FieldReader, inputs: dict[str, Any]) -> dict[str, Any]:
+    """The rate basis a plan sized on (``inputs.rate_basis``; absent in plans before it: the mean)."""
+    basis = inputs.get("rate_basis")
+    if basis is None:
+        return {}
+    if not isinstance(basis, dict):
+        get.fail("inputs.rate_basis", basis, "a mapping (basis, window_s, mean_rate_per_s, …)")
+    name = basis.get("basis")
+    if not isinstance(name, str):
+        get.fail("inputs.rate_basis.basis", name, "mean, peak or pNN")
+    points = basis.get("arrival_dispersion") or []
+    if not isinstance(points, list) or not all(
+        isinstance(p, list) and len(p) == 2 and all(_is_number(v) for v in p) for p in points
+    ):
+        get.fail(
+            "inputs.rate_basis.arrival_dispersion", points, "a list of [time scale s, index of dispersion]"
+        )
+    window = basis.get("window_s")
+    return {
+        "rate_basis": name,
+        "mean_arrival_rate_per_s": get.number(inputs, "inputs.arrival_rate_per_s", positive=True),
+        "rate_window_s": None
+        if window is None
+        else get.number(basis, "inputs.rate_basis.window_s", positive=True),
+        "arrival_dispersion": tuple((float(a), float(b)) for a, b in points),
+    }
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _planned_fleet(
@@ -525,6 +560,7 @@ def _planned_pool(
         planned_p99_wait_s=get.number(pool, f"{where}.p99_wait_s", optional=True),
         planned_iteration_s=get.number(pool, f"{where}.iteration_s", optional=True),
         planned_mean_service_s=get.number(pool, f"{where}.mean_service_s", optional=True),
+        planned_arrival_scv=get.number(pool, f"{where}.arrival_scv", optional=True),
     )
 
 
@@ -703,3 +739,34 @@ def hardware_from_document(document: Any, *, source: str = "plan", field: str = 
             value = float(value)
         values[item.name] = value
     return PoolHardware(**values)
+
+
+def schedule_csv(schedule: dict[str, Any]) -> str:
+    """A plan's schedule (the document's ``schedule``) as CSV: one row per window —
+    ``start_s,end_s[,start_utc],arrival_rate_per_s,<pool>_instances…,gpus`` (``start_utc`` when the
+    schedule has a wall-clock origin; offsets are mod the period when it is periodic)."""
+    import csv
+    import datetime
+    import io
+
+    pools = list(schedule["pools"])
+    origin = schedule.get("origin_utc")
+    origin_time = (
+        None
+        if origin is None
+        else datetime.datetime.fromisoformat(origin.replace("Z", "+00:00")).astimezone(datetime.timezone.utc)
+    )
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    header = ["start_s", "end_s"] + (["start_utc"] if origin_time else []) + ["arrival_rate_per_s"]
+    writer.writerow(header + [f"{name}_instances" for name in pools] + ["gpus"])
+    for window in schedule["windows"]:
+        row = [f"{window['start_s']:g}", f"{window['end_s']:g}"]
+        if origin_time is not None:
+            moment = origin_time + datetime.timedelta(seconds=window["start_s"])
+            text = moment.strftime("%Y-%m-%dT%H:%M:%S.%f").rstrip("0").rstrip(".")
+            row.append(text + "Z")
+        row.append(f"{window['arrival_rate_per_s']:.6g}")
+        row += [str(window["instances"][name]) for name in pools] + [str(window["gpus"])]
+        writer.writerow(row)
+    return out.getvalue()

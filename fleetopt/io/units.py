@@ -11,9 +11,9 @@ import re
 
 from fleetopt.errors import ValidationError
 
-_DURATION_UNITS_S = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0}
+_DURATION_UNITS_S = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
 _NUMBER = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
-_DURATION_RE = re.compile(rf"^\s*({_NUMBER})\s*(us|µs|ms|s|min|h)\s*$")
+_DURATION_RE = re.compile(rf"^\s*({_NUMBER})\s*(us|µs|ms|s|min|h|d)\s*$")
 
 
 def parse_duration_s(text: str, *, field: str = "duration") -> float:

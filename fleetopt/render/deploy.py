@@ -631,6 +631,10 @@ def plan_markdown(document: Mapping[str, Any], plan_label: str | None = None) ->
         f"{inputs['max_utilization']:.0%}.",
         "",
     ]
+    if inputs.get("rate_basis"):
+        from fleetopt.render.words import basis_sentence
+
+        lines += [f"Rate: {basis_sentence(inputs['rate_basis'])}.", ""]
     if best.get("routing"):
         lines += [f"Routing: {best['routing']['rule']}.", ""]
     headers = ("pool", "instances × GPUs", "max_model_len", "max_num_seqs", "req/s", "utilization",

@@ -193,6 +193,8 @@ def drift_document(
             "workload": inputs.get("workload"),
             "fleetopt_version": document.get("fleetopt_version"),
             "arrival_rate_per_s": inputs["arrival_rate_per_s"],
+            "sizing_rate_per_s": inputs.get("sizing_rate_per_s", inputs["arrival_rate_per_s"]),
+            "rate_basis": options.rate_basis,
             "ttft_slo_s": options.ttft_slo_s,
             "max_utilization": options.max_utilization,
             "service_model": options.service_model,
@@ -205,8 +207,9 @@ def drift_document(
         "today": {
             "workload": today_label,
             "requests": today_requests,
-            "arrival_rate_per_s": result.arrival_rate_per_s,
+            "arrival_rate_per_s": options.mean_rate_per_s,
             "arrival_rate_origin": rate_origin,
+            "sizing_rate_per_s": result.arrival_rate_per_s,
             "longest_request_tokens": result.longest_request_tokens,
             "beyond_long_context_fraction": result.beyond_long_context_fraction,
         },
@@ -235,7 +238,10 @@ def drift_document(
             "mean_total_tokens": _change(planned.mean_total_tokens, current.mean_total_tokens),
             "alpha": _change(planned.alpha, current.alpha),
             "beta": _change(planned.beta, current.beta),
-            "arrival_rate_per_s": _change(inputs["arrival_rate_per_s"], result.arrival_rate_per_s),
+            "arrival_rate_per_s": _change(inputs["arrival_rate_per_s"], options.mean_rate_per_s),
+            "sizing_rate_per_s": _change(
+                inputs.get("sizing_rate_per_s", inputs["arrival_rate_per_s"]), result.arrival_rate_per_s
+            ),
             "interarrival_scv": _change(planned.interarrival_scv, current.interarrival_scv),
         },
     }
@@ -263,11 +269,14 @@ def _context_line(data: Mapping[str, Any]) -> str:
         if plan["b_short_tokens"] is None
         else f"B_short {plan['b_short_tokens']:,}, γ {plan['gamma']:g}"
     )
+    sized = ""
+    if plan.get("rate_basis", "mean") != "mean":
+        sized = f", sized on its {plan['rate_basis']} at {fmt_num(today['sizing_rate_per_s'])} req/s"
     return (
         f"plan {plan['file']} ({plan['workload']}, {fmt_num(plan['arrival_rate_per_s'])} req/s, {fleet}, "
         f"{plan['total_gpus']:,} GPUs) vs {today['workload']} at "
         f"{fmt_num(today['arrival_rate_per_s'])} req/s "
-        f"({origin.get(today['arrival_rate_origin'], today['arrival_rate_origin'])})"
+        f"({origin.get(today['arrival_rate_origin'], today['arrival_rate_origin'])}{sized})"
     )
 
 
@@ -316,7 +325,11 @@ def _shift_rows(data: Mapping[str, Any]) -> list[tuple[str, str, str, str]]:
             (label, fmt_num(values["planned"]), fmt_num(values["today"]),
              "–" if delta is None else f"{delta:+.3f}")
         )  # fmt: skip
-    for key, label in (("arrival_rate_per_s", "rate, req/s"), ("interarrival_scv", "inter-arrival SCV")):
+    for key, label in (
+        ("arrival_rate_per_s", "rate, req/s"),
+        ("sizing_rate_per_s", "rate sized for, req/s"),
+        ("interarrival_scv", "inter-arrival SCV"),
+    ):
         values = shift[key]
         rows.append(
             (label, fmt_num(values["planned"]), fmt_num(values["today"]), fmt_pct(values["change"], True))

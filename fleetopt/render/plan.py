@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from fleetopt.render.output import NOT_APPLICABLE, fmt_num, fmt_pct, fmt_seconds, fmt_usd
+from fleetopt.render.words import basis_sentence, duration_words
 
 if TYPE_CHECKING:  # rich is imported when a table is drawn, not for --format json|yaml
     from rich.console import Console
@@ -90,6 +91,7 @@ _POOL_ROWS: tuple[tuple[str, Any, bool], ...] = (
         False,
     ),
     ("service-time SCV C_s²", lambda p: fmt_num(p["service_scv"], 3), False),
+    ("arrival SCV C_a²", lambda p: fmt_num(p.get("arrival_scv", 1.0), 3), False),
     ("utilization (slots)", lambda p: fmt_pct(p["utilization"]), False),
     ("compute utilization", lambda p: fmt_pct(p.get("compute_utilization")), False),
     ("P99 slot wait", lambda p: fmt_seconds(p["p99_wait_s"]), False),
@@ -128,6 +130,69 @@ def _pool_table(fleet: Mapping[str, Any]) -> FitTable:
                 cells.append(NOT_APPLICABLE)
         table.add_row(label, *cells)
     return table
+
+
+def schedule_table(schedule: Mapping[str, Any]) -> FitTable:
+    """Instances per pool in every window of the schedule (offsets from its origin)."""
+    from fleetopt.render.layout import FitTable
+
+    table = FitTable(title="Schedule: instances per window")
+    table.add_column("window")
+    table.add_column("rate sized for")
+    for name in schedule["pools"]:
+        table.add_column(name)
+    table.add_column("GPUs")
+    for window in schedule["windows"]:
+        table.add_row(
+            f"{_clock(window['start_s'])}–{_clock(window['end_s'])}",
+            f"{fmt_num(window['arrival_rate_per_s'])} req/s",
+            *(fmt_num(window["instances"][name]) for name in schedule["pools"]),
+            fmt_num(window["gpus"]),
+        )
+    return table
+
+
+def schedule_heading(schedule: Mapping[str, Any]) -> str:
+    """What the schedule's windows are: their length, the period, the basis and the origin."""
+    origin = schedule.get("origin_utc")
+    period = (
+        "periodic over " + _period_words(schedule["period_s"])
+        if schedule["periodic"]
+        else "over the log's span"
+    )
+    return (
+        f"schedule: {duration_words(schedule['window_s'])} windows {period}, each sized on its "
+        f"{schedule['rate_basis']} rate with the routing fixed; offsets from {origin or 'the first arrival'}"
+    )
+
+
+def schedule_summary(schedule: Mapping[str, Any]) -> str:
+    """GPU-hours of the schedule against the static (peak) fleet, per period."""
+    dynamic, static = schedule["gpu_hours_per_period"], schedule["static_gpu_hours_per_period"]
+    saving = (static - dynamic) / static if static > 0 else None
+    return (
+        f"schedule: {dynamic:,.2f} GPU-hours per {_period_words(schedule['period_s'])} against "
+        f"{static:,.2f} for the static fleet ({fmt_pct(saving)} fewer); every window's instances are "
+        "at most the static fleet's"
+    )
+
+
+def _period_words(seconds: float) -> str:
+    if seconds == 86400.0:
+        return "a day"
+    if seconds == 604800.0:
+        return "a week"
+    return f"{seconds:,.0f} s"
+
+
+def _clock(offset_s: float) -> str:
+    """An offset as [d ]hh:mm[:ss] (``1d 09:00``, ``00:58:00``)."""
+    whole = round(offset_s)
+    days, rest = divmod(whole, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, seconds = divmod(rest, 60)
+    text = f"{hours:02d}:{minutes:02d}" + (f":{seconds:02d}" if seconds else "")
+    return f"{days}d {text}" if days else text
 
 
 def _boundaries(fleet: Mapping[str, Any]) -> str:
@@ -228,11 +293,14 @@ def draw_plan(console: Console, document: Mapping[str, Any]) -> None:
     inputs = document["inputs"]
     short, long = inputs["profiles"]["short"], inputs["profiles"]["long"]
     console.print(
-        f"[bold]fleetopt plan[/bold] — workload {inputs['workload']}, "
+        f"[bold]fleetopt plan[/bold] — workload {inputs['workload']}, mean "
         f"{fmt_num(inputs['arrival_rate_per_s'])} req/s ({inputs['arrival_rate_origin']}), "
         f"P99 TTFT SLO {fmt_seconds(inputs['ttft_slo_s'])}, utilization cap {inputs['max_utilization']:.0%}, "
         f"service model {inputs['service_model']}, compressibility p_c = {inputs['compressibility']:g}"
     )
+    if inputs.get("rate_basis"):
+        basis = inputs["rate_basis"]
+        console.print(f"rate basis ({basis['basis']}): {basis_sentence(basis)}", markup=False)
     price = f"${short['gpu_hour_usd']}/GPU-h"
     profiles = f"short pool: {short['serving_name']} (TP {short['gpus_per_instance']}, {price})"
     if long["serving_name"] != short["serving_name"]:
@@ -274,6 +342,10 @@ def draw_plan(console: Console, document: Mapping[str, Any]) -> None:
     if by_count is not None:
         console.print(by_count)
     console.print(_grid_table(document))
+    if document.get("schedule"):
+        console.print(schedule_heading(document["schedule"]), markup=False)
+        console.print(schedule_table(document["schedule"]))
+        console.print(schedule_summary(document["schedule"]), markup=False)
     if document["notes"]:
         console.print(bullets(document["notes"], marker="note: "))
     console.print(

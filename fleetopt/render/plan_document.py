@@ -22,6 +22,7 @@ from fleetopt.core.workload import Workload
 from fleetopt.defaults import CHAT_TPOT_NOTICE_S, HOURS_PER_YEAR
 from fleetopt.io.plans import PLAN_KIND, SCHEMA_VERSION, workload_fingerprint
 from fleetopt.render.words import (
+    basis_notes,
     context_notes,
     fleet_reason,
     headroom_warnings,
@@ -82,6 +83,7 @@ def pool_document(
         "p99_prefill_s": pool.p99_prefill_s,
         "iteration_s": pool.iteration_s,
         "p99_ttft_s": pool.p99_ttft_s,
+        "arrival_scv": pool.arrival_scv,
         "binding_constraint": pool.binding_constraint,
         "slots_binding": pool.slots_binding,
         "feasible": pool.feasible,
@@ -161,11 +163,69 @@ def _reader_document(reader_options: dict[str, Any] | None, workload: Workload) 
     return reader
 
 
-def plan_document(plan: FleetPlan, workload: Workload, inputs: dict[str, Any]) -> dict[str, Any]:
+def rate_basis_document(options: PlanOptions, arrivals: Any = None) -> dict[str, Any]:
+    """What the plan sized for: the basis, its window, sizing rate / mean, the log's rate profile
+    (None without one), whether its windows are over-dispersed, and the dispersion curve (τ s, D)."""
+    profile = getattr(arrivals, "profile", None)
+    return {
+        "basis": options.rate_basis,
+        "window_s": options.rate_window_s,
+        "mean_rate_per_s": options.mean_rate_per_s,
+        "sizing_rate_per_s": options.arrival_rate_per_s,
+        "factor": options.basis_factor,
+        "peak_to_mean_ratio": None if profile is None else profile.peak_to_mean_ratio,
+        "profile": None if profile is None else asdict(profile),
+        "overdispersed": bool(getattr(arrivals, "overdispersed", False)),
+        "arrival_dispersion": [list(point) for point in options.arrival_dispersion],
+    }
+
+
+def schedule_document(schedule: Any) -> dict[str, Any]:
+    """The plan's time-of-day schedule (the shape agreed in docs/planner.md, "Schedules")."""
+    return {
+        "window_s": schedule.window_s,
+        "period_s": schedule.period_s,
+        "periodic": schedule.periodic,
+        "origin_utc": None if schedule.origin_epoch_s is None else utc_text(schedule.origin_epoch_s),
+        "pools": list(schedule.pool_names),
+        "windows": [
+            {
+                "start_s": window.start_s,
+                "end_s": window.end_s,
+                "arrival_rate_per_s": window.arrival_rate_per_s,
+                "mean_arrival_rate_per_s": window.mean_arrival_rate_per_s,
+                "instances": dict(zip(schedule.pool_names, window.instances, strict=True)),
+                "gpus": sum(window.gpus),
+                "rate_windows": window.rate_windows,
+            }
+            for window in schedule.windows
+        ],
+        "rate_basis": schedule.rate_basis,
+        "gpu_hours_per_period": schedule.gpu_hours_per_period,
+        "static_gpu_hours_per_period": schedule.static_gpu_hours_per_period,
+        "static_instances": dict(zip(schedule.pool_names, schedule.static_instances, strict=True)),
+    }
+
+
+def utc_text(epoch_s: float) -> str:
+    """ISO 8601 UTC with a Z (``2023-11-16T00:00:00Z``; microseconds when not whole seconds)."""
+    import datetime
+
+    moment = datetime.datetime.fromtimestamp(epoch_s, tz=datetime.timezone.utc)
+    if moment.microsecond == 0:
+        return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def plan_document(
+    plan: FleetPlan, workload: Workload, inputs: dict[str, Any], *, arrivals: Any = None, schedule: Any = None
+) -> dict[str, Any]:
     """The versioned plan document (schema in docs/planner.md).
 
     ``inputs`` carries what only the caller knows: ``workload`` (name or path as given),
-    ``arrival_rate_origin`` (``given`` / ``observed`` / ``default``) and the profile names.
+    ``arrival_rate_origin`` (``given`` / ``observed`` / ``default``) and the profile names;
+    ``arrivals`` the :class:`fleetopt.api.ArrivalBasis` the plan sized on (its profile), ``schedule``
+    the time-of-day schedule when one was asked for.
     """
     o = plan.options
     best = plan.best
@@ -182,8 +242,10 @@ def plan_document(plan: FleetPlan, workload: Workload, inputs: dict[str, Any]) -
                 best.b_short_tokens if best is not None else None,
                 best.gamma if best is not None else None,
             ),
-            "arrival_rate_per_s": o.arrival_rate_per_s,
+            "arrival_rate_per_s": o.mean_rate_per_s,
+            "sizing_rate_per_s": o.arrival_rate_per_s,
             "arrival_rate_origin": inputs.get("arrival_rate_origin", "given"),
+            "rate_basis": rate_basis_document(o, arrivals),
             "ttft_slo_s": o.ttft_slo_s,
             "tpot_slo_s": o.tpot_slo_s,
             "quantile": o.quantile,
@@ -237,9 +299,12 @@ def plan_document(plan: FleetPlan, workload: Workload, inputs: dict[str, Any]) -
         ],
         "warnings": headroom_warnings(best_document["pools"], o) if best_document is not None else [],
         "notes": workload_notes(workload)
-        + rate_notes(workload, plan.options.arrival_rate_per_s, inputs.get("arrival_rate_origin", "given"))
+        + rate_notes(workload, plan.options.mean_rate_per_s, inputs.get("arrival_rate_origin", "given"))
+        + basis_notes(plan.options, arrivals)
         + context_notes(plan)
         + pool_model_notes(plan)
         + plan_notes(plan),
     }
+    if schedule is not None:
+        document["schedule"] = schedule_document(schedule)
     return document

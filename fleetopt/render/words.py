@@ -90,6 +90,50 @@ def rate_notes(workload: Workload, rate_per_s: float, origin: str) -> list[str]:
     return []
 
 
+def basis_sentence(basis: dict) -> str:
+    """What a plan sized for, with the log's peak/mean (``basis``: the document's ``rate_basis``).
+
+    "sized for the peak 1-min window: 1,784 req/s, 1.784 × the mean 1,000 req/s (peak/mean 1.78)"
+    """
+    name, window = basis["basis"], basis.get("window_s")
+    span = "" if window is None else f" {duration_words(window)} window"
+    mean, sizing = basis["mean_rate_per_s"], basis["sizing_rate_per_s"]
+    ratio = basis.get("peak_to_mean_ratio")
+    peak = "" if ratio is None else f" (the log's peak/mean {ratio:.3g})"
+    if name == "mean":
+        return f"sized for the mean rate {mean:,.4g} req/s{peak}"
+    what = "peak" if name == "peak" else f"{name[1:]}th-percentile"
+    bursts = " and its bursts within windows" if basis.get("arrival_dispersion") else ""
+    return (
+        f"sized for the {what}{span}{bursts}: {sizing:,.4g} req/s, {basis['factor']:.4g} × the mean "
+        f"{mean:,.4g} req/s{peak}"
+    )
+
+
+def duration_words(seconds: float) -> str:
+    """A whole duration in its largest unit, hyphenated (``1-min``, ``1-h``, ``90-s``)."""
+    for unit, size in (("d", 86400.0), ("h", 3600.0), ("min", 60.0), ("s", 1.0)):
+        if seconds >= size and abs(seconds / size - round(seconds / size)) < 1e-9:
+            return f"{round(seconds / size)}-{unit}"
+    return f"{seconds:g}-s"
+
+
+def basis_notes(options, arrivals) -> list[str]:
+    """A plan on the mean rate of a log that is bursty at the window scale: the peak it ignores."""
+    profile = getattr(arrivals, "profile", None)
+    if options.rate_basis != "mean" or profile is None or not getattr(arrivals, "overdispersed", False):
+        return []
+    peak = options.mean_rate_per_s * profile.peak_to_mean_ratio
+    window = duration_words(profile.window_s)
+    return [
+        f"WARNING: sized on the mean of a bursty log: its busiest {window} window runs at "
+        f"{profile.peak_to_mean_ratio:.3g} × the mean ({peak:,.4g} req/s at this plan's mean), and its "
+        f"{window} counts are over-dispersed (index of dispersion "
+        f"{profile.index_of_dispersion:.3g}, Poisson 1); this fleet will queue during the peaks — "
+        "--rate-basis peak sizes for them"
+    ]
+
+
 def pool_model_notes(plan: FleetPlan) -> list[str]:
     """Pools that serve different models: a comparison with the homogeneous fleet is of unlike fleets."""
     short, long = plan.short_hardware.model_name, plan.long_hardware.model_name

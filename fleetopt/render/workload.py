@@ -2,13 +2,43 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from fleetopt.render.output import fmt_num
 
 if TYPE_CHECKING:  # rich is imported when a table is drawn, not for --format json|yaml
     from rich.console import Console
+
+_BLOCKS = " ▁▂▃▄▅▆▇█"
+
+
+def rate_plot_lines(rates: Sequence[float], window_s: float, width: int = 72, height: int = 8) -> list[str]:
+    """A small text plot of the windowed rates over time: at most ``width`` columns (each the busiest
+    of the windows it covers, so the peak always shows), ``height`` rows of eighth-blocks, the top
+    row labelled with the peak."""
+    import numpy as np
+
+    values = np.asarray(rates, dtype=np.float64)
+    if values.size == 0:
+        return []
+    per_column = max(1, -(-values.size // width))
+    columns = np.array([values[k : k + per_column].max() for k in range(0, values.size, per_column)])
+    top = float(columns.max())
+    scaled = np.zeros_like(columns) if top <= 0 else columns / top * height * 8
+    rows = []
+    for row in range(height, 0, -1):
+        level = np.clip(scaled - (row - 1) * 8, 0, 8).round().astype(int)
+        rows.append("".join(_BLOCKS[v] for v in level))
+    span = values.size * window_s
+    label = fmt_num(top, 4)
+    gutter = max(len(label), 1)
+    lines = [f"arrival rate per {fmt_num(window_s)} s window (req/s; a column is the busiest of "
+             f"{per_column} window(s)), over {fmt_num(span)} s:"]  # fmt: skip
+    for index, text in enumerate(rows):
+        lines.append(f"{(label if index == 0 else '0' if index == height - 1 else ''):>{gutter}} │{text}")
+    lines.append(f"{'':>{gutter}} └{'─' * len(columns)}")
+    return lines
 
 
 def draw_workload(console: Console, data: Mapping[str, Any]) -> None:
@@ -68,7 +98,17 @@ def draw_workload(console: Console, data: Mapping[str, Any]) -> None:
             table.add_row(label, f"{fmt_num(profile[key], 4)} req/s")
         table.add_row("peak / mean", fmt_num(profile["peak_to_mean_ratio"], 4))
         table.add_row("index of dispersion Var/E of counts", fmt_num(profile["index_of_dispersion"], 4))
+        curve = dict((round(t, 6), d) for t, d in profile.get("within_window_dispersion") or [])
+        for scale in sorted(curve, reverse=True)[::3]:
+            table.add_row(f"dispersion within windows at {fmt_num(scale)} s", fmt_num(curve[scale], 4))
         console.print(table)
+    if "rate_series" in data:
+        series = data["rate_series"]
+        if series is None:
+            console.print("rate plot: the workload has no arrival times spanning a window (nothing to plot)")
+        else:
+            for line in rate_plot_lines(series["rates_per_s"], series["window_s"]):
+                console.print(line, highlight=False)
     archetype = data["archetype"]
     if archetype is not None:
         table = FitTable(title=f"Archetype at B_short = {archetype['b_short_tokens']:,} (FleetOpt §2.4)")
