@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+# Output tests assume piped output with no terminal width unless they set COLUMNS themselves: a
+# developer's exported COLUMNS, or pytest-xdist's workers (which set COLUMNS=80), must not leak in.
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
 
 SHARED_DIR = Path(__file__).resolve().parents[2] / "shared"
 
