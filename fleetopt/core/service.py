@@ -435,14 +435,14 @@ class EngineModel(LockstepModel):
         rate_per_instance_per_s: float,
         instances: float,
         occupancy_per_instance: Any,
-        wait_raw_moments: tuple[Any, Any, Any] = (0.0, 0.0, 0.0),
+        slot_wait: tuple[Any, Any] = (0.0, 0.0),
         with_overhead: bool = True,
         decode_and_prompt: tuple[float, float] | None = None,
     ) -> TtftCumulants:
         """The TTFT law of one instance of the pool (:func:`fleetopt.core.ttft.ttft_cumulants`) with
         k = ``occupancy_per_instance`` sequences in flight (t_d = W + c_d·k; a float or an array),
         behind a least-loaded router over n = ``instances`` (:func:`least_loaded_time_share`), with
-        the slot wait's raw moments and T0 (unless ``with_overhead`` is false).
+        the slot wait (P(wait), mean wait given a wait) and T0 (unless ``with_overhead`` is false).
         ``decode_and_prompt``: :meth:`decode_and_prompt_costs` when the caller already has them."""
         if moments.prompt_levels is None:
             raise ValueError("the engine model needs the pool's prompt lengths by prefill level")
@@ -456,7 +456,7 @@ class EngineModel(LockstepModel):
             rate_per_instance_per_s=rate_per_instance_per_s,
             time_share=least_loaded_time_share(rate_per_instance_per_s * prompt_work_s, instances),
             overhead_s=hardware.ttft_overhead_s if with_overhead else 0.0,
-            wait_raw_moments=wait_raw_moments,
+            slot_wait=slot_wait,
         )
 
 

@@ -745,14 +745,13 @@ def _engine_context(
     )  # fmt: skip
 
 
-def _wait_raw_moments(
+def _slot_wait(
     p_wait: Any, drain_rate_per_s: Any, service_scv: float, arrival_scv: float = 1.0
-) -> tuple[Any, Any, Any]:
-    """E[D^j], j = 1, 2, 3, of the slot wait D: 0 with probability 1 − P(wait), else exponential with
-    mean m = (C_a² + C_I²)/2 / (μ(c) − λ) (the chain's drain rate, with the two-moment factor of
-    :func:`fleetopt.core.occupancy.wait_quantile_s`; C_a² = 1 for Poisson): P(wait)·(m, 2m², 6m³)."""
-    mean = 0.5 * (arrival_scv + service_scv) / drain_rate_per_s
-    return p_wait * mean, 2.0 * p_wait * mean * mean, 6.0 * p_wait * mean**3
+) -> tuple[Any, Any]:
+    """(P(wait), m): the slot wait is 0 with probability 1 − P(wait), else exponential with mean
+    m = (C_a² + C_I²)/2 / (μ(c) − λ) (the chain's drain rate, with the two-moment factor of
+    :func:`fleetopt.core.occupancy.wait_quantile_s`; C_a² = 1 for Poisson)."""
+    return p_wait, 0.5 * (arrival_scv + service_scv) / drain_rate_per_s
 
 
 def _engine_eval(
@@ -813,23 +812,13 @@ def _engine_eval(
             law = ctx.service_model.ttft_law(
                 m, ctx.hardware, ctx.costs, rate_per_instance_per_s=ctx.rate / n, instances=n,
                 occupancy_per_instance=st["mean_busy"][chosen] / n,
-                wait_raw_moments=_wait_raw_moments(
+                slot_wait=_slot_wait(
                     waiting["p_wait"][chosen], z * waiting["drain_rate_per_s"][chosen], m.iterations_scv,
                     ctx.arrival_scv,
                 ),
                 decode_and_prompt=(ctx.decode_per_sequence_s, ctx.prompt_work_s),
             )  # fmt: skip
             ok[chosen] = ~law.exceeds(ctx.ttft_slo_s, q)
-            if z != 1.0:  # and the Poisson law: the fitted law is not monotone in the wait (see below)
-                poisson = ctx.service_model.ttft_law(
-                    m, ctx.hardware, ctx.costs, rate_per_instance_per_s=ctx.rate / n, instances=n,
-                    occupancy_per_instance=st["mean_busy"][chosen] / n,
-                    wait_raw_moments=_wait_raw_moments(
-                        st["p_wait"][chosen], st["drain_rate_per_s"][chosen], m.iterations_scv
-                    ),
-                    decode_and_prompt=(ctx.decode_per_sequence_s, ctx.prompt_work_s),
-                )  # fmt: skip
-                ok[chosen] &= ~poisson.exceeds(ctx.ttft_slo_s, q)
     return {"ok": ok, "utilization": utilization, "compute": compute, "state": st}
 
 
@@ -864,7 +853,6 @@ def _engine_eval_one(
     stable, p_wait, drain, mean_busy, chain_x, r, z = occupancy_state_one(
         ctx.rate, instances, slots, m.mean_iterations, base_s, per_sequence_s
     )
-    poisson_wait = (p_wait, drain)
     if peak != 1.0:  # Hayward's equivalent chain for the waiting (see _engine_eval); its mean stays ours
         _, p_wait, drain, _, chain_x, r, z = occupancy_state_one(
             ctx.rate / peak, instances / peak, slots, m.mean_iterations, base_s, per_sequence_s
@@ -875,35 +863,17 @@ def _engine_eval_one(
         return {
             "ok": False, "ttft": math.inf, "utilization": max(sigma, 1.0),
             "compute": compute, "seen_iteration_s": base_s + per_sequence_s * slots,
-            "p_wait": 1.0, "drain": drain, "mean_busy": servers, "law": None, "laws": [],
+            "p_wait": 1.0, "drain": drain, "mean_busy": servers, "law": None,
         }  # fmt: skip
     law = ctx.service_model.ttft_law(
         m, ctx.hardware, ctx.costs, rate_per_instance_per_s=ctx.rate / instances, instances=instances,
         occupancy_per_instance=mean_busy / instances,
-        wait_raw_moments=_wait_raw_moments(p_wait, drain, m.iterations_scv, ctx.arrival_scv),
+        slot_wait=_slot_wait(p_wait, drain, m.iterations_scv, ctx.arrival_scv),
         decode_and_prompt=(ctx.decode_per_sequence_s, ctx.prompt_work_s),
     )  # fmt: skip
-    laws = [law]
-    if peak != 1.0:  # and the Poisson law (see _engine_eval): a bursty pool never sized below a Poisson one
-        laws.append(
-            ctx.service_model.ttft_law(
-                m,
-                ctx.hardware,
-                ctx.costs,
-                rate_per_instance_per_s=ctx.rate / instances,
-                instances=instances,
-                occupancy_per_instance=mean_busy / instances,
-                wait_raw_moments=_wait_raw_moments(*poisson_wait, m.iterations_scv),
-                decode_and_prompt=(ctx.decode_per_sequence_s, ctx.prompt_work_s),
-            )  # fmt: skip
-        )
-    ttft = max(one.quantile_s(q) for one in laws) if quantile else math.nan
+    ttft = law.quantile_s(q) if quantile else math.nan
     utilization = mean_busy / servers
-    ok = (
-        compute <= ctx.cap
-        and utilization <= ctx.cap
-        and not any(one.exceeds_one(ctx.ttft_slo_s, q) for one in laws)
-    )
+    ok = compute <= ctx.cap and utilization <= ctx.cap and not law.exceeds_one(ctx.ttft_slo_s, q)
     seen_iteration_s = math.nan
     if ctx.tpot_slo_s is not None:
         target = min(1.0, q * z)
@@ -915,7 +885,7 @@ def _engine_eval_one(
     return {
         "ok": ok, "ttft": ttft, "utilization": utilization, "compute": compute,
         "seen_iteration_s": seen_iteration_s, "p_wait": p_wait, "drain": drain, "mean_busy": mean_busy,
-        "law": law, "laws": laws,
+        "law": law,
     }  # fmt: skip
 
 
@@ -1089,7 +1059,7 @@ def _evaluate_engine(
         problems.append(PoolProblem(ProblemKind.OVER_CAP, result.compute_utilization, cap))
     # the SLO test sizing uses (the law's survival function at the SLO), so a sized pool re-evaluated
     # passes exactly when sizing passed it; the reported P99 is the same law's quantile
-    laws = _engine_eval_one(ctx, float(instances), float(slots))["laws"]
-    if not laws or any(law.exceeds_one(ttft_slo_s, moments.quantile) for law in laws):
+    law = _engine_eval_one(ctx, float(instances), float(slots))["law"]
+    if law is None or law.exceeds_one(ttft_slo_s, moments.quantile):
         problems.append(PoolProblem(ProblemKind.TTFT_OVER_SLO, result.p99_ttft_s, ttft_slo_s))
     return _replace(result, feasible=not problems, problems=tuple(problems))

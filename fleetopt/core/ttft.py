@@ -222,100 +222,150 @@ def cluster_moments(levels: PromptLevels, tau_s: float, time_rate_per_s: float, 
 
 @dataclass(frozen=True)
 class TtftCumulants:
-    """The TTFT law by its first three cumulants (seconds, s², s³; floats, or arrays over a swept t_d),
-    the mean iteration t̄ and prompt share u it was built from, and its quiet part: with probability
-    ``quiet_probability`` = Π e^{−ν} no other request's prompt touches the request's window (ν: the
-    expected number of those that do), and then TTFT has the ``quiet_*`` cumulants (the residual of
-    a prompt-free iteration, the request's own prefill and first decode, the slot wait and T0)."""
+    """The TTFT law (seconds; floats, or arrays over a swept t_d) as a mixture of up to four parts,
+    each given by its first three cumulants and read as a shifted gamma law:
 
-    mean_s: Any
-    variance_s2: Any
-    third_s3: Any
+    - with probability ``quiet_probability`` = e^{−ν} no other request's prompt touches the
+      request's window (ν: the expected number that do), and the law without the slot wait has the
+      ``quiet_*`` cumulants (a prompt-free residual, the request's own prefill and first decode, T0);
+      otherwise the rest, whose raw moments are the whole law's (``base_*``) less the quiet part's;
+    - independently, with probability ``wait_probability`` the request waits for a slot, an
+      exponential wait of mean ``wait_mean_s`` (the chain's, :mod:`fleetopt.core.occupancy`).
+
+    ``mean_s``, ``variance_s2``, ``third_s3`` are the whole law's, wait included; ``mean_iteration_s``
+    and ``prompt_share`` (t̄ and u) are what it was built from."""
+
+    base_mean_s: Any
+    base_variance_s2: Any
+    base_third_s3: Any
     mean_iteration_s: Any
     prompt_share: float
     quiet_probability: Any = 0.0
     quiet_mean_s: Any = 0.0
     quiet_variance_s2: Any = 0.0
     quiet_third_s3: Any = 0.0
+    wait_probability: Any = 0.0
+    wait_mean_s: Any = 0.0
 
-    def components(self) -> tuple[tuple[Any, Any, Any, Any], tuple[Any, Any, Any, Any]]:
-        """((weight, mean, variance, third) of the quiet law, the same of the rest): the law is their
-        mixture, the rest's cumulants following from the whole law's raw moments."""
+    @property
+    def _wait_cumulants(self) -> tuple[Any, Any, Any]:
+        p, m = self.wait_probability, self.wait_mean_s
+        return _cumulants(p * m, 2.0 * p * m * m, 6.0 * p * m**3)
+
+    @property
+    def mean_s(self) -> Any:
+        """E[TTFT], seconds."""
+        return self.base_mean_s + self._wait_cumulants[0]
+
+    @property
+    def variance_s2(self) -> Any:
+        """Var[TTFT], s²."""
+        return self.base_variance_s2 + self._wait_cumulants[1]
+
+    @property
+    def third_s3(self) -> Any:
+        """The third cumulant of TTFT, s³."""
+        return self.base_third_s3 + self._wait_cumulants[2]
+
+    def components(self) -> list[tuple[Any, Any, Any, Any]]:
+        """The parts as (weight, mean, variance, third cumulant): quiet and rest, each without and with
+        the slot wait (an exponential of mean m adds m, m², 2m³). A part whose weight is below 10⁻⁹
+        is dropped (weight 0; its cumulants then are the neighbour's, never used)."""
         w0 = self.quiet_probability
-        busy = 1.0 - w0
-        quiet = _raw(self.quiet_mean_s, self.quiet_variance_s2, self.quiet_third_s3)
-        whole = _raw(self.mean_s, self.variance_s2, self.third_s3)
+        array = isinstance(self.base_mean_s, np.ndarray)
+        if array:
+            w0 = np.where((w0 > 1e-9) & (w0 < 1.0 - 1e-9), w0, np.where(w0 >= 1.0 - 1e-9, 1.0, 0.0))
+        elif not 1e-9 < w0 < 1.0 - 1e-9:
+            w0 = 1.0 if w0 >= 1.0 - 1e-9 else 0.0
+        whole = (self.base_mean_s, self.base_variance_s2, self.base_third_s3)
+        quiet = (self.quiet_mean_s, self.quiet_variance_s2, self.quiet_third_s3)
         with np.errstate(divide="ignore", invalid="ignore"):
-            rest = tuple((a - w0 * b) / busy for a, b in zip(whole, quiet, strict=True))
-        return (w0, self.quiet_mean_s, self.quiet_variance_s2, self.quiet_third_s3), (
-            busy,
-            *_cumulants(*rest),
-        )
+            if array:
+                busy = np.where(w0 < 1.0, 1.0 - w0, 1.0)
+                raw_q, raw_w = _raw(*quiet), _raw(*whole)
+                rest = _cumulants(*((a - w0 * b) / busy for a, b in zip(raw_w, raw_q, strict=True)))
+                rest = tuple(np.where(w0 > 0.0, r, f) for r, f in zip(rest, whole, strict=True))
+                quiet = tuple(np.where(w0 > 0.0, x, f) for x, f in zip(quiet, whole, strict=True))
+            elif 0.0 < w0 < 1.0:
+                raw_q, raw_w = _raw(*quiet), _raw(*whole)
+                rest = _cumulants(*((a - w0 * b) / (1.0 - w0) for a, b in zip(raw_w, raw_q, strict=True)))
+            else:
+                rest = quiet = whole
+        p, m = self.wait_probability, self.wait_mean_s
+        exp_cumulants = (m, m * m, 2.0 * m**3)
+        parts = []
+        for weight, law in ((w0, quiet), (1.0 - w0, rest)):
+            parts.append((weight * (1.0 - p), *law))
+            parts.append((weight * p, *(a + b for a, b in zip(law, exp_cumulants, strict=True))))
+        return parts
 
-    def quantile_s(self, q: float) -> Any:
-        """The q-quantile of the mixture of shifted gamma laws (:func:`shifted_gamma_quantile`) with the
-        quiet part's and the rest's cumulants; of one shifted gamma law with the whole law's cumulants
-        when either part is negligible (weight below 10⁻⁹)."""
-        if isinstance(self.mean_s, np.ndarray):
+    def quantile_s(self, q: float) -> float:
+        """The q-quantile of the mixture of shifted gamma laws (:func:`shifted_gamma_quantile`)."""
+        if isinstance(self.base_mean_s, np.ndarray):
             raise TypeError("quantile_s takes a law at one t_d; use exceeds() for arrays")
-        w0 = self.quiet_probability
-        if not (1e-9 < w0 < 1.0 - 1e-9) or not math.isfinite(self.mean_s):
-            return shifted_gamma_quantile(self.mean_s, self.variance_s2, self.third_s3, q)
-        (w0, *quiet), (w1, *rest) = self.components()
-        return _mixture_quantile(w0, quiet, w1, rest, q)
+        if not (math.isfinite(self.base_mean_s) and math.isfinite(self.wait_mean_s * self.wait_probability)):
+            return math.inf
+        parts = [part for part in self.components() if part[0] > 1e-12]
+        if len(parts) == 1:
+            return shifted_gamma_quantile(*parts[0][1:], q)
+        return _mixture_quantile(parts, q)
 
     def exceeds_one(self, level_s: float, q: float) -> bool:
         """:meth:`exceeds` for a law at one t_d, in plain floats (the sizing hot path)."""
-        if not (math.isfinite(self.mean_s) and math.isfinite(self.variance_s2)):
+        if not (math.isfinite(self.base_mean_s) and math.isfinite(self.wait_mean_s * self.wait_probability)):
             return True
-        w0 = self.quiet_probability
-        if not 1e-9 < w0 < 1.0 - 1e-9:
-            return _survival_one(self.mean_s, self.variance_s2, self.third_s3, level_s) > 1.0 - q
-        (w0, *quiet), (w1, *rest) = self.components()
-        return w0 * _survival_one(*quiet, level_s) + w1 * _survival_one(*rest, level_s) > 1.0 - q
+        tail = 0.0
+        for weight, *law in self.components():
+            if weight > 1e-12:
+                tail += weight * _survival_one(*law, level_s)
+        return tail > 1.0 - q
 
     def exceeds(self, level_s: float, q: float) -> Any:
         """Whether the q-quantile exceeds ``level_s`` (arrays allowed): P(TTFT > level) > 1 − q under
-        the same mixture as :meth:`quantile_s`, by its survival function."""
-        mean = np.asarray(self.mean_s, dtype=np.float64)
-        w0 = np.clip(np.asarray(self.quiet_probability, dtype=np.float64) * np.ones_like(mean), 0.0, 1.0)
-        w0 = np.where((w0 > 1e-9) & (w0 < 1.0 - 1e-9), w0, 0.0)
-        (_, *quiet), (_, *rest) = self.components()
-        whole = (self.mean_s, self.variance_s2, self.third_s3)
+        the mixture of :meth:`quantile_s`, by its survival function."""
+        mean = np.asarray(self.base_mean_s, dtype=np.float64)
+        tail = np.zeros_like(mean)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            rest = tuple(np.where(w0 > 0, r, full) for r, full in zip(rest, whole, strict=True))
-            tail = w0 * _shifted_gamma_survival(*quiet, level_s) + (1.0 - w0) * _shifted_gamma_survival(
-                *rest, level_s
-            )
-        return ~(np.isfinite(mean) & np.isfinite(np.asarray(self.variance_s2, dtype=np.float64))) | (
-            tail > 1.0 - q
-        )
+            for weight, *law in self.components():
+                weight = np.asarray(weight, dtype=np.float64) * np.ones_like(mean)
+                tail = tail + np.where(weight > 0.0, weight * _shifted_gamma_survival(*law, level_s), 0.0)
+            finite = np.isfinite(mean) & np.isfinite(np.asarray(self.wait_mean_s * self.wait_probability))
+        return ~finite | (tail > 1.0 - q)
 
 
-def _mixture_quantile(w0: float, first, w1: float, second, q: float) -> float:
-    """The q-quantile of w0·SG(first) + w1·SG(second) (shifted gamma laws by their cumulants): it lies
-    between the parts' own q-quantiles; found there by Newton's method on the log survival function,
-    kept inside the shrinking bracket (a bisection step when Newton leaves it), to 10⁻¹⁰ relative."""
-    a = shifted_gamma_quantile(*first, q)
-    b = shifted_gamma_quantile(*second, q)
-    lo, hi = (a, b) if a <= b else (b, a)
+def _mixture_quantile(parts: list, q: float) -> float:
+    """The q-quantile of Σ w_i·SG(part_i) (shifted gamma laws by their cumulants): it lies between the
+    parts' own q-quantiles; found there by Newton's method on the log survival function, kept
+    inside the shrinking bracket (a bisection step when Newton leaves it), to 10⁻¹⁰ relative."""
+    own = [shifted_gamma_quantile(*part[1:], q) for part in parts]
+    lo, hi = min(own), max(own)
     if not (math.isfinite(lo) and math.isfinite(hi)) or hi - lo <= 1e-12 * max(abs(hi), 1e-300):
         return hi if math.isfinite(hi) else math.inf
     log_target = math.log(1.0 - q)
-    x = lo + (hi - lo) * (w1 if a <= b else w0)  # start nearer the heavier part's own quantile
-    for _ in range(100):
-        # Newton on log S(x) = log(1 − q): a tail's log survival is close to linear in x
-        tail = w0 * _survival_one(*first, x) + w1 * _survival_one(*second, x)
-        if tail > 1.0 - q:
+    heaviest = max(range(len(parts)), key=lambda i: parts[i][0])
+    x = own[heaviest]  # start at the heaviest part's own quantile
+    width = hi - lo
+    for _ in range(200):
+        # Newton on g(x) = log S(x) − log(1 − q) (a tail's log survival is close to linear), safeguarded
+        # as rtsafe does: bisect when the step leaves the bracket or shrinks it too slowly
+        tail = density = 0.0
+        for weight, *law in parts:
+            tail += weight * _survival_one(*law, x)
+            density += weight * _density_one(*law, x)
+        value = math.log(tail) - log_target if tail > 0.0 else -math.inf
+        if value == 0.0:
+            return x
+        if value > 0.0:
             lo = x
         else:
             hi = x
-        slope = (w0 * _density_one(*first, x) + w1 * _density_one(*second, x)) / tail if tail > 0.0 else 0.0
-        step = x + (math.log(tail) - log_target) / slope if slope > 0.0 else 0.5 * (lo + hi)
-        if not lo < step < hi:
+        if hi - lo <= 1e-10 * max(abs(hi), 1e-12):
+            return 0.5 * (lo + hi)
+        slope = density / tail if tail > 0.0 else 0.0
+        step = x + value / slope if slope > 0.0 and math.isfinite(value) else math.nan
+        if not lo < step < hi or abs(step - x) > 0.5 * width:
             step = 0.5 * (lo + hi)
-        if abs(step - x) <= 1e-10 * max(abs(x), 1e-12) or hi - lo <= 1e-10 * max(abs(hi), 1e-12):
-            return step
+        width = abs(step - x)
         x = step
     return x
 
@@ -362,7 +412,7 @@ def ttft_cumulants(
     rate_per_instance_per_s: float,
     time_share: float,
     overhead_s: float = 0.0,
-    wait_raw_moments: tuple[Any, Any, Any] = (0.0, 0.0, 0.0),
+    slot_wait: tuple[Any, Any] = (0.0, 0.0),
 ) -> TtftCumulants:
     """Cumulants of TTFT on one instance (module docstring).
 
@@ -374,8 +424,8 @@ def ttft_cumulants(
         rate_per_instance_per_s: λ_i.
         time_share: f, the share of the intake that follows the instance's own time.
         overhead_s: T0, added to every TTFT.
-        wait_raw_moments: E[D], E[D²], E[D³] of the wait D for a slot (independent of the rest;
-            floats or arrays like t_d).
+        slot_wait: (P(wait), mean wait given a wait) for a slot: an exponential wait with that
+            probability, independent of the rest (floats or arrays like t_d).
 
     Needs u = λ_i·τ·E[L_in] < 1 (the instance keeps up with its prompts); infinite otherwise.
     """
@@ -491,15 +541,15 @@ def ttft_cumulants(
         m2 = m2 + w * r2
         m3 = m3 + w * r3
     mean, var, third = _cumulants(m1, m2, m3)
-    wait = _cumulants(*wait_raw_moments)
     if isinstance(quiet, float) and quiet == 0.0:
         q_mean = q_var = q_third = 0.0
     else:
         with np.errstate(divide="ignore", invalid="ignore"):
             q_mean, q_var, q_third = _cumulants(z1 / quiet, z2 / quiet, z3 / quiet)
+    p_wait, wait_mean = slot_wait
     return TtftCumulants(
-        mean + wait[0] + overhead_s, var + wait[1], third + wait[2], tbar, u,
-        quiet, q_mean + wait[0] + overhead_s, q_var + wait[1], q_third + wait[2],
+        mean + overhead_s, var, third, tbar, u,
+        quiet, q_mean + overhead_s, q_var, q_third, p_wait, wait_mean,
     )  # fmt: skip
 
 
