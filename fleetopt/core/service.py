@@ -416,15 +416,24 @@ class EngineModel(LockstepModel):
     @staticmethod
     def decode_and_prompt_costs(moments: PoolMoments, costs: IterationCosts) -> tuple[float, float]:
         """(c_d, τ·E[L_in]): the decode-side cost one sequence adds to an iteration, averaged over its
-        residence, (H·E[L_out] + κ·E[I·L]) / E[I], and the compute of one request's prompt, seconds."""
+        residence, and the compute of one request's prompt, seconds.
+
+        A decoding sequence of L tokens costs max(H, κ_read·L) per iteration (the KV-read floor: it
+        reads its whole cache, L ≤ its routed total) plus κ·L, for its L_out decode iterations:
+        c_d = (H·E[L_out] + κ_read·E[L_out·(L − L*)⁺] + κ·E[I·L]) / E[I], L* = H/κ_read, the
+        excess exact from the pool's sums (:attr:`PoolMoments.decode_above`); where a pool does not
+        carry them, the floor on the averages, max(H·E[L_out], κ_read·E[I·L]) / E[I]."""
         mean_output = moments.mean_iterations - moments.mean_prefill_iterations
         mean_input = moments.mean_total_tokens - mean_output
-        decode = (costs.per_decode_s * mean_output + costs.per_kv_token_s * moments.mean_iter_x_len) / (
-            moments.mean_iterations
-        )
-        # KV-read floor: a decoding sequence reads its whole cache every iteration
-        kv_floor = costs.kv_read_floor_s_per_token * moments.mean_iter_x_len / moments.mean_iterations
-        return max(decode, kv_floor), costs.per_prefill_token_s * mean_input
+        kv_read = costs.kv_read_floor_s_per_token
+        decode = costs.per_decode_s * mean_output + costs.per_kv_token_s * moments.mean_iter_x_len
+        if kv_read > 0 and moments.decode_above is not None:
+            threshold = costs.per_decode_s / kv_read
+            above, above_x_len = moments.decode_above(threshold)
+            decode += kv_read * max(0.0, above_x_len - threshold * above)
+        elif kv_read > 0:
+            decode = max(decode, kv_read * moments.mean_iter_x_len)
+        return decode / moments.mean_iterations, costs.per_prefill_token_s * mean_input
 
     def ttft_law(
         self,
