@@ -71,7 +71,9 @@ def load_kernels() -> bool:
     _compiled(_least_loaded_kernel)(one, one, 1, 1, np.empty(2))
     ones = np.ones(2, np.int64)
     outputs = [np.empty(2) for _ in range(4)]
-    _compiled(_physical_kernel)(one, two, ones, ones, 0.01, 0.001, 0.0, 512, 1, 1, _POOLED, *outputs)
+    _compiled(_physical_kernel)(
+        one, two, ones, ones, np.zeros(2), 0.01, 0.001, 0.0, 512, 1, 1, _POOLED, *outputs
+    )
     return True
 
 
