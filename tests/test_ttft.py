@@ -241,8 +241,9 @@ def test_a_small_pool_of_long_prompts_where_other_prompts_rarely_overlap() -> No
 
 @settings(max_examples=200, deadline=None)
 @given(
-    # (a weight of 1 − q or less on the upper part puts the root where S = 1 − 10⁻¹⁴: no float resolves it)
-    st.floats(0.001, 0.97),
+    # (a weight near 1 − q = 0.01 on the upper part puts the root on a plateau where S − 0.01 is
+    # below 10⁻¹⁴ over a wide range: any point of it is a root to float precision, none is "the" one)
+    st.floats(0.001, 0.97).filter(lambda w: abs(w - 0.01) > 0.005),
     st.tuples(st.floats(0.1, 0.5), st.floats(1e-5, 1e-2), st.floats(-1.0, 3.0)),
     st.tuples(st.floats(0.1, 1.0), st.floats(1e-5, 5e-2), st.floats(0.0, 3.0)),
 )
