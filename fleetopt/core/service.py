@@ -463,28 +463,47 @@ class EngineModel(LockstepModel):
             tau_s=costs.per_prefill_token_s,
             decode_iteration_s=costs.base_s + decode_per_sequence_s * occupancy_per_instance,
             rate_per_instance_per_s=rate_per_instance_per_s,
-            time_share=least_loaded_time_share(rate_per_instance_per_s * prompt_work_s, instances),
+            time_share=least_loaded_time_share(
+                rate_per_instance_per_s * prompt_work_s,
+                instances,
+                rate_per_instance_per_s * instances,
+                costs.base_s,
+            ),
             overhead_s=hardware.ttft_overhead_s if with_overhead else 0.0,
             slot_wait=slot_wait,
         )
 
 
-def least_loaded_time_share(prompt_share: float, instances: float) -> float:
+def least_loaded_time_share(
+    prompt_share: float, instances: float, pool_rate_per_s: float = math.inf, base_iteration_s: float = 0.0
+) -> float:
     """f: the share of an instance's intake that follows its own iteration lengths behind a
-    least-loaded router over n instances, min(1, max(1, u/(1 − u)) / n), u the prompt share.
+    least-loaded router over n instances:
+
+        f = f₁ + (1 − f₁)·e^{−m},   f₁ = min(1, max(1, u/(1 − u)) / n),   m = λ·W / (1 − u),
+
+    u the prompt share, λ the pool's rate, W the iteration without decoding sequences.
 
     To first order a least-loaded router keeps every instance at the pool's occupancy over n, so
     only the pool's arrival fluctuations, shared n ways, follow one instance's time: f = 1/n (and
     f = 1 for one instance, exact). When prompts take most of an instance's time the router can
     no longer even out the bursts a long prompt iteration sets off; we scale the share by
     u/(1 − u), the mean number of further prompt iterations one sets off in the branching structure
-    of :mod:`fleetopt.core.ttft`. That factor was chosen by comparison with the iteration-level
-    simulation (docs/validation.md, which also checks it on workloads and profiles it was not
-    chosen on); it is an interpolation, not a derivation."""
+    of :mod:`fleetopt.core.ttft`. And the router can only even out an instance's intake with the
+    arrivals it sees: with m ≪ 1 pool arrivals per iteration (at least W/(1 − u) long), an arrival
+    finds the instances at random phases of their iterations and the intake follows each one's
+    time as under random dispatch; e^{−m}, the chance that no other arrival falls in an iteration,
+    moves f towards 1. Both factors were chosen by comparison with the iteration-level simulation
+    (docs/validation.md, which also checks them on workloads and profiles they were not chosen on);
+    they are an interpolation, not a derivation."""
     if not instances >= 1.0:
         return 1.0
     branching = prompt_share / (1.0 - prompt_share) if prompt_share < 1.0 else math.inf
-    return min(1.0, max(1.0, branching) / instances)
+    share = min(1.0, max(1.0, branching) / instances)
+    if prompt_share < 1.0 and math.isfinite(pool_rate_per_s):
+        seen = pool_rate_per_s * base_iteration_s / (1.0 - prompt_share)
+        share += (1.0 - share) * math.exp(-seen)
+    return min(1.0, share)
 
 
 def _cdf_or_one(stats: PoolStatistics, tokens: float) -> float:
