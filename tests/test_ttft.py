@@ -262,3 +262,31 @@ def test_the_mixture_quantile_solves_its_survival_equation(w0, first, second) ->
     reference = brentq(excess, -100.0, 100.0, xtol=1e-14, rtol=1e-14)
     value = _mixture_quantile([(w0, *first), (1 - w0, *second)], 0.99)
     assert value == pytest.approx(reference, rel=1e-9, abs=1e-12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.floats(0.0, 0.99),  # u, the prompt share
+    st.integers(1, 10_000),  # n
+    st.floats(1e-4, 1e4),  # λ of the pool, req/s
+    st.floats(1e-3, 5e-2),  # W, s
+    st.floats(1.0, 5e3),  # E[I]
+)
+def test_least_loaded_intake_share_bounds_and_limits(u, n, rate, base_s, iterations) -> None:
+    """f lies in [f₁, 1] (f₁ = min(1, max(1, u/(1 − u))/n)), is 1 for one instance, and falls with n
+    (sizing bisects over n); the router keeps f₁ for a nearly idle pool and gives 1 to a pool whose
+    instances hold many sequences but see few arrivals per iteration (docs/math.md)."""
+    from fleetopt.core.service import least_loaded_time_share as share
+
+    first_order = min(1.0, max(1.0, u / (1.0 - u)) / n)
+    f = share(u, n, rate, base_s, iterations)
+    assert first_order <= f <= 1.0
+    assert share(u, 1, rate, base_s, iterations) == 1.0
+    assert share(u, n + 1, rate, base_s, iterations) <= f + 1e-15
+    assert share(u, n) == first_order  # without the pool's rate: the first-order share
+    # nearly idle (k₀ = λ/n·E[I]·W/(1 − u) ≤ 10⁻⁶): within 10⁻⁶ of f₁
+    idle_rate = 1e-6 * n * (1.0 - u) / (iterations * base_s)
+    assert share(u, n, idle_rate, base_s, iterations) == pytest.approx(first_order, abs=1e-6)
+    # few arrivals per iteration (m = 10⁻⁶) but 10⁶ arrivals per request's residence: f → 1
+    sparse_rate = 1e-6 * (1.0 - u) / base_s
+    assert share(u, n, sparse_rate, base_s, 1e6 * n / 1e-6) == pytest.approx(1.0, abs=2e-6)

@@ -468,6 +468,7 @@ class EngineModel(LockstepModel):
                 instances,
                 rate_per_instance_per_s * instances,
                 costs.base_s,
+                moments.mean_iterations,
             ),
             overhead_s=hardware.ttft_overhead_s if with_overhead else 0.0,
             slot_wait=slot_wait,
@@ -475,14 +476,20 @@ class EngineModel(LockstepModel):
 
 
 def least_loaded_time_share(
-    prompt_share: float, instances: float, pool_rate_per_s: float = math.inf, base_iteration_s: float = 0.0
+    prompt_share: float,
+    instances: float,
+    pool_rate_per_s: float = math.inf,
+    base_iteration_s: float = 0.0,
+    mean_iterations: float = math.inf,
 ) -> float:
     """f: the share of an instance's intake that follows its own iteration lengths behind a
     least-loaded router over n instances:
 
-        f = f₁ + (1 − f₁)·e^{−m},   f₁ = min(1, max(1, u/(1 − u)) / n),   m = λ·W / (1 − u),
+        f = f₁ + (1 − f₁)·e^{−m}·(1 − e^{−k₀}),   f₁ = min(1, max(1, u/(1 − u)) / n),
+        m = λ·W / (1 − u),   k₀ = (λ/n)·E[I]·W / (1 − u),
 
-    u the prompt share, λ the pool's rate, W the iteration without decoding sequences.
+    u the prompt share, λ the pool's rate, W the iteration without decoding sequences, E[I] the
+    mean iterations per request.
 
     To first order a least-loaded router keeps every instance at the pool's occupancy over n, so
     only the pool's arrival fluctuations, shared n ways, follow one instance's time: f = 1/n (and
@@ -490,19 +497,24 @@ def least_loaded_time_share(
     no longer even out the bursts a long prompt iteration sets off; we scale the share by
     u/(1 − u), the mean number of further prompt iterations one sets off in the branching structure
     of :mod:`fleetopt.core.ttft`. And the router can only even out an instance's intake with the
-    arrivals it sees: with m ≪ 1 pool arrivals per iteration (at least W/(1 − u) long), an arrival
-    finds the instances at random phases of their iterations and the intake follows each one's
-    time as under random dispatch; e^{−m}, the chance that no other arrival falls in an iteration,
-    moves f towards 1. Both factors were chosen by comparison with the iteration-level simulation
-    (docs/validation.md, which also checks them on workloads and profiles they were not chosen on);
-    they are an interpolation, not a derivation."""
+    arrivals it sees: with m ≪ 1 pool arrivals per iteration (at least W/(1 − u) long) an arrival
+    finds the instances at random phases of their iterations, and when each holds several
+    sequences (k₀, the fewest in flight per instance by Little's law, ≫ 1) their counts do not
+    tell which one is in a long prompt iteration: the intake follows each one's time as under
+    random dispatch. e^{−m}·(1 − e^{−k₀}) moves f towards 1 then; an idle pool (k₀ ≪ 1) keeps f₁,
+    since the router sends an arrival to an idle instance, not the one busy with a prompt. These
+    factors were chosen by comparison with the iteration-level simulation (docs/validation.md,
+    which also checks them on workloads and profiles they were not chosen on); they are an
+    interpolation, not a derivation."""
     if not instances >= 1.0:
         return 1.0
     branching = prompt_share / (1.0 - prompt_share) if prompt_share < 1.0 else math.inf
     share = min(1.0, max(1.0, branching) / instances)
-    if prompt_share < 1.0 and math.isfinite(pool_rate_per_s):
-        seen = pool_rate_per_s * base_iteration_s / (1.0 - prompt_share)
-        share += (1.0 - share) * math.exp(-seen)
+    if prompt_share < 1.0 and math.isfinite(pool_rate_per_s) and math.isfinite(mean_iterations):
+        iteration_s = base_iteration_s / (1.0 - prompt_share)
+        seen = pool_rate_per_s * iteration_s
+        in_flight = pool_rate_per_s / instances * mean_iterations * iteration_s
+        share += (1.0 - share) * math.exp(-seen) * -math.expm1(-in_flight)
     return min(1.0, share)
 
 
