@@ -1450,5 +1450,12 @@ def export_plan(
                 files["keda.yaml"] = deploy.manifests_yaml(scaled, header)
                 notes += keda_notes
         else:
-            files["plan.md"] = deploy.plan_markdown(plan_file.document, label)
+            try:
+                files["plan.md"] = deploy.plan_markdown(plan_file.document, label)
+            except (KeyError, TypeError, AttributeError) as exc:
+                # the summary echoes parts of the document that read_plan does not need to check
+                raise ValidationError(
+                    f"plan {label}: the markdown summary needs a field the plan lacks or mangles "
+                    f"({type(exc).__name__}: {exc}); re-plan with fleetopt plan --output"
+                ) from None
     return ExportRun(files=files, notes=notes)

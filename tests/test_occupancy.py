@@ -114,18 +114,25 @@ def _hardware(**changes) -> PoolHardware:
     slo_s=st.floats(0.3, 4.0),
     cap=st.floats(0.5, 0.95),
     context=st.sampled_from([4096, 8192, 16384]),
+    hint=st.integers(1, 300),
 )
-def test_engine_sizing_meets_its_targets_and_is_minimal(rate, slo_s, cap, context) -> None:
+def test_engine_sizing_meets_its_targets_and_is_minimal(rate, slo_s, cap, context, hint) -> None:
     """Every engine pool meets SLO and caps under its own model, and with one instance fewer no
-    slot count would (fewest instances first)."""
+    slot count would (fewest instances first); a hint of the answer (the planner passes the last
+    similar pool's) changes nothing."""
     hardware = _hardware()
     moments = PoolStatistics(_workload(), 512, prompt_levels=True).range_moments(
         -1, math.inf, 0.99, prompt_levels=True
     )
-    pool = size_pool(
+    arguments = dict(
         arrival_rate_per_s=rate, moments=moments, hardware=hardware, context_tokens=context,
         service_model="engine", ttft_slo_s=slo_s, max_utilization=cap,
     )  # fmt: skip
+    pool = size_pool(**arguments)
+    assert repr(size_pool(**arguments, instances_hint=hint)) == repr(pool)
+    if pool.feasible:
+        for near in (pool.instances - 1, pool.instances, pool.instances + 1):
+            assert repr(size_pool(**arguments, instances_hint=max(1, near))) == repr(pool)
     if not pool.feasible:
         assert pool.problems
         return

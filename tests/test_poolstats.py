@@ -58,6 +58,20 @@ def _check(stats: PoolStatistics, workload: Workload, chunk: int, b: int, gamma:
         expected_quantile = prefills[order][np.searchsorted(cumulative, 0.99 * (1 - 1e-12))]
         assert moments.prefill_iterations_quantile == expected_quantile
         _check_prompt_levels(moments.prompt_levels, weights, prefills, inputs, chunk)
+        _check_decode_above(moments, weights, iterations - prefills, lengths)
+
+
+def _check_decode_above(moments, weights: np.ndarray, outputs: np.ndarray, lengths: np.ndarray) -> None:
+    """The KV-read floor's sums (E[L_out; L > t], E[L_out·L; L > t]) against direct sums, at thresholds
+    below, inside and above the pool's lengths."""
+    mass = weights.sum()
+    for threshold in (-1.0, float(np.median(lengths)), float(lengths.max()) - 0.5, float(lengths.max())):
+        above = lengths > threshold
+        expected = (
+            float((weights * outputs * above).sum() / mass),
+            float((weights * outputs * lengths * above).sum() / mass),
+        )
+        assert moments.decode_above(threshold) == pytest.approx(expected, rel=1e-9, abs=1e-9)
 
 
 def _check_prompt_levels(
@@ -121,6 +135,7 @@ def test_range_moments_and_cdf_equal_brute_force(pairs, lo, hi) -> None:
         assert moments.mean_iterations == pytest.approx(iterations.mean(), rel=1e-12)
         assert moments.max_total_tokens == total[chosen].max()
         _check_prompt_levels(moments.prompt_levels, chosen.astype(float), -(-inputs // 512), inputs, 512)
+        _check_decode_above(moments, chosen.astype(float), outputs, total)
     else:
         assert moments.is_empty
 

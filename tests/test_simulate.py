@@ -483,7 +483,7 @@ def test_the_kernels_are_compiled_when_numba_is_installed() -> None:
 def test_compiled_and_interpreted_physical_engines_give_the_same_trace(dispatch: str) -> None:
     """The iteration-level engine: the numba kernel and the Python engine it mirrors agree to the
     last bit on every request's slot, admission, first-token and departure time (a loaded pool with
-    token-level prefill costs, a chunk remainder, queueing and C&R routing)."""
+    token-level prefill costs, a chunk remainder, queueing, C&R routing and a KV-read floor)."""
     from fleetopt.core import engines
 
     pytest.importorskip("numba")
@@ -492,7 +492,10 @@ def test_compiled_and_interpreted_physical_engines_give_the_same_trace(dispatch:
         SimulatedPool(
             "short", 3, 4, 8192, 0.008, 0.002, 512, 8192, prefill_per_token_s=2e-5, ttft_overhead_s=0.01
         ),
-        SimulatedPool("long", 2, 2, 65536, 0.009, 0.001, 512, 8192, prefill_per_token_s=1e-5),
+        # a KV-read floor that binds for every long request (5e-7 s/token × L > 3,072 tokens > H)
+        SimulatedPool(
+            "long", 2, 2, 65536, 0.009, 0.001, 512, 8192, prefill_per_token_s=1e-5, kv_read_s_per_token=5e-7
+        ),
     ]
     traces = {}
     for jit in ("0", "1"):
@@ -506,3 +509,26 @@ def test_compiled_and_interpreted_physical_engines_give_the_same_trace(dispatch:
     for interpreted, compiled in zip(traces["0"], traces["1"], strict=True):
         for field in ("slot_start_s", "admission_s", "first_token_s", "departure_s"):
             assert np.array_equal(getattr(interpreted, field), getattr(compiled, field)), (dispatch, field)
+
+
+@pytest.mark.parametrize("jit", ["0", "1"])
+def test_a_decoding_sequence_costs_its_kv_read_where_that_exceeds_h(jit: str) -> None:
+    """One request alone on one instance (interpreted and compiled engines): L_in = 1,000 prefilled in
+    one iteration of W + τ·1,000, then L_out = 100 decode iterations of W + max(H, κ_read·L),
+    L = 1,100 — by hand: the departure comes 101 iterations after admission."""
+    from fleetopt.core import engines
+
+    w, h, tau = 0.01, 1e-4, 3e-5
+    workload = workload_from_requests(np.array([1000]), np.array([100]), name="one")
+    for kv_read, decode_s in ((1e-6, 1.1e-3), (1e-8, h)):  # κ·L = 1.1 ms > H; 11 µs < H
+        pool = SimulatedPool(
+            "one", 1, 4, 4096, w, h, 8192, prefill_per_token_s=tau, kv_read_s_per_token=kv_read
+        )
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv(engines.JIT_ENV, jit)
+            trace = simulate_fleet(
+                workload, [pool], Routing.homogeneous(), arrival_rate_per_s=1e-3, service_model="physical",
+                requests=3, warmup_fraction=0.0, seeds=(1,), keep_requests=True,
+            ).traces[0]  # fmt: skip
+        expected = (w + tau * 1000) + 100 * (w + decode_s)
+        np.testing.assert_allclose(trace.departure_s - trace.admission_s, expected, rtol=1e-12)

@@ -253,6 +253,7 @@ def _simulated_pool(name: str, instances: int, slots: int, context: int, hw: Poo
         calibration_context_tokens=hw.calibration_context_tokens,
         prefill_per_token_s=costs.per_prefill_token_s,
         physical_iteration_base_s=costs.base_s,
+        kv_read_s_per_token=costs.kv_read_floor_s_per_token,
         ttft_overhead_s=hw.ttft_overhead_s,
     )
 

@@ -71,7 +71,9 @@ def load_kernels() -> bool:
     _compiled(_least_loaded_kernel)(one, one, 1, 1, np.empty(2))
     ones = np.ones(2, np.int64)
     outputs = [np.empty(2) for _ in range(4)]
-    _compiled(_physical_kernel)(one, two, ones, ones, 0.01, 0.001, 0.0, 512, 1, 1, _POOLED, *outputs)
+    _compiled(_physical_kernel)(
+        one, two, ones, ones, np.zeros(2), 0.01, 0.001, 0.0, 512, 1, 1, _POOLED, *outputs
+    )
     return True
 
 
@@ -326,7 +328,8 @@ def _soonest_free_instance(
 class PhysicalPool:
     """Iteration-level simulation of one pool's instances (the ``physical`` service model).
 
-    An iteration of an instance costs W + H·d + τ·p: d sequences decoding, p prompt tokens being
+    An iteration of an instance costs W + H·d + τ·p (+ the KV-read excess of each decoding sequence,
+    max(0, κ_read·L − H), where the pool sets a floor): d sequences decoding, p prompt tokens being
     prefilled (each prefilling request contributes its chunk: ``chunk`` tokens, its remainder on
     its last prefill iteration). A request admitted at boundary b prefills in iterations
     b+1 … b+P, decodes in b+P+1 … b+I, has its first token at the end of iteration b+P+1 and leaves
@@ -362,6 +365,9 @@ class PhysicalPool:
         self.prefill_iterations = prefill_iterations.tolist()
         self.last_chunk = (input_tokens - np.maximum(prefill_iterations - 1, 0) * self.chunk).tolist()
         self.iterations = iterations.tolist()
+        # what a decoding sequence costs beyond H: its KV read at its total length L (0 without a floor)
+        totals = input_tokens + iterations - prefill_iterations
+        self.extra = np.maximum(0.0, pool.kv_read_s_per_token * totals - self.h).tolist()
         count = arrival_s.size
         self.slot_start = [0.0] * count
         self.admission = [0.0] * count
@@ -376,6 +382,7 @@ class PhysicalPool:
         self.committed = [0] * n  # active + reserved
         self.load = [0] * n  # committed + queued at the instance
         self.decoding = [0] * n
+        self.extra_decode_s = [0.0] * n
         self.prefill_tokens = [0] * n
         self.changes: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
         self.first_tokens: list[list[tuple[int, int]]] = [[] for _ in range(n)]
@@ -401,17 +408,19 @@ class PhysicalPool:
             token_boundary, r = heapq.heappop(pending)
             self.first_token[r] = seg_time + (token_boundary - seg_boundary) * iter_s
         changes = self.changes[i]
-        decoding, prefill = self.decoding[i], self.prefill_tokens[i]
+        decoding, prefill, extra = self.decoding[i], self.prefill_tokens[i], self.extra_decode_s[i]
         freed = 0
         while changes and changes[0][0] <= boundary:
             _, kind, r = heapq.heappop(changes)
             if kind == _DEPART:
                 self.departure[r] = now
                 decoding -= 1
+                extra -= self.extra[r]
                 freed += 1
             elif kind == _PREFILL_END:
                 prefill -= self.last_chunk[r]
                 decoding += 1
+                extra += self.extra[r]
             else:  # _CHUNK_CHANGE: the last, shorter chunk
                 prefill += self.last_chunk[r] - self.chunk
         active = self.active[i] - freed
@@ -435,6 +444,7 @@ class PhysicalPool:
             heapq.heappush(pending, (boundary + p + 1, r))
             if p == 0:
                 decoding += 1
+                extra += self.extra[r]
                 continue
             prefill += self.chunk if p > 1 else self.last_chunk[r]
             heapq.heappush(changes, (boundary + p, _PREFILL_END, r))
@@ -442,12 +452,12 @@ class PhysicalPool:
                 heapq.heappush(changes, (boundary + p - 1, _CHUNK_CHANGE, r))
         active += len(admitted)
         admitted.clear()
-        self.decoding[i], self.prefill_tokens[i] = decoding, prefill
+        self.decoding[i], self.prefill_tokens[i], self.extra_decode_s[i] = decoding, prefill, extra
         self.active[i] = active
         self.committed[i] = committed
         self.seg_time[i] = now
         self.seg_boundary[i] = boundary
-        self.iter_s[i] = self.w + self.h * decoding + self.tau * prefill
+        self.iter_s[i] = self.w + self.h * decoding + extra + self.tau * prefill
         if active:
             self._schedule(i, changes[0][0])
         else:
@@ -539,6 +549,7 @@ class PhysicalPool:
             np.asarray(self.prefill_iterations, dtype=np.int64),
             np.asarray(self.last_chunk, dtype=np.int64),
             np.asarray(self.iterations, dtype=np.int64),
+            np.asarray(self.extra, dtype=np.float64),
             float(self.w), float(self.h), float(self.tau), int(self.chunk), int(self.slots), int(self.n),
             dispatch, *outputs,
         )  # fmt: skip
@@ -662,6 +673,7 @@ def _physical_kernel(
     prefill_iterations: np.ndarray,
     last_chunk: np.ndarray,
     iterations: np.ndarray,
+    extra: np.ndarray,
     w: float,
     h: float,
     tau: float,
@@ -691,6 +703,7 @@ def _physical_kernel(
     committed = np.zeros(n, np.int64)
     load = np.zeros(n, np.int64)
     decoding = np.zeros(n, np.int64)
+    extra_decode = np.zeros(n)
     prefill_tokens = np.zeros(n, np.int64)
     changes = np.empty((n, 3 * slots + 1), np.int64)
     change_sizes = np.zeros(n, np.int64)
@@ -785,7 +798,7 @@ def _physical_kernel(
         while token_sizes[i] > 0 and tokens[i, 0] // count <= boundary:
             key = _row_pop(tokens, token_sizes, i)
             first_token[key % count] = start_time + (key // count - start_boundary) * step
-        busy_decoding, busy_prefill = decoding[i], prefill_tokens[i]
+        busy_decoding, busy_prefill, busy_extra = decoding[i], prefill_tokens[i], extra_decode[i]
         freed = 0
         while change_sizes[i] > 0 and changes[i, 0] // kinds <= boundary:
             key = _row_pop(changes, change_sizes, i)
@@ -794,10 +807,12 @@ def _physical_kernel(
             if kind == 2:  # departure
                 departure[r] = now
                 busy_decoding -= 1
+                busy_extra -= extra[r]
                 freed += 1
             elif kind == 1:  # end of prefill
                 busy_prefill -= last_chunk[r]
                 busy_decoding += 1
+                busy_extra += extra[r]
             else:  # the last, shorter chunk
                 busy_prefill += last_chunk[r] - chunk
         now_active = active[i] - freed
@@ -831,6 +846,7 @@ def _physical_kernel(
             _row_push(tokens, token_sizes, i, (boundary + p + 1) * count + r)
             if p == 0:
                 busy_decoding += 1
+                busy_extra += extra[r]
                 continue
             busy_prefill += chunk if p > 1 else last_chunk[r]
             _row_push(changes, change_sizes, i, ((boundary + p) * 3 + 1) * count + r)
@@ -838,12 +854,12 @@ def _physical_kernel(
                 _row_push(changes, change_sizes, i, ((boundary + p - 1) * 3) * count + r)
         now_active += reserved_sizes[i]
         reserved_sizes[i] = 0
-        decoding[i], prefill_tokens[i] = busy_decoding, busy_prefill
+        decoding[i], prefill_tokens[i], extra_decode[i] = busy_decoding, busy_prefill, busy_extra
         active[i] = now_active
         committed[i] = now_committed
         seg_time[i] = now
         seg_boundary[i] = boundary
-        iter_s[i] = w + h * busy_decoding + tau * busy_prefill
+        iter_s[i] = w + h * busy_decoding + busy_extra + tau * busy_prefill
         if now_active > 0:
             _schedule_event(
                 events, where, when, counters, scheduled, seg_time, seg_boundary, iter_s, i,

@@ -282,6 +282,7 @@ class Planner:
         self._fleets: dict[Routing, FleetCandidate] = {}
         self._shares: dict[tuple, PoolShare] = {}
         self._pools: dict[tuple, PoolSizing] = {}
+        self._instance_hints: dict[tuple, int] = {}  # the last pool sized at (index, context)
         longest = workload.max_total_tokens
         if longest > options.long_context_tokens:
             share = 1.0 - self.stats(long_hardware).cdf(options.long_context_tokens)
@@ -371,7 +372,9 @@ class Planner:
         return alpha, stats.cdf(routing.gamma * b) - alpha
 
     # -- pools and fleets -------------------------------------------------------------------
-    def _size(self, rate: float, moments: PoolMoments, hardware: PoolHardware, context: int) -> PoolSizing:
+    def _size(
+        self, rate: float, moments: PoolMoments, hardware: PoolHardware, context: int, hint: int | None = None
+    ) -> PoolSizing:
         o = self.options
         return size_pool(
             arrival_rate_per_s=rate,
@@ -384,6 +387,7 @@ class Planner:
             tpot_slo_s=o.tpot_slo_s,
             fixed_slots=self.model.fixed_slots(hardware, context),
             arrival_scv=self.arrival_scv(rate, moments, hardware, context),
+            instances_hint=hint,
         )
 
     def arrival_scv(
@@ -441,7 +445,13 @@ class Planner:
     ) -> PoolSizing:
         if key not in self._pools:
             rate = self.model.pool_rate(share, index, self.options.arrival_rate_per_s)
-            self._pools[key] = self._size(rate, share.moments, hardware, context_tokens)
+            # neighbouring cells (the next γ, the next B) size similar pools: the last answer at the
+            # same position and context starts the search (it never changes the answer)
+            where = (index, context_tokens)
+            sized = self._size(rate, share.moments, hardware, context_tokens, self._instance_hints.get(where))
+            if sized.feasible and sized.instances > 0:
+                self._instance_hints[where] = sized.instances
+            self._pools[key] = sized
         return self._pools[key]
 
     def fleet(self, routing: Routing, label: str = "cell") -> FleetCandidate:

@@ -17,7 +17,8 @@ a request with L_out ≥ B cannot be compressed.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -55,6 +56,9 @@ class PoolMoments:
         prompt_levels: the prompt lengths by prefill level (weights and the moments of the last
             chunk), for the ``engine`` model's TTFT law (:mod:`fleetopt.core.ttft`); None when not
             asked for.
+        decode_above: ``decode_above(t)`` = (E[L_out; L > t], E[L_out·L; L > t]) over the pool's
+            requests (L the routed total, tokens): what the engine model's KV-read floor needs
+            (:meth:`fleetopt.core.service.EngineModel.decode_and_prompt_costs`); exact, memoized.
     """
 
     traffic_fraction: float
@@ -72,6 +76,9 @@ class PoolMoments:
     mean_sq_input_tokens: float = math.nan
     prefill_quantile_fraction: float = 1.0
     prompt_levels: PromptLevels | None = None
+    decode_above: Callable[[float], tuple[float, float]] | None = field(
+        default=None, compare=False, repr=False
+    )
 
     @property
     def is_empty(self) -> bool:
@@ -409,6 +416,7 @@ class PoolStatistics:
                 prompts,
                 quantile,
                 self._max_total_between(i0, i1),
+                lambda t, lo=lo, hi=hi: self._decode_sums(max(lo, t), hi),
             )
         return self._ranges[key]
 
@@ -442,7 +450,16 @@ class PoolStatistics:
                 if prompts is not None:
                     prompts = _add_padded(prompts, compressibility * band_prompts)
                 max_total = b
-        return self._moments(sums, histogram, prompts, quantile, max_total)
+        compressed = compressibility * band.compressed_sums(hi) if compressibility > 0 and hi > b else None
+
+        def decode_above(t: float) -> np.ndarray:
+            tail = self._decode_sums(max(-1, t), b)
+            if compressed is not None and b > t:  # compressed requests all have L = B
+                out = compressed[_I] - compressed[_P]
+                tail = tail + np.array((out, b * out))
+            return tail
+
+        return self._moments(sums, histogram, prompts, quantile, max_total, decode_above)
 
     def long_pool(
         self,
@@ -485,7 +502,19 @@ class PoolStatistics:
                 if prompts is not None:
                     prompts = _add_padded(_add_padded(prompts, fixed_prompts), stay * stay_prompts)
                 max_total = max(max_total, self._max_total_between(self._run_index(b), i_hi))
-        return self._moments(sums, histogram, prompts, quantile, max_total)
+        stay = 1.0 - compressibility
+
+        def decode_above(t: float) -> np.ndarray:
+            tail = self._decode_sums(max(hi, t), top)
+            if hi > b:  # the band requests that stay, at their own lengths in (max(B, t), γB]
+                band = self._band(b, hi)
+                for table, share in ((band._incompressible, 1.0), (band._original, stay)):
+                    if share > 0:
+                        part = table[:, band._end(hi)] - table[:, band._end(min(hi, max(b, math.floor(t))))]
+                        tail = tail + share * np.array((part[_I] - part[_P], part[_IL] - part[_PL]))
+            return tail
+
+        return self._moments(sums, histogram, prompts, quantile, max_total, decode_above)
 
     def compressible_fraction(self, b_short_tokens: int, gamma: float) -> float:
         """Share of all requests in B < L ≤ γB with L_out < B (those C&R can compress)."""
@@ -511,6 +540,12 @@ class PoolStatistics:
         last = int(self._last_positive[i1])
         return int(self._run_totals[last]) if last >= i0 else 0
 
+    def _decode_sums(self, lo_tokens: float, hi_tokens: float) -> np.ndarray:
+        """(Σw·L_out, Σw·L_out·L) over the atoms with lo < L ≤ hi (L_out = I − P, from the prefix table)."""
+        lo, hi = _floor_tokens(lo_tokens), _floor_tokens(hi_tokens)
+        part = self._sums_between(self._run_index(lo), self._run_index(hi))
+        return np.array((part[_I] - part[_P], part[_IL] - part[_PL]))
+
     def _moments(
         self,
         sums: np.ndarray,
@@ -518,6 +553,7 @@ class PoolStatistics:
         prompt_sums: np.ndarray | None,
         quantile: float,
         max_total: int,
+        decode_sums: Callable[[float], np.ndarray] | None = None,
     ) -> PoolMoments:
         weight = float(sums[_W])
         if weight <= 1e-15:
@@ -545,6 +581,7 @@ class PoolStatistics:
                 if prompt_sums is None
                 else PromptLevels.from_sums(self.prefill_chunk_tokens, prompt_sums)
             ),
+            decode_above=None if decode_sums is None else _normalized_memo(decode_sums, weight),
         )
 
 
@@ -601,6 +638,22 @@ class _CompressionBand:
 
     def incompressible_sums(self, hi_tokens: int) -> np.ndarray:
         return self._incompressible[:, self._end(hi_tokens)]
+
+
+def _normalized_memo(
+    sums: Callable[[float], np.ndarray], weight: float
+) -> Callable[[float], tuple[float, float]]:
+    """``sums(t) / weight`` as a pair of floats, memoized by t."""
+    memo: dict[float, tuple[float, float]] = {}
+
+    def decode_above(threshold_tokens: float) -> tuple[float, float]:
+        value = memo.get(threshold_tokens)
+        if value is None:
+            out, out_len = sums(threshold_tokens) / weight
+            value = memo[threshold_tokens] = (float(out), float(out_len))
+        return value
+
+    return decode_above
 
 
 def _pad(histogram: np.ndarray, levels: int) -> np.ndarray:

@@ -416,15 +416,24 @@ class EngineModel(LockstepModel):
     @staticmethod
     def decode_and_prompt_costs(moments: PoolMoments, costs: IterationCosts) -> tuple[float, float]:
         """(c_d, τ·E[L_in]): the decode-side cost one sequence adds to an iteration, averaged over its
-        residence, (H·E[L_out] + κ·E[I·L]) / E[I], and the compute of one request's prompt, seconds."""
+        residence, and the compute of one request's prompt, seconds.
+
+        A decoding sequence of L tokens costs max(H, κ_read·L) per iteration (the KV-read floor: it
+        reads its whole cache, L ≤ its routed total) plus κ·L, for its L_out decode iterations:
+        c_d = (H·E[L_out] + κ_read·E[L_out·(L − L*)⁺] + κ·E[I·L]) / E[I], L* = H/κ_read, the
+        excess exact from the pool's sums (:attr:`PoolMoments.decode_above`); where a pool does not
+        carry them, the floor on the averages, max(H·E[L_out], κ_read·E[I·L]) / E[I]."""
         mean_output = moments.mean_iterations - moments.mean_prefill_iterations
         mean_input = moments.mean_total_tokens - mean_output
-        decode = (costs.per_decode_s * mean_output + costs.per_kv_token_s * moments.mean_iter_x_len) / (
-            moments.mean_iterations
-        )
-        # KV-read floor: a decoding sequence reads its whole cache every iteration
-        kv_floor = costs.kv_read_floor_s_per_token * moments.mean_iter_x_len / moments.mean_iterations
-        return max(decode, kv_floor), costs.per_prefill_token_s * mean_input
+        kv_read = costs.kv_read_floor_s_per_token
+        decode = costs.per_decode_s * mean_output + costs.per_kv_token_s * moments.mean_iter_x_len
+        if kv_read > 0 and moments.decode_above is not None:
+            threshold = costs.per_decode_s / kv_read
+            above, above_x_len = moments.decode_above(threshold)
+            decode += kv_read * max(0.0, above_x_len - threshold * above)
+        elif kv_read > 0:
+            decode = max(decode, kv_read * moments.mean_iter_x_len)
+        return decode / moments.mean_iterations, costs.per_prefill_token_s * mean_input
 
     def ttft_law(
         self,
@@ -454,28 +463,59 @@ class EngineModel(LockstepModel):
             tau_s=costs.per_prefill_token_s,
             decode_iteration_s=costs.base_s + decode_per_sequence_s * occupancy_per_instance,
             rate_per_instance_per_s=rate_per_instance_per_s,
-            time_share=least_loaded_time_share(rate_per_instance_per_s * prompt_work_s, instances),
+            time_share=least_loaded_time_share(
+                rate_per_instance_per_s * prompt_work_s,
+                instances,
+                rate_per_instance_per_s * instances,
+                costs.base_s,
+                moments.mean_iterations,
+            ),
             overhead_s=hardware.ttft_overhead_s if with_overhead else 0.0,
             slot_wait=slot_wait,
         )
 
 
-def least_loaded_time_share(prompt_share: float, instances: float) -> float:
+def least_loaded_time_share(
+    prompt_share: float,
+    instances: float,
+    pool_rate_per_s: float = math.inf,
+    base_iteration_s: float = 0.0,
+    mean_iterations: float = math.inf,
+) -> float:
     """f: the share of an instance's intake that follows its own iteration lengths behind a
-    least-loaded router over n instances, min(1, max(1, u/(1 − u)) / n), u the prompt share.
+    least-loaded router over n instances:
+
+        f = f₁ + (1 − f₁)·e^{−m}·(1 − e^{−k₀}),   f₁ = min(1, max(1, u/(1 − u)) / n),
+        m = λ·W / (1 − u),   k₀ = (λ/n)·E[I]·W / (1 − u),
+
+    u the prompt share, λ the pool's rate, W the iteration without decoding sequences, E[I] the
+    mean iterations per request.
 
     To first order a least-loaded router keeps every instance at the pool's occupancy over n, so
     only the pool's arrival fluctuations, shared n ways, follow one instance's time: f = 1/n (and
     f = 1 for one instance, exact). When prompts take most of an instance's time the router can
     no longer even out the bursts a long prompt iteration sets off; we scale the share by
     u/(1 − u), the mean number of further prompt iterations one sets off in the branching structure
-    of :mod:`fleetopt.core.ttft`. That factor was chosen by comparison with the iteration-level
-    simulation (docs/validation.md, which also checks it on workloads and profiles it was not
-    chosen on); it is an interpolation, not a derivation."""
+    of :mod:`fleetopt.core.ttft`. And the router can only even out an instance's intake with the
+    arrivals it sees: with m ≪ 1 pool arrivals per iteration (at least W/(1 − u) long) an arrival
+    finds the instances at random phases of their iterations, and when each holds several
+    sequences (k₀, the fewest in flight per instance by Little's law, ≫ 1) their counts do not
+    tell which one is in a long prompt iteration: the intake follows each one's time as under
+    random dispatch. e^{−m}·(1 − e^{−k₀}) moves f towards 1 then; an idle pool (k₀ ≪ 1) keeps f₁,
+    since the router sends an arrival to an idle instance, not the one busy with a prompt. These
+    factors were chosen by comparison with the iteration-level simulation (docs/validation.md,
+    which also checks them on workloads and profiles they were not chosen on); they are an
+    interpolation, not a derivation."""
     if not instances >= 1.0:
         return 1.0
     branching = prompt_share / (1.0 - prompt_share) if prompt_share < 1.0 else math.inf
-    return min(1.0, max(1.0, branching) / instances)
+    share = min(1.0, max(1.0, branching) / instances)
+    if prompt_share < 1.0 and math.isfinite(pool_rate_per_s) and math.isfinite(mean_iterations):
+        iteration_s = base_iteration_s / (1.0 - prompt_share)
+        seen = pool_rate_per_s * iteration_s
+        in_flight = pool_rate_per_s / instances * mean_iterations * iteration_s
+        share += (1.0 - share) * math.exp(-seen) * -math.expm1(-in_flight)
+    return min(1.0, share)
 
 
 def _cdf_or_one(stats: PoolStatistics, tokens: float) -> float:

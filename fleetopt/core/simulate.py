@@ -85,6 +85,9 @@ class SimulatedPool:
         physical_iteration_base_s: the W the ``physical`` engine uses when it differs from the
             profile's (the weight-streaming floor of :func:`fleetopt.core.service.iteration_costs`).
         ttft_overhead_s: T0, added to every first token by the ``physical`` engine, seconds.
+        kv_read_s_per_token: the KV-read floor of the ``physical`` engine: a decoding sequence of L
+            tokens costs max(H, this × L) per iteration (the engine model's floor,
+            :func:`fleetopt.core.service.iteration_costs`), seconds per token; 0 = H always.
     """
 
     name: str
@@ -98,6 +101,7 @@ class SimulatedPool:
     prefill_per_token_s: float = 0.0
     physical_iteration_base_s: float | None = None
     ttft_overhead_s: float = 0.0
+    kv_read_s_per_token: float = 0.0
 
     @property
     def servers(self) -> int:

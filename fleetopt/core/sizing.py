@@ -10,7 +10,7 @@ faster (t = W + H·s), which can make a pool whose SLO binds cheaper below its K
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from functools import cached_property
 from typing import Any
@@ -40,6 +40,7 @@ from fleetopt.core.service import (
     service_time_formulas,
     slot_service_times,
 )
+from fleetopt.core.ttft import TtftCumulants
 from fleetopt.defaults import DEFAULT_MAX_UTILIZATION
 from fleetopt.errors import ValidationError
 
@@ -341,6 +342,7 @@ def size_pool(
     tpot_slo_s: float | None = None,
     fixed_slots: int | None = None,
     arrival_scv: float = 1.0,
+    instances_hint: int | None = None,
 ) -> PoolSizing:
     """The cheapest (instances, slots) for one pool: fewest instances, then the most slots.
 
@@ -353,6 +355,8 @@ def size_pool(
 
     ``arrival_scv``: C_a² ≥ 1 of the pool's arrivals (1: Poisson); it enters the wait through
     Hayward's peakedness (:func:`_wait_one`, and the occupancy chain at n/z instances and λ/z).
+    ``instances_hint``: a guess of the answer (a similar pool's), where the engine model's search
+    starts its bracket; it saves evaluations and never changes the answer.
     """
     _check_arrival_scv(arrival_scv)
     if not (0.0 < max_utilization <= 1.0):
@@ -375,7 +379,7 @@ def size_pool(
         return _empty_pool(hardware, context_tokens, kv_limit, fixed_slots or kv_limit)
     args = (arrival_rate_per_s, moments, hardware, context_tokens, kv_limit, service_model, ttft_slo_s)
     if service_model.occupancy_aware:
-        return _size_engine(*args, max_utilization, tpot_slo_s, fixed_slots, arrival_scv)
+        return _size_engine(*args, max_utilization, tpot_slo_s, fixed_slots, arrival_scv, instances_hint)
     if fixed_slots is not None:
         return _size_fixed_slots(*args, max_utilization, tpot_slo_s, fixed_slots, arrival_scv)
     return _size_any_slots(*args, max_utilization, tpot_slo_s, arrival_scv)
@@ -687,7 +691,6 @@ def evaluate_pool(
 
 
 def _replace(sizing: PoolSizing, **changes: object) -> PoolSizing:
-    from dataclasses import replace
 
     return replace(sizing, **changes)
 
@@ -727,6 +730,8 @@ class _EngineContext:
     cap: float
     tpot_slo_s: float | None
     arrival_scv: float = 1.0
+    #: evaluations at (n, s) already made: the search's last one is the one the report describes
+    evaluated: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def peakedness(self) -> float:
@@ -842,6 +847,15 @@ def _engine_eval_one(
 ) -> dict[str, Any]:
     """:func:`_engine_eval` at one point, in plain floats (the same formulas). The SLO test uses the
     law's survival function at the SLO; ``quantile=True`` also gives the P99 TTFT (``ttft``)."""
+    known = ctx.evaluated.get((instances, slots))
+    if known is None:
+        known = ctx.evaluated[(instances, slots)] = _engine_eval_point(ctx, instances, slots)
+    if quantile and known["law"] is not None:
+        return {**known, "ttft": known["law"].quantile_s(ctx.moments.quantile)}
+    return known
+
+
+def _engine_eval_point(ctx: _EngineContext, instances: float, slots: float) -> dict[str, Any]:
     m = ctx.moments
     q = m.quantile
     peak = ctx.peakedness
@@ -871,7 +885,7 @@ def _engine_eval_one(
         slot_wait=_slot_wait(p_wait, drain, m.iterations_scv, ctx.arrival_scv),
         decode_and_prompt=(ctx.decode_per_sequence_s, ctx.prompt_work_s),
     )  # fmt: skip
-    ttft = law.quantile_s(q) if quantile else math.nan
+    ttft = math.nan
     utilization = mean_busy / servers
     ok = compute <= ctx.cap and utilization <= ctx.cap and not law.exceeds_one(ctx.ttft_slo_s, q)
     seen_iteration_s = math.nan
@@ -903,7 +917,7 @@ def _engine_could_pass(ctx: _EngineContext, instances: float) -> bool:
         instances=instances, occupancy_per_instance=0.0,
         decode_and_prompt=(ctx.decode_per_sequence_s, ctx.prompt_work_s),
     )  # fmt: skip
-    return bool(law.quantile_s(ctx.moments.quantile) <= ctx.ttft_slo_s)
+    return not law.exceeds_one(ctx.ttft_slo_s, ctx.moments.quantile)
 
 
 def _engine_ok_one(ctx: _EngineContext, instances: float, slots: float) -> bool:
@@ -911,13 +925,13 @@ def _engine_ok_one(ctx: _EngineContext, instances: float, slots: float) -> bool:
     return bool(_engine_eval_one(ctx, instances, slots)["ok"])
 
 
-def _engine_floor_s(ctx: _EngineContext) -> tuple[float, float]:
-    """(the least P99 TTFT, the least iteration time) any pool size reaches: at no load, t = W."""
+def _engine_floor(ctx: _EngineContext) -> tuple[TtftCumulants, float]:
+    """(the TTFT law at no load, the least iteration time W): no pool size does better."""
     law = ctx.service_model.ttft_law(
         ctx.moments, ctx.hardware, ctx.costs, rate_per_instance_per_s=0.0, instances=1.0,
         occupancy_per_instance=0.0,
     )  # fmt: skip
-    return float(law.quantile_s(ctx.moments.quantile)), ctx.costs.base_s
+    return law, ctx.costs.base_s
 
 
 def _engine_describe(
@@ -933,16 +947,14 @@ def _engine_describe(
         )
     )
     # the P99 from a free slot to the first token: the same law without the slot wait and T0
-    prefill_q = (
-        float(
-            ctx.service_model.ttft_law(
-                ctx.moments, ctx.hardware, ctx.costs, rate_per_instance_per_s=ctx.rate / instances,
-                instances=float(instances), occupancy_per_instance=mean_busy / instances, with_overhead=False,
-            ).quantile_s(ctx.moments.quantile)
-        )
-        if stable
-        else math.nan
-    )  # fmt: skip
+    prefill_q = math.nan
+    if stable:
+        law, overhead_s = ev["law"], ctx.hardware.ttft_overhead_s
+        prefill_law = replace(
+            law, base_mean_s=law.base_mean_s - overhead_s, quiet_mean_s=law.quiet_mean_s - overhead_s,
+            wait_probability=0.0, wait_mean_s=0.0,
+        )  # fmt: skip
+        prefill_q = float(prefill_law.quantile_s(ctx.moments.quantile))
     mean_service_s = mean_busy / ctx.rate
     servers = instances * slots
     return PoolSizing(
@@ -979,7 +991,7 @@ def _engine_describe(
 def _size_engine(
     rate: float, moments: PoolMoments, hardware: PoolHardware, context_tokens: int, kv_limit: int,
     service_model: ServiceModel, ttft_slo_s: float, cap: float, tpot_slo_s: float | None,
-    fixed: int | None, arrival_scv: float = 1.0,
+    fixed: int | None, arrival_scv: float = 1.0, hint: int | None = None,
 ) -> PoolSizing:  # fmt: skip
     """Fewest instances, then most slots, under the occupancy chain (see :func:`_engine_eval`).
 
@@ -988,11 +1000,13 @@ def _size_engine(
     doubling and bisection over n, each step one vectorized evaluation over every slot count.
     """
     ctx = _engine_context(rate, moments, hardware, service_model, ttft_slo_s, cap, tpot_slo_s, arrival_scv)
-    least_ttft_s, least_iteration_s = _engine_floor_s(ctx)
+    least_law, least_iteration_s = _engine_floor(ctx)
     if tpot_slo_s is not None and not least_iteration_s <= tpot_slo_s:
         problem = _tpot_problem(1, least_iteration_s, tpot_slo_s)
         return _infeasible(hardware, context_tokens, kv_limit, rate, problem, None)
-    if not least_ttft_s < ttft_slo_s:
+    # (the survival test at the SLO, as sizing uses; the quantile only for the report)
+    if least_law.exceeds_one(ttft_slo_s, moments.quantile):
+        least_ttft_s = float(least_law.quantile_s(moments.quantile))
         kind = ProblemKind.COMPUTE_FLOOR if ctx.costs.prefill_floor_binds else ProblemKind.PREFILL_OVER_SLO
         problem = PoolProblem(kind, least_ttft_s, ttft_slo_s, 1)
         return _infeasible(hardware, context_tokens, kv_limit, rate, problem, least_ttft_s)
@@ -1013,7 +1027,7 @@ def _size_engine(
     if passes_at_most(start)[0]:
         instances, chosen = start, most
     else:
-        instances, _ = smallest_passing(passes_at_most, failing=start)
+        instances = _smallest_passing_near(passes_at_most, start, hint)
         chosen = most
         if fixed is None and instances - 1 >= start and _engine_could_pass(ctx, float(instances - 1)):
             slots = np.arange(1.0, kv_limit + 1.0)
@@ -1041,6 +1055,18 @@ def _size_engine(
     else:
         slots_binding = "ttft"
     return _engine_describe(ctx, context_tokens, kv_limit, instances, chosen, binding, slots_binding)
+
+
+def _smallest_passing_near(evaluate, failing: int, hint: int | None) -> int:
+    """:func:`smallest_passing` above ``failing`` for a monotone test, its bracket started at
+    ``hint`` (n passes and n − 1 fails: two evaluations) when the hint is above ``failing``."""
+    if hint is None or not hint > failing:
+        return smallest_passing(evaluate, failing=failing)[0]
+    if evaluate(hint)[0]:
+        if hint - 1 == failing or not evaluate(hint - 1)[0]:
+            return hint
+        return smallest_passing(evaluate, failing=failing, passing=hint - 1)[0]
+    return smallest_passing(evaluate, failing=hint)[0]
 
 
 def _evaluate_engine(

@@ -370,17 +370,26 @@ def _mixture_quantile(parts: list, q: float) -> float:
     return x
 
 
+def _gamma_one(variance: float, third: float) -> tuple[float, float, float, float] | None:
+    """(σ, γ₁, shape 4/γ₁², scale σ|γ₁|/2) of the shifted gamma law with these cumulants; None when
+    it is read as normal (|γ₁| < 10⁻⁶). Needs variance > 0."""
+    sd = math.sqrt(variance)
+    skew = third / (variance * sd)
+    if abs(skew) < 1e-6:
+        return None
+    return sd, skew, 4.0 / (skew * skew), sd * abs(skew) / 2.0
+
+
 def _density_one(mean: float, variance: float, third: float, x: float) -> float:
     """The density at x of the shifted gamma law with these cumulants (normal when |γ₁| < 10⁻⁶)."""
     if variance <= 0.0:
         return 0.0
-    sd = math.sqrt(variance)
-    skew = third / (variance * sd)
-    if abs(skew) < 1e-6:
+    gamma = _gamma_one(variance, third)
+    if gamma is None:
+        sd = math.sqrt(variance)
         z = (x - mean) / sd
         return math.exp(-0.5 * z * z) / (sd * math.sqrt(2.0 * math.pi))
-    shape = 4.0 / (skew * skew)
-    scale = sd * abs(skew) / 2.0
+    _, skew, shape, scale = gamma
     z = (x - (mean - shape * scale)) / scale if skew > 0 else (mean + shape * scale - x) / scale
     if z <= 0.0:
         return 0.0
@@ -391,12 +400,10 @@ def _survival_one(mean: float, variance: float, third: float, x: float) -> float
     """P(X > x) for the shifted gamma law with these cumulants (normal when |γ₁| < 10⁻⁶)."""
     if variance <= 0.0:
         return 1.0 if mean > x else 0.0
-    sd = math.sqrt(variance)
-    skew = third / (variance * sd)
-    if abs(skew) < 1e-6:
-        return 0.5 * math.erfc((x - mean) / (sd * math.sqrt(2.0)))
-    shape = 4.0 / (skew * skew)
-    scale = sd * abs(skew) / 2.0
+    gamma = _gamma_one(variance, third)
+    if gamma is None:
+        return 0.5 * math.erfc((x - mean) / math.sqrt(2.0 * variance))
+    _, skew, shape, scale = gamma
     if skew > 0:
         z = (x - (mean - shape * scale)) / scale
         return float(_special().gammaincc(shape, z)) if z > 0 else 1.0
@@ -596,42 +603,17 @@ def shifted_gamma_quantile(mean: float, variance: float, third: float, q: float)
         return math.inf
     if variance <= 0.0:
         return mean
-    sd = math.sqrt(variance)
-    skew = third / (variance * sd)
-    if abs(skew) < 1e-6:
-        return mean + sd * float(_special().ndtri(q))
-    shape = 4.0 / (skew * skew)
-    scale = sd * abs(skew) / 2.0
+    gamma = _gamma_one(variance, third)
+    if gamma is None:
+        return mean + math.sqrt(variance) * float(_special().ndtri(q))
+    _, skew, shape, scale = gamma
     if skew > 0:
         return mean - shape * scale + scale * float(_special().gammaincinv(shape, q))
     return mean + shape * scale - scale * float(_special().gammaincinv(shape, 1.0 - q))
 
 
-def shifted_gamma_quantiles(
-    mean: np.ndarray, variance: np.ndarray, third: np.ndarray, q: float
-) -> np.ndarray:
-    """:func:`shifted_gamma_quantile` over arrays (the same law, element by element)."""
-    mean, variance, third = np.broadcast_arrays(
-        np.asarray(mean, dtype=np.float64),
-        np.asarray(variance, dtype=np.float64),
-        np.asarray(third, dtype=np.float64),
-    )
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        sd = np.sqrt(np.maximum(variance, 0.0))
-        skew = np.where(sd > 0, third / (np.maximum(variance, 1e-300) * sd), 0.0)
-        tiny = np.abs(skew) < 1e-6
-        safe = np.where(tiny, 1.0, skew)
-        shape = 4.0 / (safe * safe)
-        scale = sd * np.abs(safe) / 2.0
-        upper = mean - shape * scale + scale * _special().gammaincinv(shape, q)
-        lower = mean + shape * scale - scale * _special().gammaincinv(shape, 1.0 - q)
-        value = np.where(tiny, mean + sd * float(_special().ndtri(q)), np.where(skew > 0, upper, lower))
-        value = np.where(sd > 0, value, mean)
-    return np.where(np.isfinite(mean) & np.isfinite(variance), value, np.inf)
-
-
 def _shifted_gamma_survival(mean: Any, variance: Any, third: Any, level: float) -> np.ndarray:
-    """P(X > level) for shifted gamma laws given by arrays of cumulants (normal where |γ₁| < 10⁻⁶)."""
+    """:func:`_survival_one` over arrays of cumulants, element by element."""
     mean, variance, third = np.broadcast_arrays(
         np.asarray(mean, dtype=np.float64),
         np.asarray(variance, dtype=np.float64),
@@ -652,16 +634,3 @@ def _shifted_gamma_survival(mean: Any, variance: Any, third: Any, level: float) 
         normal_tail = 0.5 * _special().erfc((level - mean) / (sd * math.sqrt(2.0)))
         tail = np.where(tiny, normal_tail, upper_tail)
         return np.where(sd > 0, tail, np.where(mean > level, 1.0, 0.0))
-
-
-def shifted_gamma_exceeds(
-    mean: np.ndarray, variance: np.ndarray, third: np.ndarray, level: float, q: float
-) -> np.ndarray:
-    """Whether the q-quantile of the shifted gamma law (:func:`shifted_gamma_quantile`) exceeds
-    ``level``, element by element, through the law's survival function at ``level`` (cheaper than
-    inverting it): P(X > level) > 1 − q."""
-    tail = _shifted_gamma_survival(mean, variance, third, level)
-    finite = np.isfinite(np.asarray(mean, dtype=np.float64)) & np.isfinite(
-        np.asarray(variance, dtype=np.float64)
-    )
-    return ~finite | (tail > 1.0 - q)

@@ -303,7 +303,8 @@ def read_summary_table(files: list[str], container: str, label: str) -> LogSumma
             raise ValidationError(f"{label}: not a summary table (missing columns: {', '.join(missing)})")
         table = connection.execute(
             f"SELECT CASE {record} WHEN 'tokens' THEN 0 WHEN 'window' THEN 1 WHEN 'log' THEN 2 ELSE 3 END "
-            "AS code, input_tokens, output_tokens, start_us, end_us, n FROM " + source.relation()
+            "AS code, input_tokens AS input_tokens, output_tokens AS output_tokens, start_us AS start_us, "
+            "end_us AS end_us, n AS n FROM " + source.relation()  # aliases: the header's case may differ
         ).fetchnumpy()
         unknown = np.asarray(table["code"]) == 3
         if unknown.any():

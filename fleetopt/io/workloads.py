@@ -868,7 +868,14 @@ def _first_line(text: bytes | str, start: int = 0) -> str:
 
 
 def _split_header(line: str) -> list[str]:
-    return next(csv.reader([line])) if line.strip() else []
+    """The fields of a header line (CSV quoting); a line csv refuses (a stray carriage return) is
+    split on commas, so the caller names the columns it does not find."""
+    if not line.strip():
+        return []
+    try:
+        return next(csv.reader([line]))
+    except csv.Error:
+        return [field.strip('"') for field in line.replace("\r", " ").split(",")]
 
 
 def _days_from_civil(year: int, month: int, day: int) -> int:
