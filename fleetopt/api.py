@@ -84,8 +84,6 @@ def arrival_basis(
     """The basis a plan sizes on: ``rate_basis`` (default: ``peak`` for a log whose timestamps span
     at least one window, else ``mean``), its factor over the mean from the windowed profile, and
     the dispersion curve behind each pool's C_a² (only off the mean basis)."""
-    from scipy.special import chdtri  # the χ² quantile without importing scipy.stats (0.5 s)
-
     from fleetopt.core.arrivals import (
         basis_factor,
         dispersion_curve,
@@ -110,6 +108,9 @@ def arrival_basis(
     profile = rate_profile_of(counts) if counts is not None else None
     overdispersed = False
     if profile is not None and profile.windows >= 2 and math.isfinite(profile.index_of_dispersion):
+        # the χ² quantile without importing scipy.stats (0.5 s); only logs with times need it
+        from scipy.special import chdtri
+
         dof = profile.windows - 1
         overdispersed = profile.index_of_dispersion * dof > float(chdtri(dof, 0.01))
     dispersion: tuple[tuple[float, float], ...] = ()

@@ -84,6 +84,14 @@ def test_a_machine_readable_command_imports_neither_rich_nor_pydantic() -> None:
     assert "fleetopt.cli.profiles" in loaded and "fleetopt.cli.plan" not in loaded
 
 
+def test_a_fleet_sim_plan_of_a_cdf_imports_no_scipy() -> None:
+    """The papers' command (issue 18's comparison with the reference): a CDF has no arrival
+    times, so nothing needs scipy (its import is ~0.12 s, half of the command)."""
+    args = ["plan", "--cdf", "azure", "--slo", "500ms", "--rate", "10", "--b-short", "4096"]
+    loaded = _imported_after([*args, "--service-model", "fleet-sim", "--format", "json"])
+    assert not loaded["scipy"] and not loaded["rich.console"] and not loaded["numba"]
+
+
 def test_the_registry_help_line_is_each_commands_own() -> None:
     from fleetopt.cli import COMMANDS, load_command
 

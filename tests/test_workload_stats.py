@@ -389,3 +389,42 @@ def test_rate_profile_on_utc_minutes_against_numpy_over_the_raw_timestamps(share
         assert profile.mean_rate_per_s == pytest.approx(counts.mean() / 60, rel=1e-12)
         assert profile.peak_rate_per_s == pytest.approx(counts.max() / 60, rel=1e-12)
         assert profile.index_of_dispersion == pytest.approx(counts.var() / counts.mean(), rel=1e-9)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.floats(0.0, 600.0), min_size=1, max_size=400),
+    st.sampled_from([60.0, 1.0, 37.5]),
+    st.booleans(),
+    st.sampled_from([1.0, 0.1, 0.01]),
+)
+def test_sliding_window_peak_matches_a_search_from_every_arrival(
+    times, window_s, whole_seconds, scale
+) -> None:
+    """The bounded search gives the most arrivals in [t_i, t_i + w) over every arrival i, as a binary
+    search from every arrival does (ties, whole seconds and window multiples included; dense logs,
+    where the bounds prune, and sparse ones, searched in full)."""
+    from fleetopt.core.workload_stats import sliding_window_peak
+
+    array = np.sort(np.round(times) if whole_seconds else np.asarray(times)) * scale
+    every = int((np.searchsorted(array, array + window_s, side="left") - np.arange(array.size)).max())
+    assert sliding_window_peak(array, window_s) == every
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(4097, 30_000), st.integers(1, 120_000), st.integers(0, 2**32 - 1))
+def test_fingerprint_quantiles_by_counting_equal_those_by_sorting(size, top, seed) -> None:
+    """A plan fingerprint's token quantiles of a big unsorted log (counted by value) are the
+    inverted-CDF quantiles of the sorted sample (smallest v with F(v) ≥ level)."""
+    from fleetopt.io.plans import FINGERPRINT_LEVELS, _weighted_quantiles
+
+    rng = np.random.default_rng(seed)
+    values = rng.integers(0, top, size)
+    weights = rng.integers(1, 5, size).astype(np.float64)
+    weights /= weights.sum()
+    order = np.argsort(values, kind="stable")
+    cumulative = np.cumsum(weights[order])
+    cumulative /= cumulative[-1]
+    positions = np.searchsorted(cumulative, np.asarray(FINGERPRINT_LEVELS) * (1 - 1e-12), side="left")
+    expected = [int(values[order][min(p, size - 1)]) for p in positions]
+    assert _weighted_quantiles(values, weights, FINGERPRINT_LEVELS) == expected
