@@ -190,3 +190,34 @@ def test_an_implausible_observed_rate_is_flagged(tmp_path: Path) -> None:
     log.write_text("input_tokens,output_tokens,timestamp\n" + rows)
     notes = _notes(["--cdf", str(log), "--slo", "1s"])
     assert any(n.startswith("the log's observed rate is 1e-09 req/s, which looks wrong") for n in notes)
+
+
+def test_an_integer_timestamp_beyond_the_clock_is_one_error(tmp_path: Path) -> None:
+    """Found by the deep fuzz: a 23-digit integer timestamp overflowed int64 (an internal error)."""
+    log = tmp_path / "far.jsonl"
+    log.write_text(
+        '{"input_length": 100, "output_length": 20, "timestamp": 0}\n'
+        '{"input_length": 3000, "output_length": 200, "timestamp": 99999999999999999999500}\n'
+    )
+    result = runner.invoke(app, ["plan", "--cdf", str(log), "--slo", "1s", "--rate", "20"])
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: {log}, line 2: timestamp = 99999999999999999999500 is out of range for an arrival "
+        "time (at most 2⁶² µs, about 146,000 years, from the clock's zero)\n"
+    )
+
+
+def test_drift_reads_the_routing_the_plan_reader_checked(tmp_path: Path) -> None:
+    """Found by the deep fuzz: a plan whose best fleet lacks the old b_short_tokens key (the
+    routing is in best.routing) was an internal error in the drift report."""
+    plan = _plan(tmp_path)
+    text = plan.read_text()
+    assert "\n  b_short_tokens: " in text
+    plan.write_text(text.replace("\n  b_short_tokens: ", "\n  _short_tokens: ", 1))
+    arguments = ["drift", "--plan", str(plan), "--cdf", "azure", "--rate", "10", "-f", "json"]
+    result = runner.invoke(app, arguments)
+    assert result.exit_code == 0, result.output
+    import json
+
+    document = json.loads(result.stdout)
+    assert document["plan"]["b_short_tokens"] > 0 and document["plan"]["total_gpus"] > 0

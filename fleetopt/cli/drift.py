@@ -110,7 +110,7 @@ def drift(
     data = drift_document(
         result, document=run.plan.document, plan_path=str(plan), today_label=cdf,
         today_requests=run.today.request_count, rate_origin=run.rate_origin, options=run.options,
-        tolerances=tolerances, planned=run.plan.summary, current=run.current,
+        tolerances=tolerances, planned=run.plan.summary, current=run.current, fleet=run.plan.fleet,
     )  # fmt: skip
     if fmt is DriftFormat.markdown:
         typer.echo(drift_markdown(data), nl=False)

@@ -937,9 +937,13 @@ def _parse_time(value: str, column: str, scale_s: float, path: Path, line: int) 
     per_unit_us = scale_s * MICROSECONDS_PER_S
     if _INTEGER_PATTERN.match(text):
         number = int(text)
-        return "number", number * round(per_unit_us) if per_unit_us >= 1 else int(
-            number / round(1 / per_unit_us)
-        )
+        moment = number * round(per_unit_us) if per_unit_us >= 1 else int(number / round(1 / per_unit_us))
+        if abs(moment) > 2**62:
+            raise ValidationError(
+                f"{path}, line {line}: {column} = {text} is out of range for an arrival time "
+                "(at most 2⁶² µs, about 146,000 years, from the clock's zero)"
+            )
+        return "number", moment
     try:
         number = float(text)
     except ValueError:

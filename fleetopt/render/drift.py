@@ -12,12 +12,14 @@ from fleetopt.core.drift import (
     DriftResult,
     FitProblem,
     FleetFit,
+    PlannedFleet,
     Tolerances,
     WorkloadSummary,
     relative_change,
 )
 from fleetopt.core.planner import FleetCandidate, PlanOptions
 from fleetopt.core.sizing import PoolSizing
+from fleetopt.defaults import HOURS_PER_YEAR
 from fleetopt.render.markdown import md_bullets, md_table
 from fleetopt.render.output import fmt_num, fmt_pct, fmt_seconds, fmt_usd
 
@@ -163,10 +165,12 @@ def drift_document(
     tolerances: Tolerances,
     planned: WorkloadSummary,
     current: WorkloadSummary,
+    fleet: PlannedFleet,
 ) -> dict[str, Any]:
-    """The drift report as one plain dictionary (schema in docs/ci.md)."""
+    """The drift report as one plain dictionary (schema in docs/ci.md). ``fleet``: the plan's best
+    fleet as its reader checked it (routing and GPUs come from there, not the raw document)."""
     inputs, best = document["inputs"], document["best"]
-    homogeneous = "homogeneous" in best["pools"]
+    homogeneous = fleet.routing.pool_count == 1
     tokens: dict[str, Any] = {}
     for column in ("total", "input", "output"):
         before, after = planned.token_quantiles.get(column), current.token_quantiles.get(column)
@@ -199,10 +203,10 @@ def drift_document(
             "max_utilization": options.max_utilization,
             "service_model": options.service_model,
             "compressibility": options.compressibility,
-            "b_short_tokens": None if homogeneous else best["b_short_tokens"],
-            "gamma": None if homogeneous else best["gamma"],
-            "total_gpus": best["total_gpus"],
-            "cost_per_year_usd": best.get("cost_per_year_usd"),
+            "b_short_tokens": None if homogeneous else fleet.b_short_tokens,
+            "gamma": None if homogeneous else fleet.gamma,
+            "total_gpus": fleet.total_gpus,
+            "cost_per_year_usd": fleet.cost_per_hour_usd * HOURS_PER_YEAR,
         },
         "today": {
             "workload": today_label,
