@@ -221,3 +221,17 @@ def test_drift_reads_the_routing_the_plan_reader_checked(tmp_path: Path) -> None
 
     document = json.loads(result.stdout)
     assert document["plan"]["b_short_tokens"] > 0 and document["plan"]["total_gpus"] > 0
+
+
+def test_a_pool_of_requests_that_ask_for_no_output_plans(tmp_path: Path) -> None:
+    """Found by the deep fuzz: a pool whose requests all have 0 output tokens decodes nothing, and
+    the engine model's occupancy chain divided by that zero cost (an internal error)."""
+    log = tmp_path / "prefill-only.csv"
+    log.write_text("input_tokens,output_tokens\n100,0\n2000,0\n")
+    result = runner.invoke(app, ["plan", "--cdf", str(log), "--slo", "1s", "--rate", "20", "-f", "json"])
+    assert result.exit_code == 0, result.output
+    import json
+
+    best = json.loads(result.stdout)["best"]
+    assert best["total_gpus"] >= 8
+    assert all(pool["p99_ttft_s"] <= 1.0 for pool in best["pools"].values() if pool["instances"])

@@ -738,12 +738,20 @@ class _EngineContext:
         return peakedness(self.arrival_scv)
 
 
+#: The least decode cost per sequence the occupancy chain uses, as a share of W (see _engine_context).
+_LEAST_DECODE_SHARE = 1e-6
+
+
 def _engine_context(
     rate: float, moments: PoolMoments, hardware: PoolHardware, service_model: ServiceModel,
     ttft_slo_s: float, cap: float, tpot_slo_s: float | None, arrival_scv: float = 1.0,
 ) -> _EngineContext:  # fmt: skip
     costs = iteration_costs(hardware)
     decode, prompt = service_model.decode_and_prompt_costs(moments, costs)
+    # A pool whose requests all ask for no output tokens decodes nothing (c_d = 0), where the
+    # chain's NB(r, x) has r = W/(c_d/n) + 1 = ∞ (its Poisson limit); c_d ≥ 10⁻⁶·W keeps r finite
+    # and moves an iteration by at most 10⁻⁶·W per sequence.
+    decode = max(decode, _LEAST_DECODE_SHARE * costs.base_s)
     return _EngineContext(
         rate, moments, hardware, service_model, costs, decode, prompt,
         moments.mean_iterations * decode + prompt, ttft_slo_s, cap, tpot_slo_s, arrival_scv,
