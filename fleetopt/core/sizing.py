@@ -1032,12 +1032,9 @@ def _size_engine(
     start = max(1, math.ceil(rate * ctx.work_per_request_s / cap))
     # The usual answer, without arrays: the most slots, at the fewest instances they need; then
     # one vectorized look at one instance fewer decides whether fewer slots could do better.
-    if passes_at_most(start)[0]:
-        instances, chosen = start, most
-    else:
-        instances = _smallest_passing_near(passes_at_most, start, hint)
-        chosen = most
-        if fixed is None and instances - 1 >= start and _engine_could_pass(ctx, float(instances - 1)):
+    instances, chosen = _smallest_passing_from(passes_at_most, start, hint), most
+    if instances > start:
+        if fixed is None and _engine_could_pass(ctx, float(instances - 1)):
             slots = np.arange(1.0, kv_limit + 1.0)
             fewer, ok = passes(instances - 1)
             if fewer:  # rare: fewer slots iterate faster when the pool is full
@@ -1065,16 +1062,21 @@ def _size_engine(
     return _engine_describe(ctx, context_tokens, kv_limit, instances, chosen, binding, slots_binding)
 
 
-def _smallest_passing_near(evaluate, failing: int, hint: int | None) -> int:
-    """:func:`smallest_passing` above ``failing`` for a monotone test, its bracket started at
-    ``hint`` (n passes and n − 1 fails: two evaluations) when the hint is above ``failing``."""
-    if hint is None or not hint > failing:
-        return smallest_passing(evaluate, failing=failing)[0]
-    if evaluate(hint)[0]:
-        if hint - 1 == failing or not evaluate(hint - 1)[0]:
-            return hint
-        return smallest_passing(evaluate, failing=failing, passing=hint - 1)[0]
-    return smallest_passing(evaluate, failing=hint)[0]
+def _smallest_passing_from(evaluate, start: int, hint: int | None) -> int:
+    """The smallest n ≥ ``start`` whose monotone test passes. With a ``hint`` above ``start`` (a
+    similar pool's answer) the bracket starts there: n passes and n − 1 fails is two evaluations,
+    and ``start`` is then known to fail without evaluating it."""
+    if hint is not None and hint > start:
+        if evaluate(hint)[0]:
+            if not evaluate(hint - 1)[0]:
+                return hint
+            if evaluate(start)[0]:
+                return start
+            return smallest_passing(evaluate, failing=start, passing=hint - 1)[0]
+        return smallest_passing(evaluate, failing=hint)[0]
+    if evaluate(start)[0]:
+        return start
+    return smallest_passing(evaluate, failing=start)[0]
 
 
 def _evaluate_engine(

@@ -317,7 +317,7 @@ class TtftCumulants:
         tail = 0.0
         for weight, *law in self.components():
             if weight > 1e-12:
-                tail += weight * _survival_one(*law, level_s)
+                tail += weight * _PreparedPart(*law).survival(level_s)
         return tail > 1.0 - q
 
     def exceeds(self, level_s: float, q: float) -> Any:
@@ -342,6 +342,7 @@ def _mixture_quantile(parts: list, q: float) -> float:
     if not (math.isfinite(lo) and math.isfinite(hi)) or hi - lo <= 1e-12 * max(abs(hi), 1e-300):
         return hi if math.isfinite(hi) else math.inf
     log_target = math.log(1.0 - q)
+    prepared = [(part[0], _PreparedPart(*part[1:])) for part in parts]
     heaviest = max(range(len(parts)), key=lambda i: parts[i][0])
     x = own[heaviest]  # start at the heaviest part's own quantile
     width = hi - lo
@@ -349,9 +350,9 @@ def _mixture_quantile(parts: list, q: float) -> float:
         # Newton on g(x) = log S(x) − log(1 − q) (a tail's log survival is close to linear), safeguarded
         # as rtsafe does: bisect when the step leaves the bracket or shrinks it too slowly
         tail = density = 0.0
-        for weight, *law in parts:
-            tail += weight * _survival_one(*law, x)
-            density += weight * _density_one(*law, x)
+        for weight, part in prepared:
+            tail += weight * part.survival(x)
+            density += weight * part.density(x)
         value = math.log(tail) - log_target if tail > 0.0 else -math.inf
         if value == 0.0:
             return x
@@ -368,6 +369,71 @@ def _mixture_quantile(parts: list, q: float) -> float:
         width = abs(step - x)
         x = step
     return x
+
+
+class _PreparedPart:
+    """One shifted gamma law (by its cumulants) with its shape, scale, shift and log Γ(shape) worked
+    out once: :func:`_survival_one` and :func:`_density_one` at many x, the same floating-point
+    operations (a quantile's Newton steps evaluate every part several times)."""
+
+    __slots__ = (
+        "kind",
+        "mean",
+        "variance",
+        "sd",
+        "shape",
+        "scale",
+        "shift",
+        "log_gamma_shape",
+        "upper",
+        "tail",
+    )
+
+    def __init__(self, mean: float, variance: float, third: float) -> None:
+        self.mean = mean
+        if variance <= 0.0:
+            self.kind = "point"
+            return
+        gamma = _gamma_one(variance, third)
+        if gamma is None:
+            self.kind = "normal"
+            self.variance, self.sd = variance, math.sqrt(variance)
+            return
+        _, skew, self.shape, self.scale = gamma
+        self.kind = "gamma"
+        self.log_gamma_shape = math.lgamma(self.shape)
+        if skew > 0:
+            self.shift, self.upper = mean - self.shape * self.scale, True
+            self.tail = _special().gammaincc
+        else:
+            self.shift, self.upper = mean + self.shape * self.scale, False
+            self.tail = _special().gammainc
+
+    def _z(self, x: float) -> float:
+        return (x - self.shift) / self.scale if self.upper else (self.shift - x) / self.scale
+
+    def survival(self, x: float) -> float:
+        """P(X > x), as :func:`_survival_one`."""
+        if self.kind == "point":
+            return 1.0 if self.mean > x else 0.0
+        if self.kind == "normal":
+            return 0.5 * math.erfc((x - self.mean) / math.sqrt(2.0 * self.variance))
+        z = self._z(x)
+        if z > 0:
+            return float(self.tail(self.shape, z))
+        return 1.0 if self.upper else 0.0
+
+    def density(self, x: float) -> float:
+        """The density at x, as :func:`_density_one`."""
+        if self.kind == "point":
+            return 0.0
+        if self.kind == "normal":
+            z = (x - self.mean) / self.sd
+            return math.exp(-0.5 * z * z) / (self.sd * math.sqrt(2.0 * math.pi))
+        z = self._z(x)
+        if z <= 0.0:
+            return 0.0
+        return math.exp((self.shape - 1.0) * math.log(z) - z - self.log_gamma_shape) / self.scale
 
 
 def _gamma_one(variance: float, third: float) -> tuple[float, float, float, float] | None:
