@@ -372,9 +372,9 @@ def _mixture_quantile(parts: list, q: float) -> float:
 
 
 class _PreparedPart:
-    """One shifted gamma law (by its cumulants) with its shape, scale, shift and log Γ(shape) worked
-    out once: :func:`_survival_one` and :func:`_density_one` at many x, the same floating-point
-    operations (a quantile's Newton steps evaluate every part several times)."""
+    """One shifted gamma law given by its cumulants (normal when |γ₁| < 10⁻⁶, a point when the
+    variance is 0), with its shape, scale, shift and log Γ(shape) worked out once: a quantile's
+    Newton steps evaluate its survival function and density at many x."""
 
     __slots__ = (
         "kind",
@@ -413,7 +413,7 @@ class _PreparedPart:
         return (x - self.shift) / self.scale if self.upper else (self.shift - x) / self.scale
 
     def survival(self, x: float) -> float:
-        """P(X > x), as :func:`_survival_one`."""
+        """P(X > x)."""
         if self.kind == "point":
             return 1.0 if self.mean > x else 0.0
         if self.kind == "normal":
@@ -424,7 +424,7 @@ class _PreparedPart:
         return 1.0 if self.upper else 0.0
 
     def density(self, x: float) -> float:
-        """The density at x, as :func:`_density_one`."""
+        """The density at x."""
         if self.kind == "point":
             return 0.0
         if self.kind == "normal":
@@ -446,35 +446,9 @@ def _gamma_one(variance: float, third: float) -> tuple[float, float, float, floa
     return sd, skew, 4.0 / (skew * skew), sd * abs(skew) / 2.0
 
 
-def _density_one(mean: float, variance: float, third: float, x: float) -> float:
-    """The density at x of the shifted gamma law with these cumulants (normal when |γ₁| < 10⁻⁶)."""
-    if variance <= 0.0:
-        return 0.0
-    gamma = _gamma_one(variance, third)
-    if gamma is None:
-        sd = math.sqrt(variance)
-        z = (x - mean) / sd
-        return math.exp(-0.5 * z * z) / (sd * math.sqrt(2.0 * math.pi))
-    _, skew, shape, scale = gamma
-    z = (x - (mean - shape * scale)) / scale if skew > 0 else (mean + shape * scale - x) / scale
-    if z <= 0.0:
-        return 0.0
-    return math.exp((shape - 1.0) * math.log(z) - z - math.lgamma(shape)) / scale
-
-
 def _survival_one(mean: float, variance: float, third: float, x: float) -> float:
     """P(X > x) for the shifted gamma law with these cumulants (normal when |γ₁| < 10⁻⁶)."""
-    if variance <= 0.0:
-        return 1.0 if mean > x else 0.0
-    gamma = _gamma_one(variance, third)
-    if gamma is None:
-        return 0.5 * math.erfc((x - mean) / math.sqrt(2.0 * variance))
-    _, skew, shape, scale = gamma
-    if skew > 0:
-        z = (x - (mean - shape * scale)) / scale
-        return float(_special().gammaincc(shape, z)) if z > 0 else 1.0
-    z = (mean + shape * scale - x) / scale
-    return float(_special().gammainc(shape, z)) if z > 0 else 0.0
+    return _PreparedPart(mean, variance, third).survival(x)
 
 
 def ttft_cumulants(
