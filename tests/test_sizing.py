@@ -152,3 +152,22 @@ def test_sizing_under_a_tpot_cap_matches_brute_force(pairs, slo_s, rate, tpot_s)
         # one slot more breaks the cap: lockstep's t = W + H·s (FleetOpt Eq. 3), whatever else it breaks
         more = sized.slots_per_instance + 1
         assert PAPER_A100.iteration_base_s + PAPER_A100.iteration_per_slot_s * more > tpot_s
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 5000), st.integers(1, 5000), st.one_of(st.none(), st.integers(1, 6000)))
+def test_smallest_passing_from_finds_the_threshold_whatever_the_hint(threshold, start, hint) -> None:
+    """For a test that passes from n* on, the search from ``start`` returns max(start, n*), and a
+    hint (right, wrong or absent) changes only how many evaluations it takes."""
+    from fleetopt.core.search import smallest_passing_from
+
+    seen: list[int] = []
+
+    def passes(n: int) -> tuple[bool, None]:
+        seen.append(n)
+        return n >= threshold, None
+
+    assert smallest_passing_from(passes, start, hint) == max(start, threshold)
+    assert all(n >= 1 for n in seen)
+    if hint is not None and hint == max(start, threshold) and hint > start:
+        assert len(seen) == 2  # the hint and one fewer

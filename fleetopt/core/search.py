@@ -45,3 +45,22 @@ def smallest_passing(
         else:
             lo = mid
     return hi, value
+
+
+def smallest_passing_from(
+    evaluate: Callable[[int], tuple[bool, Value]], start: int, hint: int | None = None
+) -> int:
+    """The smallest n ≥ ``start`` whose monotone test passes. With a ``hint`` above ``start`` (a
+    similar pool's answer) the bracket starts there: n passes and n − 1 fails is two evaluations,
+    and ``start`` is then known to fail without evaluating it."""
+    if hint is not None and hint > start:
+        if evaluate(hint)[0]:
+            if not evaluate(hint - 1)[0]:
+                return hint
+            if evaluate(start)[0]:
+                return start
+            return smallest_passing(evaluate, failing=start, passing=hint - 1)[0]
+        return smallest_passing(evaluate, failing=hint)[0]
+    if evaluate(start)[0]:
+        return start
+    return smallest_passing(evaluate, failing=start)[0]

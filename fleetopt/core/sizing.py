@@ -27,7 +27,7 @@ from fleetopt.core.queueing import (
     unchecked_wait_statistics,
     unchecked_wait_statistics_arrays,
 )
-from fleetopt.core.search import MAX_DOUBLINGS, smallest_passing
+from fleetopt.core.search import MAX_DOUBLINGS, smallest_passing, smallest_passing_from
 from fleetopt.core.service import (
     IterationCosts,
     PoolHardware,
@@ -1032,7 +1032,7 @@ def _size_engine(
     start = max(1, math.ceil(rate * ctx.work_per_request_s / cap))
     # The usual answer, without arrays: the most slots, at the fewest instances they need; then
     # one vectorized look at one instance fewer decides whether fewer slots could do better.
-    instances, chosen = _smallest_passing_from(passes_at_most, start, hint), most
+    instances, chosen = smallest_passing_from(passes_at_most, start, hint), most
     if instances > start:
         if fixed is None and _engine_could_pass(ctx, float(instances - 1)):
             slots = np.arange(1.0, kv_limit + 1.0)
@@ -1060,23 +1060,6 @@ def _size_engine(
     else:
         slots_binding = "ttft"
     return _engine_describe(ctx, context_tokens, kv_limit, instances, chosen, binding, slots_binding)
-
-
-def _smallest_passing_from(evaluate, start: int, hint: int | None) -> int:
-    """The smallest n ≥ ``start`` whose monotone test passes. With a ``hint`` above ``start`` (a
-    similar pool's answer) the bracket starts there: n passes and n − 1 fails is two evaluations,
-    and ``start`` is then known to fail without evaluating it."""
-    if hint is not None and hint > start:
-        if evaluate(hint)[0]:
-            if not evaluate(hint - 1)[0]:
-                return hint
-            if evaluate(start)[0]:
-                return start
-            return smallest_passing(evaluate, failing=start, passing=hint - 1)[0]
-        return smallest_passing(evaluate, failing=hint)[0]
-    if evaluate(start)[0]:
-        return start
-    return smallest_passing(evaluate, failing=start)[0]
 
 
 def _evaluate_engine(
