@@ -957,11 +957,7 @@ def _engine_describe(
     # the P99 from a free slot to the first token: the same law without the slot wait and T0
     prefill_q = math.nan
     if stable:
-        law, overhead_s = ev["law"], ctx.hardware.ttft_overhead_s
-        prefill_law = replace(
-            law, base_mean_s=law.base_mean_s - overhead_s, quiet_mean_s=law.quiet_mean_s - overhead_s,
-            wait_probability=0.0, wait_mean_s=0.0,
-        )  # fmt: skip
+        prefill_law = ev["law"].without_wait_and_overhead(ctx.hardware.ttft_overhead_s)
         prefill_q = float(prefill_law.quantile_s(ctx.moments.quantile))
     mean_service_s = mean_busy / ctx.rate
     servers = instances * slots

@@ -60,7 +60,7 @@ sweep); nothing is sampled.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -246,6 +246,14 @@ class TtftCumulants:
     quiet_third_s3: Any = 0.0
     wait_probability: Any = 0.0
     wait_mean_s: Any = 0.0
+
+    def without_wait_and_overhead(self, overhead_s: float) -> TtftCumulants:
+        """The same law from a free slot to the first token: no slot wait, and the T0 that
+        :func:`ttft_cumulants` added to both parts (``overhead_s``) taken off."""
+        return replace(
+            self, base_mean_s=self.base_mean_s - overhead_s, quiet_mean_s=self.quiet_mean_s - overhead_s,
+            wait_probability=0.0, wait_mean_s=0.0,
+        )  # fmt: skip
 
     @property
     def _wait_cumulants(self) -> tuple[Any, Any, Any]:

@@ -190,8 +190,7 @@ def sliding_window_peak(times: np.ndarray, window_s: float) -> int:
         return count
     bin_s = window_s / _PEAK_BINS
     if not (times[-1] - times[0]) / bin_s < 4.0 * count:  # sparse arrivals (or implausible times)
-        ends = np.searchsorted(times, times + window_s, side="left")
-        return int((ends - np.arange(count)).max())
+        return _most_in_windows_from(times, None, window_s)
     bins = ((times - times[0]) / bin_s).astype(np.int64)  # (truncation is the floor: all ≥ 0)
     per_bin = np.bincount(bins)
     cumulative = np.concatenate(([0], np.cumsum(per_bin)))
@@ -201,13 +200,20 @@ def sliding_window_peak(times: np.ndarray, window_s: float) -> int:
     lower = int((cumulative[np.minimum(starts + _PEAK_BINS - 1, bin_count)] - cumulative[:-1]).max())
     open_bins = upper > lower
     if int(per_bin[open_bins].sum()) > count // 4:  # evenly spread arrivals: the bounds rule out few
-        ends = np.searchsorted(times, times + window_s, side="left")
-        return int((ends - np.arange(count)).max())
+        return _most_in_windows_from(times, None, window_s)
     candidates = np.flatnonzero(open_bins[bins])
     if candidates.size == 0:
         return lower
-    ends = np.searchsorted(times, times[candidates] + window_s, side="left")
-    return max(lower, int((ends - candidates).max()))
+    return max(lower, _most_in_windows_from(times, candidates, window_s))
+
+
+def _most_in_windows_from(times: np.ndarray, starts: np.ndarray | None, window_s: float) -> int:
+    """The most arrivals in [t_i, t_i + w) over the arrivals i in ``starts`` (None: every one)."""
+    if starts is None:
+        ends = np.searchsorted(times, times + window_s, side="left")
+        return int((ends - np.arange(times.size)).max())
+    ends = np.searchsorted(times, times[starts] + window_s, side="left")
+    return int((ends - starts).max())
 
 
 @dataclass(frozen=True)
