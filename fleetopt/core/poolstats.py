@@ -125,6 +125,27 @@ def _atom_prefix_table(
     return table
 
 
+def _nonzero_atoms(weights: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+    """(the atoms to sum, where each of ``ends`` falls among them): every atom and ``ends`` when few
+    weights are 0; else only the atoms of nonzero weight, and for each end the position of the last
+    of them at or before it (−1 if none). Skipping a zero weight leaves every running sum as it is:
+    its products are +0.0 (weights ≥ 0, finite factors) and s + 0.0 = s for the sums here (≥ 0),
+    so the sums are the same numbers, for a fraction of the work (a C&R band's incompressible
+    requests: few or none)."""
+    zero = weights == 0
+    if 4 * int(np.count_nonzero(zero)) < weights.size:  # a gather would cost more than it saves
+        return None, ends
+    kept = ~zero
+    return np.flatnonzero(kept), np.cumsum(kept)[ends] - 1
+
+
+def _at(cumulative: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """``cumulative[positions]``, with 0 at position −1 (no atom summed yet)."""
+    if positions.size and int(positions[0]) < 0:  # positions ascend: only a leading run of −1
+        return np.where(positions >= 0, cumulative[np.maximum(positions, 0)], 0.0)
+    return cumulative[positions]
+
+
 def _run_prefix_table(
     prefill_iterations: np.ndarray,
     output_tokens: np.ndarray,
@@ -135,17 +156,25 @@ def _run_prefix_table(
     """Cumulative sums of w·(1, I, I², I·L, I²·L, I²·L², P, P·L, L, L_in²) at the start of every run
     of equal total (and past the last atom), shape (10, runs + 1): table[:, k] sums the atoms before
     run k. The sums run atom by atom, as a per-atom table would (same numbers), one column at a
-    time, so only the entries a range query can land on are kept."""
+    time, so only the entries a range query can land on are kept; atoms of weight 0 are skipped
+    when many are (:func:`_nonzero_atoms`: the same numbers)."""
     table = np.empty((len(_COLUMNS), run_starts.size + 1))
     table[:, 0] = 0.0
     if run_starts.size == 0:
         return table
-    if run_starts.size == total_tokens.size:  # every total distinct (a CDF): one row per atom
-        return _atom_prefix_table(prefill_iterations, output_tokens, total_tokens, weights)
     ends = np.append(run_starts[1:], total_tokens.size) - 1  # last atom of each run
+    atoms, ends = _nonzero_atoms(weights, ends)
+    if atoms is not None:
+        if atoms.size == 0:
+            table[:, 1:] = 0.0
+            return table
+        prefill_iterations, output_tokens = prefill_iterations[atoms], output_tokens[atoms]
+        total_tokens, weights = total_tokens[atoms], weights[atoms]
+    elif run_starts.size == total_tokens.size:  # every total distinct (a CDF): one row per atom
+        return _atom_prefix_table(prefill_iterations, output_tokens, total_tokens, weights)
 
     def put(column: int, values: np.ndarray) -> None:
-        table[column, 1:] = np.cumsum(values)[ends]
+        table[column, 1:] = _at(np.cumsum(values), ends)
 
     # one weighted column at a time, each product formed as a per-atom table would form it, and
     # every intermediate dropped as soon as the columns that need it are done
@@ -199,18 +228,21 @@ class _PrefillHistogram:
         self.modulus = int(total_tokens.max(initial=0)) + 1
         self.levels = int(prefill_iterations.max(initial=0)) + 1
         keys = prefill_iterations.astype(np.int64) * self.modulus + total_tokens
-        if self.levels <= 2**16 and bool(np.all(total_tokens[1:] >= total_tokens[:-1])):
+        if bool(np.all(keys[1:] >= keys[:-1])):  # in key order already (one level, a sorted band)
+            order = None
+        elif self.levels <= 2**16 and bool(np.all(total_tokens[1:] >= total_tokens[:-1])):
             # Atoms already in L order: a stable sort on P alone (a radix sort on 16 bits) gives
             # the same order as sorting the composite key.
             order = np.argsort(prefill_iterations.astype(np.uint16), kind="stable")
         else:
             order = np.argsort(keys, kind="stable")
-        keys = keys[order]
+        if order is not None:
+            keys = keys[order]
         # positions (in the sorted atoms) just past each run of equal keys, and one key per run
         run_ends = np.flatnonzero(np.concatenate((keys[1:] != keys[:-1], [True]))) + 1 if keys.size else keys
         self.keys = keys[run_ends - 1] if keys.size else keys
         self.level_offsets = np.arange(self.levels, dtype=np.int64) * self.modulus
-        last = None if last_chunk_tokens is None else last_chunk_tokens[order].astype(np.float64)
+        last = None if last_chunk_tokens is None else _ordered(last_chunk_tokens, order).astype(np.float64)
         self.cumulative_weight, self._prompt_sums = _run_cumulative(weights, order, run_ends, last)
         self.others = tuple(
             self._with(*_run_cumulative(other, order, run_ends, last)) for other in other_weights
@@ -264,21 +296,33 @@ class _PrefillHistogram:
         return sums[:, 0], sums
 
 
+def _ordered(values: np.ndarray, order: np.ndarray | None) -> np.ndarray:
+    """``values`` in ``order`` (None: as they are)."""
+    return values if order is None else values[order]
+
+
 def _run_cumulative(
-    weights: np.ndarray, order: np.ndarray, run_ends: np.ndarray, last_chunk: np.ndarray | None = None
+    weights: np.ndarray, order: np.ndarray | None, run_ends: np.ndarray, last_chunk: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """([0, cumulative weight (atoms in ``order``) at the end of each run of equal keys], the same of
-    w·y, w·y², w·y³ as rows when the last chunks y, in ``order``, are given)."""
-    if order.size == 0:
+    """([0, cumulative weight (atoms in ``order``, None: as they are) at the end of each run of equal
+    keys], the same of w·y, w·y², w·y³ as rows when the last chunks y, in ``order``, are given);
+    atoms of weight 0 are skipped when many are (:func:`_nonzero_atoms`: the same numbers)."""
+    if weights.size == 0:
         return np.zeros(1), (None if last_chunk is None else np.zeros((1, 3)))
-    ordered = weights[order]
-    cumulative = np.concatenate(([0.0], np.cumsum(ordered)[run_ends - 1]))
+    ordered = _ordered(weights, order)
+    atoms, ends = _nonzero_atoms(ordered, run_ends - 1)
+    if atoms is not None:
+        if atoms.size == 0:
+            return np.zeros(run_ends.size + 1), (None if last_chunk is None else np.zeros((run_ends.size + 1, 3)))
+        ordered = ordered[atoms]
+        last_chunk = None if last_chunk is None else last_chunk[atoms]
+    cumulative = np.concatenate(([0.0], _at(np.cumsum(ordered), ends)))
     if last_chunk is None:
         return cumulative, None
     prompts = np.zeros((run_ends.size + 1, 3))
     power = ordered * last_chunk
     for j in range(3):
-        prompts[1:, j] = np.cumsum(power)[run_ends - 1]
+        prompts[1:, j] = _at(np.cumsum(power), ends)
         if j < 2:
             power = power * last_chunk
     return cumulative, prompts

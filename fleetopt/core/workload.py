@@ -85,6 +85,9 @@ class Workload:
             (a CDF, a log without times, or times given without their clock).
         arrival_windows: arrivals per clock window, for a workload read from a summary (which
             has no ``arrival_times_s``); ``None`` otherwise.
+        arrival_us: the same arrivals as ``arrival_times_s`` on the log's clock in whole µs (sorted,
+            read-only; ``arrival_times_s`` = (arrival_us − arrival_span.first_us) · 10⁻⁶), when the
+            reader had them as integers; ``None`` otherwise.
     """
 
     name: str
@@ -101,6 +104,7 @@ class Workload:
     split_assumed: bool = False
     arrival_span: ArrivalSpan | None = None
     arrival_windows: ArrivalWindows | None = None
+    arrival_us: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def has_arrivals(self) -> bool:
@@ -267,10 +271,13 @@ def workload_from_counts(
         raise ValidationError(f"{name}: token counts must be ≥ 0 with input + output ≥ 1")
     input_bits = max(1, int(inputs.max()).bit_length())
     if input_bits + max(1, int(totals.max()).bit_length()) <= 62:  # one packed key sorts faster
-        order = np.argsort((totals << input_bits) | inputs)
+        keys = (totals << input_bits) | inputs
+        if keys.size > 1 and not bool((keys[1:] > keys[:-1]).all()):  # a log's reader sorts them
+            order = np.argsort(keys)
+            totals, inputs, weights = totals[order], inputs[order], weights[order]
     else:
         order = np.lexsort((inputs, totals))
-    totals, inputs, weights = totals[order], inputs[order], weights[order]
+        totals, inputs, weights = totals[order], inputs[order], weights[order]
     changes = (totals[1:] != totals[:-1]) | (inputs[1:] != inputs[:-1])
     if not changes.all():  # the same pair twice (merged parts): add their counts
         starts = np.flatnonzero(np.concatenate(([True], changes)))

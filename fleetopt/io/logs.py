@@ -490,8 +490,9 @@ def summary_sql(rows: str, window_us: int | None, source: str, utc: bool) -> str
 
 @dataclass(frozen=True)
 class LogRequests:
-    """A log's requests as read: the histogram (distinct pairs, ascending input then output), the
-    arrivals (whole µs on the clock, sorted; None without times) and the clock."""
+    """A log's requests as read: the histogram (distinct pairs, ascending total then input, as a
+    Workload orders its atoms), the arrivals (whole µs on the clock, sorted; None without times)
+    and the clock."""
 
     input_tokens: np.ndarray
     output_tokens: np.ndarray
@@ -508,57 +509,54 @@ class InvalidRows(ValidationError):
         self.count = count
 
 
+def atom_sql(log: ResolvedLog) -> str:
+    """A valid request's tokens as one BIGINT that sorts like a Workload's atoms, (input + output)·2²⁷
+    + input (total ≤ 2·10⁸ < 2²⁸, so the key stays below 2⁵⁵), NULL for any other row."""
+    tokens_ok = valid_sql(False, log.integer_tokens)
+    packed = f"(CAST(input_raw AS BIGINT) + CAST(output_raw AS BIGINT)) * {PAIR_FACTOR} + CAST(input_raw AS BIGINT)"
+    return f"CASE WHEN {tokens_ok} THEN {packed} END"
+
+
+def _missing(column: np.ndarray) -> int:
+    """How many entries of a fetched column are NULL (DuckDB masks them)."""
+    return int(np.ma.getmaskarray(column).sum()) if isinstance(column, np.ma.MaskedArray) else 0
+
+
 def load_requests(log: ResolvedLog, connection=None) -> LogRequests:
-    """Read every request of the log: DuckDB parses it once into a temporary table of packed
-    token pairs and arrival µs, groups the pairs, and hands the arrivals over as one int64 column.
-    Raises :class:`InvalidRows` when any row is not a request, :class:`UnreadableLog` when DuckDB
-    cannot read the log."""
+    """Read every request of the log: DuckDB parses and checks each row once and hands over two
+    int64 columns, the packed atom key (:func:`atom_sql`) and the arrival µs; numpy sorts the keys
+    and counts the runs of equal keys — the exact histogram, already in the Workload's atom order
+    (sorting 10⁷ integers costs a fraction of a hash aggregation into millions of groups) — and
+    sorts the arrivals. Raises :class:`InvalidRows` when any row is not a request,
+    :class:`UnreadableLog` when DuckDB cannot read the log."""
     connection = connection or connect()
     with_times = log.time_sql is not None
     try:
         columns = describe(connection, log.source) if log.source.layout == "arrays" else []
         rows = rows_sql(log, rows_relation(log.source, columns))
-        connection.execute(
-            "CREATE OR REPLACE TEMP TABLE fleetopt_requests AS "
-            f"SELECT {pair_sql(log)} AS pair, arrival_us FROM ({rows})"
-        )
-        bad, missing_time, total = connection.execute(
-            "SELECT COUNT(*) FILTER (WHERE pair IS NULL), COUNT(*) FILTER (WHERE arrival_us IS NULL), "
-            "COUNT(*) FROM fleetopt_requests"
-        ).fetchone()
-        invalid = max(int(bad), int(missing_time) if with_times else 0)
-        if invalid:
-            raise InvalidRows(log.source.label, invalid)
-        if not total:
-            raise ValidationError(f"{log.source.label}: no requests")
-        histogram = connection.execute(
-            "SELECT pair, COUNT(*) AS n FROM fleetopt_requests GROUP BY pair"
-        ).fetchnumpy()
-        arrivals = None
-        if with_times:
-            arrivals = np.asarray(
-                connection.execute("SELECT arrival_us FROM fleetopt_requests").fetchnumpy()["arrival_us"],
-                dtype=np.int64,
-            )
-            if arrivals.size > 1 and (arrivals[1:] < arrivals[:-1]).any():
-                arrivals.sort()
+        table = connection.execute(f"SELECT {atom_sql(log)} AS atom, arrival_us FROM ({rows})").fetchnumpy()
     except ValidationError:
         raise
     except Exception as exc:  # duckdb.Error: a value DuckDB cannot convert, a malformed file
         raise UnreadableLog(f"{log.source.label}: {_first_line(exc)}") from None
-    finally:
-        try:
-            connection.execute("DROP TABLE IF EXISTS fleetopt_requests")
-        except Exception:  # noqa: BLE001
-            pass
-    pairs = np.asarray(histogram["pair"], dtype=np.int64)
-    return LogRequests(
-        pairs // PAIR_FACTOR,
-        pairs % PAIR_FACTOR,
-        np.asarray(histogram["n"], dtype=np.int64),
-        arrivals,
-        log.utc,
-    )
+    keys, arrivals = table.pop("atom"), table.pop("arrival_us")
+    invalid = max(_missing(keys), _missing(arrivals) if with_times else 0)
+    if invalid:
+        raise InvalidRows(log.source.label, invalid)
+    if not keys.size:
+        raise ValidationError(f"{log.source.label}: no requests")
+    keys = np.asarray(keys, dtype=np.int64)
+    keys.sort()
+    starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+    counts = np.diff(np.append(starts, keys.size))
+    atoms = keys[starts]
+    del keys
+    totals, inputs = atoms // PAIR_FACTOR, atoms % PAIR_FACTOR
+    if with_times:
+        arrivals = np.asarray(arrivals, dtype=np.int64)
+        if arrivals.size > 1 and (arrivals[1:] < arrivals[:-1]).any():
+            arrivals.sort()
+    return LogRequests(inputs, totals - inputs, counts, arrivals if with_times else None, log.utc)
 
 
 def load_rows(log: ResolvedLog, connection=None) -> dict[str, np.ndarray]:

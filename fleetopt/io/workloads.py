@@ -554,13 +554,16 @@ def _log_workload(log: RequestLog | LogRequestsLike, name: str, source: str) -> 
             log.input_tokens, log.output_tokens, name=name, arrival_times_s=times, source=source,
             arrival_span=span, metadata=metadata,
         )  # fmt: skip
-    if log.arrival_us is not None:
-        times = (log.arrival_us - span.first_us) * 1e-6
     workload = workload_from_counts(
         log.input_tokens, log.output_tokens, log.counts, name=name, source=source, arrival_span=span,
         metadata=metadata,
     )  # fmt: skip
-    return dataclasses.replace(workload, arrival_times_s=times) if times is not None else workload
+    if log.arrival_us is None or span is None:
+        return workload
+    ticks = log.arrival_us  # sorted by the reader
+    ticks.flags.writeable = False
+    times = (ticks - span.first_us) * 1e-6
+    return dataclasses.replace(workload, arrival_times_s=times, arrival_us=ticks)
 
 
 LogRequestsLike = object  # fleetopt.io.logs.LogRequests (histogram form), imported lazily
