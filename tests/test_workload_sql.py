@@ -59,8 +59,14 @@ def _same_summary(a, b) -> None:
     ]
 
 
+@pytest.mark.parametrize("in_memory", [True, False], ids=["in-memory", "streamed"])
 @pytest.mark.parametrize("preset", list(SAMPLE_OF))
-def test_the_duckdb_query_returns_the_summary_of_the_file(preset: str) -> None:
+def test_the_duckdb_query_returns_the_summary_of_the_file(preset: str, in_memory: bool, monkeypatch) -> None:
+    """The portable query run on the sample's rows gives the summary fleetopt makes of the file,
+    both ways it makes one: sorting the rows in memory, and streaming them through its own query."""
+    from fleetopt.io import logs
+
+    monkeypatch.setattr(logs, "IN_MEMORY_SUMMARY_ROWS", 10**9 if in_memory else -1)
     connection = connect()
     path = _sample_rows(connection, preset)
     sql = workload_summary_sql(dialect="duckdb", log_format=preset, table="requests", window_s=2.0)

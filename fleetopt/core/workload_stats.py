@@ -193,11 +193,10 @@ def sliding_window_peak(times: np.ndarray, window_s: float) -> int:
     bin_s = window_s / _PEAK_BINS
     if not (times[-1] - times[0]) / bin_s < 4.0 * count:  # sparse arrivals (or implausible times)
         return _most_in_windows_from(times, None, window_s)
-    offsets = times - times[0]
-    offsets /= bin_s
-    bins = offsets.astype(np.int64)  # (truncation is the floor: all ≥ 0)
-    del offsets
-    per_bin = np.bincount(bins)
+    per_bin = np.zeros(int((times[-1] - times[0]) / bin_s) + 1, dtype=np.int64)
+    for begin in range(0, count, _BIN_BLOCK):  # block by block: no array as long as the log
+        bins = _bins_of(times, begin, bin_s)  # ascending, as the times are
+        per_bin[bins[0] : bins[-1] + 1] += np.bincount(bins - bins[0])
     cumulative = np.concatenate(([0], np.cumsum(per_bin)))
     bin_count = cumulative.size - 1
     starts = np.arange(bin_count)
@@ -213,10 +212,23 @@ def sliding_window_peak(times: np.ndarray, window_s: float) -> int:
             else:
                 high = middle - 1
         return low
-    candidates = np.flatnonzero(open_bins[bins])
+    candidates = np.concatenate(
+        [begin + np.flatnonzero(open_bins[_bins_of(times, begin, bin_s)]) for begin in range(0, count, _BIN_BLOCK)]
+    )
     if candidates.size == 0:
         return lower
     return max(lower, _most_in_windows_from(times, candidates, window_s))
+
+
+#: Arrivals binned at once by :func:`sliding_window_peak`.
+_BIN_BLOCK = 1 << 20
+
+
+def _bins_of(times: np.ndarray, begin: int, bin_s: float) -> np.ndarray:
+    """⌊(t − t₀)/bin⌋ of the ``_BIN_BLOCK`` times from ``begin`` (truncation is the floor: all ≥ 0)."""
+    offsets = times[begin : begin + _BIN_BLOCK] - times[0]
+    offsets /= bin_s
+    return offsets.astype(np.int64)
 
 
 def _some_window_holds(times: np.ndarray, arrivals: int, window_s: float, block: int = 1 << 20) -> bool:

@@ -562,7 +562,11 @@ def _log_workload(log: RequestLog | LogRequestsLike, name: str, source: str) -> 
         return workload
     ticks = log.arrival_us  # sorted by the reader
     ticks.flags.writeable = False
-    times = (ticks - span.first_us) * 1e-6
+    if max(abs(span.first_us), abs(span.last_us)) < 2**53:  # exact in float64: the same differences
+        times = np.subtract(ticks, float(span.first_us), dtype=np.float64)
+        times *= 1e-6
+    else:
+        times = (ticks - span.first_us) * 1e-6
     return dataclasses.replace(workload, arrival_times_s=times, arrival_us=ticks)
 
 
