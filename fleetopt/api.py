@@ -1243,7 +1243,7 @@ def summarize_logs(
     each is aggregated where it is read (DuckDB), then the counts add up.
     Returns a :class:`fleetopt.core.summary.LogSummary`."""
     from fleetopt.core.summary import merge_summaries
-    from fleetopt.core.workload_stats import window_microseconds
+    from fleetopt.core.workload import window_microseconds
     from fleetopt.io.workloads import summarize_source
 
     if not logs:
@@ -1279,7 +1279,7 @@ def workload_summary_sql(
     where: str | None = None,
 ) -> str:
     """``fleetopt workload sql``: the summary query of a warehouse table, in ``dialect``."""
-    from fleetopt.core.workload_stats import window_microseconds
+    from fleetopt.core.workload import window_microseconds
     from fleetopt.io.log_formats import log_format as preset_named
     from fleetopt.io.log_formats import time_unit_seconds
     from fleetopt.io.warehouse import warehouse_sql
