@@ -166,3 +166,53 @@ def test_one_statistics_object_answers_widening_and_narrowing_bands(pairs, b) ->
     stats = PoolStatistics(workload, 16, prompt_levels=True)
     for gamma in (1.2, 2.0, 3.0, 7.5, 1.5, 2.5):
         _check(stats, workload, 16, b, gamma, 0.5)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 400), st.floats(0.0, 1.0), st.integers(1, 64), st.integers(0, 2**32 - 1))
+def test_atoms_of_weight_zero_are_skipped_without_changing_a_sum(atoms, zero_share, chunk, seed) -> None:
+    """The prefix tables and prefill histograms that skip atoms of weight 0 (a C&R band's
+    incompressible requests, or its compressible ones) hold the very numbers, bit for bit, of the sums
+    over every atom."""
+    from fleetopt.core import poolstats
+
+    rng = np.random.default_rng(seed)
+    totals = np.sort(rng.integers(1, 300, atoms))
+    outputs = np.minimum(rng.integers(0, 60, atoms), totals - 1)
+    prefill = -(-(totals - outputs) // chunk)
+    weights = rng.random(atoms) * np.where(rng.random(atoms) < zero_share, 0.0, 1.0)
+    runs = poolstats._run_starts(totals)
+    order = np.argsort(prefill, kind="stable")
+    keys = (prefill * 1000 + totals)[order]
+    run_ends = np.flatnonzero(np.concatenate((keys[1:] != keys[:-1], [True]))) + 1
+    last = rng.integers(1, chunk + 1, atoms).astype(np.float64)[order]
+    skipping = (
+        poolstats._run_prefix_table(prefill, outputs, totals, weights, runs),
+        *poolstats._run_cumulative(weights, order, run_ends, last),
+    )
+    every_atom = poolstats._nonzero_atoms
+    try:
+        poolstats._nonzero_atoms = lambda weights, ends: (None, ends)
+        full = (
+            poolstats._run_prefix_table(prefill, outputs, totals, weights, runs),
+            *poolstats._run_cumulative(weights, order, run_ends, last),
+        )
+    finally:
+        poolstats._nonzero_atoms = every_atom
+    for skipped, summed in zip(skipping, full, strict=True):
+        assert skipped.tobytes() == summed.tobytes()
+
+
+def test_a_histogram_in_key_order_sums_in_that_order() -> None:
+    """Atoms already in (prefill level, total) order are not sorted again: the cumulative weight at
+    the end of each run is the running sum in the atoms' own order."""
+    from fleetopt.core.poolstats import _PrefillHistogram
+
+    rng = np.random.default_rng(5)
+    totals = np.sort(rng.integers(1, 500, 2_000))
+    weights = rng.random(2_000)
+    histogram = _PrefillHistogram(np.ones(2_000, dtype=np.int64), totals, weights)
+    ends = np.flatnonzero(np.concatenate((totals[1:] != totals[:-1], [True])))
+    assert (
+        histogram.cumulative_weight.tobytes() == np.concatenate(([0.0], np.cumsum(weights)[ends])).tobytes()
+    )

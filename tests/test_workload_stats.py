@@ -428,3 +428,115 @@ def test_fingerprint_quantiles_by_counting_equal_those_by_sorting(size, top, see
     positions = np.searchsorted(cumulative, np.asarray(FINGERPRINT_LEVELS) * (1 - 1e-12), side="left")
     expected = [int(values[order][min(p, size - 1)]) for p in positions]
     assert _weighted_quantiles(values, weights, FINGERPRINT_LEVELS) == expected
+
+
+def _searched_from_every_arrival(times: np.ndarray, window_s: float) -> int:
+    """The most arrivals in [t_i, t_i + w): one binary search of the whole array per arrival."""
+    return int((np.searchsorted(times, times + window_s, side="left") - np.arange(times.size)).max())
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(2, 6_000),
+    st.sampled_from(["grid", "uniform", "bursty", "ties"]),
+    st.sampled_from([60.0, 1.0, 0.5]),
+    st.integers(0, 2**32 - 1),
+    st.integers(3, 700),
+)
+def test_sliding_window_peak_in_blocks_matches_a_search_from_every_arrival(
+    count, kind, window_s, seed, block
+) -> None:
+    """Binned block by block, searched block by block and, for evenly spread arrivals, bisected on the
+    count: the peak is still the most arrivals in [t_i, t_i + w) over every arrival (small blocks, so
+    every log spans many of them; a jittered grid is the evenly spread case, exponential gaps with
+    bursts the pruned one, rounded times give ties)."""
+    from fleetopt.core import workload_stats
+
+    rng = np.random.default_rng(seed)
+    scale = window_s / 60.0
+    if kind == "grid":
+        times = (np.arange(count) + rng.random(count)) * 0.1 * scale
+    elif kind == "uniform":
+        times = np.sort(rng.random(count)) * count * 0.05 * scale
+    elif kind == "bursty":
+        gaps = rng.exponential(0.1, count) * np.where(rng.random(count) < 0.05, 30.0, 1.0)
+        times = np.cumsum(gaps) * scale
+    else:
+        times = np.sort(np.round(rng.random(count) * count * 0.02)) * scale
+    times = np.sort(times - times[0])
+    saved = workload_stats._BIN_BLOCK, workload_stats.SEARCH_BLOCK
+    try:
+        workload_stats._BIN_BLOCK = workload_stats.SEARCH_BLOCK = block
+        assert workload_stats.sliding_window_peak(times, window_s) == _searched_from_every_arrival(
+            times, window_s
+        )
+        assert workload_stats._most_in_windows_from(times, None, window_s, block) == (
+            _searched_from_every_arrival(times, window_s)
+        )
+    finally:
+        workload_stats._BIN_BLOCK, workload_stats.SEARCH_BLOCK = saved
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.integers(-50, 400), min_size=1, max_size=300),
+    st.lists(st.integers(-60, 420), min_size=1, max_size=300),
+    st.sampled_from(["left", "right"]),
+    st.integers(1, 40),
+)
+def test_searchsorted_in_blocks_is_numpy_searchsorted(haystack, needles, side, block) -> None:
+    from fleetopt.core.workload_stats import searchsorted_ascending
+
+    array, keys = np.sort(np.asarray(haystack)), np.sort(np.asarray(needles))
+    expected = np.searchsorted(array, keys, side=side)
+    assert np.array_equal(searchsorted_ascending(array, keys, side, block), expected)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(-3_000, 3_000), min_size=1, max_size=400),
+    st.integers(1, 500),
+    st.booleans(),
+    st.booleans(),
+)
+def test_counts_between_edges_bin_every_moment(moments, width, weighted, shuffled) -> None:
+    """Counts in [e_k, e_k+1) by a search of the edges are the counts of binning each moment (and
+    the caller is told to bin them one by one when the moments are out of order)."""
+    from fleetopt.core.workload_stats import counts_between_edges
+
+    values = np.sort(np.asarray(moments, dtype=np.int64))
+    weights = (np.arange(values.size) % 7 + 1).astype(np.int64) if weighted else None
+    low, high = int(values.min()) // width - 1, int(values.max()) // width + 2
+    edges = np.arange(low, high + 1) * width
+    index = np.floor_divide(values, width) - low
+    expected = np.bincount(
+        index, weights=None if weights is None else weights.astype(float), minlength=high - low
+    )
+    if shuffled and values.size > 1 and values[0] != values[-1]:
+        assert counts_between_edges(values[::-1], weights, edges) is None
+        return
+    found = counts_between_edges(values, weights, edges)
+    assert found.dtype == expected.dtype
+    assert np.array_equal(found, expected)
+
+
+def test_a_log_keeps_its_readers_microseconds(tmp_path: Path) -> None:
+    """The arrival µs a log's Workload keeps are the ones converting its times in seconds gives."""
+    from fleetopt.core.workload_stats import arrival_ticks_us
+
+    lines = ["TIMESTAMP,ContextTokens,GeneratedTokens"]
+    rng = np.random.default_rng(3)
+    moments = np.sort(rng.integers(0, 10**11, 500))
+    origin = np.datetime64("2023-11-16T18:15:46.680590", "us")
+    for moment in moments[rng.permutation(moments.size)]:
+        lines.append(
+            f"{str(origin + np.timedelta64(int(moment), 'us')).replace('T', ' ')},{rng.integers(1, 9000)},7"
+        )
+    path = tmp_path / "log.csv"
+    path.write_text("\n".join(lines) + "\n")
+    workload = load_workload(str(path))
+    ticks = arrival_ticks_us(workload)
+    assert ticks is workload.arrival_us
+    converted = workload.arrival_span.first_us + np.rint(workload.arrival_times_s * 1e6).astype(np.int64)
+    assert np.array_equal(ticks, converted)
+    assert np.array_equal(ticks - ticks[0], moments - moments[0])

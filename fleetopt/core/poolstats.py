@@ -313,7 +313,9 @@ def _run_cumulative(
     atoms, ends = _nonzero_atoms(ordered, run_ends - 1)
     if atoms is not None:
         if atoms.size == 0:
-            return np.zeros(run_ends.size + 1), (None if last_chunk is None else np.zeros((run_ends.size + 1, 3)))
+            return np.zeros(run_ends.size + 1), (
+                None if last_chunk is None else np.zeros((run_ends.size + 1, 3))
+            )
         ordered = ordered[atoms]
         last_chunk = None if last_chunk is None else last_chunk[atoms]
     cumulative = np.concatenate(([0.0], _at(np.cumsum(ordered), ends)))

@@ -213,7 +213,10 @@ def sliding_window_peak(times: np.ndarray, window_s: float) -> int:
                 high = middle - 1
         return low
     candidates = np.concatenate(
-        [begin + np.flatnonzero(open_bins[_bins_of(times, begin, bin_s)]) for begin in range(0, count, _BIN_BLOCK)]
+        [
+            begin + np.flatnonzero(open_bins[_bins_of(times, begin, bin_s)])
+            for begin in range(0, count, _BIN_BLOCK)
+        ]
     )
     if candidates.size == 0:
         return lower

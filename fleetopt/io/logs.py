@@ -417,9 +417,12 @@ PAIR_FACTOR = 1 << 27
 
 def pair_sql(log: ResolvedLog) -> str:
     """The packed (input, output) key of a valid request's tokens, NULL for any other row."""
-    tokens_ok = valid_sql(False, log.integer_tokens)
-    packed = f"CAST(input_raw AS BIGINT) * {PAIR_FACTOR} + CAST(output_raw AS BIGINT)"
-    return f"CASE WHEN {tokens_ok} THEN {packed} END"
+    return _valid_tokens_key(log, f"CAST(input_raw AS BIGINT) * {PAIR_FACTOR} + CAST(output_raw AS BIGINT)")
+
+
+def _valid_tokens_key(log: ResolvedLog, packed: str) -> str:
+    """``packed`` (an integer key of a row's tokens) where the tokens are a request's, else NULL."""
+    return f"CASE WHEN {valid_sql(False, log.integer_tokens)} THEN {packed} END"
 
 
 def valid_sql(time_present: bool, integer_tokens: bool = False) -> str:
@@ -512,9 +515,8 @@ class InvalidRows(ValidationError):
 def atom_sql(log: ResolvedLog) -> str:
     """A valid request's tokens as one BIGINT that sorts like a Workload's atoms, (input + output)·2²⁷
     + input (total ≤ 2·10⁸ < 2²⁸, so the key stays below 2⁵⁵), NULL for any other row."""
-    tokens_ok = valid_sql(False, log.integer_tokens)
-    packed = f"(CAST(input_raw AS BIGINT) + CAST(output_raw AS BIGINT)) * {PAIR_FACTOR} + CAST(input_raw AS BIGINT)"
-    return f"CASE WHEN {tokens_ok} THEN {packed} END"
+    total = "CAST(input_raw AS BIGINT) + CAST(output_raw AS BIGINT)"
+    return _valid_tokens_key(log, f"({total}) * {PAIR_FACTOR} + CAST(input_raw AS BIGINT)")
 
 
 def _missing(column: np.ndarray) -> int:
@@ -602,9 +604,8 @@ def local_summary_sql(log: ResolvedLog, relation: str, window_us: int | None) ->
     ]
     if window_us is not None:
         windowing = f"arrival_us - (((arrival_us % {window_us}) + {window_us}) % {window_us})"
-        parts.insert(
-            1, f"SELECT 1, {windowing} AS window_start_us, COUNT(*) FROM fleetopt_requests GROUP BY window_start_us"
-        )
+        windows = f"SELECT 1, {windowing} AS window_start_us, COUNT(*) FROM fleetopt_requests"
+        parts.insert(1, f"{windows} GROUP BY window_start_us")
     return (
         f"WITH fleetopt_requests AS MATERIALIZED (SELECT {pair_sql(log)} AS pair, arrival_us "
         f"FROM ({rows_sql(log, relation)})) " + " UNION ALL ".join(parts)
