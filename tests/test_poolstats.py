@@ -216,3 +216,28 @@ def test_a_histogram_in_key_order_sums_in_that_order() -> None:
     assert (
         histogram.cumulative_weight.tobytes() == np.concatenate(([0.0], np.cumsum(weights)[ends])).tobytes()
     )
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 300), st.integers(1, 400), st.booleans(), st.integers(0, 2**32 - 1))
+def test_run_prefix_table_is_the_per_atom_table_at_run_ends(atoms, chunk, one_chunk, seed) -> None:
+    """The per-run prefix sums (with their shortcuts: zero weights skipped, the P columns taken from
+    the W and L columns when every prompt fits one chunk) are the per-atom table's sums at the end of
+    each run, bit for bit."""
+    from fleetopt.core import poolstats
+
+    rng = np.random.default_rng(seed)
+    totals = np.sort(rng.integers(2, 2 * chunk + 50, atoms))
+    inputs = np.minimum(rng.integers(1, 2 * chunk + 1, atoms), totals)
+    if one_chunk:
+        inputs = np.minimum(inputs, chunk)
+    outputs = totals - inputs
+    prefill = -(-inputs // chunk)
+    weights = rng.random(atoms) * np.where(rng.random(atoms) < 0.4, 0.0, 1.0)
+    runs = poolstats._run_starts(totals)
+    per_atom = poolstats._atom_prefix_table(prefill, outputs, totals, weights)
+    ends = np.append(runs[1:], atoms)  # prefix index just past each run
+    expected = np.concatenate((per_atom[:, :1], per_atom[:, ends]), axis=1)
+    assert (
+        poolstats._run_prefix_table(prefill, outputs, totals, weights, runs).tobytes() == expected.tobytes()
+    )

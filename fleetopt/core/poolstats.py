@@ -181,10 +181,14 @@ def _run_prefix_table(
     put(_W, weights)
     length = total_tokens.astype(np.float64)
     p = prefill_iterations.astype(np.float64)
-    wp = weights * p
-    put(_P, wp)
-    put(_PL, wp * length)
-    del wp
+    # every prompt in one chunk (a band below the chunk size): w·P = w·1 is w itself, bit for bit,
+    # so the P and P·L columns are the W and L columns (copied below)
+    single_chunk = bool((prefill_iterations == 1).all())
+    if not single_chunk:
+        wp = weights * p
+        put(_P, wp)
+        put(_PL, wp * length)
+        del wp
     i = p + output_tokens
     del p
     wi = weights * i
@@ -199,6 +203,8 @@ def _run_prefix_table(
     put(_I2L2, wi2)
     del wi2
     put(_L, weights * length)
+    if single_chunk:
+        table[_P], table[_PL] = table[_W], table[_L]
     length -= output_tokens  # the input lengths now
     put(_J2, weights * length * length)
     return table
