@@ -1135,9 +1135,10 @@ def summarize_source(
     time_unit: str | None = None,
 ):
     """The summary (:class:`~fleetopt.core.summary.LogSummary`) of one log — a path, a glob, a URL
-    or a bundled name — aggregated where it is read: DuckDB streams the rows through one query
-    (:func:`fleetopt.io.logs.local_summary_sql`), keeping only the aggregates. A summary given here
-    is read as it is; a CDF is refused (it has no request counts)."""
+    or a bundled name — aggregated where it is read (:func:`fleetopt.io.logs.summarize_log`: sorted in
+    memory up to :data:`~fleetopt.io.logs.IN_MEMORY_SUMMARY_ROWS` requests, else streamed through one
+    DuckDB query that keeps only the aggregates). A summary given here is read as it is; a CDF is
+    refused (it has no request counts)."""
     from fleetopt.core.summary import summary_from_workload
     from fleetopt.io import logs
 
