@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -543,16 +544,24 @@ class PoolStatistics:
         if hi > b:
             band = self._band(b, hi)
             stay = 1.0 - compressibility
-            stay_sums = band.incompressible_sums(hi) + stay * band.original_sums(hi)
+            # with p_c = 1 nothing compressible stays: its terms would add 0·x = +0.0 to sums ≥ 0
+            # (the same numbers), so they are neither added nor built
+            stay_sums = band.incompressible_sums(hi)
+            if stay > 0:
+                stay_sums = stay_sums + stay * band.original_sums(hi)
             if stay_sums[_W] > 0:
                 sums = sums + stay_sums
                 fixed_histogram, fixed_prompts = band.incompressible_histogram.level_sums(
                     b, hi, prompt_levels
                 )
-                stay_histogram, stay_prompts = band.original_histogram.level_sums(b, hi, prompt_levels)
-                histogram = _add_padded(_add_padded(histogram, fixed_histogram), stay * stay_histogram)
+                histogram = _add_padded(histogram, fixed_histogram)
                 if prompts is not None:
-                    prompts = _add_padded(_add_padded(prompts, fixed_prompts), stay * stay_prompts)
+                    prompts = _add_padded(prompts, fixed_prompts)
+                if stay > 0:
+                    stay_histogram, stay_prompts = band.original_histogram.level_sums(b, hi, prompt_levels)
+                    histogram = _add_padded(histogram, stay * stay_histogram)
+                    if prompts is not None:
+                        prompts = _add_padded(prompts, stay * stay_prompts)
                 max_total = max(max_total, self._max_total_between(self._run_index(b), i_hi))
         stay = 1.0 - compressibility
 
@@ -560,8 +569,9 @@ class PoolStatistics:
             tail = self._decode_sums(max(hi, t), top)
             if hi > b:  # the band requests that stay, at their own lengths in (max(B, t), γB]
                 band = self._band(b, hi)
-                for table, share in ((band._incompressible, 1.0), (band._original, stay)):
+                for name, share in (("_incompressible", 1.0), ("_original", stay)):
                     if share > 0:
+                        table = getattr(band, name)
                         part = table[:, band._end(hi)] - table[:, band._end(min(hi, max(b, math.floor(t))))]
                         tail = tail + share * np.array((part[_I] - part[_P], part[_IL] - part[_PL]))
             return tail
@@ -664,7 +674,6 @@ class _CompressionBand:
         runs = _run_starts(totals)
         self._run_totals = totals[runs]
         self._compressed = _run_prefix_table(compressed_prefill, outputs, compressed_totals, weights, runs)
-        self._original = _run_prefix_table(prefill, outputs, totals, weights, runs)
         self._incompressible = _run_prefix_table(prefill, outputs, totals, fixed_weights, runs)
         compressed_inputs = b_short_tokens - np.minimum(outputs, b_short_tokens)
         self.compressed_histogram = _PrefillHistogram(
@@ -673,11 +682,33 @@ class _CompressionBand:
             weights,
             last_chunk_tokens=stats._last_chunks(compressed_inputs, compressed_prefill),
         )
-        self.original_histogram = _PrefillHistogram(
-            prefill, totals, weights, (fixed_weights,),
-            last_chunk_tokens=stats._last_chunks(stats.workload.input_tokens[start:end], prefill),
-        )  # fmt: skip
-        (self.incompressible_histogram,) = self.original_histogram.others
+        # what only some pools read is built when first read (properties below): the band's
+        # requests at their own lengths (a long pool reads them with p_c < 1) and the histogram of
+        # the incompressible ones (only a band that has some)
+        self._atoms = (prefill, outputs, totals, weights, fixed_weights, runs)
+        self._original_last_chunks = lambda: stats._last_chunks(
+            stats.workload.input_tokens[start:end], prefill
+        )
+
+    @cached_property
+    def _original(self) -> np.ndarray:
+        """The prefix table of the compressible requests at their own lengths."""
+        prefill, outputs, totals, weights, _, runs = self._atoms
+        return _run_prefix_table(prefill, outputs, totals, weights, runs)
+
+    @cached_property
+    def original_histogram(self) -> _PrefillHistogram:
+        """The prefill histogram of the compressible requests at their own lengths."""
+        prefill, _, totals, weights, _, _ = self._atoms
+        return _PrefillHistogram(prefill, totals, weights, last_chunk_tokens=self._original_last_chunks())
+
+    @cached_property
+    def incompressible_histogram(self) -> _PrefillHistogram:
+        """The prefill histogram of the requests C&R cannot compress (L_out ≥ B)."""
+        prefill, _, totals, _, fixed_weights, _ = self._atoms
+        return _PrefillHistogram(
+            prefill, totals, fixed_weights, last_chunk_tokens=self._original_last_chunks()
+        )
 
     def _end(self, hi_tokens: int) -> int:
         return int(self._run_totals.searchsorted(hi_tokens, side="right"))
