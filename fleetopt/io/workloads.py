@@ -423,13 +423,13 @@ def _locate(name_or_path: str, options: ReaderOptions) -> _Place:
         return _locate_file(path, str(path), path.name, options)
     if path.is_dir():
         raise ValidationError(f"{name_or_path}: is a folder, not a workload file")
+    names = bundled_workload_names()
+    if name_or_path in names:  # (a bundled name is never a glob or a URL)
+        return _Place("bundled", name_or_path, name_or_path, options)
     from fleetopt.io.logs import is_pattern, is_remote
 
     if is_remote(name_or_path) or is_pattern(name_or_path):
         return _locate_many(name_or_path, options)
-    names = bundled_workload_names()
-    if name_or_path in names:
-        return _Place("bundled", name_or_path, name_or_path, options)
     raise NotFoundError(
         f"workload {name_or_path!r} is neither a file nor a bundled workload "
         f"(bundled: {', '.join(names) if names else 'none'})"
