@@ -10,6 +10,7 @@ faster (t = W + H·s), which can make a pool whose SLO binds cheaper below its K
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from functools import cached_property
@@ -101,6 +102,10 @@ class PoolSizing:
             x = λ·(H·E[L_out] + τ·E[L_in] + κ·E[I·L]) / n (None otherwise).
         chain_mean_wait_s: for an occupancy-aware model, the chain's mean wait, seconds.
         arrival_scv: C_a², the arrival variability the pool was sized or evaluated for (1: Poisson).
+
+    ``p99_ttft_s`` and ``p99_prefill_s`` may be given as a :class:`Deferred`: the figure is then
+    computed on first read (and on comparison, hashing, ``dataclasses.replace`` or pickling), so a
+    sweep does not pay for the quantiles of the pools no plan reports. Readers see a float either way.
     """
 
     feasible: bool
@@ -128,6 +133,12 @@ class PoolSizing:
     chain_mean_wait_s: float | None = None
     arrival_scv: float = 1.0
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled with every deferred figure computed (a :class:`Deferred` holds a closure)."""
+        for name in _DEFERRED_FIELDS:
+            getattr(self, name)
+        return dict(self.__dict__)
+
     @property
     def load_utilization(self) -> float:
         """What the utilization cap bounds: ρ, or for an occupancy-aware model the larger of the slot
@@ -150,6 +161,40 @@ class PoolSizing:
                 self.service_scv / z, self.arrival_scv / z,
             )
         )  # fmt: skip
+
+
+class Deferred:
+    """A figure of a :class:`PoolSizing` computed on first read: ``compute()`` returns it."""
+
+    __slots__ = ("compute",)
+
+    def __init__(self, compute: Callable[[], float]) -> None:
+        self.compute = compute
+
+
+class _DeferredField:
+    """The descriptor behind a :class:`PoolSizing` field that may be given as a :class:`Deferred`:
+    the dataclass's ``__init__`` stores what it gets; the first read computes a deferred value and
+    keeps the float."""
+
+    def __init__(self, name: str) -> None:
+        self.key = f"_deferred_{name}"
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        if instance is None:
+            return self
+        value = instance.__dict__[self.key]
+        if isinstance(value, Deferred):
+            value = instance.__dict__[self.key] = float(value.compute())
+        return value
+
+    def __set__(self, instance: Any, value: Any) -> None:
+        instance.__dict__[self.key] = value
+
+
+_DEFERRED_FIELDS = ("p99_ttft_s", "p99_prefill_s")
+for _name in _DEFERRED_FIELDS:  # after @dataclass, so the fields keep no default and their order
+    setattr(PoolSizing, _name, _DeferredField(_name))
 
 
 def _empty_pool(hardware: PoolHardware, context_tokens: int, kv_limit: int, slots: int) -> PoolSizing:
@@ -691,7 +736,9 @@ def evaluate_pool(
 
 
 def _replace(sizing: PoolSizing, **changes: object) -> PoolSizing:
-
+    """``dataclasses.replace``, keeping deferred figures deferred."""
+    for name in _DEFERRED_FIELDS:
+        changes.setdefault(name, sizing.__dict__[f"_deferred_{name}"])
     return replace(sizing, **changes)
 
 
@@ -850,16 +897,13 @@ def _seen_iteration_s(
     return (ctx.costs.base_s + ctx.decode_per_sequence_s * per_instance) / max(1.0 - prompt_share, 1e-12)
 
 
-def _engine_eval_one(
-    ctx: _EngineContext, instances: float, slots: float, *, quantile: bool = False
-) -> dict[str, Any]:
-    """:func:`_engine_eval` at one point, in plain floats (the same formulas). The SLO test uses the
-    law's survival function at the SLO; ``quantile=True`` also gives the P99 TTFT (``ttft``)."""
+def _engine_eval_one(ctx: _EngineContext, instances: float, slots: float) -> dict[str, Any]:
+    """:func:`_engine_eval` at one point, in plain floats (the same formulas; memoized per (n, s)).
+    The SLO test uses the law's survival function at the SLO; ``law`` is the TTFT law (None when
+    the pool is unstable)."""
     known = ctx.evaluated.get((instances, slots))
     if known is None:
         known = ctx.evaluated[(instances, slots)] = _engine_eval_point(ctx, instances, slots)
-    if quantile and known["law"] is not None:
-        return {**known, "ttft": known["law"].quantile_s(ctx.moments.quantile)}
     return known
 
 
@@ -883,7 +927,7 @@ def _engine_eval_point(ctx: _EngineContext, instances: float, slots: float) -> d
     if not (stable and prompt_share < 1.0):
         sigma = ctx.rate * m.mean_iterations * (base_s + per_sequence_s * slots) / servers
         return {
-            "ok": False, "ttft": math.inf, "utilization": max(sigma, 1.0),
+            "ok": False, "utilization": max(sigma, 1.0),
             "compute": compute, "seen_iteration_s": base_s + per_sequence_s * slots,
             "p_wait": 1.0, "drain": drain, "mean_busy": servers, "law": None,
         }  # fmt: skip
@@ -893,7 +937,6 @@ def _engine_eval_point(ctx: _EngineContext, instances: float, slots: float) -> d
         slot_wait=_slot_wait(p_wait, drain, m.iterations_scv, ctx.arrival_scv),
         decode_and_prompt=(ctx.decode_per_sequence_s, ctx.prompt_work_s),
     )  # fmt: skip
-    ttft = math.nan
     utilization = mean_busy / servers
     ok = compute <= ctx.cap and utilization <= ctx.cap and not law.exceeds_one(ctx.ttft_slo_s, q)
     seen_iteration_s = math.nan
@@ -905,7 +948,7 @@ def _engine_eval_point(ctx: _EngineContext, instances: float, slots: float) -> d
         seen_iteration_s = (ctx.costs.base_s + ctx.decode_per_sequence_s * per_instance_seen) * stretch
         ok = ok and seen_iteration_s <= ctx.tpot_slo_s
     return {
-        "ok": ok, "ttft": ttft, "utilization": utilization, "compute": compute,
+        "ok": ok, "utilization": utilization, "compute": compute,
         "seen_iteration_s": seen_iteration_s, "p_wait": p_wait, "drain": drain, "mean_busy": mean_busy,
         "law": law,
     }  # fmt: skip
@@ -946,19 +989,19 @@ def _engine_describe(
     ctx: _EngineContext, context_tokens: int, kv_limit: int, instances: int, slots: int,
     binding: str, slots_binding: str,
 ) -> PoolSizing:  # fmt: skip
-    ev = _engine_eval_one(ctx, float(instances), float(slots), quantile=True)
+    ev = _engine_eval_one(ctx, float(instances), float(slots))
     mean_busy = float(ev["mean_busy"])
-    stable = ev["law"] is not None
-    wait_q = float(
-        wait_quantile_s(
-            ev["p_wait"], ev["drain"], ctx.moments.iterations_scv, ctx.moments.quantile, ctx.arrival_scv
-        )
-    )
-    # the P99 from a free slot to the first token: the same law without the slot wait and T0
-    prefill_q = math.nan
+    law, q = ev["law"], ctx.moments.quantile
+    wait_q = float(wait_quantile_s(ev["p_wait"], ev["drain"], ctx.moments.iterations_scv, q, ctx.arrival_scv))
+    # The P99 TTFT, and the P99 from a free slot to the first token (the same law without the slot
+    # wait and T0): mixture quantiles, computed when first read (a sweep reports few of its pools).
+    stable = law is not None
+    ttft_q: float | Deferred = math.inf
+    prefill_q: float | Deferred = math.nan
     if stable:
-        prefill_law = ev["law"].without_wait_and_overhead(ctx.hardware.ttft_overhead_s)
-        prefill_q = float(prefill_law.quantile_s(ctx.moments.quantile))
+        overhead_s = ctx.hardware.ttft_overhead_s
+        ttft_q = Deferred(lambda: law.quantile_s(q))
+        prefill_q = Deferred(lambda: law.without_wait_and_overhead(overhead_s).quantile_s(q))
     mean_service_s = mean_busy / ctx.rate
     servers = instances * slots
     return PoolSizing(
@@ -978,7 +1021,7 @@ def _engine_describe(
         p99_prefill_s=prefill_q,
         iteration_s=(ctx.costs.base_s + ctx.decode_per_sequence_s * mean_busy / instances)
         / max(1.0 - ctx.rate / instances * ctx.prompt_work_s, 1e-12),
-        p99_ttft_s=float(ev["ttft"]),
+        p99_ttft_s=ttft_q,
         binding_constraint=binding,
         slots_binding=slots_binding,
         problems=(),
