@@ -157,6 +157,46 @@ def test_engine_sizing_meets_its_targets_and_is_minimal(rate, slo_s, cap, contex
     assert pool.slots_per_instance == int(all_slots[np.flatnonzero(ok)[-1]])
 
 
+def test_a_pools_quantiles_are_computed_when_read_and_are_its_laws() -> None:
+    """An engine pool's P99 TTFT and P99 prefill are deferred (a sweep reads few of them): read, they
+    are the quantiles of its TTFT law (with the slot wait and T0, and without); copies, pickles and
+    ``dataclasses.replace`` give the same numbers."""
+    import copy
+    import pickle
+    from dataclasses import replace
+
+    from fleetopt.core.sizing import Deferred, _engine_eval_one
+
+    hardware = _hardware()
+    moments = PoolStatistics(_workload(), 512, prompt_levels=True).range_moments(
+        -1, math.inf, 0.99, prompt_levels=True
+    )
+    arguments = dict(
+        arrival_rate_per_s=400.0, moments=moments, hardware=hardware, context_tokens=8192,
+        service_model="engine", ttft_slo_s=1.0,
+    )  # fmt: skip
+    pool = size_pool(**arguments)
+    assert pool.feasible and pool.instances > 1
+    assert isinstance(pool.__dict__["_deferred_p99_ttft_s"], Deferred)
+    law = _engine_eval_one(
+        _engine_context(400.0, moments, hardware, ENGINE, 1.0, 0.85, None),
+        float(pool.instances), float(pool.slots_per_instance),
+    )["law"]  # fmt: skip
+    pickled = pickle.loads(pickle.dumps(size_pool(**arguments)))
+    moved = replace(size_pool(**arguments))
+    copied = copy.deepcopy(size_pool(**arguments))
+    ttft, prefill = (
+        law.quantile_s(0.99),
+        law.without_wait_and_overhead(hardware.ttft_overhead_s).quantile_s(0.99),
+    )
+    assert pool.p99_ttft_s == ttft and pool.p99_prefill_s == prefill
+    assert (
+        isinstance(pool.p99_ttft_s, float) and 0 < pool.p99_prefill_s <= pool.p99_ttft_s * (1 + 1e-12) <= 1.0
+    )
+    for other in (pickled, moved, copied):
+        assert (other.p99_ttft_s, other.p99_prefill_s) == (ttft, prefill) and other == pool
+
+
 def test_prompt_compute_floor_makes_a_pool_infeasible_with_that_reason() -> None:
     """τ from the floor 2·N/F: 70.6e9 parameters on 8 × 312 TFLOP/s → 56.6 µs per prompt token; a
     pool of 3,000-token prompts cannot reach a 100 ms TTFT however many instances it has."""

@@ -927,7 +927,7 @@ def _engine_eval_point(ctx: _EngineContext, instances: float, slots: float) -> d
     if not (stable and prompt_share < 1.0):
         sigma = ctx.rate * m.mean_iterations * (base_s + per_sequence_s * slots) / servers
         return {
-            "ok": False, "utilization": max(sigma, 1.0),
+            "ok": False, "margin": _log_margin(ctx.cap, max(sigma, 1.0)), "utilization": max(sigma, 1.0),
             "compute": compute, "seen_iteration_s": base_s + per_sequence_s * slots,
             "p_wait": 1.0, "drain": drain, "mean_busy": servers, "law": None,
         }  # fmt: skip
@@ -938,7 +938,14 @@ def _engine_eval_point(ctx: _EngineContext, instances: float, slots: float) -> d
         decode_and_prompt=(ctx.decode_per_sequence_s, ctx.prompt_work_s),
     )  # fmt: skip
     utilization = mean_busy / servers
-    ok = compute <= ctx.cap and utilization <= ctx.cap and not law.exceeds_one(ctx.ttft_slo_s, q)
+    ok = compute <= ctx.cap and utilization <= ctx.cap
+    # How far the tests pass (< 0: fail), the least of log(limit / value) over the caps and, when
+    # they pass, log((1 − q) / P(TTFT > SLO)): it places the search's next instance count.
+    margin = min(_log_margin(ctx.cap, compute), _log_margin(ctx.cap, utilization))
+    if ok:
+        tail = law.survival_one(ctx.ttft_slo_s)
+        ok = not tail > 1.0 - q  # (the test of TtftCumulants.exceeds_one)
+        margin = min(margin, _log_margin(1.0 - q, tail))
     seen_iteration_s = math.nan
     if ctx.tpot_slo_s is not None:
         target = min(1.0, q * z)
@@ -947,11 +954,17 @@ def _engine_eval_point(ctx: _EngineContext, instances: float, slots: float) -> d
         per_instance_seen = float(min(slots, seen / (instances / peak)))
         seen_iteration_s = (ctx.costs.base_s + ctx.decode_per_sequence_s * per_instance_seen) * stretch
         ok = ok and seen_iteration_s <= ctx.tpot_slo_s
+        margin = min(margin, _log_margin(ctx.tpot_slo_s, seen_iteration_s))
     return {
-        "ok": ok, "utilization": utilization, "compute": compute,
+        "ok": ok, "margin": margin, "utilization": utilization, "compute": compute,
         "seen_iteration_s": seen_iteration_s, "p_wait": p_wait, "drain": drain, "mean_busy": mean_busy,
         "law": law,
     }  # fmt: skip
+
+
+def _log_margin(limit: float, value: float) -> float:
+    """log(limit / value): ≥ 0 when value ≤ limit (∞ for value ≤ 0, NaN for NaN)."""
+    return math.log(limit) - math.log(value) if value > 0.0 else (math.nan if math.isnan(value) else math.inf)
 
 
 def _engine_could_pass(ctx: _EngineContext, instances: float) -> bool:
@@ -1059,8 +1072,9 @@ def _size_engine(
         return _infeasible(hardware, context_tokens, kv_limit, rate, problem, least_ttft_s)
     most = fixed if fixed is not None else kv_limit
 
-    def passes_at_most(instances: int) -> tuple[bool, None]:
-        return _engine_ok_one(ctx, float(instances), float(most)), None
+    def passes_at_most(instances: int) -> tuple[bool, float | None]:
+        ev = _engine_eval_one(ctx, float(instances), float(most))
+        return bool(ev["ok"]), ev["margin"]
 
     def passes(instances: int) -> tuple[bool, np.ndarray]:
         # called only below the fewest instances at which the most slots pass (they fail here)

@@ -320,13 +320,18 @@ class TtftCumulants:
 
     def exceeds_one(self, level_s: float, q: float) -> bool:
         """:meth:`exceeds` for a law at one t_d, in plain floats (the sizing hot path)."""
+        return self.survival_one(level_s) > 1.0 - q
+
+    def survival_one(self, level_s: float) -> float:
+        """P(TTFT > ``level_s``) under the mixture of :meth:`quantile_s`, for a law at one t_d (1 when
+        the law is infinite)."""
         if not (math.isfinite(self.base_mean_s) and math.isfinite(self.wait_mean_s * self.wait_probability)):
-            return True
+            return 1.0
         tail = 0.0
         for weight, *law in self.components():
             if weight > 1e-12:
                 tail += weight * _PreparedPart(*law).survival(level_s)
-        return tail > 1.0 - q
+        return tail
 
     def exceeds(self, level_s: float, q: float) -> Any:
         """Whether the q-quantile exceeds ``level_s`` (arrays allowed): P(TTFT > level) > 1 − q under
