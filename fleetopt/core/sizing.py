@@ -989,13 +989,13 @@ def _engine_ok_one(ctx: _EngineContext, instances: float, slots: float) -> bool:
     return bool(_engine_eval_one(ctx, instances, slots)["ok"])
 
 
-def _engine_floor(ctx: _EngineContext) -> tuple[TtftCumulants, float]:
-    """(the TTFT law at no load, the least iteration time W): no pool size does better."""
-    law = ctx.service_model.ttft_law(
+def _engine_floor(ctx: _EngineContext) -> TtftCumulants:
+    """The TTFT law at no load (no other request, no sequence decoding, no wait): no pool size does
+    better."""
+    return ctx.service_model.ttft_law(
         ctx.moments, ctx.hardware, ctx.costs, rate_per_instance_per_s=0.0, instances=1.0,
         occupancy_per_instance=0.0,
     )  # fmt: skip
-    return law, ctx.costs.base_s
 
 
 def _engine_describe(
@@ -1060,17 +1060,26 @@ def _size_engine(
     doubling and bisection over n, each step one vectorized evaluation over every slot count.
     """
     ctx = _engine_context(rate, moments, hardware, service_model, ttft_slo_s, cap, tpot_slo_s, arrival_scv)
-    least_law, least_iteration_s = _engine_floor(ctx)
+    least_iteration_s = ctx.costs.base_s
     if tpot_slo_s is not None and not least_iteration_s <= tpot_slo_s:
         problem = _tpot_problem(1, least_iteration_s, tpot_slo_s)
         return _infeasible(hardware, context_tokens, kv_limit, rate, problem, None)
-    # (the survival test at the SLO, as sizing uses; the quantile only for the report)
-    if least_law.exceeds_one(ttft_slo_s, moments.quantile):
-        least_ttft_s = float(least_law.quantile_s(moments.quantile))
-        kind = ProblemKind.COMPUTE_FLOOR if ctx.costs.prefill_floor_binds else ProblemKind.PREFILL_OVER_SLO
-        problem = PoolProblem(kind, least_ttft_s, ttft_slo_s, 1)
-        return _infeasible(hardware, context_tokens, kv_limit, rate, problem, least_ttft_s)
     most = fixed if fixed is not None else kv_limit
+    # No pool with fewer instances than the compute bound λ·E[I]·c₁ / cap is allowed (x ≤ cap).
+    start = max(1, math.ceil(rate * ctx.work_per_request_s / cap))
+    # The no-load floor (the TTFT law with no other request and no wait; no pool size does better)
+    # decides feasibility. When the search's first instance count passes, so does the floor (the
+    # law only grows with load), and the floor's law is not needed.
+    first = hint if hint is not None and hint > start else start
+    if not _engine_eval_one(ctx, float(first), float(most))["ok"]:
+        least_law = _engine_floor(ctx)
+        # (the survival test at the SLO, as sizing uses; the quantile only for the report)
+        if least_law.exceeds_one(ttft_slo_s, moments.quantile):
+            least_ttft_s = float(least_law.quantile_s(moments.quantile))
+            floor_binds = ctx.costs.prefill_floor_binds
+            kind = ProblemKind.COMPUTE_FLOOR if floor_binds else ProblemKind.PREFILL_OVER_SLO
+            problem = PoolProblem(kind, least_ttft_s, ttft_slo_s, 1)
+            return _infeasible(hardware, context_tokens, kv_limit, rate, problem, least_ttft_s)
 
     def passes_at_most(instances: int) -> tuple[bool, float | None]:
         ev = _engine_eval_one(ctx, float(instances), float(most))
@@ -1081,8 +1090,6 @@ def _size_engine(
         ok = _engine_eval(ctx, float(instances), slots, last_fails=True)["ok"]
         return bool(ok.any()), ok
 
-    # No pool with fewer instances than the compute bound λ·E[I]·c₁ / cap is allowed (x ≤ cap).
-    start = max(1, math.ceil(rate * ctx.work_per_request_s / cap))
     # The usual answer, without arrays: the most slots, at the fewest instances they need; then
     # one vectorized look at one instance fewer decides whether fewer slots could do better.
     instances, chosen = smallest_passing_from(passes_at_most, start, hint), most
