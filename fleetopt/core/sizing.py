@@ -968,17 +968,24 @@ def _log_margin(limit: float, value: float) -> float:
 
 
 def _engine_could_pass(ctx: _EngineContext, instances: float) -> bool:
-    """A necessary condition for some slot count to pass at n ``instances``: the TTFT law with no
-    sequence decoding (t_d = W) and no slot wait meets the SLO (the law grows with t_d and the
-    wait), and the TPOT cap allows an iteration of W/(1 − u)."""
+    """A necessary condition for some slot count to pass at n ``instances``: the TTFT law with the
+    fewest sequences in flight any slot count has and no slot wait meets the SLO (the law grows
+    with t_d and the wait), and the TPOT cap allows an iteration of W/(1 − u).
+
+    The fewest in flight: each of the λ/n requests per second an instance takes holds its slot for
+    E[I] iterations of at least W/(1 − u), so by Little's law the chain's mean occupancy per
+    instance is at least k₀ = (λ/n)·E[I]·W/(1 − u), whatever the slot count (taken 10⁻⁶ lower, for
+    rounding)."""
     prompt_share = ctx.rate / instances * ctx.prompt_work_s
     if not prompt_share < 1.0:
         return False
-    if ctx.tpot_slo_s is not None and not ctx.costs.base_s / (1.0 - prompt_share) <= ctx.tpot_slo_s:
+    least_iteration_s = ctx.costs.base_s / (1.0 - prompt_share)
+    if ctx.tpot_slo_s is not None and not least_iteration_s <= ctx.tpot_slo_s:
         return False
+    fewest = ctx.rate / instances * ctx.moments.mean_iterations * least_iteration_s * (1.0 - 1e-6)
     law = ctx.service_model.ttft_law(
         ctx.moments, ctx.hardware, ctx.costs, rate_per_instance_per_s=ctx.rate / instances,
-        instances=instances, occupancy_per_instance=0.0,
+        instances=instances, occupancy_per_instance=fewest,
         decode_and_prompt=(ctx.decode_per_sequence_s, ctx.prompt_work_s),
     )  # fmt: skip
     return not law.exceeds_one(ctx.ttft_slo_s, ctx.moments.quantile)
