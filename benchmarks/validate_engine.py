@@ -19,7 +19,8 @@ then the fleet: planned instances against the sum of those minima.
 
 Two sets of scenarios: CHOSEN_ON are the ones that were looked at while choosing the
 least-loaded intake share of :func:`fleetopt.core.service.least_loaded_time_share`; HELD_OUT
-(other workloads, GPUs and models) were not. The tables go into docs/validation.md.
+(other workloads, GPUs and models) were not; FRESH were fixed after the model's last change and
+first run on the model as it stands. The tables go into docs/validation.md.
 """
 
 from __future__ import annotations
@@ -52,6 +53,25 @@ HELD_OUT = (
     ("azure-2023", 0.5, 1000.0, "llama-3.1-70b-fp8-b200-tp8-vllm", 0.85),
     ("azure-2023-conv", 1.0, 300.0, "qwen3-32b-h100-80gb-tp4-vllm", 0.85),
     ("azure", 1.0, 500.0, "llama-3.1-70b-fp8-h200-tp4-vllm", 1.0),
+)
+# Fixed (and committed) after the intake share's last change and before it was run on them: the
+# first check of the model as it stands that no choice of it has seen.
+FRESH = (
+    ("lmsys-multiturn", 1.0, 200.0, None, 0.85),
+    ("azure-2023", 1.0, 2000.0, "llama-3.1-70b-fp8-h100-80gb-tp4-vllm", 0.85),
+    ("agent-heavy", 1.0, 100.0, "llama-3.1-70b-fp8-h200-tp8-vllm", 0.85),
+    ("azure-2023-conv", 2.0, 1000.0, "llama-3.1-70b-fp8-b200-tp4-vllm", 0.85),
+    ("lmsys", 1.0, 500.0, "qwen3-32b-h100-80gb-tp8-vllm", 0.85),
+    ("azure-2023-code", 1.0, 300.0, "llama-3.1-70b-fp8-h200-tp4-vllm", 1.0),
+)
+# Fixed (and committed) after FRESH's first run and before any change made because of it.
+FRESH_2 = (
+    ("lmsys-multiturn", 0.5, 1000.0, "llama-3.1-70b-fp8-h200-tp8-vllm", 0.85),
+    ("azure", 2.0, 2000.0, "llama-3.1-70b-fp8-b200-tp8-vllm", 0.85),
+    ("azure-2023-code", 0.5, 1000.0, "llama-3.1-70b-fp8-h100-80gb-tp8-vllm", 0.85),
+    ("agent-heavy", 2.0, 300.0, "llama-3.1-70b-fp8-b200-tp4-vllm", 0.85),
+    ("azure-2023-conv", 1.0, 100.0, "qwen3-32b-h100-80gb-tp8-vllm", 1.0),
+    ("lmsys", 2.0, 100.0, "llama-3.1-70b-fp8-h200-tp4-vllm", 0.85),
 )
 
 
@@ -215,18 +235,24 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="two scenarios, fewer requests")
     parser.add_argument("--no-search", action="store_true")
-    parser.add_argument("--only", choices=("chosen-on", "held-out"), default=None)
+    parser.add_argument("--only", choices=("chosen-on", "held-out", "fresh", "fresh-2"), default=None)
     args = parser.parse_args()
     if args.quick:
         args.pool_requests, args.search_requests, args.seeds = 20_000, 10_000, 2
-    if args.only != "held-out":
+    if args.only in (None, "chosen-on"):
         run_scenarios(
             "Scenarios looked at while choosing the intake share",
             CHOSEN_ON[:2] if args.quick else CHOSEN_ON,
             args,
         )
-    if args.only != "chosen-on":
+    if args.only in (None, "held-out"):
         run_scenarios("Held-out scenarios", HELD_OUT[:2] if args.quick else HELD_OUT, args)
+    if args.only in (None, "fresh"):
+        fresh = FRESH[:2] if args.quick else FRESH
+        run_scenarios("Fresh scenarios (seen by no choice of the model)", fresh, args)
+    if args.only in (None, "fresh-2"):
+        fresh_2 = FRESH_2[:2] if args.quick else FRESH_2
+        run_scenarios("Second fresh set (fixed before any change made because of the first)", fresh_2, args)
 
 
 if __name__ == "__main__":

@@ -66,7 +66,8 @@ def _imported_after(args: list[str]) -> dict[str, bool]:
         "        assert exit.code in (0, None), exit.code\n"
         "print(json.dumps({m: m in sys.modules for m in sys.argv[1:] or []} | "
         f"{{m: m in sys.modules for m in {list(HEAVY_MODULES)!r}}} | "
-        "{m: True for m in sys.modules if m.startswith('fleetopt.cli.') and m != 'fleetopt.cli.params'}))\n"
+        "{m: True for m in sys.modules if m.startswith(('fleetopt.cli.', 'fleetopt.api.', 'fleetopt.io.'))"
+        " and m != 'fleetopt.cli.params'}))\n"
     )
     completed = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     return json.loads(completed.stdout)
@@ -90,6 +91,20 @@ def test_a_fleet_sim_plan_of_a_cdf_imports_no_scipy() -> None:
     args = ["plan", "--cdf", "azure", "--slo", "500ms", "--rate", "10", "--b-short", "4096"]
     loaded = _imported_after([*args, "--service-model", "fleet-sim", "--format", "json"])
     assert not loaded["scipy"] and not loaded["rich.console"] and not loaded["numba"]
+    assert [m for m in loaded if m.startswith("fleetopt.api.") or m.startswith("fleetopt.io.log")] == []
+
+
+def test_a_plan_of_a_cdf_file_imports_no_yaml() -> None:
+    """The reference comparison's command on a CDF file: bundled profiles come from their parsed
+    cache, so yaml (~9 ms) is not imported, nor are the log readers or the other commands' API."""
+    from fleetopt.io.data import bundled_dir
+
+    cdf = str(bundled_dir("workloads") / "azure.cdf.json")
+    args = ["plan", "--cdf", cdf, "--slo", "500ms", "--rate", "10", "--b-short", "4096"]
+    loaded = _imported_after([*args, "--service-model", "fleet-sim", "--format", "json"])
+    assert not loaded["yaml"] and not loaded["scipy"]
+    assert [m for m in loaded if m.startswith("fleetopt.api.") or m.startswith("fleetopt.io.log")] == []
+    assert "fleetopt.io.profile_cache" in loaded and "fleetopt.io.workloads" in loaded
 
 
 def test_the_registry_help_line_is_each_commands_own() -> None:

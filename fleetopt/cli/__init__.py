@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from difflib import get_close_matches
 from typing import Any, NoReturn
 
 import typer
@@ -103,6 +102,8 @@ class _FleetoptGroup(typer.core.TyperGroup):
         except Exception as exc:  # click's UsageError: suggest among all commands, loaded or not
             message = getattr(exc, "message", None)
             if isinstance(message, str) and args and "Did you mean" not in message:
+                from difflib import get_close_matches
+
                 matches = get_close_matches(args[0], list(COMMANDS))
                 if matches:
                     exc.message = (

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from fleetopt.core.workload import window_microseconds
 from fleetopt.errors import ValidationError
 
 if TYPE_CHECKING:
@@ -116,8 +117,6 @@ def workload_window_counts(workload: Workload, window_s: float) -> WindowCounts 
     """A workload's arrivals per full clock window of ``window_s`` (a log's times or a summary's
     windows: :func:`fleetopt.core.workload_stats.clock_windows`), or None without arrivals or a full
     window; ``origin_epoch_s`` is the first window's UTC start when the clock is UTC."""
-    from fleetopt.core.workload_stats import clock_windows
-
     _check_window(window_s)
     span = workload.arrival_span
     if workload.arrival_times_s is not None and workload.arrival_times_s.size > 1:
@@ -125,6 +124,11 @@ def workload_window_counts(workload: Workload, window_s: float) -> WindowCounts 
         _check_window_count((float(times[-1]) - float(times[0])) / window_s, window_s)
     elif span is not None:
         _check_window_count(span.span_s / window_s, window_s)
+    if workload.arrival_times_s is None and (workload.arrival_windows is None or span is None):
+        window_microseconds(window_s)  # the check a log's window gets
+        return None  # a CDF: no clock
+    from fleetopt.core.workload_stats import clock_windows
+
     windows = clock_windows(workload, window_s)
     if windows is None:
         return None
@@ -272,7 +276,7 @@ def dispersion_curve(workload: Workload, window_s: float) -> tuple[tuple[float, 
     workload's full clock windows, at the scales that are whole seconds: from a log's times, or
     from a summary's windows at the scales they also resolve (τ a whole number of its windows).
     Empty without a full window."""
-    from fleetopt.core.workload_stats import arrival_ticks_us, window_microseconds
+    from fleetopt.core.workload_stats import arrival_ticks_us
 
     window_us = window_microseconds(window_s)
     if workload.arrival_times_s is not None and workload.arrival_times_s.size > 1:

@@ -13,6 +13,7 @@ explicit model (:func:`split_total_tokens`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -383,3 +384,13 @@ def workload_from_cdf(
         source=source,
         metadata={"breakpoints_tokens": edges[1:].tolist(), "cumulative_fractions": fractions.tolist()},
     )
+
+
+def window_microseconds(window_s: float, field: str = "rate window") -> int:
+    """A window length in whole microseconds (the resolution of a log's clock)."""
+    if not (window_s > 0 and math.isfinite(window_s)):
+        raise ValidationError(f"{field}: {window_s!r} s must be a positive, finite duration")
+    window_us = round(window_s * MICROSECONDS_PER_S)
+    if window_us < 1 or abs(window_us - window_s * MICROSECONDS_PER_S) > 1e-6 * window_us:
+        raise ValidationError(f"{field}: {window_s!r} s is not a whole number of microseconds")
+    return window_us

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from fleetopt.core.workload import MICROSECONDS_PER_S, Workload
+from fleetopt.core.workload import MICROSECONDS_PER_S, Workload, window_microseconds
 from fleetopt.errors import ValidationError
 
 #: F is reported at these total lengths (tokens): the papers' usual pool boundaries.
@@ -236,16 +236,6 @@ class RateProfile:
     rate_p99_per_s: float
     peak_to_mean_ratio: float
     index_of_dispersion: float
-
-
-def window_microseconds(window_s: float, field: str = "rate window") -> int:
-    """A window length in whole microseconds (the resolution of a log's clock)."""
-    if not (window_s > 0 and math.isfinite(window_s)):
-        raise ValidationError(f"{field}: {window_s!r} s must be a positive, finite duration")
-    window_us = round(window_s * MICROSECONDS_PER_S)
-    if window_us < 1 or abs(window_us - window_s * MICROSECONDS_PER_S) > 1e-6 * window_us:
-        raise ValidationError(f"{field}: {window_s!r} s is not a whole number of microseconds")
-    return window_us
 
 
 def clock_counts_from_ticks(ticks_us: np.ndarray, window_us: int) -> tuple[np.ndarray, np.ndarray]:

@@ -14,7 +14,6 @@ import hashlib
 import json
 import math
 import os
-import secrets
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -109,6 +108,8 @@ def refuse_overwriting_input(output: Path, inputs: list[str], message: str | Non
 def _create_temporary(folder: Path, name: str) -> tuple[int, Path]:
     """A new file beside ``name`` in ``folder``, created with mode 0666 minus the umask (0644 by
     default, as any editor or ``cp`` would make it; ``tempfile.mkstemp`` would make it 0600)."""
+    import secrets
+
     for _ in range(100):
         temporary = folder / f".{name}.{secrets.token_hex(6)}.tmp"
         try:

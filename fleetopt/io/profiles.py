@@ -20,6 +20,7 @@ from typing import Any
 from fleetopt.core import kv
 from fleetopt.core.service import PoolHardware
 from fleetopt.errors import NotFoundError, ValidationError
+from fleetopt.io.profile_cache import cached_parse
 from fleetopt.io.yamlio import safe_load
 
 KINDS: tuple[str, ...] = ("models", "gpus", "serving")
@@ -354,8 +355,7 @@ _FIELDS_BY_KIND: dict[str, tuple[_Field, ...]] = {
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
-    import yaml
-
+    """The profile's YAML mapping (from the parsed cache when the text is a bundled profile's)."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -364,6 +364,11 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         raise ValidationError(
             f"{path}: not UTF-8 text (byte {exc.start:,}); save the profile as UTF-8"
         ) from None
+    data = cached_parse(text)
+    if data is not None:
+        return data
+    import yaml
+
     try:
         data = safe_load(text)
     except RecursionError:

@@ -21,10 +21,8 @@ reader here re-reads it and names the line, the field and the value.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import datetime
-import gzip
 import io
 import json
 import math
@@ -33,6 +31,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -46,9 +45,11 @@ from fleetopt.core.workload import (
     workload_from_requests,
 )
 from fleetopt.errors import NotFoundError, ValidationError
-from fleetopt.io.log_formats import LOG_FORMATS, LogFormat, log_format, time_unit_seconds
-from fleetopt.io.logs import MAX_REQUEST_TOKENS, LogSource
 from fleetopt.io.yamlio import safe_load
+
+if TYPE_CHECKING:  # the log modules load only when a log is read (start-up of CDF commands)
+    from fleetopt.io.log_formats import LogFormat
+    from fleetopt.io.logs import LogSource
 
 INPUT_FORMATS = ("azure", "csv", "jsonl", "json", "parquet", "summary", "cdf-json", "cdf-csv")
 LOG_INPUT_FORMATS = ("azure", "csv", "jsonl", "json", "parquet")
@@ -191,12 +192,24 @@ def reader_options_for(
         input_column=input_column,
         output_column=output_column,
         time_column=time_column,
-        time_unit_s=time_unit_seconds(time_unit),
+        time_unit_s=_time_unit_s(time_unit),
     )
+
+
+def _time_unit_s(name: str | None) -> float | None:
+    if name is None:
+        return None
+    from fleetopt.io.log_formats import time_unit_seconds
+
+    return time_unit_seconds(name)
 
 
 def log_format_option(name: str | None, input_format: str | None) -> LogFormat | None:
     """The ``--log-format`` preset; ``--input-format azure`` implies the ``azure`` preset."""
+    if name is None and input_format != "azure":
+        return None
+    from fleetopt.io.log_formats import LOG_FORMATS, log_format
+
     preset = log_format(name)
     if preset is None and input_format == "azure":
         return LOG_FORMATS["azure"]
@@ -326,6 +339,8 @@ def _read_bytes(path: Path) -> bytes:
         raise ValidationError(f"{path}: cannot read ({exc.strerror})") from None
     if data[:2] == b"\x1f\x8b":
         try:
+            import gzip
+
             data = gzip.decompress(data)
         except (OSError, EOFError) as exc:
             raise ValidationError(f"{path}: not a valid gzip file ({exc})") from None
@@ -403,18 +418,18 @@ class _Place:
 def _locate(name_or_path: str, options: ReaderOptions) -> _Place:
     """Resolve a workload argument: a local file (detected on its content), a folder (refused), a
     glob or URL, a bundled name, or nothing (a NotFoundError listing the bundled names)."""
-    from fleetopt.io.logs import is_pattern, is_remote
-
     path = Path(name_or_path).expanduser()
     if path.is_file():
         return _locate_file(path, str(path), path.name, options)
     if path.is_dir():
         raise ValidationError(f"{name_or_path}: is a folder, not a workload file")
+    names = bundled_workload_names()
+    if name_or_path in names:  # (a bundled name is never a glob or a URL)
+        return _Place("bundled", name_or_path, name_or_path, options)
+    from fleetopt.io.logs import is_pattern, is_remote
+
     if is_remote(name_or_path) or is_pattern(name_or_path):
         return _locate_many(name_or_path, options)
-    names = bundled_workload_names()
-    if name_or_path in names:
-        return _Place("bundled", name_or_path, name_or_path, options)
     raise NotFoundError(
         f"workload {name_or_path!r} is neither a file nor a bundled workload "
         f"(bundled: {', '.join(names) if names else 'none'})"
@@ -432,7 +447,7 @@ def _locate_file(path: Path, label: str, name: str, options: ReaderOptions) -> _
     if fmt not in LOG_INPUT_FORMATS:
         raise ValidationError(f"{path}: format {fmt!r} is not a request log")
     if fmt == "azure" and options.log_format is None:
-        options = dataclasses.replace(options, log_format=LOG_FORMATS["azure"])
+        options = dataclasses.replace(options, log_format=log_format_option(None, "azure"))
     source = _log_source(label, [str(path)], fmt, _is_gzip(path))
     if source.container == "csv":
         _check_csv_head(head, path)
@@ -470,7 +485,7 @@ def _locate_many(location: str, options: ReaderOptions) -> _Place:
     if fmt == "summary":
         return _Place("summary", location, name, options, read_summary=lambda: read_summary_source(location))
     if fmt == "azure" and options.log_format is None:
-        options = dataclasses.replace(options, log_format=LOG_FORMATS["azure"])
+        options = dataclasses.replace(options, log_format=log_format_option(None, "azure"))
     return _Place("log", location, name, options, source=_log_source(location, files, fmt, gzip_compressed))
 
 
@@ -498,6 +513,8 @@ def _log_source(label: str, files: list[str], fmt: str, gzip_compressed: bool) -
     container = "csv" if fmt in ("azure", "csv") else fmt
     if container not in ("csv", "jsonl", "json", "parquet"):
         raise ValidationError(f"{label}: format {fmt!r} is not a request log")
+    from fleetopt.io.logs import LogSource
+
     return LogSource(label=label, files=tuple(files), container=container, gzip=gzip_compressed)
 
 
@@ -872,6 +889,8 @@ def _split_header(line: str) -> list[str]:
     split on commas, so the caller names the columns it does not find."""
     if not line.strip():
         return []
+    import csv
+
     try:
         return next(csv.reader([line]))
     except csv.Error:
@@ -904,6 +923,8 @@ def _parse_token(value: str, column: str, path: Path, line: int) -> int:
         number = int(as_float)
     if number < 0:
         raise ValidationError(f"{path}, line {line}: {column} = {number} is negative (token counts are ≥ 0)")
+    from fleetopt.io.logs import MAX_REQUEST_TOKENS
+
     if number > MAX_REQUEST_TOKENS:
         raise ValidationError(
             f"{path}, line {line}: {column} = {value.strip()} is too large "
@@ -977,6 +998,8 @@ def _read_csv_slow(
     outputs: list[int] = []
     times: list[int] = []
     kinds: set[str] = set()
+    import csv
+
     reader = csv.reader(io.StringIO(text))
     next(reader)  # header
     for row in reader:

@@ -1,0 +1,84 @@
+"""``fleetopt drift``'s API: does yesterday's plan fit today's workload (loaded when it runs)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fleetopt.api import (
+    arrival_basis,
+    observed_rate_per_s,
+)
+from fleetopt.core.planner import PlanOptions
+from fleetopt.core.workload import Workload
+from fleetopt.errors import ValidationError
+
+# -- drift: does yesterday's plan fit today's workload? -----------------------------------------
+
+
+@dataclass(frozen=True)
+class DriftRun:
+    """A plan checked against today's workload (``fleetopt drift``): the typed result and its inputs.
+
+    ``rate_origin``: where today's rate came from — ``given``, ``observed`` (the log) or ``planned``.
+    """
+
+    result: Any  # fleetopt.core.drift.DriftResult
+    plan: Any  # fleetopt.io.plans.PlanFile
+    today: Workload
+    options: PlanOptions  # the plan's options at today's rate
+    tolerances: Any  # fleetopt.core.drift.Tolerances
+    current: Any  # fleetopt.core.drift.WorkloadSummary of today's workload
+    rate_origin: str
+
+
+def check_plan_drift(
+    plan_path: Path,
+    workload: str,
+    *,
+    arrival_rate_per_s: float | None = None,
+    tolerances: Any = None,
+    reader_options: dict[str, Any] | None = None,
+) -> DriftRun:
+    """Read a plan (the one plan reader), load today's workload, pick today's rate (given, else the
+    log's observed rate, else the planned one) and make the one core call,
+    :func:`fleetopt.core.drift.check_drift`."""
+    import dataclasses
+
+    from fleetopt.core.drift import Tolerances, check_drift
+    from fleetopt.io.plans import read_plan, workload_fingerprint, workload_summary
+    from fleetopt.io.workloads import load_workload
+
+    tolerances = Tolerances() if tolerances is None else tolerances
+    if arrival_rate_per_s is not None and not (0 < arrival_rate_per_s < float("inf")):
+        raise ValidationError(f"--rate: {arrival_rate_per_s:g} req/s must be positive and finite")
+    plan_file = read_plan(plan_path)
+    today = load_workload(workload, **(reader_options or {}))
+    planned = plan_file.options
+    if arrival_rate_per_s is not None:
+        rate, origin = float(arrival_rate_per_s), "given"
+    elif (observed := observed_rate_per_s(today)) is not None:
+        rate, origin = observed, "observed"
+    else:
+        rate, origin = planned.mean_rate_per_s, "planned"
+    fleet = plan_file.fleet
+    current = workload_summary(
+        workload_fingerprint(today, fleet.b_short_tokens, fleet.gamma), "today's workload"
+    )
+    # today on the plan's basis: today's profile when its log has one, else the plan's own factor
+    factor, dispersion = planned.basis_factor, planned.arrival_dispersion
+    if planned.rate_basis != "mean" and planned.rate_window_s is not None:
+        from fleetopt.core.arrivals import workload_window_counts
+
+        if workload_window_counts(today, planned.rate_window_s) is not None:
+            basis = arrival_basis(today, rate, planned.rate_basis, planned.rate_window_s)
+            factor, dispersion = basis.factor, basis.dispersion
+    options = dataclasses.replace(
+        planned,
+        arrival_rate_per_s=rate * factor,
+        mean_arrival_rate_per_s=None if planned.rate_basis == "mean" else rate,
+        arrival_dispersion=dispersion,
+    )
+    result = check_drift(today, fleet, options, plan_file.summary, current, tolerances)
+    return DriftRun(result, plan_file, today, options, tolerances, current, origin)

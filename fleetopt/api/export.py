@@ -1,0 +1,182 @@
+"""``fleetopt export``'s API: a plan as deployment files (loaded when it runs)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fleetopt import __version__
+from fleetopt.api import profile_search_path
+from fleetopt.errors import ValidationError
+
+# -- export: a plan as vLLM commands, a router file, Kubernetes and KEDA manifests, markdown -----
+
+#: ``fleetopt export --to`` targets, in the order their files are written and printed.
+EXPORT_TARGETS = ("vllm", "router", "kubernetes", "markdown")
+_RESOURCE_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+
+
+@dataclass(frozen=True)
+class ExportRun:
+    """A plan exported (``fleetopt export``): file name → text, in target order, and what the
+    operator should know (e.g. a ScaledObject floor without a schedule)."""
+
+    files: dict[str, str]
+    notes: list[str]
+
+    def text(self) -> str:
+        """Every file, one after the other (what ``fleetopt export`` prints without --output-dir)."""
+        return "\n".join(self.files.values())
+
+
+def _check_resource_name(value: str, option: str, longest: int) -> None:
+    if not _RESOURCE_NAME.match(value) or len(value) > longest:
+        raise ValidationError(
+            f"{option}: {value!r} is not a Kubernetes name: lowercase letters, digits and '-', starting "
+            f"with a letter, at most {longest} characters"
+        )
+
+
+def export_context(
+    plan_file: Any, *, profiles_dir: Path | None = None, model_id: str | None = None,
+    name_prefix: str = "fleetopt", plan_label: str | None = None,
+) -> Any:  # fmt: skip
+    """Everything the export targets need from a plan (:class:`~fleetopt.io.plans.PlanFile`): its pools
+    with the vLLM settings of their serving profiles (looked up by name on the profile path)."""
+    from fleetopt.io.deploy import engine_settings
+    from fleetopt.render.deploy import DeployPool, ExportContext
+
+    dirs = profile_search_path(profiles_dir)
+    pools_doc = plan_file.document["best"]["pools"]
+    settings: dict[str, Any] = {}
+    pools = []
+    for pool in plan_file.fleet.pools:
+        hardware = pool.hardware
+        if hardware.serving_name not in settings:
+            settings[hardware.serving_name] = engine_settings(
+                hardware, dirs, model_id=model_id, source=plan_file.source
+            )
+        document = pools_doc[pool.name]
+
+        def number(key: str, document: dict[str, Any] = document) -> float | None:
+            value = document.get(key)
+            return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+        pools.append(
+            DeployPool(
+                name=pool.name,
+                resource=f"{name_prefix}-{pool.name}",
+                instances=pool.instances,
+                gpus_per_instance=hardware.gpus_per_instance,
+                context_tokens=pool.context_tokens,
+                slots_per_instance=pool.slots_per_instance,
+                engine=settings[hardware.serving_name],
+                serving_profile=hardware.serving_name,
+                gpu=hardware.gpu_name,
+                arrival_rate_per_s=number("arrival_rate_per_s"),
+                mean_service_s=number("mean_service_s"),
+                p99_ttft_s=number("p99_ttft_s"),
+                p99_wait_s=number("p99_wait_s"),
+            )
+        )
+    return ExportContext(
+        plan_label=plan_label or plan_file.source.removeprefix("plan "),
+        ttft_slo_s=plan_file.options.ttft_slo_s,
+        routing=plan_file.fleet.routing,
+        pools=tuple(pools),
+        workload_sha256=plan_file.summary.digest,
+        schedule=plan_file.schedule,
+    )
+
+
+def export_plan(
+    plan_file: Any,
+    targets: Sequence[str],
+    *,
+    options: Any = None,
+    keda: bool = False,
+    profiles_dir: Path | None = None,
+    model_id: str | None = None,
+    plan_label: str | None = None,
+) -> ExportRun:
+    """The files of each export target for a plan read by :func:`fleetopt.io.plans.read_plan` (or
+    built by ``fleetopt plan``): ``vllm-<pool>.sh``, ``router.yaml``, ``kubernetes.yaml`` (and
+    ``keda.yaml`` with ``keda``), ``plan.md``. ``options``: a
+    :class:`fleetopt.render.deploy.ExportOptions`."""
+    from fleetopt.render import deploy
+
+    options = options or deploy.ExportOptions()
+    unknown = [t for t in targets if t not in EXPORT_TARGETS]
+    if unknown or not targets:
+        raise ValidationError(
+            f"--to: {', '.join(unknown) or 'nothing'} is not a target; use {', '.join(EXPORT_TARGETS)}"
+        )
+    if keda and "kubernetes" not in targets:
+        raise ValidationError("--keda: ScaledObjects scale the Kubernetes Deployments; add --to kubernetes")
+    if not (0 <= options.burst_headroom <= 10):
+        raise ValidationError(f"--burst-headroom: {options.burst_headroom:.0%} must be between 0% and 1000%")
+    _check_resource_name(options.name_prefix, "--name-prefix", 63 - len("-pool-8"))
+    if options.namespace is not None:
+        _check_resource_name(options.namespace, "--namespace", 63)
+    label = plan_label or plan_file.source.removeprefix("plan ")
+    files: dict[str, str] = {}
+    notes: list[str] = []
+    context = None
+    if any(t != "markdown" for t in targets):
+        context = export_context(
+            plan_file, profiles_dir=profiles_dir, model_id=model_id, name_prefix=options.name_prefix,
+            plan_label=label,
+        )  # fmt: skip
+    for target in EXPORT_TARGETS:
+        if target not in targets:
+            continue
+        if target == "vllm":
+            for pool in context.pools:
+                files[f"vllm-{pool.name}.sh"] = deploy.vllm_script(context, pool, options)
+        elif target == "router":
+            files["router.yaml"] = deploy.router_yaml(context, options)
+        elif target == "kubernetes":
+            header = [
+                f"fleetopt {__version__} export --to kubernetes: {label}",
+                "One Deployment (replicas = the planned instances, GPUs = tensor parallelism) and one",
+                "Service per pool; validated against the Kubernetes apps/v1 and v1 schemas (docs/deploy.md).",
+            ] + [
+                f"note: {pool.name}: {note}"
+                for pool in context.pools
+                for note in deploy.pool_notes(context, pool)
+            ]
+            files["kubernetes.yaml"] = deploy.manifests_yaml(
+                deploy.kubernetes_manifests(context, options), header
+            )
+            amd = sorted({p.gpu for p in context.pools if deploy.gpu_resource(p.gpu) == "amd.com/gpu"})
+            if amd and options.image == deploy.DEFAULT_VLLM_IMAGE:
+                notes.append(
+                    f"{', '.join(amd)}: {deploy.DEFAULT_VLLM_IMAGE} is vLLM's CUDA image; give a ROCm "
+                    "build of vLLM with --image"
+                )
+            if keda:
+                try:
+                    scaled, keda_notes = deploy.keda_manifests(context, options)
+                except ValueError as exc:
+                    raise ValidationError(f"{plan_file.source}: schedule: {exc}") from None
+                header = [
+                    f"fleetopt export --to kubernetes --keda: {label}",
+                    "KEDA ScaledObjects (keda.sh/v1alpha1): cron floors from the plan's schedule, a",
+                    "vllm:num_requests_waiting trigger for bursts (docs/deploy.md#autoscaling-with-keda).",
+                ] + [f"note: {note}" for note in keda_notes]
+                files["keda.yaml"] = deploy.manifests_yaml(scaled, header)
+                notes += keda_notes
+        else:
+            try:
+                files["plan.md"] = deploy.plan_markdown(plan_file.document, label)
+            except (KeyError, TypeError, AttributeError) as exc:
+                # the summary echoes parts of the document that read_plan does not need to check
+                raise ValidationError(
+                    f"plan {label}: the markdown summary needs a field the plan lacks or mangles "
+                    f"({type(exc).__name__}: {exc}); re-plan with fleetopt plan --output"
+                ) from None
+    return ExportRun(files=files, notes=notes)
