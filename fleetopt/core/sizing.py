@@ -1063,8 +1063,11 @@ def _size_engine(
     """Fewest instances, then most slots, under the occupancy chain (see :func:`_engine_eval`).
 
     Every test is monotone in n for a fixed s (more instances: fewer requests per instance,
-    shorter iterations, less waiting), so the smallest n at which *some* s passes is found by
-    doubling and bisection over n, each step one vectorized evaluation over every slot count.
+    shorter iterations, less waiting). The most slots are sized first, in plain floats, by
+    :func:`fleetopt.core.search.smallest_passing_from` (started at ``hint``, placed by the
+    evaluation's margin); one vectorized evaluation over every slot count at one instance fewer
+    then decides whether fewer slots could do with fewer instances (doubling and bisection over n
+    when they can).
     """
     ctx = _engine_context(rate, moments, hardware, service_model, ttft_slo_s, cap, tpot_slo_s, arrival_scv)
     least_iteration_s = ctx.costs.base_s
