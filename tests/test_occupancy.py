@@ -97,6 +97,13 @@ def _workload():
     return workload_from_requests(inputs, outputs, name="synthetic")
 
 
+def _all_requests():
+    """The moments of a pool taking every request of :func:`_workload` (512-token chunks, P99)."""
+    return PoolStatistics(_workload(), 512, prompt_levels=True).range_moments(
+        -1, math.inf, 0.99, prompt_levels=True
+    )
+
+
 def _hardware(**changes) -> PoolHardware:
     values = dict(
         serving_name="test", model_name="m", gpu_name="g", gpus_per_instance=8, gpu_hour_usd=2.0,
@@ -121,9 +128,7 @@ def test_engine_sizing_meets_its_targets_and_is_minimal(rate, slo_s, cap, contex
     slot count would (fewest instances first); a hint of the answer (the planner passes the last
     similar pool's) changes nothing."""
     hardware = _hardware()
-    moments = PoolStatistics(_workload(), 512, prompt_levels=True).range_moments(
-        -1, math.inf, 0.99, prompt_levels=True
-    )
+    moments = _all_requests()
     arguments = dict(
         arrival_rate_per_s=rate, moments=moments, hardware=hardware, context_tokens=context,
         service_model="engine", ttft_slo_s=slo_s, max_utilization=cap,
@@ -168,9 +173,7 @@ def test_a_pools_quantiles_are_computed_when_read_and_are_its_laws() -> None:
     from fleetopt.core.sizing import Deferred, _engine_eval_one
 
     hardware = _hardware()
-    moments = PoolStatistics(_workload(), 512, prompt_levels=True).range_moments(
-        -1, math.inf, 0.99, prompt_levels=True
-    )
+    moments = _all_requests()
     arguments = dict(
         arrival_rate_per_s=400.0, moments=moments, hardware=hardware, context_tokens=8192,
         service_model="engine", ttft_slo_s=1.0,
@@ -201,9 +204,7 @@ def test_prompt_compute_floor_makes_a_pool_infeasible_with_that_reason() -> None
     """τ from the floor 2·N/F: 70.6e9 parameters on 8 × 312 TFLOP/s → 56.6 µs per prompt token; a
     pool of 3,000-token prompts cannot reach a 100 ms TTFT however many instances it has."""
     hardware = _hardware(prefill_per_token_s=0.0, parameters_active=70.6e9, peak_flops_per_s=8 * 312e12)
-    moments = PoolStatistics(_workload(), 512, prompt_levels=True).range_moments(
-        -1, math.inf, 0.99, prompt_levels=True
-    )
+    moments = _all_requests()
     pool = size_pool(
         arrival_rate_per_s=10.0, moments=moments, hardware=hardware, context_tokens=8192,
         service_model="engine", ttft_slo_s=0.1,
