@@ -180,7 +180,8 @@ def test_an_idle_pools_ttft_does_not_fall_with_more_instances() -> None:
     whatever the router does: +5% at n = 3 here, and the FRESH azure-2023 TP4 long pool of
     benchmarks/validate_engine.py was sized at 7 instances against 2 in simulation."""
     rng = np.random.default_rng(3)
-    workload = workload_from_requests(rng.integers(8000, 30000, 2000), rng.integers(50, 600, 2000), name="long")
+    prompts, outputs = rng.integers(8000, 30000, 2000), rng.integers(50, 600, 2000)
+    workload = workload_from_requests(prompts, outputs, name="long")
     hardware = _hardware(prefill_per_token_s=3e-5, prefill_chunk_tokens=8192, kv_capacity_tokens=2_000_000)
     moments = PoolStatistics(workload, 8192, prompt_levels=True).range_moments(
         -1, math.inf, 0.99, prompt_levels=True

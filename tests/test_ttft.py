@@ -318,4 +318,3 @@ def test_least_loaded_intake_factor_bounds_and_limits(u, n, rate, base_s, iterat
     if n >= 2:
         idle_rate = 1e-3 * n * (1.0 - u) / (iterations * base_s)  # k₀ = 10⁻³
         assert phi(u, n, idle_rate, base_s, iterations) <= n * 1e-3 ** (n - 1)
-
