@@ -511,12 +511,26 @@ def least_loaded_time_share(
         return 1.0
     branching = prompt_share / (1.0 - prompt_share) if prompt_share < 1.0 else math.inf
     share = min(1.0, max(1.0, branching) / instances)
-    if prompt_share < 1.0 and math.isfinite(pool_rate_per_s) and math.isfinite(mean_iterations):
-        iteration_s = base_iteration_s / (1.0 - prompt_share)
-        seen = pool_rate_per_s * iteration_s
-        in_flight = pool_rate_per_s / instances * mean_iterations * iteration_s
+    view = _router_view(prompt_share, instances, pool_rate_per_s, base_iteration_s, mean_iterations)
+    if view is not None:
+        seen, in_flight = view
         share += (1.0 - share) * math.exp(-seen) * -math.expm1(-in_flight)
     return min(1.0, share)
+
+
+def _router_view(
+    prompt_share: float,
+    instances: float,
+    pool_rate_per_s: float,
+    base_iteration_s: float,
+    mean_iterations: float,
+) -> tuple[float, float] | None:
+    """(m, k₀): pool arrivals per shortest mean iteration W/(1 − u), and the fewest sequences in
+    flight per instance by Little's law, (λ/n)·E[I]·W/(1 − u); None without the pool's rate."""
+    if not (prompt_share < 1.0 and math.isfinite(pool_rate_per_s) and math.isfinite(mean_iterations)):
+        return None
+    iteration_s = base_iteration_s / (1.0 - prompt_share)
+    return pool_rate_per_s * iteration_s, pool_rate_per_s / instances * mean_iterations * iteration_s
 
 
 def least_loaded_intake_factor(
@@ -536,12 +550,10 @@ def least_loaded_intake_factor(
     only when every other instance holds at least one: with the others' counts Poisson with mean
     k₀, that is (1 − e^{−k₀})^{n−1} of the arrivals instead of 1/n. A busy pool (k₀ ≫ 1) keeps
     φ = 1; a nearly idle one (k₀ ≪ 1) sends a request's prefill almost no company. One instance: 1."""
-    if not instances > 1.0 or not (
-        prompt_share < 1.0 and math.isfinite(pool_rate_per_s) and math.isfinite(mean_iterations)
-    ):
+    view = _router_view(prompt_share, instances, pool_rate_per_s, base_iteration_s, mean_iterations)
+    if not instances > 1.0 or view is None:
         return 1.0
-    in_flight = pool_rate_per_s / instances * mean_iterations * base_iteration_s / (1.0 - prompt_share)
-    return min(1.0, instances * (-math.expm1(-in_flight)) ** (instances - 1.0))
+    return min(1.0, instances * (-math.expm1(-view[1])) ** (instances - 1.0))
 
 
 def _cdf_or_one(stats: PoolStatistics, tokens: float) -> float:
