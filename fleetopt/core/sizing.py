@@ -18,8 +18,14 @@ from typing import Any
 
 import numpy as np
 
+from fleetopt.core.occupancy import (
+    local_drain_rate_per_s,
+    occupancy_quantile,
+    occupancy_state,
+    occupancy_state_one,
+    wait_quantile_s,
+)
 from fleetopt.core.occupancy import mean_wait_s as chain_mean_wait_s
-from fleetopt.core.occupancy import occupancy_quantile, occupancy_state, occupancy_state_one, wait_quantile_s
 from fleetopt.core.poolstats import PoolMoments
 from fleetopt.core.queueing import (
     ARRAYS,
@@ -873,7 +879,9 @@ def _engine_eval(
                 m, ctx.hardware, ctx.costs, rate_per_instance_per_s=ctx.rate / n, instances=n,
                 occupancy_per_instance=st["mean_busy"][chosen] / n,
                 slot_wait=_slot_wait(
-                    waiting["p_wait"][chosen], z * waiting["drain_rate_per_s"][chosen], m.iterations_scv,
+                    waiting["p_wait"][chosen],
+                    local_drain_rate_per_s(z * waiting["drain_rate_per_s"][chosen], ctx.rate, n),
+                    m.iterations_scv,
                     ctx.arrival_scv,
                 ),
                 decode_and_prompt=(ctx.decode_per_sequence_s, ctx.prompt_work_s),
@@ -924,6 +932,7 @@ def _engine_eval_point(ctx: _EngineContext, instances: float, slots: float) -> d
             ctx.rate / peak, instances / peak, slots, m.mean_iterations, base_s, per_sequence_s
         )
         drain = peak * drain
+    drain = local_drain_rate_per_s(drain, ctx.rate, instances)
     if not (stable and prompt_share < 1.0):
         sigma = ctx.rate * m.mean_iterations * (base_s + per_sequence_s * slots) / servers
         return {
