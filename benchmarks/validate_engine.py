@@ -73,6 +73,15 @@ FRESH_2 = (
     ("azure-2023-conv", 1.0, 100.0, "qwen3-32b-h100-80gb-tp8-vllm", 1.0),
     ("lmsys", 2.0, 100.0, "llama-3.1-70b-fp8-h200-tp4-vllm", 0.85),
 )
+# Fixed (and committed) after the second fresh set's run and before any change made because of it.
+FRESH_3 = (
+    ("lmsys", 1.0, 200.0, "llama-3.1-70b-fp8-h100-80gb-tp4-vllm", 0.85),
+    ("lmsys-multiturn", 2.0, 300.0, "llama-3.1-70b-fp8-b200-tp8-vllm", 0.85),
+    ("agent-heavy", 1.0, 200.0, "qwen3-32b-h100-80gb-tp4-vllm", 0.85),
+    ("azure-2023-conv", 0.5, 2000.0, "llama-3.1-70b-fp8-h200-tp8-vllm", 0.85),
+    ("azure", 1.0, 1000.0, "llama-3.1-70b-fp8-h100-80gb-tp4-vllm", 1.0),
+    ("azure-2023", 2.0, 500.0, "llama-3.1-70b-fp8-b200-tp4-vllm", 0.85),
+)
 
 
 def pool_workload(workload: Workload, routing: Routing, index: int) -> Workload | None:
@@ -235,7 +244,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="two scenarios, fewer requests")
     parser.add_argument("--no-search", action="store_true")
-    parser.add_argument("--only", choices=("chosen-on", "held-out", "fresh", "fresh-2"), default=None)
+    sets = ("chosen-on", "held-out", "fresh", "fresh-2", "fresh-3")
+    parser.add_argument("--only", choices=sets, default=None)
     args = parser.parse_args()
     if args.quick:
         args.pool_requests, args.search_requests, args.seeds = 20_000, 10_000, 2
@@ -253,6 +263,9 @@ def main() -> None:
     if args.only in (None, "fresh-2"):
         fresh_2 = FRESH_2[:2] if args.quick else FRESH_2
         run_scenarios("Second fresh set (fixed before any change made because of the first)", fresh_2, args)
+    if args.only in (None, "fresh-3"):
+        fresh_3 = FRESH_3[:2] if args.quick else FRESH_3
+        run_scenarios("Third fresh set (fixed before any change made because of the second)", fresh_3, args)
 
 
 if __name__ == "__main__":

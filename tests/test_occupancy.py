@@ -12,9 +12,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleetopt.core.occupancy import occupancy_state, occupancy_state_one, wait_quantile_s
+from fleetopt.core.occupancy import (
+    local_drain_rate_per_s,
+    occupancy_state,
+    occupancy_state_one,
+    wait_quantile_s,
+)
 from fleetopt.core.poolstats import PoolStatistics
+from fleetopt.core.routing import Routing
 from fleetopt.core.service import ENGINE, PoolHardware
+from fleetopt.core.simulate import SimulatedPool, simulate_fleet
 from fleetopt.core.sizing import _engine_context, _engine_eval, _engine_ok_one, evaluate_pool, size_pool
 from fleetopt.core.workload import workload_from_requests
 
@@ -97,6 +104,13 @@ def _workload():
     return workload_from_requests(inputs, outputs, name="synthetic")
 
 
+def _all_requests():
+    """The moments of a pool taking every request of :func:`_workload` (512-token chunks, P99)."""
+    return PoolStatistics(_workload(), 512, prompt_levels=True).range_moments(
+        -1, math.inf, 0.99, prompt_levels=True
+    )
+
+
 def _hardware(**changes) -> PoolHardware:
     values = dict(
         serving_name="test", model_name="m", gpu_name="g", gpus_per_instance=8, gpu_hour_usd=2.0,
@@ -121,9 +135,7 @@ def test_engine_sizing_meets_its_targets_and_is_minimal(rate, slo_s, cap, contex
     slot count would (fewest instances first); a hint of the answer (the planner passes the last
     similar pool's) changes nothing."""
     hardware = _hardware()
-    moments = PoolStatistics(_workload(), 512, prompt_levels=True).range_moments(
-        -1, math.inf, 0.99, prompt_levels=True
-    )
+    moments = _all_requests()
     arguments = dict(
         arrival_rate_per_s=rate, moments=moments, hardware=hardware, context_tokens=context,
         service_model="engine", ttft_slo_s=slo_s, max_utilization=cap,
@@ -157,13 +169,49 @@ def test_engine_sizing_meets_its_targets_and_is_minimal(rate, slo_s, cap, contex
     assert pool.slots_per_instance == int(all_slots[np.flatnonzero(ok)[-1]])
 
 
+def test_a_pools_quantiles_are_computed_when_read_and_are_its_laws() -> None:
+    """An engine pool's P99 TTFT and P99 prefill are deferred (a sweep reads few of them): read, they
+    are the quantiles of its TTFT law (with the slot wait and T0, and without); copies, pickles and
+    ``dataclasses.replace`` give the same numbers."""
+    import copy
+    import pickle
+    from dataclasses import replace
+
+    from fleetopt.core.sizing import Deferred, _engine_eval_one
+
+    hardware = _hardware()
+    moments = _all_requests()
+    arguments = dict(
+        arrival_rate_per_s=400.0, moments=moments, hardware=hardware, context_tokens=8192,
+        service_model="engine", ttft_slo_s=1.0,
+    )  # fmt: skip
+    pool = size_pool(**arguments)
+    assert pool.feasible and pool.instances > 1
+    assert isinstance(pool.__dict__["_deferred_p99_ttft_s"], Deferred)
+    law = _engine_eval_one(
+        _engine_context(400.0, moments, hardware, ENGINE, 1.0, 0.85, None),
+        float(pool.instances), float(pool.slots_per_instance),
+    )["law"]  # fmt: skip
+    pickled = pickle.loads(pickle.dumps(size_pool(**arguments)))
+    moved = replace(size_pool(**arguments))
+    copied = copy.deepcopy(size_pool(**arguments))
+    ttft, prefill = (
+        law.quantile_s(0.99),
+        law.without_wait_and_overhead(hardware.ttft_overhead_s).quantile_s(0.99),
+    )
+    assert pool.p99_ttft_s == ttft and pool.p99_prefill_s == prefill
+    assert (
+        isinstance(pool.p99_ttft_s, float) and 0 < pool.p99_prefill_s <= pool.p99_ttft_s * (1 + 1e-12) <= 1.0
+    )
+    for other in (pickled, moved, copied):
+        assert (other.p99_ttft_s, other.p99_prefill_s) == (ttft, prefill) and other == pool
+
+
 def test_prompt_compute_floor_makes_a_pool_infeasible_with_that_reason() -> None:
     """τ from the floor 2·N/F: 70.6e9 parameters on 8 × 312 TFLOP/s → 56.6 µs per prompt token; a
     pool of 3,000-token prompts cannot reach a 100 ms TTFT however many instances it has."""
     hardware = _hardware(prefill_per_token_s=0.0, parameters_active=70.6e9, peak_flops_per_s=8 * 312e12)
-    moments = PoolStatistics(_workload(), 512, prompt_levels=True).range_moments(
-        -1, math.inf, 0.99, prompt_levels=True
-    )
+    moments = _all_requests()
     pool = size_pool(
         arrival_rate_per_s=10.0, moments=moments, hardware=hardware, context_tokens=8192,
         service_model="engine", ttft_slo_s=0.1,
@@ -171,3 +219,75 @@ def test_prompt_compute_floor_makes_a_pool_infeasible_with_that_reason() -> None
     assert not pool.feasible
     (problem,) = pool.problems
     assert problem.kind.value == "compute_floor" and problem.value > 0.1
+
+
+def test_an_idle_pools_ttft_does_not_fall_with_more_instances() -> None:
+    """A nearly idle pool of long prompts behind a least-loaded router: a request lands on an idle
+    instance and a later one goes to another idle instance, so from n = 3 on the P99 TTFT is that
+    of a request alone (the intake factor φ). Without φ the model gave such a pool company at λ/n
+    whatever the router does: +5% at n = 3 here, and the FRESH azure-2023 TP4 long pool of
+    benchmarks/validate_engine.py was sized at 7 instances against 2 in simulation."""
+    rng = np.random.default_rng(3)
+    prompts, outputs = rng.integers(8000, 30000, 2000), rng.integers(50, 600, 2000)
+    workload = workload_from_requests(prompts, outputs, name="long")
+    hardware = _hardware(prefill_per_token_s=3e-5, prefill_chunk_tokens=8192, kv_capacity_tokens=2_000_000)
+    moments = PoolStatistics(workload, 8192, prompt_levels=True).range_moments(
+        -1, math.inf, 0.99, prompt_levels=True
+    )
+
+    def p99(rate: float, instances: int) -> float:
+        return evaluate_pool(
+            arrival_rate_per_s=rate, moments=moments, hardware=hardware, context_tokens=32768,
+            service_model="engine", instances=instances, slots_per_instance=8, ttft_slo_s=5.0,
+        ).p99_ttft_s  # fmt: skip
+
+    alone = p99(1e-6, 2)
+    by_instances = [p99(0.05, n) for n in (1, 2, 3, 5, 8)]
+    assert by_instances == sorted(by_instances, reverse=True)
+    assert by_instances[0] > 1.2 * alone  # one instance takes every arrival (φ = 1)
+    for value in by_instances[2:]:
+        assert value == pytest.approx(alone, rel=1e-3)
+
+
+@pytest.mark.parametrize(("instances", "slots"), [(4, 4), (8, 4), (2, 8)])
+def test_local_drain_rate_matches_a_least_loaded_simulation(instances, slots) -> None:
+    """The wait given a wait behind a least-loaded router with a queue at every instance (the
+    request-level simulator's ``least-loaded`` dispatch, which the formula was not fitted to):
+    mean n / (μ(c)·(1 − σⁿ)) against the pooled queue's 1 / (μ(c) − λ). Service ≈ exponential
+    (geometric output lengths, lockstep iterations), utilization ≈ 0.85."""
+    rng = np.random.default_rng(1)
+    outputs = rng.geometric(1 / 200, 100_000)
+    workload = workload_from_requests(np.full(outputs.size, 100), outputs, name="geometric")
+    pool = SimulatedPool("pool", instances, slots, 8192, 0.01, 0.0, 512, 8192)
+    servers = instances * slots
+    rate = 0.85 * servers / (float(outputs.mean()) * 0.01)
+
+    def conditional_wait(dispatch: str):
+        result = simulate_fleet(
+            workload, [pool], Routing.homogeneous(), arrival_rate_per_s=rate, service_model="lockstep",
+            dispatch=dispatch, requests=150_000, seeds=(1, 2),
+        ).pools[0]  # fmt: skip
+        return result.wait_mean_s.mean / result.wait_probability.mean, result.utilization.mean
+
+    pooled_sim, utilization = conditional_wait("pooled")
+    local_sim, _ = conditional_wait("least-loaded")
+    full_rate = servers / (utilization * servers / rate)  # μ(c) = c / E[S], E[S] from the simulation
+    pooled_formula = 1.0 / (full_rate - rate)
+    local_formula = 1.0 / local_drain_rate_per_s(full_rate - rate, rate, instances)
+    assert pooled_sim == pytest.approx(pooled_formula, rel=0.12)  # the measurement is sound
+    assert local_sim == pytest.approx(local_formula, rel=0.12)
+    assert local_formula >= pooled_formula
+    if instances >= 4:  # where it matters, the pooled queue is far off the least-loaded one
+        assert local_sim > 1.2 * pooled_formula
+
+
+def test_local_drain_rate_limits() -> None:
+    """One instance is the pooled queue; heavy traffic agrees with it; light queues wait for one
+    of the instance's own departures (rate μ(c)/n)."""
+    assert local_drain_rate_per_s(2.0, 10.0, 1.0) == pytest.approx(2.0)
+    full = 100.0
+    assert local_drain_rate_per_s(full - 99.99, 99.99, 8.0) == pytest.approx(full - 99.99, rel=1e-3)
+    assert local_drain_rate_per_s(full - 1e-3, 1e-3, 8.0) == pytest.approx(full / 8.0, rel=1e-9)
+    assert local_drain_rate_per_s(-1.0, 10.0, 8.0) == -1.0  # unstable: as given
+    drains = local_drain_rate_per_s(np.array([10.0, 50.0]), 50.0, 4.0)
+    assert drains.shape == (2,) and np.all(drains <= np.array([10.0, 50.0]))

@@ -171,3 +171,46 @@ def test_smallest_passing_from_finds_the_threshold_whatever_the_hint(threshold, 
     assert all(n >= 1 for n in seen)
     if hint is not None and hint == max(start, threshold) and hint > start:
         assert len(seen) == 2  # the hint and one fewer
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.integers(1, 10**6),
+    st.integers(1, 10**6),
+    st.one_of(st.none(), st.integers(1, 2 * 10**6)),
+    st.sampled_from(["linear", "log", "noisy", "misleading", "flat", "nan"]),
+    st.floats(1e-6, 1e3),
+    st.randoms(use_true_random=False),
+)
+def test_margins_place_the_search_but_never_change_its_answer(
+    threshold, start, hint, kind, slope, rng
+) -> None:
+    """The margins the test reports (exact, curved, noisy, pointing the wrong way, flat or NaN) only
+    move where the search looks: it returns max(start, n*), within a few times log₂ of the distance
+    from its first evaluation to the answer, and a right hint is still two evaluations."""
+    from fleetopt.core.search import smallest_passing_from
+
+    seen: list[int] = []
+
+    def margin(n: int) -> float:
+        offset = n - threshold + 0.5
+        return {
+            "linear": slope * offset,
+            "log": math.log(n / (threshold - 0.5)) if threshold > 1 else 1.0,
+            "noisy": slope * (offset + rng.uniform(-50.0, 50.0)),
+            "misleading": -slope * offset,
+            "flat": 1.0,
+            "nan": math.nan,
+        }[kind]
+
+    def passes(n: int) -> tuple[bool, float]:
+        seen.append(n)
+        return n >= threshold, margin(n)
+
+    answer = max(start, threshold)
+    assert smallest_passing_from(passes, start, hint) == answer
+    assert len(seen) == len(set(seen))  # nothing evaluated twice
+    first = hint if hint is not None and hint > start else start
+    assert len(seen) <= 4 * math.log2(abs(answer - first) + 2) + 4
+    if hint is not None and hint == answer and hint > start:
+        assert len(seen) == 2

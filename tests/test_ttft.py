@@ -264,14 +264,18 @@ def test_the_mixture_quantile_solves_its_survival_equation(w0, first, second) ->
     assert value == pytest.approx(reference, rel=1e-9, abs=1e-12)
 
 
-@settings(max_examples=300, deadline=None)
-@given(
-    st.floats(0.0, 0.99),  # u, the prompt share
-    st.integers(1, 10_000),  # n
-    st.floats(1e-4, 1e4),  # λ of the pool, req/s
-    st.floats(1e-3, 5e-2),  # W, s
-    st.floats(1.0, 5e3),  # E[I]
+#: (u the prompt share, n, λ of the pool in req/s, W in s, E[I]) for the router's two factors.
+_ROUTER_CASES = (
+    st.floats(0.0, 0.99),
+    st.integers(1, 10_000),
+    st.floats(1e-4, 1e4),
+    st.floats(1e-3, 5e-2),
+    st.floats(1.0, 5e3),
 )
+
+
+@settings(max_examples=300, deadline=None)
+@given(*_ROUTER_CASES)
 def test_least_loaded_intake_share_bounds_and_limits(u, n, rate, base_s, iterations) -> None:
     """f lies in [f₁, 1] (f₁ = min(1, max(1, u/(1 − u))/n)), is 1 for one instance, and falls with n
     (sizing bisects over n); the router keeps f₁ for a nearly idle pool and gives 1 to a pool whose
@@ -290,3 +294,25 @@ def test_least_loaded_intake_share_bounds_and_limits(u, n, rate, base_s, iterati
     # few arrivals per iteration (m = 10⁻⁶) but 10⁶ arrivals per request's residence: f → 1
     sparse_rate = 1e-6 * (1.0 - u) / base_s
     assert share(u, n, sparse_rate, base_s, 1e6 * n / 1e-6) == pytest.approx(1.0, abs=2e-6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(*_ROUTER_CASES)
+def test_least_loaded_intake_factor_bounds_and_limits(u, n, rate, base_s, iterations) -> None:
+    """φ = min(1, n·(1 − e^{−k₀})^{n−1}) lies in [0, 1], is 1 for one instance or without the
+    pool's rate, keeps λ·φ/n (a request's company) non-increasing in n (sizing bisects over n), is
+    1 in a busy pool and (1 − e^{−k₀})^{n−1}·n, tiny, in a nearly idle one (docs/math.md)."""
+    from fleetopt.core.service import least_loaded_intake_factor as phi
+
+    value = phi(u, n, rate, base_s, iterations)
+    assert 0.0 <= value <= 1.0
+    assert phi(u, 1, rate, base_s, iterations) == 1.0
+    assert phi(u, n) == 1.0
+    assert phi(u, n + 1, rate, base_s, iterations) / (n + 1) <= value / n * (1 + 1e-12)
+    k0 = rate / n * iterations * base_s / (1.0 - u)
+    assert value == pytest.approx(min(1.0, n * (-math.expm1(-k0)) ** (n - 1)), rel=1e-12)
+    busy_rate = 60.0 * n * (1.0 - u) / (iterations * base_s)  # k₀ = 60 sequences per instance
+    assert phi(u, n, busy_rate, base_s, iterations) == 1.0
+    if n >= 2:
+        idle_rate = 1e-3 * n * (1.0 - u) / (iterations * base_s)  # k₀ = 10⁻³
+        assert phi(u, n, idle_rate, base_s, iterations) <= n * 1e-3 ** (n - 1)

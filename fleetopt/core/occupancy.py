@@ -131,6 +131,28 @@ def wait_quantile_s(
     return np.where(np.asarray(p_wait) > 1.0 - quantile, np.where(drain_rate_per_s > 0, raw, np.inf), 0.0)
 
 
+def local_drain_rate_per_s(drain_rate_per_s: Any, arrival_rate_per_s: float, instances: float) -> Any:
+    """The drain rate of the wait behind a least-loaded router that queues at the instances:
+
+        μ_JSQ = (μ(c)/n)·(1 − σⁿ),   μ(c) = drain + λ,   σ = λ/μ(c),
+
+    so the wait given a wait has mean n / (μ(c)·(1 − σⁿ)) instead of 1 / (μ(c) − λ). A request that
+    finds every slot busy joins the instance with the fewest requests and waits for a slot *there*:
+    with Q requests already waiting, spread evenly (join-the-shortest-queue keeps the queues within
+    one), it is ⌊Q/n⌋ + 1 in line and departures at its instance come at μ(c)/n. With Q geometric
+    of ratio σ (the chain's tail), E[⌊Q/n⌋ + 1] = 1 / (1 − σⁿ). One instance is the pooled queue
+    exactly; in heavy traffic (σ → 1) the two agree; with light queues the wait is one of the
+    instance's own departures, E[S]/s, not one of the pool's, E[S]/(n·s) — long for a long pool of
+    few slots. Floats or arrays; a drain ≤ 0 (unstable) is returned as is."""
+    drain = np.asarray(drain_rate_per_s, dtype=np.float64)
+    full = drain + arrival_rate_per_s
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sigma = np.clip(arrival_rate_per_s / full, 0.0, 1.0)
+        local = full / instances * -np.expm1(instances * np.log(sigma))
+    result = np.where((drain > 0) & np.isfinite(drain) & (instances > 1.0), local, drain)
+    return float(result) if np.ndim(result) == 0 else result
+
+
 def mean_wait_s(p_wait: Any, drain_rate_per_s: Any, service_scv: float, arrival_scv: float = 1.0) -> Any:
     """Mean wait: (C_a² + C²)/2 · P(wait) / (μ(c) − λ), seconds."""
     with np.errstate(divide="ignore", invalid="ignore"):

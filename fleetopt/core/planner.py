@@ -282,6 +282,7 @@ class Planner:
         self._fleets: dict[Routing, FleetCandidate] = {}
         self._shares: dict[tuple, PoolShare] = {}
         self._pools: dict[tuple, PoolSizing] = {}
+        self._pools_by_content: dict[tuple, PoolSizing] = {}
         self._instance_hints: dict[tuple, int] = {}  # the last pool sized at (index, context)
         longest = workload.max_total_tokens
         if longest > options.long_context_tokens:
@@ -445,12 +446,20 @@ class Planner:
     ) -> PoolSizing:
         if key not in self._pools:
             rate = self.model.pool_rate(share, index, self.options.arrival_rate_per_s)
-            # neighbouring cells (the next γ, the next B) size similar pools: the last answer at the
-            # same position and context starts the search (it never changes the answer)
-            where = (index, context_tokens)
-            sized = self._size(rate, share.moments, hardware, context_tokens, self._instance_hints.get(where))
-            if sized.feasible and sized.instances > 0:
-                self._instance_hints[where] = sized.instances
+            # other cells often route the very same requests to a pool (the long pool of B at γ
+            # and of B' at γ' when γB = γ'B', a short pool whose band holds no request): equal
+            # rate, statistics, hardware and context size equally
+            same = (hardware, context_tokens, rate, share.moments)
+            sized = self._pools_by_content.get(same)
+            if sized is None:
+                # neighbouring cells (the next γ, the next B) size similar pools: the last answer at
+                # the same position and context starts the search (it never changes the answer)
+                where = (index, context_tokens)
+                hint = self._instance_hints.get(where)
+                sized = self._size(rate, share.moments, hardware, context_tokens, hint)
+                if sized.feasible and sized.instances > 0:
+                    self._instance_hints[where] = sized.instances
+                self._pools_by_content[same] = sized
             self._pools[key] = sized
         return self._pools[key]
 

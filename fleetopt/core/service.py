@@ -458,18 +458,19 @@ class EngineModel(LockstepModel):
         decode_per_sequence_s, prompt_work_s = decode_and_prompt or self.decode_and_prompt_costs(
             moments, costs
         )
+        share_args = (
+            rate_per_instance_per_s * prompt_work_s,
+            instances,
+            rate_per_instance_per_s * instances,
+            costs.base_s,
+            moments.mean_iterations,
+        )
         return ttft_cumulants(
             moments.prompt_levels,
             tau_s=costs.per_prefill_token_s,
             decode_iteration_s=costs.base_s + decode_per_sequence_s * occupancy_per_instance,
-            rate_per_instance_per_s=rate_per_instance_per_s,
-            time_share=least_loaded_time_share(
-                rate_per_instance_per_s * prompt_work_s,
-                instances,
-                rate_per_instance_per_s * instances,
-                costs.base_s,
-                moments.mean_iterations,
-            ),
+            rate_per_instance_per_s=rate_per_instance_per_s * least_loaded_intake_factor(*share_args),
+            time_share=least_loaded_time_share(*share_args),
             overhead_s=hardware.ttft_overhead_s if with_overhead else 0.0,
             slot_wait=slot_wait,
         )
@@ -510,12 +511,49 @@ def least_loaded_time_share(
         return 1.0
     branching = prompt_share / (1.0 - prompt_share) if prompt_share < 1.0 else math.inf
     share = min(1.0, max(1.0, branching) / instances)
-    if prompt_share < 1.0 and math.isfinite(pool_rate_per_s) and math.isfinite(mean_iterations):
-        iteration_s = base_iteration_s / (1.0 - prompt_share)
-        seen = pool_rate_per_s * iteration_s
-        in_flight = pool_rate_per_s / instances * mean_iterations * iteration_s
+    view = _router_view(prompt_share, instances, pool_rate_per_s, base_iteration_s, mean_iterations)
+    if view is not None:
+        seen, in_flight = view
         share += (1.0 - share) * math.exp(-seen) * -math.expm1(-in_flight)
     return min(1.0, share)
+
+
+def _router_view(
+    prompt_share: float,
+    instances: float,
+    pool_rate_per_s: float,
+    base_iteration_s: float,
+    mean_iterations: float,
+) -> tuple[float, float] | None:
+    """(m, k₀): pool arrivals per shortest mean iteration W/(1 − u), and the fewest sequences in
+    flight per instance by Little's law, (λ/n)·E[I]·W/(1 − u); None without the pool's rate."""
+    if not (prompt_share < 1.0 and math.isfinite(pool_rate_per_s) and math.isfinite(mean_iterations)):
+        return None
+    iteration_s = base_iteration_s / (1.0 - prompt_share)
+    return pool_rate_per_s * iteration_s, pool_rate_per_s / instances * mean_iterations * iteration_s
+
+
+def least_loaded_intake_factor(
+    prompt_share: float,
+    instances: float,
+    pool_rate_per_s: float = math.inf,
+    base_iteration_s: float = 0.0,
+    mean_iterations: float = math.inf,
+) -> float:
+    """φ: the intake of the instance a request is routed to, relative to λ/n, behind a least-loaded
+    router over n instances:
+
+        φ = min(1, n·(1 − e^{−k₀})^{n−1}),   k₀ = (λ/n)·E[I]·W / (1 − u)
+
+    (arguments as :func:`least_loaded_time_share`). The router sends a request to an instance
+    holding the fewest sequences, and a later arrival joins that instance (now holding one more)
+    only when every other instance holds at least one: with the others' counts Poisson with mean
+    k₀, that is (1 − e^{−k₀})^{n−1} of the arrivals instead of 1/n. A busy pool (k₀ ≫ 1) keeps
+    φ = 1; a nearly idle one (k₀ ≪ 1) sends a request's prefill almost no company. One instance: 1."""
+    view = _router_view(prompt_share, instances, pool_rate_per_s, base_iteration_s, mean_iterations)
+    if not instances > 1.0 or view is None:
+        return 1.0
+    return min(1.0, instances * (-math.expm1(-view[1])) ** (instances - 1.0))
 
 
 def _cdf_or_one(stats: PoolStatistics, tokens: float) -> float:

@@ -10,6 +10,7 @@ faster (t = W + H·s), which can make a pool whose SLO binds cheaper below its K
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from functools import cached_property
@@ -17,8 +18,14 @@ from typing import Any
 
 import numpy as np
 
+from fleetopt.core.occupancy import (
+    local_drain_rate_per_s,
+    occupancy_quantile,
+    occupancy_state,
+    occupancy_state_one,
+    wait_quantile_s,
+)
 from fleetopt.core.occupancy import mean_wait_s as chain_mean_wait_s
-from fleetopt.core.occupancy import occupancy_quantile, occupancy_state, occupancy_state_one, wait_quantile_s
 from fleetopt.core.poolstats import PoolMoments
 from fleetopt.core.queueing import (
     ARRAYS,
@@ -101,6 +108,10 @@ class PoolSizing:
             x = λ·(H·E[L_out] + τ·E[L_in] + κ·E[I·L]) / n (None otherwise).
         chain_mean_wait_s: for an occupancy-aware model, the chain's mean wait, seconds.
         arrival_scv: C_a², the arrival variability the pool was sized or evaluated for (1: Poisson).
+
+    ``p99_ttft_s`` and ``p99_prefill_s`` may be given as a :class:`Deferred`: the figure is then
+    computed on first read (and on comparison, hashing, ``dataclasses.replace`` or pickling), so a
+    sweep does not pay for the quantiles of the pools no plan reports. Readers see a float either way.
     """
 
     feasible: bool
@@ -128,6 +139,12 @@ class PoolSizing:
     chain_mean_wait_s: float | None = None
     arrival_scv: float = 1.0
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled with every deferred figure computed (a :class:`Deferred` holds a closure)."""
+        for name in _DEFERRED_FIELDS:
+            getattr(self, name)
+        return dict(self.__dict__)
+
     @property
     def load_utilization(self) -> float:
         """What the utilization cap bounds: ρ, or for an occupancy-aware model the larger of the slot
@@ -150,6 +167,40 @@ class PoolSizing:
                 self.service_scv / z, self.arrival_scv / z,
             )
         )  # fmt: skip
+
+
+class Deferred:
+    """A figure of a :class:`PoolSizing` computed on first read: ``compute()`` returns it."""
+
+    __slots__ = ("compute",)
+
+    def __init__(self, compute: Callable[[], float]) -> None:
+        self.compute = compute
+
+
+class _DeferredField:
+    """The descriptor behind a :class:`PoolSizing` field that may be given as a :class:`Deferred`:
+    the dataclass's ``__init__`` stores what it gets; the first read computes a deferred value and
+    keeps the float."""
+
+    def __init__(self, name: str) -> None:
+        self.key = f"_deferred_{name}"
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        if instance is None:
+            return self
+        value = instance.__dict__[self.key]
+        if isinstance(value, Deferred):
+            value = instance.__dict__[self.key] = float(value.compute())
+        return value
+
+    def __set__(self, instance: Any, value: Any) -> None:
+        instance.__dict__[self.key] = value
+
+
+_DEFERRED_FIELDS = ("p99_ttft_s", "p99_prefill_s")
+for _name in _DEFERRED_FIELDS:  # after @dataclass, so the fields keep no default and their order
+    setattr(PoolSizing, _name, _DeferredField(_name))
 
 
 def _empty_pool(hardware: PoolHardware, context_tokens: int, kv_limit: int, slots: int) -> PoolSizing:
@@ -691,7 +742,9 @@ def evaluate_pool(
 
 
 def _replace(sizing: PoolSizing, **changes: object) -> PoolSizing:
-
+    """``dataclasses.replace``, keeping deferred figures deferred."""
+    for name in _DEFERRED_FIELDS:
+        changes.setdefault(name, sizing.__dict__[f"_deferred_{name}"])
     return replace(sizing, **changes)
 
 
@@ -826,7 +879,9 @@ def _engine_eval(
                 m, ctx.hardware, ctx.costs, rate_per_instance_per_s=ctx.rate / n, instances=n,
                 occupancy_per_instance=st["mean_busy"][chosen] / n,
                 slot_wait=_slot_wait(
-                    waiting["p_wait"][chosen], z * waiting["drain_rate_per_s"][chosen], m.iterations_scv,
+                    waiting["p_wait"][chosen],
+                    local_drain_rate_per_s(z * waiting["drain_rate_per_s"][chosen], ctx.rate, n),
+                    m.iterations_scv,
                     ctx.arrival_scv,
                 ),
                 decode_and_prompt=(ctx.decode_per_sequence_s, ctx.prompt_work_s),
@@ -850,16 +905,13 @@ def _seen_iteration_s(
     return (ctx.costs.base_s + ctx.decode_per_sequence_s * per_instance) / max(1.0 - prompt_share, 1e-12)
 
 
-def _engine_eval_one(
-    ctx: _EngineContext, instances: float, slots: float, *, quantile: bool = False
-) -> dict[str, Any]:
-    """:func:`_engine_eval` at one point, in plain floats (the same formulas). The SLO test uses the
-    law's survival function at the SLO; ``quantile=True`` also gives the P99 TTFT (``ttft``)."""
+def _engine_eval_one(ctx: _EngineContext, instances: float, slots: float) -> dict[str, Any]:
+    """:func:`_engine_eval` at one point, in plain floats (the same formulas; memoized per (n, s)).
+    The SLO test uses the law's survival function at the SLO; ``law`` is the TTFT law (None when
+    the pool is unstable)."""
     known = ctx.evaluated.get((instances, slots))
     if known is None:
         known = ctx.evaluated[(instances, slots)] = _engine_eval_point(ctx, instances, slots)
-    if quantile and known["law"] is not None:
-        return {**known, "ttft": known["law"].quantile_s(ctx.moments.quantile)}
     return known
 
 
@@ -880,10 +932,11 @@ def _engine_eval_point(ctx: _EngineContext, instances: float, slots: float) -> d
             ctx.rate / peak, instances / peak, slots, m.mean_iterations, base_s, per_sequence_s
         )
         drain = peak * drain
+    drain = local_drain_rate_per_s(drain, ctx.rate, instances)
     if not (stable and prompt_share < 1.0):
         sigma = ctx.rate * m.mean_iterations * (base_s + per_sequence_s * slots) / servers
         return {
-            "ok": False, "ttft": math.inf, "utilization": max(sigma, 1.0),
+            "ok": False, "margin": _log_margin(ctx.cap, max(sigma, 1.0)), "utilization": max(sigma, 1.0),
             "compute": compute, "seen_iteration_s": base_s + per_sequence_s * slots,
             "p_wait": 1.0, "drain": drain, "mean_busy": servers, "law": None,
         }  # fmt: skip
@@ -893,9 +946,15 @@ def _engine_eval_point(ctx: _EngineContext, instances: float, slots: float) -> d
         slot_wait=_slot_wait(p_wait, drain, m.iterations_scv, ctx.arrival_scv),
         decode_and_prompt=(ctx.decode_per_sequence_s, ctx.prompt_work_s),
     )  # fmt: skip
-    ttft = math.nan
     utilization = mean_busy / servers
-    ok = compute <= ctx.cap and utilization <= ctx.cap and not law.exceeds_one(ctx.ttft_slo_s, q)
+    ok = compute <= ctx.cap and utilization <= ctx.cap
+    # How far the tests pass (< 0: fail), the least of log(limit / value) over the caps and, when
+    # they pass, log((1 − q) / P(TTFT > SLO)): it places the search's next instance count.
+    margin = min(_log_margin(ctx.cap, compute), _log_margin(ctx.cap, utilization))
+    if ok:
+        tail = law.survival_one(ctx.ttft_slo_s)
+        ok = not tail > 1.0 - q  # (the test of TtftCumulants.exceeds_one)
+        margin = min(margin, _log_margin(1.0 - q, tail))
     seen_iteration_s = math.nan
     if ctx.tpot_slo_s is not None:
         target = min(1.0, q * z)
@@ -904,25 +963,38 @@ def _engine_eval_point(ctx: _EngineContext, instances: float, slots: float) -> d
         per_instance_seen = float(min(slots, seen / (instances / peak)))
         seen_iteration_s = (ctx.costs.base_s + ctx.decode_per_sequence_s * per_instance_seen) * stretch
         ok = ok and seen_iteration_s <= ctx.tpot_slo_s
+        margin = min(margin, _log_margin(ctx.tpot_slo_s, seen_iteration_s))
     return {
-        "ok": ok, "ttft": ttft, "utilization": utilization, "compute": compute,
+        "ok": ok, "margin": margin, "utilization": utilization, "compute": compute,
         "seen_iteration_s": seen_iteration_s, "p_wait": p_wait, "drain": drain, "mean_busy": mean_busy,
         "law": law,
     }  # fmt: skip
 
 
+def _log_margin(limit: float, value: float) -> float:
+    """log(limit / value): ≥ 0 when value ≤ limit (∞ for value ≤ 0, NaN for NaN)."""
+    return math.log(limit) - math.log(value) if value > 0.0 else (math.nan if math.isnan(value) else math.inf)
+
+
 def _engine_could_pass(ctx: _EngineContext, instances: float) -> bool:
-    """A necessary condition for some slot count to pass at n ``instances``: the TTFT law with no
-    sequence decoding (t_d = W) and no slot wait meets the SLO (the law grows with t_d and the
-    wait), and the TPOT cap allows an iteration of W/(1 − u)."""
+    """A necessary condition for some slot count to pass at n ``instances``: the TTFT law with the
+    fewest sequences in flight any slot count has and no slot wait meets the SLO (the law grows
+    with t_d and the wait), and the TPOT cap allows an iteration of W/(1 − u).
+
+    The fewest in flight: each of the λ/n requests per second an instance takes holds its slot for
+    E[I] iterations of at least W/(1 − u), so by Little's law the chain's mean occupancy per
+    instance is at least k₀ = (λ/n)·E[I]·W/(1 − u), whatever the slot count (taken 10⁻⁶ lower, for
+    rounding)."""
     prompt_share = ctx.rate / instances * ctx.prompt_work_s
     if not prompt_share < 1.0:
         return False
-    if ctx.tpot_slo_s is not None and not ctx.costs.base_s / (1.0 - prompt_share) <= ctx.tpot_slo_s:
+    least_iteration_s = ctx.costs.base_s / (1.0 - prompt_share)
+    if ctx.tpot_slo_s is not None and not least_iteration_s <= ctx.tpot_slo_s:
         return False
+    fewest = ctx.rate / instances * ctx.moments.mean_iterations * least_iteration_s * (1.0 - 1e-6)
     law = ctx.service_model.ttft_law(
         ctx.moments, ctx.hardware, ctx.costs, rate_per_instance_per_s=ctx.rate / instances,
-        instances=instances, occupancy_per_instance=0.0,
+        instances=instances, occupancy_per_instance=fewest,
         decode_and_prompt=(ctx.decode_per_sequence_s, ctx.prompt_work_s),
     )  # fmt: skip
     return not law.exceeds_one(ctx.ttft_slo_s, ctx.moments.quantile)
@@ -933,32 +1005,32 @@ def _engine_ok_one(ctx: _EngineContext, instances: float, slots: float) -> bool:
     return bool(_engine_eval_one(ctx, instances, slots)["ok"])
 
 
-def _engine_floor(ctx: _EngineContext) -> tuple[TtftCumulants, float]:
-    """(the TTFT law at no load, the least iteration time W): no pool size does better."""
-    law = ctx.service_model.ttft_law(
+def _engine_floor(ctx: _EngineContext) -> TtftCumulants:
+    """The TTFT law at no load (no other request, no sequence decoding, no wait): no pool size does
+    better."""
+    return ctx.service_model.ttft_law(
         ctx.moments, ctx.hardware, ctx.costs, rate_per_instance_per_s=0.0, instances=1.0,
         occupancy_per_instance=0.0,
     )  # fmt: skip
-    return law, ctx.costs.base_s
 
 
 def _engine_describe(
     ctx: _EngineContext, context_tokens: int, kv_limit: int, instances: int, slots: int,
     binding: str, slots_binding: str,
 ) -> PoolSizing:  # fmt: skip
-    ev = _engine_eval_one(ctx, float(instances), float(slots), quantile=True)
+    ev = _engine_eval_one(ctx, float(instances), float(slots))
     mean_busy = float(ev["mean_busy"])
-    stable = ev["law"] is not None
-    wait_q = float(
-        wait_quantile_s(
-            ev["p_wait"], ev["drain"], ctx.moments.iterations_scv, ctx.moments.quantile, ctx.arrival_scv
-        )
-    )
-    # the P99 from a free slot to the first token: the same law without the slot wait and T0
-    prefill_q = math.nan
+    law, q = ev["law"], ctx.moments.quantile
+    wait_q = float(wait_quantile_s(ev["p_wait"], ev["drain"], ctx.moments.iterations_scv, q, ctx.arrival_scv))
+    # The P99 TTFT, and the P99 from a free slot to the first token (the same law without the slot
+    # wait and T0): mixture quantiles, computed when first read (a sweep reports few of its pools).
+    stable = law is not None
+    ttft_q: float | Deferred = math.inf
+    prefill_q: float | Deferred = math.nan
     if stable:
-        prefill_law = ev["law"].without_wait_and_overhead(ctx.hardware.ttft_overhead_s)
-        prefill_q = float(prefill_law.quantile_s(ctx.moments.quantile))
+        overhead_s = ctx.hardware.ttft_overhead_s
+        ttft_q = Deferred(lambda: law.quantile_s(q))
+        prefill_q = Deferred(lambda: law.without_wait_and_overhead(overhead_s).quantile_s(q))
     mean_service_s = mean_busy / ctx.rate
     servers = instances * slots
     return PoolSizing(
@@ -978,7 +1050,7 @@ def _engine_describe(
         p99_prefill_s=prefill_q,
         iteration_s=(ctx.costs.base_s + ctx.decode_per_sequence_s * mean_busy / instances)
         / max(1.0 - ctx.rate / instances * ctx.prompt_work_s, 1e-12),
-        p99_ttft_s=float(ev["ttft"]),
+        p99_ttft_s=ttft_q,
         binding_constraint=binding,
         slots_binding=slots_binding,
         problems=(),
@@ -1000,32 +1072,43 @@ def _size_engine(
     """Fewest instances, then most slots, under the occupancy chain (see :func:`_engine_eval`).
 
     Every test is monotone in n for a fixed s (more instances: fewer requests per instance,
-    shorter iterations, less waiting), so the smallest n at which *some* s passes is found by
-    doubling and bisection over n, each step one vectorized evaluation over every slot count.
+    shorter iterations, less waiting). The most slots are sized first, in plain floats, by
+    :func:`fleetopt.core.search.smallest_passing_from` (started at ``hint``, placed by the
+    evaluation's margin); one vectorized evaluation over every slot count at one instance fewer
+    then decides whether fewer slots could do with fewer instances (doubling and bisection over n
+    when they can).
     """
     ctx = _engine_context(rate, moments, hardware, service_model, ttft_slo_s, cap, tpot_slo_s, arrival_scv)
-    least_law, least_iteration_s = _engine_floor(ctx)
+    least_iteration_s = ctx.costs.base_s
     if tpot_slo_s is not None and not least_iteration_s <= tpot_slo_s:
         problem = _tpot_problem(1, least_iteration_s, tpot_slo_s)
         return _infeasible(hardware, context_tokens, kv_limit, rate, problem, None)
-    # (the survival test at the SLO, as sizing uses; the quantile only for the report)
-    if least_law.exceeds_one(ttft_slo_s, moments.quantile):
-        least_ttft_s = float(least_law.quantile_s(moments.quantile))
-        kind = ProblemKind.COMPUTE_FLOOR if ctx.costs.prefill_floor_binds else ProblemKind.PREFILL_OVER_SLO
-        problem = PoolProblem(kind, least_ttft_s, ttft_slo_s, 1)
-        return _infeasible(hardware, context_tokens, kv_limit, rate, problem, least_ttft_s)
     most = fixed if fixed is not None else kv_limit
+    # No pool with fewer instances than the compute bound λ·E[I]·c₁ / cap is allowed (x ≤ cap).
+    start = max(1, math.ceil(rate * ctx.work_per_request_s / cap))
+    # The no-load floor (the TTFT law with no other request and no wait; no pool size does better)
+    # decides feasibility. When the search's first instance count passes, so does the floor (the
+    # law only grows with load), and the floor's law is not needed.
+    first = hint if hint is not None and hint > start else start
+    if not _engine_eval_one(ctx, float(first), float(most))["ok"]:
+        least_law = _engine_floor(ctx)
+        # (the survival test at the SLO, as sizing uses; the quantile only for the report)
+        if least_law.exceeds_one(ttft_slo_s, moments.quantile):
+            least_ttft_s = float(least_law.quantile_s(moments.quantile))
+            floor_binds = ctx.costs.prefill_floor_binds
+            kind = ProblemKind.COMPUTE_FLOOR if floor_binds else ProblemKind.PREFILL_OVER_SLO
+            problem = PoolProblem(kind, least_ttft_s, ttft_slo_s, 1)
+            return _infeasible(hardware, context_tokens, kv_limit, rate, problem, least_ttft_s)
 
-    def passes_at_most(instances: int) -> tuple[bool, None]:
-        return _engine_ok_one(ctx, float(instances), float(most)), None
+    def passes_at_most(instances: int) -> tuple[bool, float | None]:
+        ev = _engine_eval_one(ctx, float(instances), float(most))
+        return bool(ev["ok"]), ev["margin"]
 
     def passes(instances: int) -> tuple[bool, np.ndarray]:
         # called only below the fewest instances at which the most slots pass (they fail here)
         ok = _engine_eval(ctx, float(instances), slots, last_fails=True)["ok"]
         return bool(ok.any()), ok
 
-    # No pool with fewer instances than the compute bound λ·E[I]·c₁ / cap is allowed (x ≤ cap).
-    start = max(1, math.ceil(rate * ctx.work_per_request_s / cap))
     # The usual answer, without arrays: the most slots, at the fewest instances they need; then
     # one vectorized look at one instance fewer decides whether fewer slots could do better.
     instances, chosen = smallest_passing_from(passes_at_most, start, hint), most

@@ -287,18 +287,18 @@ class TtftCumulants:
             w0 = 1.0 if w0 >= 1.0 - 1e-9 else 0.0
         whole = (self.base_mean_s, self.base_variance_s2, self.base_third_s3)
         quiet = (self.quiet_mean_s, self.quiet_variance_s2, self.quiet_third_s3)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            if array:
+        if array:
+            with np.errstate(divide="ignore", invalid="ignore"):
                 busy = np.where(w0 < 1.0, 1.0 - w0, 1.0)
                 raw_q, raw_w = _raw(*quiet), _raw(*whole)
                 rest = _cumulants(*((a - w0 * b) / busy for a, b in zip(raw_w, raw_q, strict=True)))
                 rest = tuple(np.where(w0 > 0.0, r, f) for r, f in zip(rest, whole, strict=True))
                 quiet = tuple(np.where(w0 > 0.0, x, f) for x, f in zip(quiet, whole, strict=True))
-            elif 0.0 < w0 < 1.0:
-                raw_q, raw_w = _raw(*quiet), _raw(*whole)
-                rest = _cumulants(*((a - w0 * b) / (1.0 - w0) for a, b in zip(raw_w, raw_q, strict=True)))
-            else:
-                rest = quiet = whole
+        elif 0.0 < w0 < 1.0:  # (1 − w0 > 10⁻⁹: no division by zero)
+            raw_q, raw_w = _raw(*quiet), _raw(*whole)
+            rest = _cumulants(*((a - w0 * b) / (1.0 - w0) for a, b in zip(raw_w, raw_q, strict=True)))
+        else:
+            rest = quiet = whole
         p, m = self.wait_probability, self.wait_mean_s
         exp_cumulants = (m, m * m, 2.0 * m**3)
         parts = []
@@ -320,13 +320,18 @@ class TtftCumulants:
 
     def exceeds_one(self, level_s: float, q: float) -> bool:
         """:meth:`exceeds` for a law at one t_d, in plain floats (the sizing hot path)."""
+        return self.survival_one(level_s) > 1.0 - q
+
+    def survival_one(self, level_s: float) -> float:
+        """P(TTFT > ``level_s``) under the mixture of :meth:`quantile_s`, for a law at one t_d (1 when
+        the law is infinite)."""
         if not (math.isfinite(self.base_mean_s) and math.isfinite(self.wait_mean_s * self.wait_probability)):
-            return True
+            return 1.0
         tail = 0.0
         for weight, *law in self.components():
             if weight > 1e-12:
                 tail += weight * _PreparedPart(*law).survival(level_s)
-        return tail > 1.0 - q
+        return tail
 
     def exceeds(self, level_s: float, q: float) -> Any:
         """Whether the q-quantile exceeds ``level_s`` (arrays allowed): P(TTFT > level) > 1 − q under
@@ -392,7 +397,7 @@ class _PreparedPart:
         "shape",
         "scale",
         "shift",
-        "log_gamma_shape",
+        "_log_gamma_shape",
         "upper",
         "tail",
     )
@@ -409,7 +414,7 @@ class _PreparedPart:
             return
         _, skew, self.shape, self.scale = gamma
         self.kind = "gamma"
-        self.log_gamma_shape = math.lgamma(self.shape)
+        self._log_gamma_shape = None
         if skew > 0:
             self.shift, self.upper = mean - self.shape * self.scale, True
             self.tail = _special().gammaincc
@@ -441,7 +446,9 @@ class _PreparedPart:
         z = self._z(x)
         if z <= 0.0:
             return 0.0
-        return math.exp((self.shape - 1.0) * math.log(z) - z - self.log_gamma_shape) / self.scale
+        if self._log_gamma_shape is None:  # (only densities need it: worked out on first use)
+            self._log_gamma_shape = math.lgamma(self.shape)
+        return math.exp((self.shape - 1.0) * math.log(z) - z - self._log_gamma_shape) / self.scale
 
 
 def _gamma_one(variance: float, third: float) -> tuple[float, float, float, float] | None:
