@@ -339,6 +339,7 @@ def arrival_ticks_us(workload: Workload) -> np.ndarray | None:
         and kept.size
         and int(kept[0]) == first
         and int(kept[-1]) - first < _EXACT_SPAN_US
+        and float(times[-1]) == (int(kept[-1]) - first) * 1e-6  # the times are made of these µs
     ):
         return kept
     known = _last_ticks[0]
