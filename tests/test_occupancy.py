@@ -291,3 +291,7 @@ def test_local_drain_rate_limits() -> None:
     assert local_drain_rate_per_s(-1.0, 10.0, 8.0) == -1.0  # unstable: as given
     drains = local_drain_rate_per_s(np.array([10.0, 50.0]), 50.0, 4.0)
     assert drains.shape == (2,) and np.all(drains <= np.array([10.0, 50.0]))
+    for drain, rate, n in [(2.0, 10.0, 3.0), (5.0, 50.0, 4.0), (99.9, 0.1, 16.0), (5.0, 0.0, 4.0)]:
+        scalar = local_drain_rate_per_s(drain, rate, n)  # the float path sizing uses
+        array = float(local_drain_rate_per_s(np.array([drain]), rate, n)[0])
+        assert scalar == pytest.approx(array, rel=1e-14)

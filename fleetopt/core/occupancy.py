@@ -144,6 +144,13 @@ def local_drain_rate_per_s(drain_rate_per_s: Any, arrival_rate_per_s: float, ins
     exactly; in heavy traffic (σ → 1) the two agree; with light queues the wait is one of the
     instance's own departures, E[S]/s, not one of the pool's, E[S]/(n·s) — long for a long pool of
     few slots. Floats or arrays; a drain ≤ 0 (unstable) is returned as is."""
+    if isinstance(drain_rate_per_s, float):  # the sizing hot path: plain floats
+        if not (drain_rate_per_s > 0 and math.isfinite(drain_rate_per_s) and instances > 1.0):
+            return drain_rate_per_s
+        full_rate = drain_rate_per_s + arrival_rate_per_s
+        if not arrival_rate_per_s > 0:
+            return full_rate / instances
+        return full_rate / instances * -math.expm1(instances * math.log(arrival_rate_per_s / full_rate))
     drain = np.asarray(drain_rate_per_s, dtype=np.float64)
     full = drain + arrival_rate_per_s
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -65,7 +65,10 @@ def smallest_passing_from(
     least ``stride`` away from the last n (but a stride alone never past the bracket's midpoint),
     where ``stride`` is 1 and doubles from the third step in a row that finds no pass or leaves
     the bracket more than half its width (a gallop: at most a few times log₂ of the distance from
-    the first n to the answer; a good estimate closes it in two or three).
+    the first n to the answer; a good estimate closes it in two or three). Once a pass is known,
+    two steps in a row that leave more than half the bracket are followed by a bisection, so
+    margins far from linear (a step across the threshold) cost at most three evaluations per
+    halving.
     """
     failing = start - 1  # the answer is ≥ start: start − 1 counts as failing (never evaluated)
     passing: int | None = None
@@ -103,6 +106,8 @@ def smallest_passing_from(
         else:
             step = n + stride if passing is None else min(n + stride, (failing + passing) // 2)
             guess = step if guess is None else max(guess, step)
+        if passing is not None and slow >= 2:  # two steps that did not halve the bracket: bisect
+            guess = (failing + passing) // 2
         n = min(max(guess, lower), upper)
 
 
