@@ -213,3 +213,31 @@ def test_gpu_takes_the_model_calibration_at_the_same_tensor_parallel_size() -> N
     )
     short = document["inputs"]["profiles"]["short"]
     assert short["serving_name"] == "llama-3.1-70b-fp8-h200-tp8-vllm" and short["gpus_per_instance"] == 8
+
+
+def test_engine_plan_refuses_a_chunk_that_splits_prompts_into_too_many_iterations(tmp_path) -> None:
+    """A serving profile with a tiny prefill chunk (found by the deep fuzz: a plan that did not end)
+    is one `Error:` line naming the profile, the field, the value and what would work."""
+    from fleetopt.core.planner import MAX_ENGINE_PREFILL_ITERATIONS
+    from fleetopt.io.data import bundled_dir
+
+    source = bundled_dir("profiles") / "serving" / "llama-3.1-70b-fp8-h100-80gb-tp8-vllm.yaml"
+    text = source.read_text(encoding="utf-8")
+    text = text.replace("prefill_chunk_tokens: 8192", "prefill_chunk_tokens: 64")
+    profile = tmp_path / "tiny-chunk.yaml"
+    profile.write_text(text, encoding="utf-8")
+    args = ["plan", "--cdf", "azure", "--slo", "2s", "--rate", "20", "--serving", str(profile), "-f", "json"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 1
+    longest = 13_107  # the bundled azure CDF's longest prompt
+    iterations = -(-longest // 64)
+    assert iterations > MAX_ENGINE_PREFILL_ITERATIONS
+    assert result.stderr == (
+        f"Error: serving profile tiny-chunk: prefill_chunk_tokens = 64 splits the workload's longest "
+        f"prompt (13,107 tokens) into {iterations} prefill iterations; the engine model handles at "
+        f"most {MAX_ENGINE_PREFILL_ITERATIONS} (its cost grows with their cube): use "
+        f"prefill_chunk_tokens ≥ {-(-longest // MAX_ENGINE_PREFILL_ITERATIONS)} (vLLM's "
+        "max_num_batched_tokens) or --service-model lockstep\n"
+    )
+    lockstep = runner.invoke(app, [*args, "--service-model", "lockstep"])
+    assert lockstep.exit_code == 0, lockstep.output

@@ -41,6 +41,12 @@ from fleetopt.errors import ValidationError
 #: The most pools ``--pools`` accepts (the K-pool sweep grows as (boundary candidates)^2 per pool).
 MAX_POOLS = 8
 
+#: The most prefill iterations (⌈longest prompt / prefill_chunk_tokens⌉) the engine model's TTFT
+#: law is evaluated for: its cost grows about with their cube (plain-Python cluster recursions),
+#: ~1.5 s for a plan at 26, ~11 s at 52 and minutes near 100 on a 2-core VM; past this a plan
+#: would not finish in reasonable time, so the chunk is refused with what would work.
+MAX_ENGINE_PREFILL_ITERATIONS = 128
+
 
 @dataclass(frozen=True)
 class PlanOptions:
@@ -299,6 +305,8 @@ class Planner:
     def stats(self, hardware: PoolHardware) -> PoolStatistics:
         chunk = hardware.prefill_chunk_tokens
         if chunk not in self._stats:
+            if self.model.uses_prompt_levels:
+                _check_prefill_iterations(self.workload, hardware)
             self._stats[chunk] = PoolStatistics(
                 self.workload, chunk, prompt_levels=self.model.uses_prompt_levels
             )
@@ -648,3 +656,20 @@ def gamma_grid(start: float = 1.0, stop: float = 2.0, step: float = 0.1) -> tupl
     """γ values start, start+step, …, stop (rounded to 10 decimals)."""
     count = int(round((stop - start) / step)) + 1
     return tuple(float(np.round(start + k * step, 10)) for k in range(count))
+
+
+def _check_prefill_iterations(workload: Workload, hardware: PoolHardware) -> None:
+    """Refuse a chunk that splits the longest prompt into more than
+    :data:`MAX_ENGINE_PREFILL_ITERATIONS` prefill iterations (see there)."""
+    longest = int(workload.input_tokens.max()) if workload.input_tokens.size else 0
+    chunk = hardware.prefill_chunk_tokens
+    iterations = -(-longest // chunk)
+    if iterations > MAX_ENGINE_PREFILL_ITERATIONS:
+        needed = -(-longest // MAX_ENGINE_PREFILL_ITERATIONS)
+        raise ValidationError(
+            f"serving profile {hardware.serving_name}: prefill_chunk_tokens = {chunk:,} splits the "
+            f"workload's longest prompt ({longest:,} tokens) into {iterations:,} prefill iterations; "
+            f"the engine model handles at most {MAX_ENGINE_PREFILL_ITERATIONS} (its cost grows with "
+            f"their cube): use prefill_chunk_tokens ≥ {needed:,} (vLLM's max_num_batched_tokens) "
+            "or --service-model lockstep"
+        )
