@@ -235,3 +235,18 @@ def test_a_pool_of_requests_that_ask_for_no_output_plans(tmp_path: Path) -> None
     best = json.loads(result.stdout)["best"]
     assert best["total_gpus"] >= 8
     assert all(pool["p99_ttft_s"] <= 1.0 for pool in best["pools"].values() if pool["instances"])
+
+
+def test_a_summary_csv_with_an_infinite_first_arrival_is_one_error(tmp_path: Path) -> None:
+    """Found by the deep fuzz (seed 59): a summary's ``log`` row whose start_us overflows float64
+    (1e3080) was an internal error (OverflowError), not a message naming the file and field."""
+    summary = tmp_path / "summary.csv"
+    summary.write_text(
+        "record,input_tokens,output_tokens,start_us,end_us,n,source,clock\n"
+        "tokens,100,20,,,2,,\ntokens,2000,300,,,1,,\n"
+        "window,,,0,1000000,2,,\nwindow,,,2000000,3000000,1,,\n"
+        "log,,,1e3080,2500000,3,x,utc\n"
+    )
+    result = runner.invoke(app, ["plan", "--cdf", str(summary), "--slo", "1s", "--rate", "20"])
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: {summary}: a start_us value of a log row is not a whole number of µs\n"

@@ -143,7 +143,9 @@ def _whole_or_none(values: np.ndarray, mask: np.ndarray, name: str, label: str) 
     if np.asarray(values).dtype.kind in "iu":
         return [None if v is None else int(v) for v in _rows(values, mask)]
     numbers = _numbers(values)[mask]
-    if (np.isfinite(numbers) & ((numbers != np.round(numbers)) | (np.abs(numbers) > 2**53))).any():
+    present = ~np.isnan(numbers)  # (an infinite value is present, and not a whole number)
+    whole = np.isfinite(numbers) & (numbers == np.round(numbers)) & (np.abs(numbers) <= 2**53)
+    if (present & ~whole).any():
         raise ValidationError(f"{label}: a {name} value of a log row is not a whole number of µs")
     return [None if np.isnan(v) else int(v) for v in numbers]
 
