@@ -84,6 +84,16 @@ FRESH_3 = (
 )
 
 
+#: The scenario sets by their ``--only`` name: (the table's title, the scenarios), in run order.
+SETS = {
+    "chosen-on": ("Scenarios looked at while choosing the intake share", CHOSEN_ON),
+    "held-out": ("Held-out scenarios", HELD_OUT),
+    "fresh": ("Fresh scenarios (seen by no choice of the model)", FRESH),
+    "fresh-2": ("Second fresh set (fixed before any change made because of the first)", FRESH_2),
+    "fresh-3": ("Third fresh set (fixed before any change made because of the second)", FRESH_3),
+}
+
+
 def pool_workload(workload: Workload, routing: Routing, index: int) -> Workload | None:
     """The routed atoms of pool ``index`` as a workload: every atom as routed uncompressed (weight
     w·(1 − p_c) for band atoms, w otherwise) and compressed (w·p_c), keeping those in the pool."""
@@ -244,28 +254,13 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="two scenarios, fewer requests")
     parser.add_argument("--no-search", action="store_true")
-    sets = ("chosen-on", "held-out", "fresh", "fresh-2", "fresh-3")
-    parser.add_argument("--only", choices=sets, default=None)
+    parser.add_argument("--only", choices=tuple(SETS), default=None)
     args = parser.parse_args()
     if args.quick:
         args.pool_requests, args.search_requests, args.seeds = 20_000, 10_000, 2
-    if args.only in (None, "chosen-on"):
-        run_scenarios(
-            "Scenarios looked at while choosing the intake share",
-            CHOSEN_ON[:2] if args.quick else CHOSEN_ON,
-            args,
-        )
-    if args.only in (None, "held-out"):
-        run_scenarios("Held-out scenarios", HELD_OUT[:2] if args.quick else HELD_OUT, args)
-    if args.only in (None, "fresh"):
-        fresh = FRESH[:2] if args.quick else FRESH
-        run_scenarios("Fresh scenarios (seen by no choice of the model)", fresh, args)
-    if args.only in (None, "fresh-2"):
-        fresh_2 = FRESH_2[:2] if args.quick else FRESH_2
-        run_scenarios("Second fresh set (fixed before any change made because of the first)", fresh_2, args)
-    if args.only in (None, "fresh-3"):
-        fresh_3 = FRESH_3[:2] if args.quick else FRESH_3
-        run_scenarios("Third fresh set (fixed before any change made because of the second)", fresh_3, args)
+    for name, (title, scenarios) in SETS.items():
+        if args.only in (None, name):
+            run_scenarios(title, scenarios[:2] if args.quick else scenarios, args)
 
 
 if __name__ == "__main__":

@@ -93,8 +93,7 @@ def test_reading_bundled_profiles_does_not_import_yaml():
 def test_a_cached_serving_profile_loads_like_its_yaml(monkeypatch):
     name = "llama-3-70b-a100-80gb-tp8"
     from_cache = load_serving(name, [BUNDLED])
-    monkeypatch.setattr(profile_cache, "cached_parse", lambda text: None)
     from fleetopt.io import profiles
 
-    monkeypatch.setattr(profiles, "cached_parse", lambda text: None)
+    monkeypatch.setattr(profiles, "cached_parse", lambda text: None)  # the name profiles reads
     assert load_serving(name, [BUNDLED]) == from_cache

@@ -51,21 +51,12 @@ def _decode_object(mapping: dict[str, Any]) -> Any:
 
 
 @cache
-def _cache_text() -> str | None:
-    try:
-        return (bundled_dir("profiles") / CACHE_FILE_NAME).read_text(encoding="utf-8")
-    except OSError:
-        return None
-
-
-@cache
 def _entries() -> dict[str, Any]:
-    text = _cache_text()
-    if text is None:
-        return {}
+    """The cache's entries, read once per process ({} when the file is missing or unreadable)."""
     try:
+        text = (bundled_dir("profiles") / CACHE_FILE_NAME).read_text(encoding="utf-8")
         document = json.loads(text, object_hook=_decode_object)
-    except ValueError:
+    except (OSError, ValueError):
         return {}
     if not isinstance(document, dict) or document.get("format") != CACHE_FORMAT:
         return {}
