@@ -12,7 +12,8 @@ Reports:
      and 10⁶ req/s, after preparing the statistics, and at λ = 1,000 including that preparation;
   3. the full default plan (every B_short candidate × 11 γ, plus the homogeneous, pool-routing
      and retrofit baselines) on the Azure 2023 trace from the loaded workload (every statistic,
-     band and sizing inside the timing), at the same three rates, with the ratio to λ = 10;
+     band and sizing inside the timing), at the same three rates, with the ratio to λ = 10, and
+     at the trace's own rate as `fleetopt plan --cdf azure-2023` plans it (peak basis, C_a²);
   4. the whole `fleetopt plan` command end to end, next to `fleetopt --version`, `--help`, a bare
      `python -c pass` (interpreter start-up) and a process that only imports what the command
      needs, in the same run: the difference between the last two is import time, and the
@@ -39,6 +40,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from fleetopt.api import plan_workload
 from fleetopt.core.planner import Planner, PlanOptions
 from fleetopt.core.workload import Workload, workload_from_requests
 from fleetopt.defaults import DEFAULT_SERVING
@@ -116,6 +118,21 @@ def planning_cases() -> list[tuple[str, Callable[[], object]]]:
                 lambda options=lockstep: Planner(trace, hardware, hardware, options).plan(),
             )
         )
+    # The trace's own default plan, as `fleetopt plan --cdf azure-2023 --slo 500ms` makes it: its own
+    # rate, the peak 1-minute basis and each pool's C_a² from the log's dispersion; then the same
+    # through the API (the rate basis and the plan document inside the timing).
+    own = plan_workload(trace, ttft_slo_s=0.5).plan.options
+    cases.append(
+        (
+            f"full default plan, azure-2023 at its own rate "
+            f"(peak basis {own.arrival_rate_per_s:.1f}/s, C_a² > 1)",
+            lambda: Planner(trace, default, default, own).plan(),
+        )
+    )
+    cases.append(
+        ("  the same through plan_workload (rate basis and plan document included)",
+         lambda: plan_workload(trace, ttft_slo_s=0.5))
+    )  # fmt: skip
     return cases
 
 

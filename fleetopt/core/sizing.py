@@ -844,10 +844,9 @@ def _engine_eval(
     wait is exponential with mean (C_a² + C_I²)/2 over the unscaled drain rate. The mean occupancy
     (what the iteration times and the slot utilization see) stays the chain's own: Hayward's
     equivalent pool has c/z slots, and its truncated mean would understate a bursty pool's
-    occupancy. At C_a² = 1 this is the Poisson chain exactly. Under C_a² > 1 a pool must also meet
-    the SLO under the Poisson chain's wait: the TTFT law is fitted by three cumulants, and a rare
-    long wait can raise its skewness enough to lower its fitted P99 — a bursty pool is never sized
-    below a Poisson one.
+    occupancy. At C_a² = 1 this is the Poisson chain exactly. The slot wait is its own part of the
+    TTFT mixture (:class:`fleetopt.core.ttft.TtftCumulants`), so the P99 grows with the wait and a
+    bursty pool is never sized below a Poisson one without a second check under the Poisson chain.
     """
     m = ctx.moments
     q = m.quantile
