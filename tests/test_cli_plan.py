@@ -223,21 +223,22 @@ def test_engine_plan_refuses_a_chunk_that_splits_prompts_into_too_many_iteration
 
     source = bundled_dir("profiles") / "serving" / "llama-3.1-70b-fp8-h100-80gb-tp8-vllm.yaml"
     text = source.read_text(encoding="utf-8")
-    text = text.replace("prefill_chunk_tokens: 8192", "prefill_chunk_tokens: 64")
+    text = text.replace("prefill_chunk_tokens: 8192", "prefill_chunk_tokens: 4")
     profile = tmp_path / "tiny-chunk.yaml"
     profile.write_text(text, encoding="utf-8")
     args = ["plan", "--cdf", "azure", "--slo", "2s", "--rate", "20", "--serving", str(profile), "-f", "json"]
     result = runner.invoke(app, args)
     assert result.exit_code == 1
     longest = 13_107  # the bundled azure CDF's longest prompt
-    iterations = -(-longest // 64)
-    assert iterations > MAX_ENGINE_PREFILL_ITERATIONS
+    assert MAX_ENGINE_PREFILL_ITERATIONS == 2048
     assert result.stderr == (
-        f"Error: serving profile tiny-chunk: prefill_chunk_tokens = 64 splits the workload's longest "
-        f"prompt (13,107 tokens) into {iterations} prefill iterations; the engine model handles at "
-        f"most {MAX_ENGINE_PREFILL_ITERATIONS} (its cost grows with their cube): use "
-        f"prefill_chunk_tokens ≥ {-(-longest // MAX_ENGINE_PREFILL_ITERATIONS)} (vLLM's "
+        "Error: serving profile tiny-chunk: prefill_chunk_tokens = 4 splits the workload's longest "
+        "prompt (13,107 tokens) into 3,277 prefill iterations; the engine model handles at most 2,048 "
+        "(a plan's time grows with their square): use prefill_chunk_tokens ≥ 7 (vLLM's "
         "max_num_batched_tokens) or --service-model lockstep\n"
     )
+    assert -(-longest // 4) == 3277 and -(-longest // 7) <= 2048 < -(-longest // 6)
+    # lockstep takes the chunk (and with 4-token chunks no fleet meets 2 s: a plan, not a refusal)
     lockstep = runner.invoke(app, [*args, "--service-model", "lockstep"])
-    assert lockstep.exit_code == 0, lockstep.output
+    assert lockstep.stderr == "Error: no fleet meets the SLO and the utilization cap\n"
+    assert json.loads(lockstep.stdout)["kind"] == "fleetopt-plan"

@@ -42,10 +42,12 @@ from fleetopt.errors import ValidationError
 MAX_POOLS = 8
 
 #: The most prefill iterations (⌈longest prompt / prefill_chunk_tokens⌉) the engine model's TTFT
-#: law is evaluated for: its cost grows about with their cube (plain-Python cluster recursions),
-#: ~1.5 s for a plan at 26, ~11 s at 52 and minutes near 100 on a 2-core VM; past this a plan
-#: would not finish in reasonable time, so the chunk is refused with what would work.
-MAX_ENGINE_PREFILL_ITERATIONS = 128
+#: law is evaluated for. Its cost per evaluation grows about with the square of the iterations (numpy
+#: over levels and lags, :mod:`fleetopt.core.ttft`): a full plan takes ~2 s at 103, ~16 s at 1,028
+#: and ~27 s at 2,017 on a 2-core VM (benchmarks/bench_ttft.py); 2,048 covers 1M-token prompts in
+#: 512-token chunks. Past it a chunk is refused with what would work (a few-token chunk on long
+#: prompts would run for hours).
+MAX_ENGINE_PREFILL_ITERATIONS = 2048
 
 
 @dataclass(frozen=True)
@@ -669,7 +671,7 @@ def _check_prefill_iterations(workload: Workload, hardware: PoolHardware) -> Non
         raise ValidationError(
             f"serving profile {hardware.serving_name}: prefill_chunk_tokens = {chunk:,} splits the "
             f"workload's longest prompt ({longest:,} tokens) into {iterations:,} prefill iterations; "
-            f"the engine model handles at most {MAX_ENGINE_PREFILL_ITERATIONS} (its cost grows with "
-            f"their cube): use prefill_chunk_tokens ≥ {needed:,} (vLLM's max_num_batched_tokens) "
+            f"the engine model handles at most {MAX_ENGINE_PREFILL_ITERATIONS:,} (a plan's time grows "
+            f"with their square): use prefill_chunk_tokens ≥ {needed:,} (vLLM's max_num_batched_tokens) "
             "or --service-model lockstep"
         )

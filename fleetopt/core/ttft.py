@@ -67,6 +67,12 @@ import numpy as np
 
 _SPECIAL: Any = None
 
+#: Pools whose longest prompt takes at most this many prefill iterations evaluate the law in plain
+#: floats, one level (and lag) at a time; above it numpy runs over all levels and lags at once. The
+#: plain loops are faster for a few levels (and give the plans' recorded digits); their cost grows
+#: about with the fourth power of the levels, the arrays' with their square.
+PLAIN_FLOAT_MAX_LEVEL = 8
+
 
 def _special() -> Any:
     """scipy.special, imported on first use (not at start-up: only planning needs it)."""
@@ -121,6 +127,16 @@ class PromptLevels:
         object.__setattr__(
             self, "_mean_levels", sum(w * k for k, w in zip(self.levels, self.weights, strict=True))
         )
+
+    def level_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(P, weight, E[y | P], E[y² | P], E[y³ | P]) over the levels as float arrays (built on
+        first use: only the law's array form needs them)."""
+        arrays = self.__dict__.get("_level_arrays")
+        if arrays is None:
+            columns = (self.levels, self.weights, self.last_chunk_1, self.last_chunk_2, self.last_chunk_3)
+            arrays = tuple(np.array(column, dtype=np.float64) for column in columns)
+            object.__setattr__(self, "_level_arrays", arrays)
+        return arrays
 
     @classmethod
     def from_sums(cls, chunk_tokens: int, sums_by_level) -> PromptLevels:
@@ -501,7 +517,6 @@ def ttft_cumulants(
     u_time = f * u
     tbar = t_d / (1.0 - u)
     per_boundary = (1.0 - f) * lam * tbar  # μ: requests admitted per boundary, independent of t
-    tc = tau_s * levels.chunk_tokens
     # The stationary iteration and the length-biased one in progress. κ₂ = B·t̄, κ₃ = A·t̄,
     # κ₄ = (3A²/2B)·t̄ (all proportional to t̄), so E[Ť^j] = E[t^{j+1}]/t̄ needs no division by t̄.
     s2, s3 = levels.chunk_power_means()
@@ -519,16 +534,49 @@ def ttft_cumulants(
     depth = levels.max_level + 1
     key = (tau_s, lam_time)
     memo = levels._clusters.get(key)
+    plain = levels.max_level <= PLAIN_FLOAT_MAX_LEVEL
     if memo is None:  # sizing evaluates one instance count at several t_d: memoized per (τ, f·λ_i)
         if len(levels._clusters) > 256:
             levels._clusters.clear()
-        q = cluster_moments(levels, tau_s, lam_time, depth)
-        q_sum = [(0.0, 0.0, 0.0)]  # q_sum[r] = Σ_{i=1}^{r} Q_i
-        for r in range(1, depth + 1):
-            prev = q_sum[-1]
-            q_sum.append((prev[0] + q[r][0], prev[1] + q[r][1], prev[2] + q[r][2]))
-        background = _background_marks(levels, tau_s, lam_time, q) if levels.max_level >= 2 else None
-        memo = levels._clusters[key] = (q, q_sum, background)
+        clusters = _cluster_lists if plain else _cluster_arrays
+        memo = levels._clusters[key] = clusters(levels, tau_s, lam_time, depth)
+    m1, m2, m3, quiet, z1, z2, z3 = (_level_sums_plain if plain else _level_sums_array)(
+        levels, memo, tau_s=tau_s, t_d=t_d, lam=lam, lam_time=lam_time, u=u, tbar=tbar,
+        per_boundary=per_boundary, b_=b_, moments_t=(e_t, e_t2, e_t3, var_t, k3_t),
+    )  # fmt: skip
+    mean, var, third = _cumulants(m1, m2, m3)
+    if isinstance(quiet, float) and quiet == 0.0:
+        q_mean = q_var = q_third = 0.0
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            q_mean, q_var, q_third = _cumulants(z1 / quiet, z2 / quiet, z3 / quiet)
+    p_wait, wait_mean = slot_wait
+    return TtftCumulants(
+        mean + overhead_s, var, third, tbar, u,
+        quiet, q_mean + overhead_s, q_var, q_third, p_wait, wait_mean,
+    )  # fmt: skip
+
+
+def _cluster_lists(levels: PromptLevels, tau_s: float, lam_time: float, depth: int) -> tuple:
+    """(Q_r, Σ_{i≤r} Q_i, background marks by own level) in plain floats, for few levels."""
+    q = cluster_moments(levels, tau_s, lam_time, depth)
+    q_sum = [(0.0, 0.0, 0.0)]  # q_sum[r] = Σ_{i=1}^{r} Q_i
+    for r in range(1, depth + 1):
+        prev = q_sum[-1]
+        q_sum.append((prev[0] + q[r][0], prev[1] + q[r][1], prev[2] + q[r][2]))
+    background = _background_marks(levels, tau_s, lam_time, q) if levels.max_level >= 2 else None
+    return q, q_sum, background
+
+
+def _level_sums_plain(
+    levels: PromptLevels, memo: tuple, *, tau_s: float, t_d: Any, lam: float, lam_time: float, u: float,
+    tbar: Any, per_boundary: Any, b_: float, moments_t: tuple,
+) -> tuple:  # fmt: skip
+    """The per-level part of :func:`ttft_cumulants`, one prefill level at a time in plain floats (or
+    over an array of t_d): Σ_P w_P·(E[X], E[X²], E[X³]) of the law without T0 and the slot wait, the
+    quiet probability and the quiet part's raw moments weighted by it. ``memo``: :func:`_cluster_lists`."""
+    e_t, e_t2, e_t3, var_t, k3_t = moments_t
+    tc = tau_s * levels.chunk_tokens
     q, q_sum, background = memo
     q1 = q[1]
     m1 = m2 = m3 = 0.0
@@ -602,17 +650,7 @@ def ttft_cumulants(
         m1 = m1 + w * r1
         m2 = m2 + w * r2
         m3 = m3 + w * r3
-    mean, var, third = _cumulants(m1, m2, m3)
-    if isinstance(quiet, float) and quiet == 0.0:
-        q_mean = q_var = q_third = 0.0
-    else:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            q_mean, q_var, q_third = _cumulants(z1 / quiet, z2 / quiet, z3 / quiet)
-    p_wait, wait_mean = slot_wait
-    return TtftCumulants(
-        mean + overhead_s, var, third, tbar, u,
-        quiet, q_mean + overhead_s, q_var, q_third, p_wait, wait_mean,
-    )  # fmt: skip
+    return m1, m2, m3, quiet, z1, z2, z3
 
 
 def _background_marks(levels: PromptLevels, tau_s: float, lam_time: float, q: list) -> dict:
@@ -648,6 +686,218 @@ def _background_marks(levels: PromptLevels, tau_s: float, lam_time: float, q: li
                 t3 += w * r3
         out[p] = (t1, t2, t3)
     return out
+
+
+def _cluster_arrays(levels: PromptLevels, tau_s: float, lam_time: float, depth: int) -> tuple:
+    """(Q_r, Σ_{i≤r} Q_i, background marks by own level) as arrays: :func:`cluster_moments_array`,
+    its running sum and :func:`background_marks_array`."""
+    q = cluster_moments_array(levels, tau_s, lam_time, depth)
+    q_sum = np.cumsum(q, axis=0)
+    return q, q_sum, background_marks_array(levels, tau_s, lam_time, q, q_sum)
+
+
+#: The monomials of the cumulants' coefficients (κ_j = a_j + b_j·y given the last chunk y) that
+#: :func:`_conditional_raw` needs, a row each: 0 a₁, 1 a₂, 2 b₁, 3 b₂, 4 a₃, 5 b₃, 6 a₁², 7 a₁a₂,
+#: 8 a₁b₁, 9 a₁b₂, 10 b₁a₂, 11 b₁², 12 b₁b₂, 13 a₁³, 14 a₁²b₁, 15 a₁b₁², 16 b₁³ (built by
+#: :func:`_monomials`). Row m multiplies E[y^i] with i its degree in b: ``_MONOMIAL_Y_POWER[m]``.
+_MONOMIAL_Y_POWER = np.array((0, 0, 1, 1, 0, 1, 0, 0, 1, 1, 1, 2, 2, 0, 1, 2, 3))
+_MONOMIAL_ROWS = np.arange(_MONOMIAL_Y_POWER.size)
+#: E[Z], E[Z²], E[Z³] (:func:`_conditional_raw`) as combinations of the monomials times E[y^i]
+_RAW_FROM_MONOMIALS = np.array(
+    (
+        (1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+        (0, 1, 0, 1, 0, 0, 1, 0, 2, 0, 0, 1, 0, 0, 0, 0, 0),
+        (0, 0, 0, 0, 1, 1, 0, 3, 0, 3, 3, 0, 3, 1, 3, 3, 1),
+    ),
+    dtype=np.float64,
+)
+
+
+def _monomials(gathered: np.ndarray, scale: np.ndarray, offset: Any, a1_extra: Any) -> np.ndarray:
+    """The 17 monomial rows (:data:`_MONOMIAL_Y_POWER`) over columns, from (a₁, a₂, b₁, b₂, a₃, b₃) =
+    ``gathered`` · ``scale`` + ``offset`` (row-wise), ``a1_extra`` added to a₁."""
+    mono = np.empty((17, gathered.shape[1]))
+    np.multiply(gathered, scale, out=mono[:6])
+    mono[:6] += offset
+    mono[0] += a1_extra
+    np.multiply(mono[0], mono[0:4], out=mono[6:10])
+    np.multiply(mono[2], mono[1:4], out=mono[10:13])
+    np.multiply(mono[6], mono[0:3:2], out=mono[13:15])
+    np.multiply(mono[11], mono[0:3:2], out=mono[15:17])
+    return mono
+
+
+def _history(q: np.ndarray, q_sum: np.ndarray) -> np.ndarray:
+    """Columns x of (S₁, S₂, Q₁, Q₂, S₃, Q₃): S_j = Σ_{i≤x} E[Q_i^j], Q_j = E[Q_x^j]. One gather at x
+    gives a window sum of clusters ending at x (with the window's own S) and the cluster Q_x, in
+    the order of :func:`_monomials`' (a₁, a₂, b₁, b₂, a₃, b₃)."""
+    return np.stack((q_sum[:, 0], q_sum[:, 1], q[:, 0], q[:, 1], q_sum[:, 2], q[:, 2]))
+
+
+def cluster_moments_array(
+    levels: PromptLevels, tau_s: float, time_rate_per_s: float, depth: int
+) -> np.ndarray:
+    """:func:`cluster_moments` as an array (``depth`` + 1 rows r, columns E[Q_r^j], j = 1, 2, 3), one
+    step of r at a time with numpy over the levels: the levels above r all contribute the same r full
+    chunks (their share of the weight times one value); a level k ≤ r contributes k − 1 full chunks,
+    whose clusters are a window sum S(r − 1) − S(r − k) of the running sums, and its partial chunk,
+    whose cluster is Q_{r−k}. In each step the monomials that :func:`_conditional_raw` needs are
+    formed for all levels at once and weighted by the levels' w·E[y^i] in one matrix product.
+    O(depth · levels) arithmetic in O(depth) numpy steps."""
+    lam = time_rate_per_s
+    k_all, w_all, y1_all, y2_all, y3_all = levels.level_arrays()
+    prefilling = k_all > 0
+    k = k_all[prefilling].astype(np.intp)
+    w = w_all[prefilling]
+    # (levels, 4): w·E[y^i | k], i = 0 … 3
+    weights = np.stack((w, w * y1_all[prefilling], w * y2_all[prefilling], w * y3_all[prefilling]), axis=1)
+    tc = tau_s * levels.chunk_tokens
+    tc_lam, tau_lam = tc * lam, tau_s * lam
+    tc_full = tc * (k - 1.0)  # τC·(k − 1): a level's full chunks
+    at_most = np.searchsorted(k, np.arange(depth + 1), side="right").tolist()  # levels k ≤ r
+    above = np.append(np.cumsum(w[::-1])[::-1], 0.0)[at_most].tolist()  # their weight Σ_{k>r} w
+    history = np.zeros((6, depth + 1))  # :func:`_history`, filled as Q grows
+    scale = np.array((-tc_lam, -tc_lam, tau_lam, tau_lam, -tc_lam, tau_lam))[:, None]
+    q = np.zeros((depth + 1, 3))
+    s1 = s2 = s3 = 0.0  # Σ_{i<r} E[Q_i^j]
+    t1 = t2 = t3 = 0.0  # E[Q_{r−1}^j]
+    for r in range(1, depth + 1):
+        s1, s2, s3 = s1 + t1, s2 + t2, s3 + t3
+        history[:, r - 1] = (s1, s2, t1, t2, s3, t3)
+        t1 = t2 = t3 = 0.0
+        weight = above[r]
+        if weight > 0.0:  # levels k > r: r full chunks, no partial one, the same for all
+            a1 = tc * r + tc_lam * s1
+            a2, a3 = tc_lam * s2, tc_lam * s3
+            t1, t2, t3 = weight * a1, weight * (a2 + a1 * a1), weight * (a3 + 3.0 * a1 * a2 + a1**3)
+        n = at_most[r]
+        if n:  # levels k ≤ r: a = τC·(k − 1 + λ·(S(r − 1) − S(r − k))), b = τ·(1 + λ·Q_{r−k})
+            offset = np.array((tc_lam * s1, tc_lam * s2, tau_s, 0.0, tc_lam * s3, 0.0))[:, None]
+            mono = _monomials(history[:, r - k[:n]], scale, offset, tc_full[:n])
+            sums = (mono @ weights[:n])[_MONOMIAL_ROWS, _MONOMIAL_Y_POWER]
+            m1, m2, m3 = (_RAW_FROM_MONOMIALS @ sums).tolist()
+            t1, t2, t3 = t1 + m1, t2 + m2, t3 + m3
+        q[r] = (t1, t2, t3)
+    return q
+
+
+def background_marks_array(
+    levels: PromptLevels, tau_s: float, lam_time: float, q: np.ndarray, q_sum: np.ndarray
+) -> np.ndarray:
+    """:func:`_background_marks` as an array (a row per entry of ``levels.levels``), in closed form
+    over the lags. A request of level k admitted j iterations before the one in progress has
+    d = k − j chunks left; in a window of p + 1 iterations its full chunks land in iterations
+    1 … min(p + 1, d − 1) (clusters Q_p … Q_{p+1−n}: a window sum of the running sums) and its
+    partial chunk, when d ≤ p + 1, in iteration d (cluster Q_{p+1−d}). So the marks depend on
+    (p, d) only, and the sum over levels and lags is Σ_d Σ_i g_i(p, d)·Σ_{k>d} w_k·E[y^i | k]: for
+    d > p + 1 (every chunk left is full) one value times Σ_{d>p+1} Σ_{k>d} w_k, for d ≤ p + 1 one
+    numpy step per lag d over the own levels p ≥ d − 1. O(levels · depth) arithmetic.
+    ``q_sum``: the running sums of ``q``."""
+    k_all, w, y1, y2, y3 = levels.level_arrays()
+    own = k_all.astype(np.intp)
+    top = levels.max_level
+    out = np.zeros((3, own.size))
+    if top < 2:
+        return out.T
+    lam = lam_time
+    tc = tau_s * levels.chunk_tokens
+    tc_lam, tau_lam = tc * lam, tau_s * lam
+    # tail[i, d] = Σ_{k>d} w_k·E[y^i | k], d = 0 … top (0 at d = top)
+    dense = np.zeros((4, top + 1))
+    dense[:, own] = (w, w * y1, w * y2, w * y3)
+    tail = np.zeros((4, top + 1))
+    tail[:, :-1] = np.cumsum(dense[:, :0:-1], axis=1)[:, ::-1]
+    # d > p + 1 (lags j = 1 … k − p − 2): p + 1 full chunks, Σ_{d=p+2}^{top−1} tail[0, d]
+    upto = np.cumsum(tail[0])  # upto[x] = Σ_{d ≤ x} tail[0, d]
+    flat = upto[top - 1] - upto[np.minimum(own + 1, top - 1)]
+    window = q_sum[own].T  # Σ_{i≤p} Q_i
+    a1 = tc * (own + 1.0) + tc_lam * window[0]
+    a2, a3 = tc_lam * window[1], tc_lam * window[2]
+    out[0] = flat * a1
+    out[1] = flat * (a2 + a1 * a1)
+    out[2] = flat * (a3 + 3.0 * a1 * a2 + a1**3)
+    # d = 1 … min(p + 1, top − 1): d − 1 full chunks (a = τC·(d − 1 + λ·(S(p) − S(p + 1 − d))))
+    # and the partial one (b = τ·(1 + λ·Q_{p+1−d})), weighted by tail[·, d]
+    history = _history(q, q_sum)
+    scale = np.array((-tc_lam, -tc_lam, tau_lam, tau_lam, -tc_lam, tau_lam))[:, None]
+    base = np.zeros((6, own.size))
+    base[0], base[1], base[2], base[4] = tc_lam * window[0], tc_lam * window[1], tau_s, tc_lam * window[2]
+    by_lag = _RAW_FROM_MONOMIALS[None, :, :] * tail[_MONOMIAL_Y_POWER].T[:, None, :]  # (lag, 3, 17)
+    firsts = np.searchsorted(own, np.arange(top - 1), side="left").tolist()  # own levels p ≥ d − 1
+    for d in range(1, top):
+        first = firsts[d - 1]
+        mono = _monomials(history[:, own[first:] + (1 - d)], scale, base[:, first:], tc * (d - 1))
+        out[:, first:] += by_lag[d] @ mono
+    return out.T
+
+
+def _level_sums_array(
+    levels: PromptLevels, memo: tuple, *, tau_s: float, t_d: Any, lam: float, lam_time: float, u: float,
+    tbar: Any, per_boundary: Any, b_: float, moments_t: tuple,
+) -> tuple:  # fmt: skip
+    """:func:`_level_sums_plain` with numpy over the levels (a column of levels against an array of
+    t_d); ``memo``: :func:`_cluster_arrays`."""
+    e_t, e_t2, e_t3, var_t, k3_t = moments_t
+    q, q_sum, background = memo
+    k_all, w, y1, y2, y3 = levels.level_arrays()
+    own = k_all.astype(np.intp)
+    sweep = isinstance(tbar, np.ndarray) and tbar.ndim > 0
+
+    def column(x: np.ndarray) -> np.ndarray:
+        return x[:, None] if sweep else x
+
+    p, y1, y2, y3 = column(k_all), column(y1), column(y2), column(y3)
+    chunk = levels.chunk_tokens
+    tc = tau_s * chunk
+    q1_0, q1_1, q1_2 = q[1].tolist()
+    qp = q[own + 1]
+    qp0, qp1, qp2 = column(qp[:, 0]), column(qp[:, 1]), column(qp[:, 2])
+    in_progress = lam * tbar * levels.mean_prefill_iterations + u
+    own_tokens = np.maximum(p - 1.0, 0.0) * chunk + y1
+    others = in_progress + per_boundary * (p + 1.0) + lam_time * (e_t + p * tbar + tau_s * own_tokens)
+    weighted_still = column(w) * np.exp(-others)
+    quiet_raw = _raw(
+        t_d / 2.0 + (p + 1.0) * t_d + tau_s * own_tokens,
+        t_d * t_d / 12.0 + tau_s**2 * (y2 - y1 * y1),
+        tau_s**3 * (y3 - 3.0 * y1 * y2 + 2.0 * y1**3),
+    )
+    quiet = weighted_still.sum(axis=0)
+    z1, z2, z3 = ((weighted_still * r).sum(axis=0) for r in quiet_raw)
+    # the residual and the clusters of the arrivals during Ť
+    g = 0.5 + lam_time * qp0
+    c1 = g * e_t
+    c2 = e_t2 / 12.0 + lam_time * qp1 * e_t + g * g * var_t
+    c3 = lam_time * qp2 * e_t + 3.0 * g * ((e_t3 - e_t * e_t2) / 12.0 + lam_time * qp1 * var_t) + g**3 * k3_t
+    # the per-boundary intake at boundaries 1 … p + 1
+    qs = q_sum[own + 1]
+    c1 = c1 + per_boundary * column(qs[:, 0])
+    c2 = c2 + per_boundary * column(qs[:, 1])
+    c3 = c3 + per_boundary * column(qs[:, 2])
+    # the request's own decode time and chunks and their clusters
+    before = q_sum[own]
+    own0, own1, own2 = column(before[:, 0]), column(before[:, 1]), column(before[:, 2])
+    prefilling = column((k_all >= 1).astype(np.float64))
+    a1 = (p + 1.0) * t_d + lam_time * t_d * own0 + prefilling * tc * ((p - 1.0) + lam_time * (own0 - q1_0))
+    a2 = lam_time * t_d * own1 + prefilling * (tc * lam_time * (own1 - q1_1))
+    a3 = lam_time * t_d * own2 + prefilling * (tc * lam_time * (own2 - q1_2))
+    b1 = prefilling * (tau_s * (1.0 + lam_time * q1_0))
+    b2 = prefilling * (tau_s * lam_time * q1_1)
+    b3 = prefilling * (tau_s * lam_time * q1_2)
+    o1, o2, o3 = _conditional_raw(a1, b1, a2, b2, a3, b3, y1, y2, y3)
+    c1 = c1 + o1
+    c2 = c2 + o2 - o1 * o1
+    c3 = c3 + o3 - 3.0 * o1 * o2 + 2.0 * o1**3
+    # the prompts still prefilling from before
+    bg0, bg1, bg2 = column(background[:, 0]), column(background[:, 1]), column(background[:, 2])
+    joint = lam * tc * bg0
+    cov = joint * (tbar - b_) + lam * tc * tc * bg0
+    c1 = c1 + lam * tbar * bg0 + joint
+    c2 = c2 + lam * tbar * bg1 + lam * tc * bg1 - joint * joint + 2.0 * g * cov
+    c3 = c3 + lam * tbar * bg2
+    m1, m2, m3 = w @ c1, w @ (c2 + c1 * c1), w @ (c3 + 3.0 * c1 * c2 + c1**3)
+    if not sweep:
+        return float(m1), float(m2), float(m3), float(quiet), float(z1), float(z2), float(z3)
+    return m1, m2, m3, quiet, z1, z2, z3
 
 
 def shifted_gamma_quantile(mean: float, variance: float, third: float, q: float) -> float:
