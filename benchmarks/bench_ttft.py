@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import argparse
 import math
-import statistics
-import time
 from collections.abc import Callable
 from dataclasses import replace
+
+from bench_plan import interleaved_medians  # (this script's folder is on sys.path)
 
 import fleetopt.core.ttft as ttft
 from fleetopt.core.planner import Planner, PlanOptions
@@ -72,20 +72,6 @@ class _Form:
                 ttft.PLAIN_FLOAT_MAX_LEVEL = saved
 
         return run
-
-
-def interleaved_medians(cases: list[tuple[str, Callable[[], object]]], rounds: int) -> dict[str, float]:
-    """Median wall time (s) of each case over ``rounds`` rounds, every case once per round (the first
-    run of each warms caches and lazy imports, outside the timing)."""
-    for _, function in cases:
-        function()
-    samples: dict[str, list[float]] = {label: [] for label, _ in cases}
-    for _ in range(rounds):
-        for label, function in cases:
-            start = time.perf_counter()
-            function()
-            samples[label].append(time.perf_counter() - start)
-    return {label: statistics.median(times) for label, times in samples.items()}
 
 
 def _levels(workload: Workload, chunk: int) -> ttft.PromptLevels:

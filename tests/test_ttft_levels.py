@@ -7,6 +7,8 @@ fleetopt/core/ttft.py: ``cluster_moments``, ``_background_marks`` and the per-le
 from __future__ import annotations
 
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,17 +24,8 @@ from fleetopt.core.ttft import (
     ttft_cumulants,
 )
 
-
-def _levels_of(prompts: np.ndarray, chunk: int) -> PromptLevels:
-    """Prompt levels of equally likely prompts, summed directly (P = ⌈L/C⌉, y = L − (P − 1)·C)."""
-    levels = -(-prompts // chunk)
-    last = (prompts - np.maximum(levels - 1, 0) * chunk).astype(float)
-    rows = np.zeros((int(levels.max()) + 1, 4))
-    for k in np.unique(levels):
-        y = last[levels == k]
-        rows[k] = (y.size, y.sum(), (y**2).sum(), (y**3).sum())
-    return PromptLevels.from_sums(chunk, rows)
-
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_ttft import _levels_of  # noqa: E402
 
 # ---- the reference: the previous implementation, copied (do not "fix" it: it is the yardstick) ----
 
