@@ -68,14 +68,13 @@ def smallest_passing_from(
     the first n to the answer; a good estimate closes it in two or three). Once a pass is known,
     two steps in a row that leave more than half the bracket are followed by a bisection, so
     margins far from linear (a step across the threshold) cost at most three evaluations per
-    halving. Before any failure is known the search goes down at most four times its last move
-    (a secant through noisy margins could otherwise leap from next to the answer to the start).
+    halving.
     """
     failing = start - 1  # the answer is ≥ start: start − 1 counts as failing (never evaluated)
     passing: int | None = None
     n = hint if hint is not None and hint > start else start
     points: list[tuple[int, float]] = []  # the last two evaluated (n, finite margin)
-    stride, slow, reach = 1, 0, 1
+    stride, slow = 1, 0
     while True:
         passed, margin = evaluate(n)
         before = None if passing is None else passing - failing
@@ -109,10 +108,7 @@ def smallest_passing_from(
             guess = step if guess is None else max(guess, step)
         if passing is not None and slow >= 2:  # two steps that did not halve the bracket: bisect
             guess = (failing + passing) // 2
-        if passed and failing < start:  # no failure known yet: go down at most 4× the last move
-            guess = max(guess, n - max(stride, 4 * reach))
-        guess = min(max(guess, lower), upper)
-        reach, n = max(1, abs(guess - n)), guess
+        n = min(max(guess, lower), upper)
 
 
 def _secant_guess(points: list[tuple[int, float]]) -> int | None:
