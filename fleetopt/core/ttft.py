@@ -47,6 +47,11 @@ arrivals during Ť and iterations 1 … P). Then Ť = t_d and TTFT is T0 + wait 
 are the whole law's less the quiet part's. In a small pool of long prompts overlaps are rare
 (ν ≪ 1); three cumulants alone would smear them into a heavy tail and overstate the P99.
 
+**One law per own level.** Everything above is worked out given the request's own prefill level
+P = k, and the law is kept as the mixture over k (each level with its quiet part and the rest),
+not one law through the whole mixture's cumulants: given k the law is close to unimodal, while a
+pool of mostly one-chunk prompts and a few long ones is not (:attr:`TtftCumulants.level_parts`).
+
 **Quantile.** Each part's q-quantile law is the shifted gamma law with its three cumulants (mean,
 variance, skewness γ₁: shape 4/γ₁², scale σ·γ₁/2; the normal one when γ₁ ≈ 0); the mixture's
 q-quantile is found between the parts' own. A three-moment fit: exact for gamma-like laws, and
@@ -232,8 +237,12 @@ class TtftCumulants:
     - independently, with probability ``wait_probability`` the request waits for a slot, an
       exponential wait of mean ``wait_mean_s`` (the chain's, :mod:`fleetopt.core.occupancy`).
 
-    ``mean_s``, ``variance_s2``, ``third_s3`` are the whole law's, wait included; ``mean_iteration_s``
-    and ``prompt_share`` (t̄ and u) are what it was built from."""
+    ``level_parts``: the same given the request's own prefill level P = k, one row per level, as
+    (share of requests, mean, variance, third cumulant, quiet probability, quiet mean, quiet
+    variance, quiet third cumulant), T0 included in the means; the law is their mixture, each row
+    split into its quiet part and the rest (None: one row, the whole law). ``mean_s``,
+    ``variance_s2``, ``third_s3`` are the whole law's, wait included; ``mean_iteration_s`` and
+    ``prompt_share`` (t̄ and u) are what it was built from."""
 
     base_mean_s: Any
     base_variance_s2: Any
@@ -246,13 +255,20 @@ class TtftCumulants:
     quiet_third_s3: Any = 0.0
     wait_probability: Any = 0.0
     wait_mean_s: Any = 0.0
+    level_parts: tuple | None = None
 
     def without_wait_and_overhead(self, overhead_s: float) -> TtftCumulants:
         """The same law from a free slot to the first token: no slot wait, and the T0 that
-        :func:`ttft_cumulants` added to both parts (``overhead_s``) taken off."""
+        :func:`ttft_cumulants` added to every part (``overhead_s``) taken off."""
+        rows = self.level_parts
+        if rows is not None:
+            rows = tuple(
+                (w, mean - overhead_s, var, third, w0, q_mean - overhead_s, q_var, q_third)
+                for w, mean, var, third, w0, q_mean, q_var, q_third in rows
+            )
         return replace(
             self, base_mean_s=self.base_mean_s - overhead_s, quiet_mean_s=self.quiet_mean_s - overhead_s,
-            wait_probability=0.0, wait_mean_s=0.0,
+            wait_probability=0.0, wait_mean_s=0.0, level_parts=rows,
         )  # fmt: skip
 
     @property
@@ -275,36 +291,34 @@ class TtftCumulants:
         """The third cumulant of TTFT, s³."""
         return self.base_third_s3 + self._wait_cumulants[2]
 
-    def components(self) -> list[tuple[Any, Any, Any, Any]]:
-        """The parts as (weight, mean, variance, third cumulant): quiet and rest, each without and with
-        the slot wait (an exponential of mean m adds m, m², 2m³). A part whose weight is below 10⁻⁹
-        is dropped (weight 0; its cumulants then are the neighbour's, never used)."""
-        w0 = self.quiet_probability
+    def components(self, drop_empty: bool = False) -> list[tuple[Any, Any, Any, Any]]:
+        """The parts as (weight, mean, variance, third cumulant): for each prefill level (or the whole
+        law when there are no level parts), its quiet part and the rest, each without and with the
+        slot wait (an exponential of mean m adds m, m², 2m³). A quiet part whose probability within
+        its level is below 10⁻⁹ (or above 1 − 10⁻⁹) is merged into the rest (weight 0; its
+        cumulants then are the neighbour's, never used). ``drop_empty`` (a law at one t_d): leave
+        out the parts of weight 0 instead."""
         array = isinstance(self.base_mean_s, np.ndarray)
-        if array:
-            w0 = np.where((w0 > 1e-9) & (w0 < 1.0 - 1e-9), w0, np.where(w0 >= 1.0 - 1e-9, 1.0, 0.0))
-        elif not 1e-9 < w0 < 1.0 - 1e-9:
-            w0 = 1.0 if w0 >= 1.0 - 1e-9 else 0.0
-        whole = (self.base_mean_s, self.base_variance_s2, self.base_third_s3)
-        quiet = (self.quiet_mean_s, self.quiet_variance_s2, self.quiet_third_s3)
-        if array:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                busy = np.where(w0 < 1.0, 1.0 - w0, 1.0)
-                raw_q, raw_w = _raw(*quiet), _raw(*whole)
-                rest = _cumulants(*((a - w0 * b) / busy for a, b in zip(raw_w, raw_q, strict=True)))
-                rest = tuple(np.where(w0 > 0.0, r, f) for r, f in zip(rest, whole, strict=True))
-                quiet = tuple(np.where(w0 > 0.0, x, f) for x, f in zip(quiet, whole, strict=True))
-        elif 0.0 < w0 < 1.0:  # (1 − w0 > 10⁻⁹: no division by zero)
-            raw_q, raw_w = _raw(*quiet), _raw(*whole)
-            rest = _cumulants(*((a - w0 * b) / (1.0 - w0) for a, b in zip(raw_w, raw_q, strict=True)))
+        if self.level_parts is None:
+            rows: Any = (
+                (1.0, self.base_mean_s, self.base_variance_s2, self.base_third_s3, self.quiet_probability,
+                 self.quiet_mean_s, self.quiet_variance_s2, self.quiet_third_s3),
+            )  # fmt: skip
         else:
-            rest = quiet = whole
+            rows = self.level_parts
         p, m = self.wait_probability, self.wait_mean_s
         exp_cumulants = (m, m * m, 2.0 * m**3)
         parts = []
-        for weight, law in ((w0, quiet), (1.0 - w0, rest)):
-            parts.append((weight * (1.0 - p), *law))
-            parts.append((weight * p, *(a + b for a, b in zip(law, exp_cumulants, strict=True))))
+        for share, mean, var, third, w0, q_mean, q_var, q_third in rows:
+            w0, quiet, rest = _quiet_and_rest(w0, (mean, var, third), (q_mean, q_var, q_third), array)
+            for weight, law in ((w0, quiet), (1.0 - w0, rest)):
+                if drop_empty and not share * weight > 0.0:
+                    continue
+                if not (drop_empty and p == 1.0):
+                    parts.append((share * weight * (1.0 - p), *law))
+                if not (drop_empty and p == 0.0):
+                    waited = (a + b for a, b in zip(law, exp_cumulants, strict=True))
+                    parts.append((share * weight * p, *waited))
         return parts
 
     def quantile_s(self, q: float) -> float:
@@ -328,7 +342,7 @@ class TtftCumulants:
         if not (math.isfinite(self.base_mean_s) and math.isfinite(self.wait_mean_s * self.wait_probability)):
             return 1.0
         tail = 0.0
-        for weight, *law in self.components():
+        for weight, *law in self.components(drop_empty=True):
             if weight > 1e-12:
                 tail += weight * _PreparedPart(*law).survival(level_s)
         return tail
@@ -344,6 +358,29 @@ class TtftCumulants:
                 tail = tail + np.where(weight > 0.0, weight * _shifted_gamma_survival(*law, level_s), 0.0)
             finite = np.isfinite(mean) & np.isfinite(np.asarray(self.wait_mean_s * self.wait_probability))
         return ~finite | (tail > 1.0 - q)
+
+
+def _quiet_and_rest(w0: Any, whole: tuple, quiet: tuple, array: bool) -> tuple[Any, tuple, tuple]:
+    """(w0, quiet cumulants, rest cumulants) of a law with cumulants ``whole`` of which the quiet
+    part, of probability ``w0`` and cumulants ``quiet``, is one part: the rest's raw moments are the
+    whole's less w0 times the quiet part's, over 1 − w0. w0 within 10⁻⁹ of 0 or 1 is rounded there
+    (the rest, or the quiet part, is then the whole law)."""
+    if array:
+        w0 = np.where((w0 > 1e-9) & (w0 < 1.0 - 1e-9), w0, np.where(w0 >= 1.0 - 1e-9, 1.0, 0.0))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            busy = np.where(w0 < 1.0, 1.0 - w0, 1.0)
+            raw_q, raw_w = _raw(*quiet), _raw(*whole)
+            rest = _cumulants(*((a - w0 * b) / busy for a, b in zip(raw_w, raw_q, strict=True)))
+            rest = tuple(np.where(w0 > 0.0, r, f) for r, f in zip(rest, whole, strict=True))
+            quiet = tuple(np.where(w0 > 0.0, x, f) for x, f in zip(quiet, whole, strict=True))
+        return w0, quiet, rest
+    if not 1e-9 < w0 < 1.0 - 1e-9:
+        w0 = 1.0 if w0 >= 1.0 - 1e-9 else 0.0
+    if 0.0 < w0 < 1.0:  # (1 − w0 > 10⁻⁹: no division by zero)
+        raw_q, raw_w = _raw(*quiet), _raw(*whole)
+        rest = _cumulants(*((a - w0 * b) / (1.0 - w0) for a, b in zip(raw_w, raw_q, strict=True)))
+        return w0, quiet, rest
+    return w0, whole, whole
 
 
 def _mixture_quantile(parts: list, q: float) -> float:
@@ -534,6 +571,7 @@ def ttft_cumulants(
     m1 = m2 = m3 = 0.0
     z1 = z2 = z3 = 0.0  # raw moments of the quiet part, weighted by its probability
     quiet = 0.0
+    rows = []  # per own level: its share and its law (see TtftCumulants.level_parts)
     exp = math.exp if isinstance(tbar, float) else np.exp
     # other requests that touch a request's window, on average (ν, by own level below): those with
     # a chunk in the iteration in progress (λ_i·t̄·E[P], and u more under its length bias)
@@ -596,6 +634,7 @@ def ttft_cumulants(
             c1 = c1 + lam * tbar * bg[0] + joint
             c2 = c2 + lam * tbar * bg[1] + lam * tc * bg[1] - joint * joint + 2.0 * g * cov
             c3 = c3 + lam * tbar * bg[2]
+        rows.append((w, c1 + overhead_s, c2, c3, still, quiet_mean + overhead_s, quiet_var, quiet_third))
         r1 = c1
         r2 = c2 + c1 * c1
         r3 = c3 + 3 * c1 * c2 + c1**3
@@ -611,7 +650,7 @@ def ttft_cumulants(
     p_wait, wait_mean = slot_wait
     return TtftCumulants(
         mean + overhead_s, var, third, tbar, u,
-        quiet, q_mean + overhead_s, q_var, q_third, p_wait, wait_mean,
+        quiet, q_mean + overhead_s, q_var, q_third, p_wait, wait_mean, tuple(rows),
     )  # fmt: skip
 
 
