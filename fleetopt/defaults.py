@@ -39,6 +39,13 @@ DEFAULT_KV_BLOCK_TOKENS = 16
 #: A pool whose P99 TTFT (or TPOT) is within this fraction of its SLO is flagged: a few per cent
 #: more traffic, a longer prompt mix or a model error of that size breaks it (issue 15).
 NEAR_SLO_FRACTION = 0.02
+#: The planner also gives a TTFT-bound pool's P99 with this fraction fewer instances (at least one
+#: fewer; the engine model), and flags the pool when that P99 is still within
+#: :data:`FLAT_TTFT_FRACTION` of the SLO: the P99 then hardly depends on the instance count (the SLO
+#: sits just above what a request's own prefill takes), so an error of a few per cent in the TTFT
+#: law moves the pool by more than this fraction of its instances (docs/validation.md).
+FEWER_INSTANCES_FRACTION = 0.1
+FLAT_TTFT_FRACTION = 0.05
 #: TPOT above which a chat user reading along sees the stream stall, seconds: 100 ms = 10 tokens/s
 #: ≈ 450 words/min at 0.75 words per token, nearly twice the average adult's silent reading rate
 #: (238 words/min for non-fiction; Brysbaert, "How many words do we read per minute? A review and

@@ -214,6 +214,12 @@ def test_margins_place_the_search_but_never_change_its_answer(
     assert smallest_passing_from(passes, start, hint) == answer
     assert len(seen) == len(set(seen))  # nothing evaluated twice
     first = hint if hint is not None and hint > start else start
-    assert len(seen) <= 4 * math.log2(abs(answer - first) + 2) + 4
+    bound = 4 * math.log2(abs(answer - first) + 2) + 4
+    if kind == "noisy":
+        # margins whose noise (±50) dwarfs the distance can send a secant from next to the answer
+        # to the start: then it costs a bisection of that range too (hypothesis found 14 evaluations
+        # for threshold 546, hint 549, start 1, against 13.3 for the distance alone)
+        bound += math.log2(max(first - start, 0) + 2)
+    assert len(seen) <= bound
     if hint is not None and hint == answer and hint > start:
         assert len(seen) == 2

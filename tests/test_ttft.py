@@ -4,6 +4,7 @@ the iteration-level simulation of one instance, which it was not fitted to."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -183,16 +184,16 @@ def test_shifted_gamma_quantile_is_scipys_gamma_law(mean, sd, skew, q) -> None:
 
 
 def test_the_parts_mix_back_into_the_whole_law() -> None:
-    """The mixture of the parts (quiet or not, waiting for a slot or not) has the whole law's first
-    three raw moments; the quiet probability is e^{−ν} ∈ (0, 1); the quantile solves the mixture's
-    survival equation."""
+    """The mixture of the parts (per own prefill level: quiet or not, waiting for a slot or not) has
+    the whole law's first three raw moments; the quiet probability is e^{−ν} ∈ (0, 1); the quantile
+    solves the mixture's survival equation."""
     prompts = np.array([300, 2000, 9000, 14000])
     law = ttft_cumulants(
         _levels_of(prompts, 8192), tau_s=30e-6, decode_iteration_s=0.012, rate_per_instance_per_s=0.5,
         time_share=0.5, overhead_s=0.01, slot_wait=(0.05, 0.02),
     )  # fmt: skip
     parts = law.components()
-    assert len(parts) == 4 and 0 < law.quiet_probability < 1
+    assert len(parts) == 4 * 2 and 0 < law.quiet_probability < 1  # two prefill levels at chunk 8,192
     assert sum(part[0] for part in parts) == pytest.approx(1.0, abs=1e-15)
 
     def raw(k1, k2, k3):
@@ -237,6 +238,30 @@ def test_a_small_pool_of_long_prompts_where_other_prompts_rarely_overlap() -> No
     assert simulated <= law.quantile_s(0.99) <= 1.07 * simulated
     whole_only = shifted_gamma_quantile(law.mean_s, law.variance_s2, law.third_s3, 0.99)
     assert whole_only > 1.15 * simulated  # what the quiet part corrects
+
+
+@pytest.mark.parametrize("rate", [0.5, 5.0])
+def test_each_own_prefill_level_is_its_own_part_of_the_law(rate: float) -> None:
+    """One instance, 94% prompts of one chunk and 6% of three to six (2,048-token chunks): the TTFT
+    given the request's own prefill level is nearly unimodal, the whole law is not. Read as one
+    shifted gamma on the whole law's three cumulants the P99 is 5–9% low here; with each level its
+    own part (TtftCumulants.level_parts) it is within 4% of the ``physical`` engine (60,000
+    requests)."""
+    rng = np.random.default_rng(5)
+    prompts = np.concatenate([rng.integers(200, 1500, 188), rng.integers(5000, 12000, 12)])
+    outputs = rng.integers(50, 300, prompts.size)
+    chunk, tau, w, t0 = 2048, 30e-6, 0.009, 0.017
+    ttft, levels = _one_instance(
+        prompts, outputs, chunk=chunk, tau=tau, w=w, lam=rate, t0=t0, slots=64, requests=60_000, seed=3
+    )
+    law = ttft_cumulants(
+        levels, tau_s=tau, decode_iteration_s=w, rate_per_instance_per_s=rate, time_share=1.0, overhead_s=t0
+    )
+    assert len(law.level_parts) == len(levels.levels) == 5
+    simulated = np.quantile(ttft, 0.99)
+    assert law.quantile_s(0.99) == pytest.approx(simulated, rel=0.04)
+    one_law = replace(law, level_parts=None).quantile_s(0.99)
+    assert abs(one_law / simulated - 1) > abs(law.quantile_s(0.99) / simulated - 1)
 
 
 @settings(max_examples=200, deadline=None)

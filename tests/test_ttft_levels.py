@@ -1,8 +1,8 @@
 """The TTFT law at many prefill levels: the numpy form over levels and lags (used above
 ``PLAIN_FLOAT_MAX_LEVEL``) against the plain-float loops (used at or below it), and against the
-implementation the numpy form replaced, copied below verbatim as the reference (fleetopt 3c12028,
+implementation the numpy form replaced, copied below verbatim as the reference (fleetopt 54318f4,
 fleetopt/core/ttft.py: ``cluster_moments``, ``_background_marks`` and the per-level loop of
-``ttft_cumulants``, with the memo and the dataclass plumbing taken out)."""
+``ttft_cumulants`` with its law by level, the memo and the dataclass plumbing taken out)."""
 
 from __future__ import annotations
 
@@ -122,8 +122,8 @@ def _ref_raw(k1, k2, k3):
 
 
 def _ref_ttft(levels, *, tau_s, decode_iteration_s, rate_per_instance_per_s, time_share):
-    """(mean, variance, third cumulant, quiet probability, quiet mean, variance, third), T0 = 0 and
-    no slot wait, as the previous ttft_cumulants computed them."""
+    """(mean, variance, third cumulant, quiet probability, quiet mean, variance, third, the law by
+    level), T0 = 0 and no slot wait, as the previous ttft_cumulants computed them."""
     lam = rate_per_instance_per_s
     u = lam * tau_s * levels.mean_tokens
     t_d = decode_iteration_s
@@ -156,6 +156,7 @@ def _ref_ttft(levels, *, tau_s, decode_iteration_s, rate_per_instance_per_s, tim
     m1 = m2 = m3 = 0.0
     z1 = z2 = z3 = 0.0
     quiet = 0.0
+    rows = []
     exp = math.exp if isinstance(tbar, float) else np.exp
     in_progress = lam * tbar * levels.mean_prefill_iterations + u
     for k, w, y1, y2, y3 in _ref_rows(levels):
@@ -205,6 +206,7 @@ def _ref_ttft(levels, *, tau_s, decode_iteration_s, rate_per_instance_per_s, tim
             c1 = c1 + lam * tbar * bg[0] + joint
             c2 = c2 + lam * tbar * bg[1] + lam * tc * bg[1] - joint * joint + 2.0 * g * cov
             c3 = c3 + lam * tbar * bg[2]
+        rows.append((w, c1, c2, c3, still, quiet_mean, quiet_var, quiet_third))
         r1 = c1
         r2 = c2 + c1 * c1
         r3 = c3 + 3 * c1 * c2 + c1**3
@@ -217,7 +219,7 @@ def _ref_ttft(levels, *, tau_s, decode_iteration_s, rate_per_instance_per_s, tim
     else:
         with np.errstate(divide="ignore", invalid="ignore"):
             q_mean, q_var, q_third = _ref_cumulants(z1 / quiet, z2 / quiet, z3 / quiet)
-    return mean, var, third, quiet, q_mean, q_var, q_third
+    return mean, var, third, quiet, q_mean, q_var, q_third, tuple(rows)
 
 
 # ---- comparisons ----
@@ -226,25 +228,36 @@ def _ref_ttft(levels, *, tau_s, decode_iteration_s, rate_per_instance_per_s, tim
 def _law_tuple(law) -> tuple:
     return (
         law.base_mean_s, law.base_variance_s2, law.base_third_s3, law.quiet_probability,
-        law.quiet_mean_s, law.quiet_variance_s2, law.quiet_third_s3,
+        law.quiet_mean_s, law.quiet_variance_s2, law.quiet_third_s3, law.level_parts,
     )  # fmt: skip
 
 
+def _assert_cumulants_agree(new: tuple, old: tuple, rel: float) -> None:
+    """(mean, variance, third cumulant) to ``rel``. A variance or third cumulant is a difference of
+    raw moments (E[X²] − E[X]², …), which either implementation knows only to a few ε·E[X^j]
+    (ε = 2.2·10⁻¹⁶), so the tolerance of the j-th cumulant is rel·|κ_j| + 10⁻¹⁴·|E[X^j]|. A quiet
+    part of probability 0 has no moments (NaN over an array of t_d) in both."""
+    old = tuple(np.asarray(x, dtype=float) for x in old)
+    raw = _ref_raw(*old)
+    for j, (a, b) in enumerate(zip(new, old, strict=True)):
+        a = np.asarray(a, dtype=float)
+        both_nan = np.isnan(a) & np.isnan(b)
+        tolerance = rel * np.abs(b) + (1e-14 * np.abs(raw[j]) if j else 0.0)
+        assert np.all(both_nan | (np.abs(a - b) <= tolerance)), (j + 1, a, b)
+
+
 def _assert_laws_agree(new: tuple, old: tuple, rel: float) -> None:
-    """Mean, variance, third cumulant of the whole law and of the quiet part, and the quiet
-    probability, to ``rel``. A variance or third cumulant is a difference of raw moments (E[X²] −
-    E[X]², …), which either implementation knows only to a few ε·E[X^j] (ε = 2.2·10⁻¹⁶), so the
-    tolerance of the j-th cumulant is rel·|κ_j| + 10⁻¹⁴·|E[X^j]|. A quiet part of probability 0 has
-    no moments (NaN over an array of t_d) in both."""
+    """The whole law and its quiet part (:func:`_assert_cumulants_agree`), the quiet probability to
+    ``rel``, and the same for the law of every own level (its share exactly)."""
     for part in (slice(0, 3), slice(4, 7)):
-        old_part = tuple(np.asarray(x, dtype=float) for x in old[part])
-        raw = _ref_raw(*old_part)
-        for j, (a, b) in enumerate(zip(new[part], old_part, strict=True)):
-            a = np.asarray(a, dtype=float)
-            both_nan = np.isnan(a) & np.isnan(b)
-            tolerance = rel * np.abs(b) + (1e-14 * np.abs(raw[j]) if j else 0.0)
-            assert np.all(both_nan | (np.abs(a - b) <= tolerance)), (j + 1, a, b)
+        _assert_cumulants_agree(new[part], old[part], rel)
     np.testing.assert_allclose(new[3], old[3], rtol=rel, atol=0)
+    assert len(new[7]) == len(old[7])
+    for new_row, old_row in zip(new[7], old[7], strict=True):
+        assert new_row[0] == old_row[0]
+        _assert_cumulants_agree(new_row[1:4], old_row[1:4], rel)
+        np.testing.assert_allclose(new_row[4], old_row[4], rtol=rel, atol=0)
+        _assert_cumulants_agree(new_row[5:8], old_row[5:8], rel)
 
 
 def _prompts(seed: int, count: int, longest: int, spread: str) -> np.ndarray:
@@ -305,7 +318,9 @@ def test_plain_and_array_forms_agree(table, top, load, sweep) -> None:
         expected = np.array([plain_bg[p] for p in levels.levels])
         np.testing.assert_allclose(array_bg, expected, rtol=1e-12, atol=0)
     decode = np.array([t_d, 2 * t_d, 5 * t_d]) if sweep else t_d
-    kwargs = dict(tau_s=tau, decode_iteration_s=decode, rate_per_instance_per_s=lam, time_share=f)
+    kwargs = dict(
+        tau_s=tau, decode_iteration_s=decode, rate_per_instance_per_s=lam, time_share=f, overhead_s=0.015
+    )
     plain, array = _law_of(levels, 10**9, **kwargs), _law_of(levels, -1, **kwargs)
     assert isinstance(plain[0], np.ndarray) == isinstance(array[0], np.ndarray) == sweep
     _assert_laws_agree(array, plain, rel=1e-12)
@@ -367,3 +382,51 @@ def test_a_thousand_levels_agree_with_the_plain_recursion_for_the_clusters() -> 
         levels, tau_s=tau, decode_iteration_s=0.01, rate_per_instance_per_s=lam, time_share=0.4
     )
     assert math.isfinite(law.variance_s2) and law.quantile_s(0.99) > law.mean_s > 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    prompt_tables,
+    st.integers(ttft.PLAIN_FLOAT_MAX_LEVEL + 1, 60),
+    loads,
+    st.tuples(st.floats(0.0, 0.6), st.floats(1e-3, 0.3)),
+    st.sampled_from([0.9, 0.99, 0.999]),
+)
+def test_the_mixture_by_columns_is_the_mixture_by_rows(table, top, load, wait, q) -> None:
+    """A law of the numpy form keeps its levels as columns (LevelColumns) and evaluates its mixture
+    with numpy over the parts; the same law with the same levels as rows (the plain form's
+    representation) evaluates it part by part. Survival functions agree to 10⁻¹⁰ or 10⁻¹⁵ (a part's
+    third cumulant is a difference of raw moments, and numpy's x³ and Python's can differ in the
+    last bit: twice the quantile out, that moves the tail by up to ~10⁻¹¹ relative, more where the
+    tail is below 10⁻³⁰; an SLO test compares it with 1 − q ≥ 10⁻³), quantiles to 10⁻⁹ (each is
+    Newton's to 10⁻¹⁰), with and without the slot wait and T0, and the SLO tests over an array of
+    t_d agree."""
+    from dataclasses import replace
+
+    seed, count, spread, chunk = table
+    prompts = _prompts(seed, count, top * chunk, spread)
+    prompts[0] = top * chunk
+    levels = _levels_of(prompts, chunk)
+    share, f, t_d = load
+    tau = 30e-6
+    kwargs = dict(
+        tau_s=tau,
+        rate_per_instance_per_s=_rate(levels, tau, share),
+        time_share=f,
+        overhead_s=0.02,
+        slot_wait=wait,
+    )
+    law = ttft_cumulants(levels, decode_iteration_s=t_d, **kwargs)
+    assert isinstance(law.level_parts, ttft.LevelColumns)
+    for columns in (law, law.without_wait_and_overhead(0.02)):
+        rows = replace(columns, level_parts=tuple(columns.level_parts))
+        value = columns.quantile_s(q)
+        assert math.isfinite(value)
+        assert value == pytest.approx(rows.quantile_s(q), rel=1e-9)
+        for x in (value, columns.mean_s, 2 * value):
+            assert columns.survival_one(x) == pytest.approx(rows.survival_one(x), rel=1e-10, abs=1e-15)
+    sweep = ttft_cumulants(levels, decode_iteration_s=np.array([t_d, 1.5 * t_d, 3 * t_d]), **kwargs)
+    assert isinstance(sweep.level_parts, ttft.LevelColumns)
+    rows = replace(sweep, level_parts=tuple(sweep.level_parts))
+    for level in (0.5 * value, value, 2 * value):
+        np.testing.assert_array_equal(sweep.exceeds(level, q), rows.exceeds(level, q))

@@ -48,7 +48,7 @@ from fleetopt.core.service import (
     slot_service_times,
 )
 from fleetopt.core.ttft import TtftCumulants
-from fleetopt.defaults import DEFAULT_MAX_UTILIZATION
+from fleetopt.defaults import DEFAULT_MAX_UTILIZATION, FEWER_INSTANCES_FRACTION
 from fleetopt.errors import ValidationError
 
 
@@ -108,10 +108,15 @@ class PoolSizing:
             x = λ·(H·E[L_out] + τ·E[L_in] + κ·E[I·L]) / n (None otherwise).
         chain_mean_wait_s: for an occupancy-aware model, the chain's mean wait, seconds.
         arrival_scv: C_a², the arrival variability the pool was sized or evaluated for (1: Poisson).
+        fewer_instances, p99_ttft_fewer_instances_s: for a pool the TTFT SLO sized under the engine
+            model, n − max(1, round(f·n)) instances (f = FEWER_INSTANCES_FRACTION) and the P99 TTFT
+            there (slots as sized, seconds; ∞ when unstable): how steeply the P99 falls with n, so
+            how much a small error in the TTFT law moves the pool (None otherwise).
 
-    ``p99_ttft_s`` and ``p99_prefill_s`` may be given as a :class:`Deferred`: the figure is then
-    computed on first read (and on comparison, hashing, ``dataclasses.replace`` or pickling), so a
-    sweep does not pay for the quantiles of the pools no plan reports. Readers see a float either way.
+    ``p99_ttft_s``, ``p99_prefill_s`` and ``p99_ttft_fewer_instances_s`` may be given as a
+    :class:`Deferred`: the figure is then computed on first read (and on comparison, hashing,
+    ``dataclasses.replace`` or pickling), so a sweep does not pay for the quantiles of the pools no
+    plan reports. Readers see a float either way.
     """
 
     feasible: bool
@@ -138,6 +143,8 @@ class PoolSizing:
     compute_utilization: float | None = None
     chain_mean_wait_s: float | None = None
     arrival_scv: float = 1.0
+    fewer_instances: int | None = None
+    p99_ttft_fewer_instances_s: float | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled with every deferred figure computed (a :class:`Deferred` holds a closure)."""
@@ -198,7 +205,7 @@ class _DeferredField:
         instance.__dict__[self.key] = value
 
 
-_DEFERRED_FIELDS = ("p99_ttft_s", "p99_prefill_s")
+_DEFERRED_FIELDS = ("p99_ttft_s", "p99_prefill_s", "p99_ttft_fewer_instances_s")
 for _name in _DEFERRED_FIELDS:  # after @dataclass, so the fields keep no default and their order
     setattr(PoolSizing, _name, _DeferredField(_name))
 
@@ -1030,6 +1037,14 @@ def _engine_describe(
         overhead_s = ctx.hardware.ttft_overhead_s
         ttft_q = Deferred(lambda: law.quantile_s(q))
         prefill_q = Deferred(lambda: law.without_wait_and_overhead(overhead_s).quantile_s(q))
+    fewer: int | None = None
+    fewer_q: float | Deferred | None = None
+    if binding == "ttft":
+        fewer = instances - max(1, round(FEWER_INSTANCES_FRACTION * instances))
+        if fewer >= 1:
+            fewer_q = Deferred(lambda: _p99_ttft_at(ctx, fewer, slots))
+        else:
+            fewer = None
     mean_service_s = mean_busy / ctx.rate
     servers = instances * slots
     return PoolSizing(
@@ -1060,7 +1075,15 @@ def _engine_describe(
             chain_mean_wait_s(ev["p_wait"], ev["drain"], ctx.moments.iterations_scv, ctx.arrival_scv)
         ),
         arrival_scv=ctx.arrival_scv,
+        fewer_instances=fewer,
+        p99_ttft_fewer_instances_s=fewer_q,
     )
+
+
+def _p99_ttft_at(ctx: _EngineContext, instances: int, slots: int) -> float:
+    """The P99 TTFT of the pool at n ``instances`` of s ``slots`` (∞ when unstable), seconds."""
+    law = _engine_eval_one(ctx, float(instances), float(slots))["law"]
+    return math.inf if law is None else float(law.quantile_s(ctx.moments.quantile))
 
 
 def _size_engine(

@@ -47,6 +47,11 @@ arrivals during Ť and iterations 1 … P). Then Ť = t_d and TTFT is T0 + wait 
 are the whole law's less the quiet part's. In a small pool of long prompts overlaps are rare
 (ν ≪ 1); three cumulants alone would smear them into a heavy tail and overstate the P99.
 
+**One law per own level.** Everything above is worked out given the request's own prefill level
+P = k, and the law is kept as the mixture over k (each level with its quiet part and the rest),
+not one law through the whole mixture's cumulants: given k the law is close to unimodal, while a
+pool of mostly one-chunk prompts and a few long ones is not (:attr:`TtftCumulants.level_parts`).
+
 **Quantile.** Each part's q-quantile law is the shifted gamma law with its three cumulants (mean,
 variance, skewness γ₁: shape 4/γ₁², scale σ·γ₁/2; the normal one when γ₁ ≈ 0); the mixture's
 q-quantile is found between the parts' own. A three-moment fit: exact for gamma-like laws, and
@@ -239,6 +244,30 @@ def cluster_moments(levels: PromptLevels, tau_s: float, time_rate_per_s: float, 
     return q
 
 
+class LevelColumns:
+    """:attr:`TtftCumulants.level_parts` of a law worked out with numpy over the levels: the eight
+    quantities as columns (share of requests over the levels; the rest over the levels, or levels ×
+    t_d when the law sweeps t_d, the quiet third cumulant over the levels only). Iterates as the
+    rows the plain form gives; the law's survival function and quantile read the columns at once."""
+
+    __slots__ = ("columns",)
+
+    def __init__(self, columns: tuple[np.ndarray, ...]):
+        self.columns = columns
+
+    def __len__(self) -> int:
+        return len(self.columns[0])
+
+    def __iter__(self) -> Any:
+        share, *rest = self.columns
+        return iter(zip(share.tolist(), *(c.tolist() if c.ndim == 1 else c for c in rest), strict=True))
+
+    def shifted(self, offset_s: float) -> LevelColumns:
+        """The same with ``offset_s`` taken off both means."""
+        share, mean, var, third, w0, q_mean, q_var, q_third = self.columns
+        return LevelColumns((share, mean - offset_s, var, third, w0, q_mean - offset_s, q_var, q_third))
+
+
 @dataclass(frozen=True)
 class TtftCumulants:
     """The TTFT law (seconds; floats, or arrays over a swept t_d) as a mixture of up to four parts,
@@ -251,8 +280,13 @@ class TtftCumulants:
     - independently, with probability ``wait_probability`` the request waits for a slot, an
       exponential wait of mean ``wait_mean_s`` (the chain's, :mod:`fleetopt.core.occupancy`).
 
-    ``mean_s``, ``variance_s2``, ``third_s3`` are the whole law's, wait included; ``mean_iteration_s``
-    and ``prompt_share`` (t̄ and u) are what it was built from."""
+    ``level_parts``: the same given the request's own prefill level P = k, one row per level, as
+    (share of requests, mean, variance, third cumulant, quiet probability, quiet mean, quiet
+    variance, quiet third cumulant), T0 included in the means; the law is their mixture, each row
+    split into its quiet part and the rest (None: one row, the whole law; :class:`LevelColumns`
+    from the numpy form, whose mixture is evaluated with numpy over its parts). ``mean_s``,
+    ``variance_s2``, ``third_s3`` are the whole law's, wait included; ``mean_iteration_s`` and
+    ``prompt_share`` (t̄ and u) are what it was built from."""
 
     base_mean_s: Any
     base_variance_s2: Any
@@ -265,13 +299,22 @@ class TtftCumulants:
     quiet_third_s3: Any = 0.0
     wait_probability: Any = 0.0
     wait_mean_s: Any = 0.0
+    level_parts: tuple | None = None
 
     def without_wait_and_overhead(self, overhead_s: float) -> TtftCumulants:
         """The same law from a free slot to the first token: no slot wait, and the T0 that
-        :func:`ttft_cumulants` added to both parts (``overhead_s``) taken off."""
+        :func:`ttft_cumulants` added to every part (``overhead_s``) taken off."""
+        rows = self.level_parts
+        if isinstance(rows, LevelColumns):
+            rows = rows.shifted(overhead_s)
+        elif rows is not None:
+            rows = tuple(
+                (w, mean - overhead_s, var, third, w0, q_mean - overhead_s, q_var, q_third)
+                for w, mean, var, third, w0, q_mean, q_var, q_third in rows
+            )
         return replace(
             self, base_mean_s=self.base_mean_s - overhead_s, quiet_mean_s=self.quiet_mean_s - overhead_s,
-            wait_probability=0.0, wait_mean_s=0.0,
+            wait_probability=0.0, wait_mean_s=0.0, level_parts=rows,
         )  # fmt: skip
 
     @property
@@ -294,37 +337,50 @@ class TtftCumulants:
         """The third cumulant of TTFT, s³."""
         return self.base_third_s3 + self._wait_cumulants[2]
 
-    def components(self) -> list[tuple[Any, Any, Any, Any]]:
-        """The parts as (weight, mean, variance, third cumulant): quiet and rest, each without and with
-        the slot wait (an exponential of mean m adds m, m², 2m³). A part whose weight is below 10⁻⁹
-        is dropped (weight 0; its cumulants then are the neighbour's, never used)."""
-        w0 = self.quiet_probability
+    def components(self, drop_empty: bool = False) -> list[tuple[Any, Any, Any, Any]]:
+        """The parts as (weight, mean, variance, third cumulant): for each prefill level (or the whole
+        law when there are no level parts), its quiet part and the rest, each without and with the
+        slot wait (an exponential of mean m adds m, m², 2m³). A quiet part whose probability within
+        its level is below 10⁻⁹ (or above 1 − 10⁻⁹) is merged into the rest (weight 0; its
+        cumulants then are the neighbour's, never used). ``drop_empty`` (a law at one t_d): leave
+        out the parts of weight 0 instead."""
         array = isinstance(self.base_mean_s, np.ndarray)
-        if array:
-            w0 = np.where((w0 > 1e-9) & (w0 < 1.0 - 1e-9), w0, np.where(w0 >= 1.0 - 1e-9, 1.0, 0.0))
-        elif not 1e-9 < w0 < 1.0 - 1e-9:
-            w0 = 1.0 if w0 >= 1.0 - 1e-9 else 0.0
-        whole = (self.base_mean_s, self.base_variance_s2, self.base_third_s3)
-        quiet = (self.quiet_mean_s, self.quiet_variance_s2, self.quiet_third_s3)
-        if array:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                busy = np.where(w0 < 1.0, 1.0 - w0, 1.0)
-                raw_q, raw_w = _raw(*quiet), _raw(*whole)
-                rest = _cumulants(*((a - w0 * b) / busy for a, b in zip(raw_w, raw_q, strict=True)))
-                rest = tuple(np.where(w0 > 0.0, r, f) for r, f in zip(rest, whole, strict=True))
-                quiet = tuple(np.where(w0 > 0.0, x, f) for x, f in zip(quiet, whole, strict=True))
-        elif 0.0 < w0 < 1.0:  # (1 − w0 > 10⁻⁹: no division by zero)
-            raw_q, raw_w = _raw(*quiet), _raw(*whole)
-            rest = _cumulants(*((a - w0 * b) / (1.0 - w0) for a, b in zip(raw_w, raw_q, strict=True)))
+        if self.level_parts is None:
+            rows: Any = (
+                (1.0, self.base_mean_s, self.base_variance_s2, self.base_third_s3, self.quiet_probability,
+                 self.quiet_mean_s, self.quiet_variance_s2, self.quiet_third_s3),
+            )  # fmt: skip
         else:
-            rest = quiet = whole
+            rows = self.level_parts
         p, m = self.wait_probability, self.wait_mean_s
         exp_cumulants = (m, m * m, 2.0 * m**3)
         parts = []
-        for weight, law in ((w0, quiet), (1.0 - w0, rest)):
-            parts.append((weight * (1.0 - p), *law))
-            parts.append((weight * p, *(a + b for a, b in zip(law, exp_cumulants, strict=True))))
+        for share, mean, var, third, w0, q_mean, q_var, q_third in rows:
+            w0, quiet, rest = _quiet_and_rest(w0, (mean, var, third), (q_mean, q_var, q_third), array)
+            for weight, law in ((w0, quiet), (1.0 - w0, rest)):
+                if drop_empty and not share * weight > 0.0:
+                    continue
+                if not (drop_empty and p == 1.0):
+                    parts.append((share * weight * (1.0 - p), *law))
+                if not (drop_empty and p == 0.0):
+                    waited = (a + b for a, b in zip(law, exp_cumulants, strict=True))
+                    parts.append((share * weight * p, *waited))
         return parts
+
+    def _part_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`components` of a law with :class:`LevelColumns` as four arrays (weight, mean,
+        variance, third cumulant) over the parts (parts × t_d when the law sweeps t_d)."""
+        share, mean, var, third, w0, q_mean, q_var, q_third = self.level_parts.columns
+        if mean.ndim == 2:
+            share, q_third = share[:, None], q_third[:, None]
+        w0, quiet, rest = _quiet_and_rest(w0, (mean, var, third), (q_mean, q_var, q_third), True)
+        p, m = self.wait_probability, self.wait_mean_s
+        blocks = []
+        for weight, law in ((w0, quiet), (1.0 - w0, rest)):
+            blocks.append((share * weight * (1.0 - p), *law))
+            blocks.append((share * weight * p, law[0] + m, law[1] + m * m, law[2] + 2.0 * m**3))
+        shape = np.broadcast_shapes(*(np.shape(x) for block in blocks for x in block))
+        return tuple(np.concatenate([np.broadcast_to(block[i], shape) for block in blocks]) for i in range(4))  # type: ignore[return-value]
 
     def quantile_s(self, q: float) -> float:
         """The q-quantile of the mixture of shifted gamma laws (:func:`shifted_gamma_quantile`)."""
@@ -332,6 +388,12 @@ class TtftCumulants:
             raise TypeError("quantile_s takes a law at one t_d; use exceeds() for arrays")
         if not (math.isfinite(self.base_mean_s) and math.isfinite(self.wait_mean_s * self.wait_probability)):
             return math.inf
+        if isinstance(self.level_parts, LevelColumns):
+            weight, *law = self._part_arrays()
+            keep = weight > 1e-12
+            if np.count_nonzero(keep) == 1:
+                return shifted_gamma_quantile(*(float(x[keep][0]) for x in law), q)
+            return _mixture_quantile_arrays(weight[keep], *(x[keep] for x in law), q)
         parts = [part for part in self.components() if part[0] > 1e-12]
         if len(parts) == 1:
             return shifted_gamma_quantile(*parts[0][1:], q)
@@ -346,8 +408,13 @@ class TtftCumulants:
         the law is infinite)."""
         if not (math.isfinite(self.base_mean_s) and math.isfinite(self.wait_mean_s * self.wait_probability)):
             return 1.0
+        if isinstance(self.level_parts, LevelColumns):
+            weight, *law = self._part_arrays()
+            keep = weight > 1e-12
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                return float(weight[keep] @ _shifted_gamma_survival(*(x[keep] for x in law), level_s))
         tail = 0.0
-        for weight, *law in self.components():
+        for weight, *law in self.components(drop_empty=True):
             if weight > 1e-12:
                 tail += weight * _PreparedPart(*law).survival(level_s)
         return tail
@@ -358,11 +425,40 @@ class TtftCumulants:
         mean = np.asarray(self.base_mean_s, dtype=np.float64)
         tail = np.zeros_like(mean)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            if isinstance(self.level_parts, LevelColumns):
+                weight, *law = self._part_arrays()
+                survival = _shifted_gamma_survival(*law, level_s)
+                tail = np.where(weight > 0.0, weight * survival, 0.0).sum(axis=0)
+                finite = np.isfinite(mean) & np.isfinite(np.asarray(self.wait_mean_s * self.wait_probability))
+                return ~finite | (tail > 1.0 - q)
             for weight, *law in self.components():
                 weight = np.asarray(weight, dtype=np.float64) * np.ones_like(mean)
                 tail = tail + np.where(weight > 0.0, weight * _shifted_gamma_survival(*law, level_s), 0.0)
             finite = np.isfinite(mean) & np.isfinite(np.asarray(self.wait_mean_s * self.wait_probability))
         return ~finite | (tail > 1.0 - q)
+
+
+def _quiet_and_rest(w0: Any, whole: tuple, quiet: tuple, array: bool) -> tuple[Any, tuple, tuple]:
+    """(w0, quiet cumulants, rest cumulants) of a law with cumulants ``whole`` of which the quiet
+    part, of probability ``w0`` and cumulants ``quiet``, is one part: the rest's raw moments are the
+    whole's less w0 times the quiet part's, over 1 − w0. w0 within 10⁻⁹ of 0 or 1 is rounded there
+    (the rest, or the quiet part, is then the whole law)."""
+    if array:
+        w0 = np.where((w0 > 1e-9) & (w0 < 1.0 - 1e-9), w0, np.where(w0 >= 1.0 - 1e-9, 1.0, 0.0))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            busy = np.where(w0 < 1.0, 1.0 - w0, 1.0)
+            raw_q, raw_w = _raw(*quiet), _raw(*whole)
+            rest = _cumulants(*((a - w0 * b) / busy for a, b in zip(raw_w, raw_q, strict=True)))
+            rest = tuple(np.where(w0 > 0.0, r, f) for r, f in zip(rest, whole, strict=True))
+            quiet = tuple(np.where(w0 > 0.0, x, f) for x, f in zip(quiet, whole, strict=True))
+        return w0, quiet, rest
+    if not 1e-9 < w0 < 1.0 - 1e-9:
+        w0 = 1.0 if w0 >= 1.0 - 1e-9 else 0.0
+    if 0.0 < w0 < 1.0:  # (1 − w0 > 10⁻⁹: no division by zero)
+        raw_q, raw_w = _raw(*quiet), _raw(*whole)
+        rest = _cumulants(*((a - w0 * b) / (1.0 - w0) for a, b in zip(raw_w, raw_q, strict=True)))
+        return w0, quiet, rest
+    return w0, whole, whole
 
 
 def _mixture_quantile(parts: list, q: float) -> float:
@@ -373,18 +469,47 @@ def _mixture_quantile(parts: list, q: float) -> float:
     lo, hi = min(own), max(own)
     if not (math.isfinite(lo) and math.isfinite(hi)) or hi - lo <= 1e-12 * max(abs(hi), 1e-300):
         return hi if math.isfinite(hi) else math.inf
-    log_target = math.log(1.0 - q)
     prepared = [(part[0], _PreparedPart(*part[1:])) for part in parts]
     heaviest = max(range(len(parts)), key=lambda i: parts[i][0])
-    x = own[heaviest]  # start at the heaviest part's own quantile
-    width = hi - lo
-    for _ in range(200):
-        # Newton on g(x) = log S(x) − log(1 − q) (a tail's log survival is close to linear), safeguarded
-        # as rtsafe does: bisect when the step leaves the bracket or shrinks it too slowly
+
+    def tail_and_density(x: float) -> tuple[float, float]:
         tail = density = 0.0
         for weight, part in prepared:
             tail += weight * part.survival(x)
             density += weight * part.density(x)
+        return tail, density
+
+    return _newton_quantile(tail_and_density, own[heaviest], lo, hi, q)
+
+
+def _mixture_quantile_arrays(
+    weight: np.ndarray, mean: np.ndarray, variance: np.ndarray, third: np.ndarray, q: float
+) -> float:
+    """:func:`_mixture_quantile` with the parts as arrays (numpy over the parts)."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        own = _shifted_gamma_quantiles(mean, variance, third, q)
+    lo, hi = float(own.min()), float(own.max())
+    if not (math.isfinite(lo) and math.isfinite(hi)) or hi - lo <= 1e-12 * max(abs(hi), 1e-300):
+        return hi if math.isfinite(hi) else math.inf
+
+    def tail_and_density(x: float) -> tuple[float, float]:
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            tail = weight @ _shifted_gamma_survival(mean, variance, third, x)
+            density = weight @ _shifted_gamma_density(mean, variance, third, x)
+        return float(tail), float(density)
+
+    return _newton_quantile(tail_and_density, float(own[int(np.argmax(weight))]), lo, hi, q)
+
+
+def _newton_quantile(tail_and_density: Any, x: float, lo: float, hi: float, q: float) -> float:
+    """The x in [lo, hi] where the survival function of ``tail_and_density`` (x → (S(x), S′ = −f))
+    is 1 − q, from x: Newton on log S, safeguarded (:func:`_mixture_quantile`)."""
+    log_target = math.log(1.0 - q)
+    width = hi - lo
+    for _ in range(200):
+        # Newton on g(x) = log S(x) − log(1 − q) (a tail's log survival is close to linear), safeguarded
+        # as rtsafe does: bisect when the step leaves the bracket or shrinks it too slowly
+        tail, density = tail_and_density(x)
         value = math.log(tail) - log_target if tail > 0.0 else -math.inf
         if value == 0.0:
             return x
@@ -543,9 +668,9 @@ def ttft_cumulants(
             levels._clusters.clear()
         clusters = _cluster_lists if plain else _cluster_arrays
         memo = levels._clusters[key] = clusters(levels, tau_s, lam_time, depth)
-    m1, m2, m3, quiet, z1, z2, z3 = (_level_sums_plain if plain else _level_sums_array)(
+    m1, m2, m3, quiet, z1, z2, z3, rows = (_level_sums_plain if plain else _level_sums_array)(
         levels, memo, tau_s=tau_s, t_d=t_d, lam=lam, lam_time=lam_time, u=u, tbar=tbar,
-        per_boundary=per_boundary, b_=b_, moments_t=(e_t, e_t2, e_t3, var_t, k3_t),
+        per_boundary=per_boundary, b_=b_, moments_t=(e_t, e_t2, e_t3, var_t, k3_t), overhead_s=overhead_s,
     )  # fmt: skip
     mean, var, third = _cumulants(m1, m2, m3)
     if isinstance(quiet, float) and quiet == 0.0:
@@ -556,7 +681,7 @@ def ttft_cumulants(
     p_wait, wait_mean = slot_wait
     return TtftCumulants(
         mean + overhead_s, var, third, tbar, u,
-        quiet, q_mean + overhead_s, q_var, q_third, p_wait, wait_mean,
+        quiet, q_mean + overhead_s, q_var, q_third, p_wait, wait_mean, rows,
     )  # fmt: skip
 
 
@@ -573,11 +698,13 @@ def _cluster_lists(levels: PromptLevels, tau_s: float, lam_time: float, depth: i
 
 def _level_sums_plain(
     levels: PromptLevels, memo: tuple, *, tau_s: float, t_d: Any, lam: float, lam_time: float, u: float,
-    tbar: Any, per_boundary: Any, b_: float, moments_t: tuple,
+    tbar: Any, per_boundary: Any, b_: float, moments_t: tuple, overhead_s: float,
 ) -> tuple:  # fmt: skip
     """The per-level part of :func:`ttft_cumulants`, one prefill level at a time in plain floats (or
     over an array of t_d): Σ_P w_P·(E[X], E[X²], E[X³]) of the law without T0 and the slot wait, the
-    quiet probability and the quiet part's raw moments weighted by it. ``memo``: :func:`_cluster_lists`."""
+    quiet probability and the quiet part's raw moments weighted by it, and the law by level
+    (:attr:`TtftCumulants.level_parts`, T0 = ``overhead_s`` in its means). ``memo``:
+    :func:`_cluster_lists`."""
     e_t, e_t2, e_t3, var_t, k3_t = moments_t
     tc = tau_s * levels.chunk_tokens
     q, q_sum, background = memo
@@ -585,6 +712,7 @@ def _level_sums_plain(
     m1 = m2 = m3 = 0.0
     z1 = z2 = z3 = 0.0  # raw moments of the quiet part, weighted by its probability
     quiet = 0.0
+    rows = []  # per own level: its share and its law (see TtftCumulants.level_parts)
     exp = math.exp if isinstance(tbar, float) else np.exp
     # other requests that touch a request's window, on average (ν, by own level below): those with
     # a chunk in the iteration in progress (λ_i·t̄·E[P], and u more under its length bias)
@@ -647,13 +775,14 @@ def _level_sums_plain(
             c1 = c1 + lam * tbar * bg[0] + joint
             c2 = c2 + lam * tbar * bg[1] + lam * tc * bg[1] - joint * joint + 2.0 * g * cov
             c3 = c3 + lam * tbar * bg[2]
+        rows.append((w, c1 + overhead_s, c2, c3, still, quiet_mean + overhead_s, quiet_var, quiet_third))
         r1 = c1
         r2 = c2 + c1 * c1
         r3 = c3 + 3 * c1 * c2 + c1**3
         m1 = m1 + w * r1
         m2 = m2 + w * r2
         m3 = m3 + w * r3
-    return m1, m2, m3, quiet, z1, z2, z3
+    return m1, m2, m3, quiet, z1, z2, z3, rows
 
 
 def _background_marks(levels: PromptLevels, tau_s: float, lam_time: float, q: list) -> dict:
@@ -836,7 +965,7 @@ def background_marks_array(
 
 def _level_sums_array(
     levels: PromptLevels, memo: tuple, *, tau_s: float, t_d: Any, lam: float, lam_time: float, u: float,
-    tbar: Any, per_boundary: Any, b_: float, moments_t: tuple,
+    tbar: Any, per_boundary: Any, b_: float, moments_t: tuple, overhead_s: float,
 ) -> tuple:  # fmt: skip
     """:func:`_level_sums_plain` with numpy over the levels (a column of levels against an array of
     t_d); ``memo``: :func:`_cluster_arrays`."""
@@ -858,12 +987,12 @@ def _level_sums_array(
     in_progress = lam * tbar * levels.mean_prefill_iterations + u
     own_tokens = np.maximum(p - 1.0, 0.0) * chunk + y1
     others = in_progress + per_boundary * (p + 1.0) + lam_time * (e_t + p * tbar + tau_s * own_tokens)
-    weighted_still = column(w) * np.exp(-others)
-    quiet_raw = _raw(
-        t_d / 2.0 + (p + 1.0) * t_d + tau_s * own_tokens,
-        t_d * t_d / 12.0 + tau_s**2 * (y2 - y1 * y1),
-        tau_s**3 * (y3 - 3.0 * y1 * y2 + 2.0 * y1**3),
-    )
+    still = np.exp(-others)
+    weighted_still = column(w) * still
+    quiet_mean = t_d / 2.0 + (p + 1.0) * t_d + tau_s * own_tokens
+    quiet_var = t_d * t_d / 12.0 + tau_s**2 * (y2 - y1 * y1)
+    quiet_third = tau_s**3 * (y3 - 3.0 * y1 * y2 + 2.0 * y1**3)
+    quiet_raw = _raw(quiet_mean, quiet_var, quiet_third)
     quiet = weighted_still.sum(axis=0)
     z1, z2, z3 = ((weighted_still * r).sum(axis=0) for r in quiet_raw)
     # the residual and the clusters of the arrivals during Ť
@@ -899,9 +1028,13 @@ def _level_sums_array(
     c3 = c3 + lam * tbar * bg2
     # (einsum, not BLAS: a levels × t_d product past ~10⁴ entries would wake OpenBLAS's threads)
     m1, m2, m3 = (np.einsum("k,k...->...", w, r) for r in (c1, c2 + c1 * c1, c3 + 3.0 * c1 * c2 + c1**3))
+    by_level = (c1 + overhead_s, c2, c3, still, quiet_mean + overhead_s, quiet_var)
     if not sweep:
-        return float(m1), float(m2), float(m3), float(quiet), float(z1), float(z2), float(z3)
-    return m1, m2, m3, quiet, z1, z2, z3
+        rows = LevelColumns((w, *by_level, quiet_third))
+        return float(m1), float(m2), float(m3), float(quiet), float(z1), float(z2), float(z3), rows
+    shape = (w.size, np.shape(tbar)[0])
+    rows = LevelColumns((w, *(np.broadcast_to(x, shape) for x in by_level), quiet_third[:, 0]))
+    return m1, m2, m3, quiet, z1, z2, z3, rows
 
 
 def shifted_gamma_quantile(mean: float, variance: float, third: float, q: float) -> float:
@@ -921,6 +1054,46 @@ def shifted_gamma_quantile(mean: float, variance: float, third: float, q: float)
     return mean + shape * scale - scale * float(_special().gammaincinv(shape, 1.0 - q))
 
 
+def _gamma_arrays(mean: Any, variance: Any, third: Any) -> tuple:
+    """(sd, skewness, normal?, shape, scale) of :func:`_gamma_one` over arrays (shape and scale
+    finite placeholders where the law is read as normal or a point)."""
+    sd = np.sqrt(np.maximum(variance, 0.0))
+    skew = np.where(sd > 0, third / (np.maximum(variance, 1e-300) * sd), 0.0)
+    tiny = np.abs(skew) < 1e-6
+    safe = np.where(tiny, 1.0, skew)
+    return sd, skew, tiny, 4.0 / (safe * safe), sd * np.abs(safe) / 2.0
+
+
+def _shifted_gamma_quantiles(
+    mean: np.ndarray, variance: np.ndarray, third: np.ndarray, q: float
+) -> np.ndarray:
+    """:func:`shifted_gamma_quantile` over arrays, element by element."""
+    sd, skew, tiny, shape, scale = _gamma_arrays(mean, variance, third)
+    special = _special()
+    gamma = np.where(
+        skew > 0,
+        mean - shape * scale + scale * special.gammaincinv(shape, q),
+        mean + shape * scale - scale * special.gammaincinv(shape, 1.0 - q),
+    )
+    value = np.where(tiny, mean + sd * float(special.ndtri(q)), gamma)
+    value = np.where(variance <= 0.0, mean, value)
+    return np.where(np.isfinite(mean) & np.isfinite(variance), value, np.inf)
+
+
+def _shifted_gamma_density(mean: np.ndarray, variance: np.ndarray, third: np.ndarray, x: float) -> np.ndarray:
+    """:meth:`_PreparedPart.density` over arrays, element by element."""
+    sd, skew, tiny, shape, scale = _gamma_arrays(mean, variance, third)
+    z = np.where(skew > 0, x - (mean - shape * scale), mean + shape * scale - x) / scale
+    positive = z > 0.0
+    safe_z = np.where(positive, z, 1.0)
+    gamma = np.where(
+        positive, np.exp((shape - 1.0) * np.log(safe_z) - safe_z - _special().gammaln(shape)) / scale, 0.0
+    )
+    sigma = np.where(sd > 0, sd, 1.0)
+    normal = np.exp(-0.5 * ((x - mean) / sigma) ** 2) / (sigma * math.sqrt(2.0 * math.pi))
+    return np.where(sd > 0, np.where(tiny, normal, gamma), 0.0)
+
+
 def _shifted_gamma_survival(mean: Any, variance: Any, third: Any, level: float) -> np.ndarray:
     """:func:`_survival_one` over arrays of cumulants, element by element."""
     mean, variance, third = np.broadcast_arrays(
@@ -929,12 +1102,7 @@ def _shifted_gamma_survival(mean: Any, variance: Any, third: Any, level: float) 
         np.asarray(third, dtype=np.float64),
     )
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        sd = np.sqrt(np.maximum(variance, 0.0))
-        skew = np.where(sd > 0, third / (np.maximum(variance, 1e-300) * sd), 0.0)
-        tiny = np.abs(skew) < 1e-6
-        safe = np.where(tiny, 1.0, skew)
-        shape = 4.0 / (safe * safe)
-        scale = sd * np.abs(safe) / 2.0
+        sd, skew, tiny, shape, scale = _gamma_arrays(mean, variance, third)
         upper_tail = np.where(
             skew > 0,
             _special().gammaincc(shape, np.maximum((level - (mean - shape * scale)) / scale, 0.0)),

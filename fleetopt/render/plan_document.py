@@ -89,6 +89,8 @@ def pool_document(
         "feasible": pool.feasible,
         "reason": pool_reason(pool),
         "min_achievable_ttft_s": pool.min_achievable_ttft_s,
+        "fewer_instances": pool.fewer_instances,
+        "p99_ttft_fewer_instances_s": pool.p99_ttft_fewer_instances_s,
         "cost_per_year_usd": pool.cost_per_hour_usd * HOURS_PER_YEAR if pool.feasible else None,
         **pool_headroom(pool, options),
     }

@@ -171,10 +171,24 @@ def plan_notes(plan: FleetPlan) -> list[str]:
 def headroom_warnings(pools: dict[str, dict], options) -> list[dict[str, str]]:
     """Pools that sit within :data:`~fleetopt.defaults.NEAR_SLO_FRACTION` of an SLO, or at a TPOT a chat
     user would notice, from the pool documents' headroom fields: ``{pool, kind, message}`` each."""
-    from fleetopt.defaults import NEAR_SLO_FRACTION
+    from fleetopt.defaults import FLAT_TTFT_FRACTION, NEAR_SLO_FRACTION
 
     warnings = []
     for name, pool in pools.items():
+        fewer_ttft = pool.get("p99_ttft_fewer_instances_s")
+        if fewer_ttft is not None and fewer_ttft <= options.ttft_slo_s * (1.0 + FLAT_TTFT_FRACTION):
+            warnings.append({
+                "pool": name,
+                "kind": "ttft_flat_in_instances",
+                "message": (
+                    f"{name} pool: the P99 TTFT hardly falls with more instances here "
+                    f"({fewer_ttft * 1e3:.1f} ms with {pool['fewer_instances']:,} instances, "
+                    f"{pool['p99_ttft_s'] * 1e3:.1f} ms with {pool['instances']:,}): the SLO is just above "
+                    "what a request's own prefill takes, so a model error of a few per cent moves this "
+                    "pool by more than a tenth of its instances, either way; check it in simulation "
+                    "(fleetopt plan --validate) before buying, or allow a longer TTFT"
+                ),
+            })  # fmt: skip
         ttft = pool.get("ttft_headroom_fraction")
         if ttft is not None and ttft < NEAR_SLO_FRACTION:
             warnings.append({
