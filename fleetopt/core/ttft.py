@@ -380,7 +380,10 @@ class TtftCumulants:
             blocks.append((share * weight * (1.0 - p), *law))
             blocks.append((share * weight * p, law[0] + m, law[1] + m * m, law[2] + 2.0 * m**3))
         shape = np.broadcast_shapes(*(np.shape(x) for block in blocks for x in block))
-        return tuple(np.concatenate([np.broadcast_to(block[i], shape) for block in blocks]) for i in range(4))  # type: ignore[return-value]
+        weight, mean, var, third = (
+            np.concatenate([np.broadcast_to(b[i], shape) for b in blocks]) for i in range(4)
+        )
+        return weight, mean, var, third
 
     def quantile_s(self, q: float) -> float:
         """The q-quantile of the mixture of shifted gamma laws (:func:`shifted_gamma_quantile`)."""
