@@ -185,8 +185,9 @@ def headroom_warnings(pools: dict[str, dict], options) -> list[dict[str, str]]:
                     f"({fewer_ttft * 1e3:.1f} ms with {pool['fewer_instances']:,} instances, "
                     f"{pool['p99_ttft_s'] * 1e3:.1f} ms with {pool['instances']:,}): the SLO is just above "
                     "what a request's own prefill takes, so a model error of a few per cent moves this "
-                    "pool by more than a tenth of its instances, either way; check it in simulation "
-                    "(fleetopt plan --validate) before buying, or allow a longer TTFT"
+                    "pool by more than a tenth of its instances, either way; simulate it before buying "
+                    "(fleetopt plan --validate; fleetopt simulate --plan on a copy with fewer instances), "
+                    "or allow a longer TTFT"
                 ),
             })  # fmt: skip
         ttft = pool.get("ttft_headroom_fraction")
