@@ -104,6 +104,16 @@ FRESH_5 = (
     ("azure-2023-code", 1.0, 800.0, "llama-3.1-70b-fp8-b200-tp4-vllm", 0.85),
     ("azure", 0.75, 300.0, "qwen3-32b-h100-80gb-tp4-vllm", 1.0),
 )
+# Fixed (and committed) after the fifth set's run and before the occupancy chain's variance
+# from prefill stalls (which the LMSYS long pools' slot waits led to) was run on them.
+FRESH_6 = (
+    ("lmsys", 1.0, 600.0, "llama-3.1-70b-fp8-b200-tp4-vllm", 0.85),
+    ("lmsys-multiturn", 2.0, 150.0, "llama-3.1-70b-fp8-h200-tp4-vllm", 0.85),
+    ("agent-heavy", 2.5, 120.0, "llama-3.1-70b-fp8-b200-tp8-vllm", 0.85),
+    ("azure-2023", 0.75, 400.0, "qwen3-32b-h100-80gb-tp8-vllm", 0.85),
+    ("azure-2023-conv", 1.5, 800.0, "llama-3.1-70b-fp8-h100-80gb-tp4-vllm", 0.85),
+    ("lmsys", 3.0, 250.0, None, 0.85),
+)
 
 #: The scenario sets by their ``--only`` name: (the table's title, the scenarios), in run order.
 SETS = {
@@ -114,6 +124,7 @@ SETS = {
     "fresh-3": ("Third fresh set (fixed before any change made because of the second)", FRESH_3),
     "fresh-4": ("Fourth fresh set (fixed before any change made because of the first five)", FRESH_4),
     "fresh-5": ("Fifth fresh set (fixed before the per-level TTFT law was run on it)", FRESH_5),
+    "fresh-6": ("Sixth fresh set (fixed before the chain's prefill-stall variance was run on it)", FRESH_6),
 }
 
 
