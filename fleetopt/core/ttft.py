@@ -432,11 +432,10 @@ class TtftCumulants:
                 weight, *law = self._part_arrays()
                 survival = _shifted_gamma_survival(*law, level_s)
                 tail = np.where(weight > 0.0, weight * survival, 0.0).sum(axis=0)
-                finite = np.isfinite(mean) & np.isfinite(np.asarray(self.wait_mean_s * self.wait_probability))
-                return ~finite | (tail > 1.0 - q)
-            for weight, *law in self.components():
-                weight = np.asarray(weight, dtype=np.float64) * np.ones_like(mean)
-                tail = tail + np.where(weight > 0.0, weight * _shifted_gamma_survival(*law, level_s), 0.0)
+            else:
+                for weight, *law in self.components():
+                    weight = np.asarray(weight, dtype=np.float64) * np.ones_like(mean)
+                    tail = tail + np.where(weight > 0.0, weight * _shifted_gamma_survival(*law, level_s), 0.0)
             finite = np.isfinite(mean) & np.isfinite(np.asarray(self.wait_mean_s * self.wait_probability))
         return ~finite | (tail > 1.0 - q)
 

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from fleetopt.core.workload import MICROSECONDS_PER_S, Workload, window_microseconds
+from fleetopt.core.workload import MICROSECONDS_PER_S, Workload, weighted_sum, window_microseconds
 from fleetopt.errors import ValidationError
 
 #: F is reported at these total lengths (tokens): the papers' usual pool boundaries.
@@ -104,8 +104,7 @@ def weighted_quantiles(
 def _distribution_summary(values: np.ndarray, weights: np.ndarray, method: str) -> dict[str, float | int]:
     """Mean, p50/p90/p99 and max of one token column (weights > 0 only for the max); one sort."""
     total_weight = float(weights.sum())
-    # (not the BLAS dot: OpenBLAS threads a long one, and its workers then spin, doubling the CPU time)
-    summary = {"mean": float((values.astype(np.float64) * weights).sum() / total_weight)}
+    summary = {"mean": weighted_sum(values, weights) / total_weight}
     quantiles = weighted_quantiles(values, weights, REPORT_QUANTILES, method=method)
     for probability, quantile in zip(REPORT_QUANTILES, quantiles, strict=True):
         label = f"p{round(probability * 100):d}"

@@ -23,7 +23,7 @@ import numpy as np
 from fleetopt.core.planner import PlanOptions
 from fleetopt.core.routing import Routing, pool_names
 from fleetopt.core.service import PoolHardware
-from fleetopt.core.workload import Workload
+from fleetopt.core.workload import Workload, weighted_sum
 from fleetopt.errors import ValidationError
 from fleetopt.io.files import read_text
 from fleetopt.io.yamlio import safe_load
@@ -58,12 +58,6 @@ def _weighted_quantiles(values: np.ndarray, weights: np.ndarray, levels) -> list
     return [int(sorted_values[min(p, sorted_values.size - 1)]) for p in positions]
 
 
-def _weighted_sum(weights: np.ndarray, values: np.ndarray) -> float:
-    """Σ wᵢ·xᵢ by numpy's pairwise sum, not the BLAS dot: OpenBLAS runs a long dot on its worker
-    threads, which then spin for a while and double the CPU time a plan costs."""
-    return float((weights * values).sum())
-
-
 def workload_fingerprint(
     workload: Workload, b_short_tokens: int | None, gamma: float | None
 ) -> dict[str, Any]:
@@ -77,9 +71,9 @@ def workload_fingerprint(
         "kind": workload.kind,
         "requests": workload.request_count,
         "atoms": int(workload.total_tokens.size),
-        "mean_input_tokens": _weighted_sum(weights, workload.input_tokens),
-        "mean_output_tokens": _weighted_sum(weights, workload.output_tokens),
-        "mean_total_tokens": _weighted_sum(weights, workload.total_tokens),
+        "mean_input_tokens": weighted_sum(workload.input_tokens, weights),
+        "mean_output_tokens": weighted_sum(workload.output_tokens, weights),
+        "mean_total_tokens": weighted_sum(workload.total_tokens, weights),
         "input_tokens_p50_p90_p99": _weighted_quantiles(workload.input_tokens, weights, (0.5, 0.9, 0.99)),
         "output_tokens_p50_p90_p99": _weighted_quantiles(workload.output_tokens, weights, (0.5, 0.9, 0.99)),
         "total_tokens_quantile_levels": list(FINGERPRINT_LEVELS),

@@ -171,7 +171,7 @@ def plan_notes(plan: FleetPlan) -> list[str]:
 def headroom_warnings(pools: dict[str, dict], options) -> list[dict[str, str]]:
     """Pools that sit within :data:`~fleetopt.defaults.NEAR_SLO_FRACTION` of an SLO, or at a TPOT a chat
     user would notice, from the pool documents' headroom fields: ``{pool, kind, message}`` each."""
-    from fleetopt.defaults import FLAT_TTFT_FRACTION, NEAR_SLO_FRACTION
+    from fleetopt.defaults import FEWER_INSTANCES_FRACTION, FLAT_TTFT_FRACTION, NEAR_SLO_FRACTION
 
     warnings = []
     for name, pool in pools.items():
@@ -185,7 +185,8 @@ def headroom_warnings(pools: dict[str, dict], options) -> list[dict[str, str]]:
                     f"({fewer_ttft * 1e3:.1f} ms with {pool['fewer_instances']:,} instances, "
                     f"{pool['p99_ttft_s'] * 1e3:.1f} ms with {pool['instances']:,}): the SLO is just above "
                     "what a request's own prefill takes, so a model error of a few per cent moves this "
-                    "pool by more than a tenth of its instances, either way; simulate it before buying "
+                    f"pool by more than {FEWER_INSTANCES_FRACTION:.0%} of its instances, either way; "
+                    "simulate it before buying "
                     "(fleetopt plan --validate; fleetopt simulate --plan on a copy with fewer instances), "
                     "or allow a longer TTFT"
                 ),
