@@ -114,6 +114,16 @@ FRESH_6 = (
     ("azure-2023-conv", 1.5, 800.0, "llama-3.1-70b-fp8-h100-80gb-tp4-vllm", 0.85),
     ("lmsys", 3.0, 250.0, None, 0.85),
 )
+# Fixed (and committed) after the sixth set's run and before any change to the intake share or the
+# chain's variance made in the session after it was run on them.
+FRESH_7 = (
+    ("azure-2023", 3.0, 800.0, None, 0.85),
+    ("agent-heavy", 2.0, 200.0, "qwen3-32b-h100-80gb-tp8-vllm", 0.85),
+    ("lmsys", 2.5, 150.0, "llama-3.1-70b-fp8-b200-tp8-vllm", 0.85),
+    ("azure-2023-code", 1.5, 400.0, "llama-3.1-70b-fp8-h100-80gb-tp4-vllm", 0.85),
+    ("lmsys-multiturn", 1.0, 400.0, "llama-3.1-70b-fp8-b200-tp4-vllm", 0.85),
+    ("azure-2023-conv", 2.0, 300.0, "llama-3.1-70b-fp8-h200-tp8-vllm", 1.0),
+)
 
 #: The scenario sets by their ``--only`` name: (the table's title, the scenarios), in run order.
 SETS = {
@@ -125,6 +135,7 @@ SETS = {
     "fresh-4": ("Fourth fresh set (fixed before any change made because of the first five)", FRESH_4),
     "fresh-5": ("Fifth fresh set (fixed before the per-level TTFT law was run on it)", FRESH_5),
     "fresh-6": ("Sixth fresh set (fixed before the chain's prefill-stall variance was run on it)", FRESH_6),
+    "fresh-7": ("Seventh fresh set (fixed before this session's model changes were run on it)", FRESH_7),
 }
 
 
