@@ -63,6 +63,8 @@ def occupancy_state(
     mean_iterations: float,
     iteration_base_s: float,
     per_sequence_s: float,
+    variance_factor: float = 1.0,
+    wait_only: bool = False,
 ) -> dict[str, Any]:
     """The stationary chain of one pool (floats or broadcastable arrays).
 
@@ -71,6 +73,9 @@ def occupancy_state(
         instances: n. slots: s per instance.
         mean_iterations: E[I], iterations a request holds its slot.
         iteration_base_s: W, seconds. per_sequence_s: c₁, seconds one sequence adds to an iteration.
+        variance_factor: φ ≥ 1, the chain's NB(r, x) replaced below c by the negative binomial with
+            the same mean and φ times its variance (:func:`widened_chain`; 1: the chain itself).
+        wait_only: skip the mean occupancy (``mean_busy`` is then NaN): the waiting figures only.
 
     Returns a dict with ``p_wait`` (P(an arrival waits)), ``sigma`` (λ/μ(c), must be < 1),
     ``compute_utilization`` (x), ``mean_busy`` (E[min(k, c)]), ``drain_rate_per_s`` (μ(c) − λ),
@@ -83,7 +88,9 @@ def occupancy_state(
     c = n * s
     a = per_sequence_s / n
     r = iteration_base_s / a + 1.0
-    x = lam * mean_iterations * a
+    compute = x = lam * mean_iterations * a
+    if variance_factor != 1.0:
+        r, x = widened_chain(r, x, variance_factor)
     full_iteration_s = iteration_base_s + per_sequence_s * s
     sigma = lam * mean_iterations * full_iteration_s / c
     stable = sigma < 1.0
@@ -95,17 +102,20 @@ def occupancy_state(
         z = below + tail
         p_wait = np.where(stable, tail / z, 1.0)
         # E[K; K ≤ c − 1] = r·x/(1 − x) · P(NB(r + 1, x) ≤ c − 2)
-        busy_below = np.where(
-            c >= 2,
-            r * safe_x / (1.0 - safe_x) * betainc(r + 1.0, np.maximum(c - 1.0, 1.0), 1.0 - safe_x),
-            0.0,
-        )
-        mean_busy = np.where(stable, (busy_below + c * tail) / z, c)
+        if wait_only:
+            mean_busy = np.full(np.broadcast(c, r).shape, np.nan)
+        else:
+            busy_below = np.where(
+                c >= 2,
+                r * safe_x / (1.0 - safe_x) * betainc(r + 1.0, np.maximum(c - 1.0, 1.0), 1.0 - safe_x),
+                0.0,
+            )
+            mean_busy = np.where(stable, (busy_below + c * tail) / z, c)
         drain = c / (mean_iterations * full_iteration_s) - lam
     return {
         "p_wait": p_wait,
         "sigma": sigma,
-        "compute_utilization": x,
+        "compute_utilization": compute,
         "mean_busy": mean_busy,
         "drain_rate_per_s": drain,
         "full_iteration_s": full_iteration_s,
@@ -168,6 +178,57 @@ def mean_wait_s(p_wait: Any, drain_rate_per_s: Any, service_scv: float, arrival_
         )
 
 
+def widened_chain(r: Any, x: Any, variance_factor: float) -> tuple[Any, Any]:
+    """(r', x') of the negative binomial with the mean of NB(r, x) and ``variance_factor`` = φ times
+    its variance: mean m = r·x/(1 − x) and variance m/(1 − x), so 1 − x' = (1 − x)/φ and
+    r' = m·(1 − x')/x'."""
+    mean = r * x / (1.0 - x)
+    wide_x = 1.0 - (1.0 - x) / variance_factor
+    return mean * (1.0 - wide_x) / wide_x, wide_x
+
+
+def prefill_stall_variance_factor(
+    rate_per_instance_per_s: float,
+    prefill_per_token_s: float,
+    mean_prompt_tokens: float,
+    mean_square_prompt_tokens: float,
+) -> float:
+    """φ = 1 + 2a + b, a = λ_i·τ·E[L_in] (the prompt share u), b = λ_i²·τ²·E[L_in²]: how much the
+    prefill stalls widen the occupancy's variance over the chain's.
+
+    The chain sees prompts only as a mean stretch of every iteration. In the engine a request's
+    prefill, X = τ·L_in seconds of its instance's time, holds up every sequence decoding there at
+    once, so each arrival delays the departures of the k ≈ λ_i·E[S] sequences in flight with it by
+    X. As shot noise (Campbell's theorem) the arrival's own presence and the delays it causes add
+    2·θ·λ_i·E[X] + θ·λ_i²·E[X²] to the variance per unit of mean, θ = ∫F̄_S(y)²dy / E[S] ≤ 1 the
+    overlap of the residual residences (1 for equal residences, ½ for exponential ones). We take
+    the bound θ = 1: with the pool's own θ (0.46–0.84) the excess is 25–40% below the simulated
+    one, which also has the delays a stall passes on through later shared stalls
+    (docs/math.md). λ_i per second, τ seconds per token, E[L_in] tokens, E[L_in²] tokens²."""
+    lam_tau = rate_per_instance_per_s * prefill_per_token_s
+    share = lam_tau * mean_prompt_tokens
+    if not (0.0 < share < 1.0):
+        return 1.0
+    return 1.0 + 2.0 * share + lam_tau * lam_tau * mean_square_prompt_tokens
+
+
+def negative_binomial_log_tail_bound(r: float, x: float, c: float) -> float:
+    """Chernoff's bound on log P(K ≥ c) for K ~ NB(r, x) (pmf ∝ x^k·Γ(r + k)/k!):
+    r·log((1 − x)(r + c)/r) + c·log((r + c)·x/c), at the optimal e^θ = c/((r + c)·x); 0 (no bound)
+    when c is not above the mean r·x/(1 − x)."""
+    if not c * (1.0 - x) > r * x:
+        return 0.0
+    return r * math.log((1.0 - x) * (r + c) / r) + c * math.log((r + c) * x / c)
+
+
+def negative_binomial_log_tail_bounds(r: np.ndarray, x: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """:func:`negative_binomial_log_tail_bound` over arrays."""
+    above = c * (1.0 - x) > r * x
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bound = r * np.log((1.0 - x) * (r + c) / r) + c * np.log((r + c) * x / c)
+    return np.where(above, bound, 0.0)
+
+
 def occupancy_state_one(
     arrival_rate_per_s: float,
     instances: float,
@@ -175,15 +236,20 @@ def occupancy_state_one(
     mean_iterations: float,
     iteration_base_s: float,
     per_sequence_s: float,
+    variance_factor: float = 1.0,
+    wait_only: bool = False,
 ) -> tuple[bool, float, float, float, float, float, float]:
     """:func:`occupancy_state` for one point in plain floats (the sizing hot path).
 
-    Returns (stable, p_wait, drain_rate_per_s, mean_busy, compute_utilization, r, z).
+    Returns (stable, p_wait, drain_rate_per_s, mean_busy, x, r, z): x and r the (widened) chain's
+    negative-binomial parameters (x is the compute utilization when ``variance_factor`` is 1).
     """
     c = instances * slots
     a = per_sequence_s / instances
     r = iteration_base_s / a + 1.0
     x = arrival_rate_per_s * mean_iterations * a
+    if variance_factor != 1.0 and 0.0 < x < 1.0:
+        r, x = widened_chain(r, x, variance_factor)
     sigma = arrival_rate_per_s * mean_iterations * (iteration_base_s + per_sequence_s * slots) / c
     if not sigma < 1.0:
         return False, 1.0, -math.inf, c, x, r, math.nan
@@ -191,8 +257,10 @@ def occupancy_state_one(
     below = float(betainc(r, c, 1.0 - x))
     tail = math.exp(log_f) / (1.0 - sigma)
     z = below + tail
-    busy_below = r * x / (1.0 - x) * float(betainc(r + 1.0, c - 1.0, 1.0 - x)) if c >= 2 else 0.0
     drain = c / (mean_iterations * (iteration_base_s + per_sequence_s * slots)) - arrival_rate_per_s
+    if wait_only:
+        return True, tail / z, drain, math.nan, x, r, z
+    busy_below = r * x / (1.0 - x) * float(betainc(r + 1.0, c - 1.0, 1.0 - x)) if c >= 2 else 0.0
     return True, tail / z, drain, (busy_below + c * tail) / z, x, r, z
 
 

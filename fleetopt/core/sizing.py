@@ -20,10 +20,13 @@ import numpy as np
 
 from fleetopt.core.occupancy import (
     local_drain_rate_per_s,
+    negative_binomial_log_tail_bound,
+    negative_binomial_log_tail_bounds,
     occupancy_quantile,
     occupancy_state,
     occupancy_state_one,
     wait_quantile_s,
+    widened_chain,
 )
 from fleetopt.core.occupancy import mean_wait_s as chain_mean_wait_s
 from fleetopt.core.poolstats import PoolMoments
@@ -775,7 +778,8 @@ class _EngineContext:
 
     ``decode_per_sequence_s``: c_d, the decode-side cost one sequence adds to an iteration;
     ``prompt_work_s``: τ·E[L_in], the compute of one request's prompt (so the prompt share of an
-    instance's time is u = λ/n · τ·E[L_in]); ``work_per_request_s``: E[I]·c₁ = E[I]·c_d + τ·E[L_in].
+    instance's time is u = λ/n · τ·E[L_in]); ``work_per_request_s``: E[I]·c₁ = E[I]·c_d + τ·E[L_in];
+    ``prompt_square_work_s2``: τ²·E[L_in²] (NaN without prompt levels: no stall widening).
     """
 
     rate: float
@@ -790,6 +794,7 @@ class _EngineContext:
     cap: float
     tpot_slo_s: float | None
     arrival_scv: float = 1.0
+    prompt_square_work_s2: float = math.nan
     #: evaluations at (n, s) already made: the search's last one is the one the report describes
     evaluated: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -800,6 +805,9 @@ class _EngineContext:
 
 #: The least decode cost per sequence the occupancy chain uses, as a share of W (see _engine_context).
 _LEAST_DECODE_SHARE = 1e-6
+#: Below this log of a bound on P(wait) the prefill-stall widening of the chain is skipped in the
+#: sizing hot path (e^-230 ≈ 10⁻¹⁰⁰: no TTFT quantile can see it); the array form always applies it.
+NEGLIGIBLE_LOG_WAIT = -230.0
 
 
 def _engine_context(
@@ -812,10 +820,25 @@ def _engine_context(
     # chain's NB(r, x) has r = W/(c_d/n) + 1 = ∞ (its Poisson limit); c_d ≥ 10⁻⁶·W keeps r finite
     # and moves an iteration by at most 10⁻⁶·W per sequence.
     decode = max(decode, _LEAST_DECODE_SHARE * costs.base_s)
+    levels = moments.prompt_levels
+    tau = costs.per_prefill_token_s
+    prompt_square = math.nan if levels is None else tau * tau * levels.mean_square_tokens
     return _EngineContext(
         rate, moments, hardware, service_model, costs, decode, prompt,
-        moments.mean_iterations * decode + prompt, ttft_slo_s, cap, tpot_slo_s, arrival_scv,
+        moments.mean_iterations * decode + prompt, ttft_slo_s, cap, tpot_slo_s, arrival_scv, prompt_square,
     )  # fmt: skip
+
+
+def _stall_factor(ctx: _EngineContext, instances: float) -> float:
+    """:func:`fleetopt.core.occupancy.prefill_stall_variance_factor` at n = ``instances``:
+    1 + 2u + λ_i²·τ²·E[L_in²], u = λ_i·τ·E[L_in] the prompt share (1 without prompt levels)."""
+    if ctx.prompt_square_work_s2 != ctx.prompt_square_work_s2:  # NaN: no prompt levels
+        return 1.0
+    rate_per_instance = ctx.rate / instances
+    share = rate_per_instance * ctx.prompt_work_s
+    if not 0.0 < share < 1.0:
+        return 1.0
+    return 1.0 + 2.0 * share + rate_per_instance * rate_per_instance * ctx.prompt_square_work_s2
 
 
 def _slot_wait(
@@ -864,15 +887,13 @@ def _engine_eval(
     stretch = 1.0 / max(1.0 - prompt_share, 1e-12)
     base_s, per_sequence_s = ctx.costs.base_s * stretch, ctx.decode_per_sequence_s * stretch
     st = occupancy_state(ctx.rate, n, s, m.mean_iterations, base_s, per_sequence_s)
-    # Hayward's equivalent pool (n/z instances at λ/z) for the waiting; the chain itself when z = 1
-    waiting = (
-        st if z == 1.0 else occupancy_state(ctx.rate / z, n / z, s, m.mean_iterations, base_s, per_sequence_s)
-    )
     stable = st["stable"] & (prompt_share < 1.0)
     # unstable: report the offered slot load σ = λ·E[I]·t(s)/c ≥ 1, as M/G/c reports ρ ≥ 1
     utilization = np.where(stable, st["mean_busy"] / (n * s), np.maximum(st["sigma"], 1.0))
     compute = ctx.rate / n * ctx.work_per_request_s
     ok = stable & (utilization <= ctx.cap) & (compute <= ctx.cap)
+    # the waiting (and the occupancy an arrival finds); the mean in flight stays the chain's own
+    waiting = _waiting_chain(ctx, n, s, st, ok, base_s, per_sequence_s)
     if ctx.tpot_slo_s is not None:
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             ok &= _seen_iteration_s(ctx, n, s, waiting, q, z) <= ctx.tpot_slo_s
@@ -894,6 +915,44 @@ def _engine_eval(
             )  # fmt: skip
             ok[chosen] = ~law.exceeds(ctx.ttft_slo_s, q)
     return {"ok": ok, "utilization": utilization, "compute": compute, "state": st}
+
+
+def _waiting_chain(
+    ctx: _EngineContext,
+    n: float,
+    s: np.ndarray,
+    st: dict[str, Any],
+    needed: np.ndarray,
+    base_s: float,
+    per_sequence_s: float,
+) -> dict[str, Any]:
+    """The chain for the waiting (and the occupancy an arrival finds) over slot counts ``s``: ``st``
+    (the chain itself) widened by the prefill stalls (:func:`_stall_factor`), at Hayward's
+    equivalent pool (n/z instances at λ/z) for peakedness z ≠ 1. Its ``p_wait`` and ``z`` are
+    computed only where ``needed`` and the widened chain's P(wait) is not negligible (as in
+    :func:`_engine_eval_point`); elsewhere they are the chain's own."""
+    z, m = ctx.peakedness, ctx.moments
+    widen = _stall_factor(ctx, n)
+    if z != 1.0:
+        return occupancy_state(
+            ctx.rate / z, n / z, s, m.mean_iterations, base_s, per_sequence_s, widen, wait_only=True
+        )
+    if widen == 1.0:
+        return st
+    wide_r, wide_x = widened_chain(st["r"], st["x"], widen)
+    waiting = {**st, "r": wide_r, "x": wide_x}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_bound = negative_binomial_log_tail_bounds(wide_r, wide_x, n * s)
+        log_bound -= np.log1p(-np.where(st["stable"], st["sigma"], 0.0))
+    widened = needed & st["stable"] & ~(log_bound < NEGLIGIBLE_LOG_WAIT)
+    if widened.any():
+        part = occupancy_state(
+            ctx.rate, n, s[widened], m.mean_iterations, base_s, per_sequence_s, widen, wait_only=True
+        )
+        for key in ("p_wait", "z"):
+            waiting[key] = np.array(st[key], dtype=np.float64, copy=True)
+            waiting[key][widened] = part[key]
+    return waiting
 
 
 def _seen_iteration_s(
@@ -933,9 +992,20 @@ def _engine_eval_point(ctx: _EngineContext, instances: float, slots: float) -> d
     stable, p_wait, drain, mean_busy, chain_x, r, z = occupancy_state_one(
         ctx.rate, instances, slots, m.mean_iterations, base_s, per_sequence_s
     )
-    if peak != 1.0:  # Hayward's equivalent chain for the waiting (see _engine_eval); its mean stays ours
+    # the waiting from the chain widened by prefill stalls, at Hayward's equivalent chain (see
+    # _engine_eval); the mean in flight stays the chain's own
+    widen = _stall_factor(ctx, instances)
+    if peak == 1.0 and widen != 1.0 and 0.0 < chain_x < 1.0:
+        wide_r, wide_x = widened_chain(r, chain_x, widen)
+        sigma = ctx.rate * m.mean_iterations * (base_s + per_sequence_s * slots) / servers
+        log_bound = negative_binomial_log_tail_bound(wide_r, wide_x, servers)
+        if sigma < 1.0 and log_bound - math.log1p(-sigma) < NEGLIGIBLE_LOG_WAIT:
+            # P(wait) < e^-230 either way: the chain's own, and the widened (r, x) for the TPOT quantile
+            r, chain_x = wide_r, wide_x
+            widen = 1.0
+    if peak != 1.0 or widen != 1.0:
         _, p_wait, drain, _, chain_x, r, z = occupancy_state_one(
-            ctx.rate / peak, instances / peak, slots, m.mean_iterations, base_s, per_sequence_s
+            ctx.rate / peak, instances / peak, slots, m.mean_iterations, base_s, per_sequence_s, widen, True
         )
         drain = peak * drain
     drain = local_drain_rate_per_s(drain, ctx.rate, instances)

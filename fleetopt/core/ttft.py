@@ -133,6 +133,14 @@ class PromptLevels:
         object.__setattr__(self, "_chunk_powers", (s2, s3))
         object.__setattr__(self, "_mean_tokens", mean)
         object.__setattr__(
+            self,
+            "_mean_square_tokens",
+            sum(
+                w * ((k - 1) ** 2 * c * c + 2 * (k - 1) * c * y1 + y2) if k > 0 else w * y2
+                for k, w, y1, y2, _ in rows
+            ),
+        )
+        object.__setattr__(
             self, "_mean_levels", sum(w * k for k, w in zip(self.levels, self.weights, strict=True))
         )
 
@@ -169,6 +177,11 @@ class PromptLevels:
     def mean_tokens(self) -> float:
         """E[L_in], tokens."""
         return self._mean_tokens
+
+    @property
+    def mean_square_tokens(self) -> float:
+        """E[L_in²] = Σ_P w_P·((P − 1)²C² + 2(P − 1)C·E[y] + E[y²]), tokens²."""
+        return self._mean_square_tokens
 
     @property
     def mean_prefill_iterations(self) -> float:
