@@ -124,6 +124,17 @@ FRESH_7 = (
     ("lmsys-multiturn", 1.0, 400.0, "llama-3.1-70b-fp8-b200-tp4-vllm", 0.85),
     ("azure-2023-conv", 2.0, 300.0, "llama-3.1-70b-fp8-h200-tp8-vllm", 1.0),
 )
+# Fixed (and committed) after the seventh set's run on the chain widened by prefill stalls and before
+# the slot wait's two-moment factor was moved to the queue's build-up (which one of fresh-6's pools led
+# to) was run on them.
+FRESH_8 = (
+    ("lmsys", 2.0, 400.0, None, 0.85),
+    ("lmsys-multiturn", 3.0, 200.0, "llama-3.1-70b-fp8-h200-tp8-vllm", 0.85),
+    ("agent-heavy", 1.5, 150.0, "llama-3.1-70b-fp8-b200-tp4-vllm", 0.85),
+    ("azure-2023", 1.5, 300.0, "qwen3-32b-h100-80gb-tp4-vllm", 0.85),
+    ("azure-2023-code", 3.0, 600.0, "llama-3.1-70b-fp8-h200-tp8-vllm", 0.85),
+    ("azure", 1.5, 800.0, "llama-3.1-70b-fp8-b200-tp4-vllm", 0.85),
+)
 
 #: The scenario sets by their ``--only`` name: (the table's title, the scenarios), in run order.
 SETS = {
@@ -136,6 +147,7 @@ SETS = {
     "fresh-5": ("Fifth fresh set (fixed before the per-level TTFT law was run on it)", FRESH_5),
     "fresh-6": ("Sixth fresh set (fixed before the chain's prefill-stall variance was run on it)", FRESH_6),
     "fresh-7": ("Seventh fresh set (fixed before this session's model changes were run on it)", FRESH_7),
+    "fresh-8": ("Eighth fresh set (fixed before the slot wait's two-moment factor moved)", FRESH_8),
 }
 
 
