@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from fleetopt.core.occupancy import (
     local_drain_rate_per_s,
+    local_wait_given_wait_s,
     occupancy_state,
     occupancy_state_one,
-    wait_quantile_s,
 )
 from fleetopt.core.poolstats import PoolStatistics
 from fleetopt.core.routing import Routing
@@ -72,7 +72,7 @@ def test_unstable_pool_always_waits() -> None:
     """σ = λ·E[I]·t(s)/c ≥ 1: the queue grows without bound; P(wait) = 1 and the wait is infinite."""
     state = occupancy_state(100.0, 1, 4, 50.0, 0.01, 0.01)  # σ = 100·50·0.05/4 = 62.5
     assert not bool(state["stable"]) and float(state["p_wait"]) == 1.0
-    assert math.isinf(float(wait_quantile_s(state["p_wait"], state["drain_rate_per_s"], 1.0, 0.99)))
+    assert math.isinf(float(local_wait_given_wait_s(state["drain_rate_per_s"], 100.0, 1.0, 1.0)))
 
 
 @settings(max_examples=60, deadline=None)
@@ -254,31 +254,58 @@ def test_local_drain_rate_matches_a_least_loaded_simulation(instances, slots) ->
     """The wait given a wait behind a least-loaded router with a queue at every instance (the
     request-level simulator's ``least-loaded`` dispatch, which the formula was not fitted to):
     mean n / (μ(c)·(1 − σⁿ)) against the pooled queue's 1 / (μ(c) − λ). Service ≈ exponential
-    (geometric output lengths, lockstep iterations), utilization ≈ 0.85."""
+    (geometric output lengths, lockstep iterations; v = 1), utilization ≈ 0.85."""
     rng = np.random.default_rng(1)
     outputs = rng.geometric(1 / 200, 100_000)
-    workload = workload_from_requests(np.full(outputs.size, 100), outputs, name="geometric")
-    pool = SimulatedPool("pool", instances, slots, 8192, 0.01, 0.0, 512, 8192)
-    servers = instances * slots
-    rate = 0.85 * servers / (float(outputs.mean()) * 0.01)
-
-    def conditional_wait(dispatch: str):
-        result = simulate_fleet(
-            workload, [pool], Routing.homogeneous(), arrival_rate_per_s=rate, service_model="lockstep",
-            dispatch=dispatch, requests=150_000, seeds=(1, 2),
-        ).pools[0]  # fmt: skip
-        return result.wait_mean_s.mean / result.wait_probability.mean, result.utilization.mean
-
-    pooled_sim, utilization = conditional_wait("pooled")
-    local_sim, _ = conditional_wait("least-loaded")
-    full_rate = servers / (utilization * servers / rate)  # μ(c) = c / E[S], E[S] from the simulation
+    pooled_sim, local_sim, full_rate, rate = _conditional_waits(outputs, instances, slots, 0.85)
     pooled_formula = 1.0 / (full_rate - rate)
     local_formula = 1.0 / local_drain_rate_per_s(full_rate - rate, rate, instances)
     assert pooled_sim == pytest.approx(pooled_formula, rel=0.12)  # the measurement is sound
     assert local_sim == pytest.approx(local_formula, rel=0.12)
     assert local_formula >= pooled_formula
+    # v = 1: the two-moment factor on the queue's build-up changes nothing
+    assert local_wait_given_wait_s(full_rate - rate, rate, instances, 1.0) == pytest.approx(local_formula)
     if instances >= 4:  # where it matters, the pooled queue is far off the least-loaded one
         assert local_sim > 1.2 * pooled_formula
+
+
+def _conditional_waits(outputs, instances, slots, utilization):
+    """(pooled, least-loaded) mean wait given a wait in the request-level simulator (lockstep,
+    W = 10 ms per iteration, 100-token prompts), μ(c) and λ."""
+    workload = workload_from_requests(np.full(outputs.size, 100), outputs, name="outputs")
+    pool = SimulatedPool("pool", instances, slots, 8192, 0.01, 0.0, 512, 8192)
+    servers = instances * slots
+    rate = utilization * servers / (float(outputs.mean()) * 0.01)
+
+    def conditional_wait(dispatch: str):
+        result = simulate_fleet(
+            workload, [pool], Routing.homogeneous(), arrival_rate_per_s=rate, service_model="lockstep",
+            dispatch=dispatch, requests=150_000, seeds=(1, 2, 3),
+        ).pools[0]  # fmt: skip
+        return result.wait_mean_s.mean / result.wait_probability.mean, result.utilization.mean
+
+    pooled_sim, measured = conditional_wait("pooled")
+    local_sim, _ = conditional_wait("least-loaded")
+    full_rate = servers / (measured * servers / rate)  # μ(c) = c / E[S], E[S] from the simulation
+    return pooled_sim, local_sim, full_rate, rate
+
+
+@pytest.mark.parametrize(("instances", "slots", "utilization"), [(3, 19, 0.75), (3, 19, 0.9)])
+def test_wait_given_a_wait_keeps_the_two_moment_factor_off_the_first_departure(
+    instances, slots, utilization
+) -> None:
+    """Nearly deterministic residences (outputs uniform on 100–300 tokens, C_I² = 0.08), 19 slots
+    per instance: the simulated mean wait of a waiting request is (1 + (v − 1)·σⁿ)/μ_JSQ within
+    10% (measured +1% and +2%), where v/μ_JSQ, the factor on the whole wait, is 17–32% short: the
+    time to the instance's next departure does not shrink with C_I²."""
+    rng = np.random.default_rng(1)
+    outputs = rng.integers(100, 301, 100_000)
+    variability = 0.5 * (1.0 + outputs.var() / outputs.mean() ** 2)
+    _, local_sim, full_rate, rate = _conditional_waits(outputs, instances, slots, utilization)
+    formula = local_wait_given_wait_s(full_rate - rate, rate, instances, variability)
+    assert local_sim == pytest.approx(formula, rel=0.10)
+    factor_on_all = variability / local_drain_rate_per_s(full_rate - rate, rate, instances)
+    assert factor_on_all < 0.85 * local_sim
 
 
 def test_local_drain_rate_limits() -> None:

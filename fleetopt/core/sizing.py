@@ -19,16 +19,14 @@ from typing import Any
 import numpy as np
 
 from fleetopt.core.occupancy import (
-    local_drain_rate_per_s,
+    local_wait_given_wait_s,
     negative_binomial_log_tail_bound,
     negative_binomial_log_tail_bounds,
     occupancy_quantile,
     occupancy_state,
     occupancy_state_one,
-    wait_quantile_s,
     widened_chain,
 )
-from fleetopt.core.occupancy import mean_wait_s as chain_mean_wait_s
 from fleetopt.core.poolstats import PoolMoments
 from fleetopt.core.queueing import (
     ARRAYS,
@@ -841,13 +839,12 @@ def _stall_factor(ctx: _EngineContext, instances: float) -> float:
     return 1.0 + 2.0 * share + rate_per_instance * rate_per_instance * ctx.prompt_square_work_s2
 
 
-def _slot_wait(
-    p_wait: Any, drain_rate_per_s: Any, service_scv: float, arrival_scv: float = 1.0
-) -> tuple[Any, Any]:
+def _slot_wait(ctx: _EngineContext, p_wait: Any, drain_rate_per_s: Any, instances: float) -> tuple[Any, Any]:
     """(P(wait), m): the slot wait is 0 with probability 1 − P(wait), else exponential with mean
-    m = (C_a² + C_I²)/2 / (μ(c) − λ) (the chain's drain rate, with the two-moment factor of
-    :func:`fleetopt.core.occupancy.wait_quantile_s`; C_a² = 1 for Poisson)."""
-    return p_wait, 0.5 * (arrival_scv + service_scv) / drain_rate_per_s
+    m = :func:`fleetopt.core.occupancy.local_wait_given_wait_s` of the chain's drain rate μ(c) − λ
+    (the two-moment factor v = (C_a² + C_I²)/2 on the queue's build-up; C_a² = 1 for Poisson)."""
+    variability = 0.5 * (ctx.arrival_scv + ctx.moments.iterations_scv)
+    return p_wait, local_wait_given_wait_s(drain_rate_per_s, ctx.rate, instances, variability)
 
 
 def _engine_eval(
@@ -906,10 +903,7 @@ def _engine_eval(
                 m, ctx.hardware, ctx.costs, rate_per_instance_per_s=ctx.rate / n, instances=n,
                 occupancy_per_instance=st["mean_busy"][chosen] / n,
                 slot_wait=_slot_wait(
-                    waiting["p_wait"][chosen],
-                    local_drain_rate_per_s(z * waiting["drain_rate_per_s"][chosen], ctx.rate, n),
-                    m.iterations_scv,
-                    ctx.arrival_scv,
+                    ctx, waiting["p_wait"][chosen], z * waiting["drain_rate_per_s"][chosen], n
                 ),
                 decode_and_prompt=(ctx.decode_per_sequence_s, ctx.prompt_work_s),
             )  # fmt: skip
@@ -1008,18 +1002,18 @@ def _engine_eval_point(ctx: _EngineContext, instances: float, slots: float) -> d
             ctx.rate / peak, instances / peak, slots, m.mean_iterations, base_s, per_sequence_s, widen, True
         )
         drain = peak * drain
-    drain = local_drain_rate_per_s(drain, ctx.rate, instances)
     if not (stable and prompt_share < 1.0):
         sigma = ctx.rate * m.mean_iterations * (base_s + per_sequence_s * slots) / servers
         return {
             "ok": False, "margin": _log_margin(ctx.cap, max(sigma, 1.0)), "utilization": max(sigma, 1.0),
             "compute": compute, "seen_iteration_s": base_s + per_sequence_s * slots,
-            "p_wait": 1.0, "drain": drain, "mean_busy": servers, "law": None,
+            "p_wait": 1.0, "wait_given_s": math.inf, "mean_busy": servers, "law": None,
         }  # fmt: skip
+    slot_wait = _slot_wait(ctx, p_wait, drain, instances)
     law = ctx.service_model.ttft_law(
         m, ctx.hardware, ctx.costs, rate_per_instance_per_s=ctx.rate / instances, instances=instances,
         occupancy_per_instance=mean_busy / instances,
-        slot_wait=_slot_wait(p_wait, drain, m.iterations_scv, ctx.arrival_scv),
+        slot_wait=slot_wait,
         decode_and_prompt=(ctx.decode_per_sequence_s, ctx.prompt_work_s),
     )  # fmt: skip
     utilization = mean_busy / servers
@@ -1042,7 +1036,8 @@ def _engine_eval_point(ctx: _EngineContext, instances: float, slots: float) -> d
         margin = min(margin, _log_margin(ctx.tpot_slo_s, seen_iteration_s))
     return {
         "ok": ok, "margin": margin, "utilization": utilization, "compute": compute,
-        "seen_iteration_s": seen_iteration_s, "p_wait": p_wait, "drain": drain, "mean_busy": mean_busy,
+        "seen_iteration_s": seen_iteration_s, "p_wait": p_wait, "wait_given_s": slot_wait[1],
+        "mean_busy": mean_busy,
         "law": law,
     }  # fmt: skip
 
@@ -1097,7 +1092,9 @@ def _engine_describe(
     ev = _engine_eval_one(ctx, float(instances), float(slots))
     mean_busy = float(ev["mean_busy"])
     law, q = ev["law"], ctx.moments.quantile
-    wait_q = float(wait_quantile_s(ev["p_wait"], ev["drain"], ctx.moments.iterations_scv, q, ctx.arrival_scv))
+    # the slot wait: 0 with probability 1 − P(wait), else exponential with mean ``wait_given_s``
+    p_wait, wait_given_s = ev["p_wait"], ev["wait_given_s"]
+    wait_q = wait_given_s * math.log(p_wait / (1.0 - q)) if p_wait > 1.0 - q else 0.0
     # The P99 TTFT, and the P99 from a free slot to the first token (the same law without the slot
     # wait and T0): mixture quantiles, computed when first read (a sweep reports few of its pools).
     stable = law is not None
@@ -1141,9 +1138,7 @@ def _engine_describe(
         min_achievable_ttft_s=None,
         cost_per_hour_usd=instances * ctx.hardware.instance_hour_usd,
         compute_utilization=float(ev["compute"]),
-        chain_mean_wait_s=float(
-            chain_mean_wait_s(ev["p_wait"], ev["drain"], ctx.moments.iterations_scv, ctx.arrival_scv)
-        ),
+        chain_mean_wait_s=p_wait * wait_given_s if p_wait > 0.0 else 0.0,
         arrival_scv=ctx.arrival_scv,
         fewer_instances=fewer,
         p99_ttft_fewer_instances_s=fewer_q,
