@@ -211,11 +211,12 @@ def prefill_stall_variance_factor(
     prefill, X = τ·L_in seconds of its instance's time, holds up every sequence decoding there at
     once, so each arrival delays the departures of the k ≈ λ_i·E[S] sequences in flight with it by
     X. As shot noise (Campbell's theorem) the arrival's own presence and the delays it causes add
-    2·θ·λ_i·E[X] + θ·λ_i²·E[X²] to the variance per unit of mean, θ = ∫F̄_S(y)²dy / E[S] ≤ 1 the
+    2θ·λ_i·E[X] + θ·λ_i²·E[X²] to the variance per unit of mean, θ = ∫F̄_S(y)²dy / E[S] ≤ 1 the
     overlap of the residual residences (1 for equal residences, ½ for exponential ones). We take
-    the bound θ = 1: with the pool's own θ (0.46–0.84) the excess is 25–40% below the simulated
-    one, which also has the delays a stall passes on through later shared stalls
-    (docs/math.md). λ_i per second, τ seconds per token, E[L_in] tokens, E[L_in²] tokens²."""
+    the bound θ = 1, which matches the ``physical`` engine's excess variance (beyond what the chain
+    misses without prompts) within 6% on pools with
+    u ≤ 0.3 (docs/math.md, docs/validation.md); a pool's own θ leaves 12–31% of the excess out.
+    λ_i per second, τ seconds per token, E[L_in] tokens, E[L_in²] tokens²."""
     lam_tau = rate_per_instance_per_s * prefill_per_token_s
     share = lam_tau * mean_prompt_tokens
     if not (0.0 < share < 1.0):
