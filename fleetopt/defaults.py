@@ -46,6 +46,10 @@ NEAR_SLO_FRACTION = 0.02
 #: law moves the pool by more than this fraction of its instances (docs/validation.md).
 FEWER_INSTANCES_FRACTION = 0.1
 FLAT_TTFT_FRACTION = 0.05
+#: A pool (engine model) whose slot wait alone puts more than this fraction of the quantile's budget
+#: (1 − q: 1% at the P99) over the TTFT SLO is flagged: its P99 is set by waiting for a KV slot,
+#: where the occupancy chain is least accurate (docs/validation.md).
+SLOT_WAIT_BUDGET_FRACTION = 0.25
 #: TPOT above which a chat user reading along sees the stream stall, seconds: 100 ms = 10 tokens/s
 #: ≈ 450 words/min at 0.75 words per token, nearly twice the average adult's silent reading rate
 #: (238 words/min for non-fiction; Brysbaert, "How many words do we read per minute? A review and

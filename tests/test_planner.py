@@ -84,6 +84,9 @@ def test_every_plan_meets_its_slo_and_cap_and_is_minimal(pairs, slo_s, rate, cap
             if pool.binding_constraint == "ttft" and pool.fewer_instances is not None:
                 # the P99 the plan reports for fewer instances (how flat the P99 is in n) is over the SLO
                 assert pool.p99_ttft_fewer_instances_s > slo_s
+            if pool.slot_wait_over_slo is not None:
+                # the requests over the SLO because they waited: at most all over it, at most 1 − q
+                assert 0.0 <= pool.slot_wait_over_slo <= 1.0 - options.quantile + 1e-12
             # Minimal: one instance fewer, whatever the slot count, breaks a constraint.
             for slots in range(1, pool.kv_slot_limit + 1):
                 fewer = _reevaluate(planner, pool, moments, SMALL, pool.instances - 1, slots)
@@ -243,3 +246,29 @@ def test_a_pool_whose_p99_hardly_falls_with_more_instances_is_flagged() -> None:
     steep = plan_workload("azure-2023", ttft_slo_s=0.5, arrival_rate_per_s=1000.0).document
     assert not [w for w in steep["warnings"] if w["kind"] == "ttft_flat_in_instances"]
     assert steep["best"]["pools"]["short"]["p99_ttft_fewer_instances_s"] > 1.5 * 0.5
+
+
+def test_a_pool_whose_p99_is_set_by_the_slot_wait_is_flagged() -> None:
+    """LMSYS on the default profile, 3 s SLO, 250 req/s (docs/validation.md, sixth fresh set): the
+    long pool's 3 × 19 slots bind, and requests waiting for one make most of its P99 — where the
+    chain's waits are too few (predicted P99 2.8 s, 4.7 s in simulation; one instance short).
+    ``slot_wait_over_slo`` = P(TTFT > SLO) − P(T′ > SLO), T′ without the wait, is a share of the 1%
+    the P99 allows; the plan warns above a quarter of it. The README plan, whose pools never wait
+    in practice, does not warn."""
+    from fleetopt.api import plan_workload
+    from fleetopt.defaults import SLOT_WAIT_BUDGET_FRACTION
+
+    bound = plan_workload("lmsys", ttft_slo_s=3.0, arrival_rate_per_s=250.0, rate_basis="mean").document
+    long = bound["best"]["pools"]["long"]
+    assert (long["instances"], long["slots_per_instance"]) == (3, 19)
+    assert SLOT_WAIT_BUDGET_FRACTION * 0.01 < long["slot_wait_over_slo"] <= 0.01  # it meets its P99
+    [warning] = [w for w in bound["warnings"] if w["kind"] == "slot_wait_sets_ttft"]
+    assert warning["pool"] == "long"
+    assert warning["message"].startswith(
+        f"long pool: waiting for a KV slot alone puts {long['slot_wait_over_slo']:.2%} of its requests over "
+        f"the TTFT SLO, {long['slot_wait_over_slo'] / 0.01:.0%} of the 1% the P99 allows (3 × 19 slots at "
+        f"{long['utilization']:.0%} occupancy):"
+    )
+    readme = plan_workload("azure-2023", ttft_slo_s=0.5, arrival_rate_per_s=1000.0).document
+    assert not [w for w in readme["warnings"] if w["kind"] == "slot_wait_sets_ttft"]
+    assert all(0.0 <= pool["slot_wait_over_slo"] < 1e-6 for pool in readme["best"]["pools"].values())

@@ -113,8 +113,13 @@ class PoolSizing:
             model, n − max(1, round(f·n)) instances (f = FEWER_INSTANCES_FRACTION) and the P99 TTFT
             there (slots as sized, seconds; ∞ when unstable): how steeply the P99 falls with n, so
             how much a small error in the TTFT law moves the pool (None otherwise).
+        slot_wait_over_slo: under the engine model, the share of requests over the TTFT SLO because
+            they waited for a slot: P(TTFT > SLO) − P(T′ > SLO), T′ the same law without the wait
+            (None for other models and unstable pools). Against 1 − q (1% at the P99) it says how
+            much of the quantile's budget the slot wait takes.
 
-    ``p99_ttft_s``, ``p99_prefill_s`` and ``p99_ttft_fewer_instances_s`` may be given as a
+    ``p99_ttft_s``, ``p99_prefill_s``, ``p99_ttft_fewer_instances_s`` and ``slot_wait_over_slo``
+    may be given as a
     :class:`Deferred`: the figure is then computed on first read (and on comparison, hashing,
     ``dataclasses.replace`` or pickling), so a sweep does not pay for the quantiles of the pools no
     plan reports. Readers see a float either way.
@@ -146,6 +151,7 @@ class PoolSizing:
     arrival_scv: float = 1.0
     fewer_instances: int | None = None
     p99_ttft_fewer_instances_s: float | None = None
+    slot_wait_over_slo: float | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled with every deferred figure computed (a :class:`Deferred` holds a closure)."""
@@ -206,7 +212,7 @@ class _DeferredField:
         instance.__dict__[self.key] = value
 
 
-_DEFERRED_FIELDS = ("p99_ttft_s", "p99_prefill_s", "p99_ttft_fewer_instances_s")
+_DEFERRED_FIELDS = ("p99_ttft_s", "p99_prefill_s", "p99_ttft_fewer_instances_s", "slot_wait_over_slo")
 for _name in _DEFERRED_FIELDS:  # after @dataclass, so the fields keep no default and their order
     setattr(PoolSizing, _name, _DeferredField(_name))
 
@@ -1085,6 +1091,13 @@ def _engine_floor(ctx: _EngineContext) -> TtftCumulants:
     )  # fmt: skip
 
 
+def _slot_wait_over_slo(law: TtftCumulants, ttft_slo_s: float, overhead_s: float) -> float:
+    """P(TTFT > SLO) − P(T′ > SLO): the share of requests over the SLO because they waited for a slot
+    (T′: the law without the wait; T0 is a constant shift of both)."""
+    without = law.without_wait_and_overhead(overhead_s).survival_one(ttft_slo_s - overhead_s)
+    return max(0.0, law.survival_one(ttft_slo_s) - without)
+
+
 def _engine_describe(
     ctx: _EngineContext, context_tokens: int, kv_limit: int, instances: int, slots: int,
     binding: str, slots_binding: str,
@@ -1106,6 +1119,10 @@ def _engine_describe(
         prefill_q = Deferred(lambda: law.without_wait_and_overhead(overhead_s).quantile_s(q))
     fewer: int | None = None
     fewer_q: float | Deferred | None = None
+    wait_over: float | Deferred | None = None
+    if stable:
+        overhead = ctx.hardware.ttft_overhead_s
+        wait_over = Deferred(lambda: _slot_wait_over_slo(law, ctx.ttft_slo_s, overhead))
     if binding == "ttft":
         fewer = instances - max(1, round(FEWER_INSTANCES_FRACTION * instances))
         if fewer >= 1:
@@ -1142,6 +1159,7 @@ def _engine_describe(
         arrival_scv=ctx.arrival_scv,
         fewer_instances=fewer,
         p99_ttft_fewer_instances_s=fewer_q,
+        slot_wait_over_slo=wait_over,
     )
 
 

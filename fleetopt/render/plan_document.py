@@ -91,6 +91,7 @@ def pool_document(
         "min_achievable_ttft_s": pool.min_achievable_ttft_s,
         "fewer_instances": pool.fewer_instances,
         "p99_ttft_fewer_instances_s": pool.p99_ttft_fewer_instances_s,
+        "slot_wait_over_slo": pool.slot_wait_over_slo,
         "cost_per_year_usd": pool.cost_per_hour_usd * HOURS_PER_YEAR if pool.feasible else None,
         **pool_headroom(pool, options),
     }

@@ -171,7 +171,12 @@ def plan_notes(plan: FleetPlan) -> list[str]:
 def headroom_warnings(pools: dict[str, dict], options) -> list[dict[str, str]]:
     """Pools that sit within :data:`~fleetopt.defaults.NEAR_SLO_FRACTION` of an SLO, or at a TPOT a chat
     user would notice, from the pool documents' headroom fields: ``{pool, kind, message}`` each."""
-    from fleetopt.defaults import FEWER_INSTANCES_FRACTION, FLAT_TTFT_FRACTION, NEAR_SLO_FRACTION
+    from fleetopt.defaults import (
+        FEWER_INSTANCES_FRACTION,
+        FLAT_TTFT_FRACTION,
+        NEAR_SLO_FRACTION,
+        SLOT_WAIT_BUDGET_FRACTION,
+    )
 
     warnings = []
     for name, pool in pools.items():
@@ -189,6 +194,22 @@ def headroom_warnings(pools: dict[str, dict], options) -> list[dict[str, str]]:
                     "simulate it before buying "
                     "(fleetopt plan --validate; fleetopt simulate --plan on a copy with fewer instances), "
                     "or allow a longer TTFT"
+                ),
+            })  # fmt: skip
+        wait_over = pool.get("slot_wait_over_slo")
+        budget = 1.0 - options.quantile
+        if wait_over is not None and wait_over > SLOT_WAIT_BUDGET_FRACTION * budget:
+            warnings.append({
+                "pool": name,
+                "kind": "slot_wait_sets_ttft",
+                "message": (
+                    f"{name} pool: waiting for a KV slot alone puts {wait_over:.2%} of its requests over "
+                    f"the TTFT SLO, {wait_over / budget:.0%} of the {budget:.0%} the "
+                    f"P{options.quantile * 100:g} allows ({pool['instances']:,} × "
+                    f"{pool['slots_per_instance']:,} slots at {pool['utilization']:.0%} occupancy): the "
+                    "planner's slot waits are least accurate here (too few in small pools of long "
+                    "requests, too many near saturation), so the pool may be an instance short or long; "
+                    "simulate it before buying (fleetopt plan --validate), or plan at a higher --rate"
                 ),
             })  # fmt: skip
         ttft = pool.get("ttft_headroom_fraction")
