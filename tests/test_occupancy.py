@@ -308,6 +308,24 @@ def test_wait_given_a_wait_keeps_the_two_moment_factor_off_the_first_departure(
     assert factor_on_all < 0.85 * local_sim
 
 
+def test_wait_given_a_wait_limits() -> None:
+    """(1 + (v − 1)·σⁿ)/μ_JSQ: light queues wait n/μ(c) whatever v, heavy traffic v/μ_JSQ, v = 1 the
+    local drain's own mean; ∞ when unstable; the float path and the array path agree."""
+    full = 100.0
+    assert local_wait_given_wait_s(full - 1e-3, 1e-3, 8.0, 0.3) == pytest.approx(8.0 / full, rel=1e-9)
+    assert local_wait_given_wait_s(full - 1e-3, 1e-3, 8.0, 3.0) == pytest.approx(8.0 / full, rel=1e-9)
+    heavy = local_drain_rate_per_s(full - 99.99, 99.99, 8.0)  # σⁿ = 0.9992
+    assert local_wait_given_wait_s(full - 99.99, 99.99, 8.0, 0.3) == pytest.approx(0.3 / heavy, rel=5e-3)
+    unit = 1.0 / local_drain_rate_per_s(2.0, 10.0, 4.0)
+    assert local_wait_given_wait_s(2.0, 10.0, 4.0, 1.0) == pytest.approx(unit, rel=1e-12)
+    assert local_wait_given_wait_s(-1.0, 10.0, 4.0, 1.0) == math.inf
+    cases = [(2.0, 10.0, 1.0, 0.75), (0.5, 50.0, 4.0, 1.5), (99.9, 0.1, 16.0, 0.2), (5.0, 0.0, 4.0, 3.0)]
+    for drain, rate, n, v in cases:
+        scalar = local_wait_given_wait_s(drain, rate, n, v)
+        array = float(local_wait_given_wait_s(np.array([drain]), rate, n, v)[0])
+        assert scalar == pytest.approx(array, rel=1e-14)
+
+
 def test_local_drain_rate_limits() -> None:
     """One instance is the pooled queue; heavy traffic agrees with it; light queues wait for one
     of the instance's own departures (rate μ(c)/n)."""
