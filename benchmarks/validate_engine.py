@@ -29,12 +29,10 @@ import argparse
 import math
 import time
 
-import numpy as np
-
 from fleetopt.api import plan_workload
 from fleetopt.core.crosscheck import setup_from_plan
 from fleetopt.core.routing import Routing
-from fleetopt.core.simulate import simulate_fleet
+from fleetopt.core.simulate import routed_pool_workload, simulate_fleet
 from fleetopt.core.workload import Workload
 
 CHOSEN_ON = (
@@ -151,31 +149,6 @@ SETS = {
 }
 
 
-def pool_workload(workload: Workload, routing: Routing, index: int) -> Workload | None:
-    """The routed atoms of pool ``index`` as a workload: every atom as routed uncompressed (weight
-    w·(1 − p_c) for band atoms, w otherwise) and compressed (w·p_c), keeping those in the pool."""
-    total, inputs, outputs = workload.total_tokens, workload.input_tokens, workload.output_tokens
-    parts = []
-    for coin, share in ((np.ones(total.size), 1.0), (np.zeros(total.size), routing.compressibility)):
-        pool, new_inputs, new_total = routing.route(total, inputs, outputs, coin)
-        weights = workload.weights * np.where(
-            (pool == index) & ((coin == 1.0) | (new_total != total)), share if coin[0] == 0 else 1.0, 0.0
-        )
-        if coin[0] == 1.0:  # uncompressed copies of band atoms carry 1 − p_c
-            band = routing.route(total, inputs, outputs, np.zeros(total.size))[2] != total
-            weights = weights * np.where(band, 1.0 - routing.compressibility, 1.0)
-        parts.append((new_total, new_total - outputs, outputs, weights))
-    totals, ins, outs, weights = (np.concatenate(column) for column in zip(*parts, strict=True))
-    keep = weights > 0
-    if not keep.any():
-        return None
-    order = np.argsort(totals[keep], kind="stable")
-    return Workload(
-        name=f"{workload.name}[{index}]", total_tokens=totals[keep][order], input_tokens=ins[keep][order],
-        output_tokens=outs[keep][order], weights=weights[keep][order], kind="requests",
-    )  # fmt: skip
-
-
 def simulate_pool(pool, workload: Workload, rate: float, residence_s: float, requests: int, seeds: int):
     """(P99 TTFT estimate, utilization estimate) of one pool fed its own Poisson stream: a warm-up of
     at least 30 s and ten mean residences (a pool's occupancy builds up over several residences, up
@@ -261,7 +234,7 @@ def run_scenarios(label: str, scenarios, args) -> None:
         planned_total = minimum_total = 0
         for index, (prediction, sizing) in enumerate(zip(setup.pools, best.pools, strict=True)):
             pool = prediction.simulated
-            workload = pool_workload(run.workload, best.routing, index)
+            workload = routed_pool_workload(run.workload, best.routing, index)
             if pool.instances == 0 or workload is None:
                 continue
             pool_rate, residence = sizing.arrival_rate_per_s, sizing.mean_service_s

@@ -277,3 +277,30 @@ def test_longest_service_of_a_three_pool_fleet_uses_each_pools_own_iteration_tim
     )  # fmt: skip
     assert longest_service_s(workload, setup, "lockstep") == pytest.approx(504 * 0.03)
     assert longest_service_s(workload, setup, "physical") == pytest.approx(504 * 0.03)
+
+
+def test_a_pool_the_fleet_run_barely_measures_is_simulated_on_its_own_stream() -> None:
+    """LMSYS on the default profile at 3 s and 250 req/s (docs/validation.md, `fresh-6`): the long
+    pool (3 × 19 slots) takes 0.35% of the traffic, so the whole-fleet run measures about a
+    thousand of its requests per seed — a few dozen 44 s residences, too few to see its slot waits
+    (it reported a P99 TTFT of 1.7 s, "meets"). Measured on fewer than MIN_POOL_REQUESTS per seed,
+    it is simulated again alone at its rate: 60,000 requests per seed, and the breach shows (its
+    P99 TTFT is about 5 s against the 3 s SLO; the model's 2.8 s is the known miss of small
+    slot-bound pools). The short pool, measured on ~300,000 per seed, keeps the fleet run's figures."""
+    from fleetopt.core.crosscheck import MIN_POOL_REQUESTS, PoolVerdict
+
+    run = plan_workload("lmsys", ttft_slo_s=3.0, arrival_rate_per_s=250.0, rate_basis="mean")
+    setup = setup_from_plan(run.plan)
+    report = crosscheck_setup(setup, run.workload, service_model="physical", seeds=(1, 2, 3))
+    short, long = report.pools
+    assert short.fleet_requests_measured is None and short.requests_measured >= 3 * MIN_POOL_REQUESTS
+    assert long.fleet_requests_measured is not None and long.fleet_requests_measured < 10_000
+    assert long.requests_measured == 3 * MIN_POOL_REQUESTS
+    assert long.verdict is PoolVerdict.BREACH and report.verdict is Verdict.FAIL
+    assert long.metrics["p99_ttft_s"].simulated > 1.3 * 3.0
+    document = crosscheck_document(report)
+    assert document["pools"]["long"]["fleet_requests_measured"] == long.fleet_requests_measured
+    # with the request count given, the fleet run is taken as it is
+    given = crosscheck_setup(setup, run.workload, service_model="physical", requests=200_000, seeds=(1, 2))
+    assert all(row.fleet_requests_measured is None for row in given.pools)
+    assert given.pools[1].requests_measured < 2_000

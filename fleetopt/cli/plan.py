@@ -128,8 +128,9 @@ def plan(
     sim_requests: int | None = typer.Option(
         None,
         "--sim-requests",
-        help="With --validate: requests per seed (default: sized to warm up); with a replay or profile, "
-        "its first N arrivals (default: the whole log).",
+        help="With --validate: requests per seed (default: sized to warm up, and a pool measured on fewer "
+        "than 60,000 per seed simulated again on its own stream); with a replay or profile, its first N "
+        "arrivals (default: the whole log).",
     ),
     sim_seeds: int | None = typer.Option(
         None,

@@ -27,7 +27,8 @@ def simulate(
         None,
         "--requests",
         help="Poisson: requests per seed, warm-up included (default: enough for the warm-up to outlast "
-        "the longest service, at least 100,000). Replay/profile: replay only the log's first N arrivals "
+        "the longest service, at least 100,000; a pool measured on fewer than 60,000 per seed is then "
+        "simulated again on its own stream). Replay/profile: replay only the log's first N arrivals "
         "(default: all of it, once).",
     ),
     seeds: int | None = typer.Option(

@@ -35,6 +35,7 @@ from fleetopt.core.simulate import (
     ProgressCallback,
     SimulatedPool,
     SimulationResult,
+    routed_pool_workload,
     simulate_fleet,
 )
 from fleetopt.core.sizing import PoolSizing, evaluate_pool
@@ -54,6 +55,14 @@ MAX_DEFAULT_REQUESTS_PHYSICAL = 600_000
 WARMUP_MARGIN = 1.25
 #: Relative slack when comparing a simulated P99 TTFT with the SLO (float rounding only).
 SLO_SLACK = 1e-9
+#: A pool the fleet run measured on fewer requests per seed than this is simulated again on its own
+#: Poisson stream at its rate (the routed atoms only) with this many: a long pool taking 0.3% of a
+#: fleet's traffic gets a few thousand requests in a whole-fleet run, too few residences to see its
+#: slot waits (docs/validation.md).
+MIN_POOL_REQUESTS = 60_000
+#: ... after a warm-up of at least this many mean residences and seconds.
+POOL_WARMUP_RESIDENCES = 10.0
+POOL_WARMUP_MIN_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -166,6 +175,8 @@ class PoolCrossCheck:
     optimistic_p99_ttft_s: float
     verdict: PoolVerdict = PoolVerdict.MET
     p99_ttft_interval_s: tuple[float, float] = (math.nan, math.nan)
+    #: requests the whole-fleet run measured, when the pool was then simulated on its own stream
+    fleet_requests_measured: int | None = None
 
 
 class FindingKind(Enum):
@@ -497,12 +508,17 @@ def _comparison(analytical: float | None, simulated: float, half_width: float) -
     return Comparison(analytical, simulated, half_width, error)
 
 
-def compare(setup: CrossCheckSetup, result: SimulationResult) -> CrossCheckReport:
-    """Analytical vs simulated, per pool, with the findings (see the module docstring)."""
+def compare(
+    setup: CrossCheckSetup, result: SimulationResult, alone: dict[int, tuple[int, float]] | None = None
+) -> CrossCheckReport:
+    """Analytical vs simulated, per pool, with the findings (see the module docstring). ``alone``:
+    for the pools whose summary comes from a simulation of their own stream, (requests the fleet
+    run measured, that simulation's shortest warm-up in seconds)."""
+    alone = alone or {}
     slo = setup.ttft_slo_s
     rows: list[PoolCrossCheck] = []
     findings: list[Finding] = []
-    for prediction, summary in zip(setup.pools, result.pools, strict=True):
+    for index, (prediction, summary) in enumerate(zip(setup.pools, result.pools, strict=True)):
         metrics = {
             "utilization": _comparison(
                 prediction.utilization, summary.utilization.mean, summary.utilization.ci95_half_width
@@ -561,7 +577,7 @@ def compare(setup: CrossCheckSetup, result: SimulationResult) -> CrossCheckRepor
                     name,
                     summary.longest_sojourn_s.mean,
                     None,
-                    min(result.warmup_s),
+                    alone[index][1] if index in alone else min(result.warmup_s),
                 )
             )
         if served and utilization.simulated >= 0.99 and prediction.utilization < 0.99:
@@ -579,6 +595,7 @@ def compare(setup: CrossCheckSetup, result: SimulationResult) -> CrossCheckRepor
                 optimistic_p99_ttft_s=optimistic,
                 verdict=verdict,
                 p99_ttft_interval_s=interval,
+                fleet_requests_measured=alone[index][0] if index in alone else None,
             )
         )
     return CrossCheckReport(
@@ -662,4 +679,53 @@ def crosscheck_setup(
         arrival_times_s=arrival_times_s,
         progress=progress,
     )
-    return compare(setup, result)
+    alone: dict[int, tuple[int, float]] = {}
+    if requests is None and arrival_times_s is None and len(setup.pools) > 1:
+        result, alone = _thin_pools_alone(setup, workload, result, service_model, dispatch, seeds)
+    return compare(setup, result, alone)
+
+
+def _thin_pools_alone(
+    setup: CrossCheckSetup,
+    workload: Workload,
+    result: SimulationResult,
+    service_model: str,
+    dispatch: str,
+    seeds: Sequence[int],
+) -> tuple[SimulationResult, dict[int, tuple[int, float]]]:
+    """Each pool the fleet run measured on fewer than :data:`MIN_POOL_REQUESTS` requests per seed,
+    simulated again on its own Poisson stream at its share of the fleet's rate (the atoms routed to
+    it, :func:`fleetopt.core.simulate.routed_pool_workload`): a warm-up of at least
+    :data:`POOL_WARMUP_RESIDENCES` mean residences, :data:`POOL_WARMUP_MIN_S` seconds and the
+    longest service with head-room, then :data:`MIN_POOL_REQUESTS` measured requests (at least a
+    minute of them), within the model's cap on requests per seed. Returns the result with those
+    pools' summaries replaced, and for each of them (requests the fleet run measured, the
+    shortest warm-up of its own simulation)."""
+    pools = list(result.pools)
+    alone: dict[int, tuple[int, float]] = {}
+    longest = None
+    for index, (prediction, summary) in enumerate(zip(setup.pools, result.pools, strict=True)):
+        rate = result.arrival_rate_per_s * prediction.arrival_rate_per_s / setup.arrival_rate_per_s
+        if prediction.simulated.instances == 0 or not rate > 0:
+            continue
+        if summary.requests_served >= MIN_POOL_REQUESTS * len(seeds):
+            continue
+        own = routed_pool_workload(workload, setup.routing, index)
+        if own is None:
+            continue
+        if longest is None:
+            longest = longest_service_s(workload, setup, service_model)
+        residence = prediction.mean_service_s if math.isfinite(prediction.mean_service_s) else 0.0
+        warmup_s = max(POOL_WARMUP_MIN_S, POOL_WARMUP_RESIDENCES * residence, WARMUP_MARGIN * longest)
+        measured = max(MIN_POOL_REQUESTS, math.ceil(rate * 60.0))
+        most = MAX_DEFAULT_REQUESTS_PHYSICAL if service_model == PHYSICAL else MAX_DEFAULT_REQUESTS
+        measured = min(measured, most // 2)
+        warmup = min(math.ceil(rate * warmup_s), most - measured)  # (the warmed_up flag reports it)
+        own_result = simulate_fleet(
+            own, [prediction.simulated], Routing.homogeneous(), arrival_rate_per_s=rate,
+            service_model=service_model, dispatch=dispatch, requests=warmup + measured,
+            warmup_fraction=warmup / (warmup + measured), seeds=seeds,
+        )  # fmt: skip
+        pools[index] = own_result.pools[0]
+        alone[index] = (summary.requests_served, min(own_result.warmup_s))
+    return replace(result, pools=tuple(pools)), alone

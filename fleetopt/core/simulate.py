@@ -298,6 +298,33 @@ def _validate(
         )
 
 
+def routed_pool_workload(workload: Workload, routing: Routing, index: int) -> Workload | None:
+    """The atoms pool ``index`` receives as a workload of their own (None when it receives none):
+    every atom as routed uncompressed (weight w·(1 − p_c) for band atoms, w otherwise) and
+    compressed (w·p_c, with L_in' = B − L_out), keeping those in the pool. Fed at the pool's rate,
+    it is the pool's own request stream (Poisson arrivals split by routing stay Poisson)."""
+    total, inputs, outputs = workload.total_tokens, workload.input_tokens, workload.output_tokens
+    parts = []
+    for coin, share in ((np.ones(total.size), 1.0), (np.zeros(total.size), routing.compressibility)):
+        pool, new_inputs, new_total = routing.route(total, inputs, outputs, coin)
+        weights = workload.weights * np.where(
+            (pool == index) & ((coin == 1.0) | (new_total != total)), share if coin[0] == 0 else 1.0, 0.0
+        )
+        if coin[0] == 1.0:  # uncompressed copies of band atoms carry 1 − p_c
+            band = routing.route(total, inputs, outputs, np.zeros(total.size))[2] != total
+            weights = weights * np.where(band, 1.0 - routing.compressibility, 1.0)
+        parts.append((new_total, new_total - outputs, outputs, weights))
+    totals, ins, outs, weights = (np.concatenate(column) for column in zip(*parts, strict=True))
+    keep = weights > 0
+    if not keep.any():
+        return None
+    order = np.argsort(totals[keep], kind="stable")
+    return Workload(
+        name=f"{workload.name}[{index}]", total_tokens=totals[keep][order], input_tokens=ins[keep][order],
+        output_tokens=outs[keep][order], weights=weights[keep][order], kind="requests",
+    )  # fmt: skip
+
+
 def _sample_atoms(workload: Workload, rng: np.random.Generator, count: int) -> np.ndarray:
     """Atom indices drawn independently with probability ∝ weight (inverse-CDF on the weights)."""
     cumulative = np.cumsum(workload.weights, dtype=np.float64)

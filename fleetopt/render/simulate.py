@@ -94,6 +94,7 @@ def crosscheck_document(report: CrossCheckReport) -> dict[str, Any]:
             "arrival_rate_per_s": row.prediction.arrival_rate_per_s,
             "arrival_scv": setup.arrival_scvs[index] if index < len(setup.arrival_scvs) else 1.0,
             "requests_measured": row.requests_measured,
+            "fleet_requests_measured": row.fleet_requests_measured,
             "requests_needed": min_requests_for_quantile(setup.quantile),
             "warmed_up": row.warmed_up,
             "longest_sojourn_s": _measured(row.longest_sojourn_s),
@@ -295,6 +296,12 @@ def draw_crosscheck(console: Console, data: Mapping[str, Any]) -> None:
             title=(
                 f"{name} pool: {pool['instances']:,} × {pool['slots_per_instance']} slots, "
                 f"{pool['requests_measured']:,} requests measured"
+                + (
+                    ""
+                    if pool.get("fleet_requests_measured") is None
+                    else f" on its own stream at its rate (the fleet run measured "
+                    f"{pool['fleet_requests_measured']:,})"
+                )
                 + ("" if pool["warmed_up"] else " — NOT WARMED UP")
             ),
         )
