@@ -6,6 +6,14 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Hypothesis draws its examples from a seed fixed per test, so a run (CI's on a fresh clone too)
+# gives the same verdict every time; FLEETOPT_HYPOTHESIS=random, and the deep fuzz run
+# (FLEETOPT_FUZZ=deep, with --hypothesis-seed to repeat one), explore new examples.
+_EXPLORE = os.environ.get("FLEETOPT_HYPOTHESIS") == "random" or os.environ.get("FLEETOPT_FUZZ") == "deep"
+settings.register_profile("fleetopt", derandomize=not _EXPLORE)
+settings.load_profile("fleetopt")
 
 # Output tests assume piped output with no terminal width unless they set COLUMNS themselves: a
 # developer's exported COLUMNS, or pytest-xdist's workers (which set COLUMNS=80), must not leak in.

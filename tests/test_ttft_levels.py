@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import fleetopt.core.ttft as ttft
@@ -392,6 +392,9 @@ def test_a_thousand_levels_agree_with_the_plain_recursion_for_the_clusters() -> 
     st.tuples(st.floats(0.0, 0.6), st.floats(1e-3, 0.3)),
     st.sampled_from([0.9, 0.99, 0.999]),
 )
+# found by a fresh clone's CI run: the two forms' survival at the quantile 1.6·10⁻⁹ apart (a part
+# that is nearly a step there)
+@example(table=(0, 1, "log-uniform", 2048), top=12, load=(0.5, 0.0, 0.001), wait=(0.0, 0.25), q=0.9)
 def test_the_mixture_by_columns_is_the_mixture_by_rows(table, top, load, wait, q) -> None:
     """A law of the numpy form keeps its levels as columns (LevelColumns) and evaluates its mixture
     with numpy over the parts; the same law with the same levels as rows (the plain form's
@@ -424,7 +427,13 @@ def test_the_mixture_by_columns_is_the_mixture_by_rows(table, top, load, wait, q
         assert math.isfinite(value)
         assert value == pytest.approx(rows.quantile_s(q), rel=1e-9)
         for x in (value, columns.mean_s, 2 * value):
-            assert columns.survival_one(x) == pytest.approx(rows.survival_one(x), rel=1e-10, abs=1e-15)
+            # within 10⁻¹⁰ of each other, or of the other form's value a relative 10⁻¹⁰ either side of
+            # x: a part of tiny variance (no decode, no company) is nearly a step, where the last bit
+            # of its mean moves its survival at x by far more than 10⁻¹⁰
+            by_columns = columns.survival_one(x)
+            low, high = rows.survival_one(x * (1.0 + 1e-10)), rows.survival_one(x * (1.0 - 1e-10))
+            assert low * (1.0 - 1e-10) - 1e-15 <= by_columns <= high * (1.0 + 1e-10) + 1e-15
+            assert by_columns == pytest.approx(rows.survival_one(x), rel=1e-6, abs=1e-15)
     sweep = ttft_cumulants(levels, decode_iteration_s=np.array([t_d, 1.5 * t_d, 3 * t_d]), **kwargs)
     assert isinstance(sweep.level_parts, ttft.LevelColumns)
     rows = replace(sweep, level_parts=tuple(sweep.level_parts))
