@@ -31,8 +31,7 @@ import time
 
 from fleetopt.api import plan_workload
 from fleetopt.core.crosscheck import setup_from_plan
-from fleetopt.core.routing import Routing
-from fleetopt.core.simulate import routed_pool_workload, simulate_fleet
+from fleetopt.core.simulate import routed_pool_workload, simulate_pool_alone
 from fleetopt.core.workload import Workload
 
 CHOSEN_ON = (
@@ -150,18 +149,14 @@ SETS = {
 
 
 def simulate_pool(pool, workload: Workload, rate: float, residence_s: float, requests: int, seeds: int):
-    """(P99 TTFT estimate, utilization estimate) of one pool fed its own Poisson stream: a warm-up of
-    at least 30 s and ten mean residences (a pool's occupancy builds up over several residences, up
-    to tens of seconds in a busy pool), then ``requests`` measured requests (at least 60 s of them).
-    ``residence_s``: the planned mean slot-holding time."""
-    warmup = math.ceil(rate * max(30.0, 10.0 * residence_s))
-    measured = max(requests, math.ceil(rate * 60.0))
-    result = simulate_fleet(
-        workload, [pool], Routing.homogeneous(), arrival_rate_per_s=rate, service_model="physical",
-        dispatch="least-loaded", requests=warmup + measured, warmup_fraction=warmup / (warmup + measured),
-        seeds=tuple(range(1, seeds + 1)),
-    )  # fmt: skip
-    summary = result.pools[0]
+    """(P99 TTFT estimate, utilization estimate) of one pool fed its own Poisson stream
+    (:func:`fleetopt.core.simulate.simulate_pool_alone`: a warm-up of at least 30 s and ten mean
+    residences, then ``requests`` measured requests, at least 60 s of them). ``residence_s``: the
+    planned mean slot-holding time."""
+    summary = simulate_pool_alone(
+        workload, pool, rate, residence_s=residence_s, measured_requests=requests, service_model="physical",
+        dispatch="least-loaded", seeds=tuple(range(1, seeds + 1)),
+    ).pools[0]  # fmt: skip
     return summary.ttft_p99_s, summary.utilization
 
 

@@ -33,11 +33,14 @@ INSTANCES = 4
 
 
 def test_stall_factor_by_hand() -> None:
-    """φ = 1 + 2a + b with a = λ_i·τ·E[L_in] = 2 · 10⁻⁴ · 1,000 = 0.2 and
-    b = λ_i²·τ²·E[L_in²] = (2 · 10⁻⁴)² · 2·10⁶ = 0.08; no widening without prompts or at u ≥ 1."""
-    assert prefill_stall_variance_factor(2.0, 1e-4, 1000.0, 2e6) == pytest.approx(1.48, rel=1e-12)
-    assert prefill_stall_variance_factor(2.0, 1e-4, 0.0, 0.0) == 1.0
-    assert prefill_stall_variance_factor(20.0, 1e-4, 1000.0, 2e6) == 1.0  # u = 2: unstable anyway
+    """φ = 1 + 2a + b with τ = 10⁻⁴ s, E[L_in] = 1,000 and E[L_in²] = 2·10⁶ tokens² at λ_i = 2/s:
+    a = λ_i·τ·E[L_in] = 2 · 0.1 = 0.2 and b = λ_i²·τ²·E[L_in²] = 4 · 0.02 = 0.08; no widening
+    without prompts, without their statistics (NaN) or at u ≥ 1."""
+    tau = 1e-4
+    assert prefill_stall_variance_factor(2.0, tau * 1000.0, tau * tau * 2e6) == pytest.approx(1.48, rel=1e-12)
+    assert prefill_stall_variance_factor(2.0, 0.0, 0.0) == 1.0
+    assert prefill_stall_variance_factor(2.0, tau * 1000.0, math.nan) == 1.0
+    assert prefill_stall_variance_factor(20.0, tau * 1000.0, tau * tau * 2e6) == 1.0  # u = 2: unstable anyway
 
 
 @settings(max_examples=60, deadline=None)

@@ -37,6 +37,7 @@ from fleetopt.core.simulate import (
     SimulationResult,
     routed_pool_workload,
     simulate_fleet,
+    simulate_pool_alone,
 )
 from fleetopt.core.sizing import PoolSizing, evaluate_pool
 from fleetopt.core.workload import Workload
@@ -60,9 +61,6 @@ SLO_SLACK = 1e-9
 #: fleet's traffic gets a few thousand requests in a whole-fleet run, too few residences to see its
 #: slot waits (docs/validation.md).
 MIN_POOL_REQUESTS = 60_000
-#: ... after a warm-up of at least this many mean residences and seconds.
-POOL_WARMUP_RESIDENCES = 10.0
-POOL_WARMUP_MIN_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -694,13 +692,11 @@ def _thin_pools_alone(
     seeds: Sequence[int],
 ) -> tuple[SimulationResult, dict[int, tuple[int, float]]]:
     """Each pool the fleet run measured on fewer than :data:`MIN_POOL_REQUESTS` requests per seed,
-    simulated again on its own Poisson stream at its share of the fleet's rate (the atoms routed to
-    it, :func:`fleetopt.core.simulate.routed_pool_workload`): a warm-up of at least
-    :data:`POOL_WARMUP_RESIDENCES` mean residences, :data:`POOL_WARMUP_MIN_S` seconds and the
-    longest service with head-room, then :data:`MIN_POOL_REQUESTS` measured requests (at least a
-    minute of them), within the model's cap on requests per seed. Returns the result with those
-    pools' summaries replaced, and for each of them (requests the fleet run measured, the
-    shortest warm-up of its own simulation)."""
+    simulated again on its own Poisson stream at its share of the fleet's rate
+    (:func:`fleetopt.core.simulate.simulate_pool_alone` on the atoms routed to it, with the longest
+    service plus head-room in the warm-up and the model's cap on requests per seed). Returns the
+    result with those pools' summaries replaced, and for each of them (requests the fleet run
+    measured, the shortest warm-up of its own simulation)."""
     pools = list(result.pools)
     alone: dict[int, tuple[int, float]] = {}
     longest = None
@@ -715,16 +711,12 @@ def _thin_pools_alone(
             continue
         if longest is None:
             longest = longest_service_s(workload, setup, service_model)
-        residence = prediction.mean_service_s if math.isfinite(prediction.mean_service_s) else 0.0
-        warmup_s = max(POOL_WARMUP_MIN_S, POOL_WARMUP_RESIDENCES * residence, WARMUP_MARGIN * longest)
-        measured = max(MIN_POOL_REQUESTS, math.ceil(rate * 60.0))
-        most = MAX_DEFAULT_REQUESTS_PHYSICAL if service_model == PHYSICAL else MAX_DEFAULT_REQUESTS
-        measured = min(measured, most // 2)
-        warmup = min(math.ceil(rate * warmup_s), most - measured)  # (the warmed_up flag reports it)
-        own_result = simulate_fleet(
-            own, [prediction.simulated], Routing.homogeneous(), arrival_rate_per_s=rate,
-            service_model=service_model, dispatch=dispatch, requests=warmup + measured,
-            warmup_fraction=warmup / (warmup + measured), seeds=seeds,
+        own_result = simulate_pool_alone(
+            own, prediction.simulated, rate,
+            residence_s=prediction.mean_service_s if math.isfinite(prediction.mean_service_s) else 0.0,
+            measured_requests=MIN_POOL_REQUESTS, service_model=service_model, dispatch=dispatch,
+            seeds=seeds, warmup_s=WARMUP_MARGIN * longest,
+            max_requests=MAX_DEFAULT_REQUESTS_PHYSICAL if service_model == PHYSICAL else MAX_DEFAULT_REQUESTS,
         )  # fmt: skip
         pools[index] = own_result.pools[0]
         alone[index] = (summary.requests_served, min(own_result.warmup_s))

@@ -199,13 +199,11 @@ def widened_chain(r: Any, x: Any, variance_factor: float) -> tuple[Any, Any]:
 
 
 def prefill_stall_variance_factor(
-    rate_per_instance_per_s: float,
-    prefill_per_token_s: float,
-    mean_prompt_tokens: float,
-    mean_square_prompt_tokens: float,
+    rate_per_instance_per_s: float, prompt_work_s: float, prompt_square_work_s2: float
 ) -> float:
     """φ = 1 + 2a + b, a = λ_i·τ·E[L_in] (the prompt share u), b = λ_i²·τ²·E[L_in²]: how much the
-    prefill stalls widen the occupancy's variance over the chain's.
+    prefill stalls widen the occupancy's variance over the chain's (1 when u is not in (0, 1) or
+    τ²·E[L_in²] is not finite: no prompt statistics).
 
     The chain sees prompts only as a mean stretch of every iteration. In the engine a request's
     prefill, X = τ·L_in seconds of its instance's time, holds up every sequence decoding there at
@@ -214,14 +212,13 @@ def prefill_stall_variance_factor(
     2θ·λ_i·E[X] + θ·λ_i²·E[X²] to the variance per unit of mean, θ = ∫F̄_S(y)²dy / E[S] ≤ 1 the
     overlap of the residual residences (1 for equal residences, ½ for exponential ones). We take
     the bound θ = 1, which matches the ``physical`` engine's excess variance (beyond what the chain
-    misses without prompts) within 6% on pools with
-    u ≤ 0.3 (docs/math.md, docs/validation.md); a pool's own θ leaves 12–31% of the excess out.
-    λ_i per second, τ seconds per token, E[L_in] tokens, E[L_in²] tokens²."""
-    lam_tau = rate_per_instance_per_s * prefill_per_token_s
-    share = lam_tau * mean_prompt_tokens
-    if not (0.0 < share < 1.0):
+    misses without prompts) within 6% on pools with u ≤ 0.3 (docs/math.md, docs/validation.md); a
+    pool's own θ leaves 12–31% of the excess out. λ_i per second; ``prompt_work_s`` = τ·E[L_in],
+    seconds; ``prompt_square_work_s2`` = τ²·E[L_in²], seconds²."""
+    share = rate_per_instance_per_s * prompt_work_s
+    if not (0.0 < share < 1.0 and math.isfinite(prompt_square_work_s2)):
         return 1.0
-    return 1.0 + 2.0 * share + lam_tau * lam_tau * mean_square_prompt_tokens
+    return 1.0 + 2.0 * share + rate_per_instance_per_s * rate_per_instance_per_s * prompt_square_work_s2
 
 
 def negative_binomial_log_tail_bound(r: float, x: float, c: float) -> float:

@@ -325,6 +325,38 @@ def routed_pool_workload(workload: Workload, routing: Routing, index: int) -> Wo
     )  # fmt: skip
 
 
+def simulate_pool_alone(
+    workload: Workload,
+    pool: SimulatedPool,
+    arrival_rate_per_s: float,
+    *,
+    residence_s: float,
+    measured_requests: int,
+    service_model: str,
+    dispatch: str,
+    seeds: Sequence[int],
+    warmup_s: float = 0.0,
+    max_requests: int | None = None,
+) -> SimulationResult:
+    """One pool on its own Poisson stream (``workload``: its routed atoms,
+    :func:`routed_pool_workload`): a warm-up of at least 30 s, ten mean residences (a pool's
+    occupancy builds up over several of them) and ``warmup_s``, then ``measured_requests``
+    measured requests per seed (at least a minute of them). With ``max_requests`` the run keeps
+    within it: at most half of it measured, the warm-up cut to the rest (the summary's
+    ``warmed_up`` says whether that was enough). ``residence_s``: the pool's mean slot-holding time."""
+    warmup_s = max(30.0, 10.0 * residence_s, warmup_s)
+    measured = max(measured_requests, math.ceil(arrival_rate_per_s * 60.0))
+    warmup = math.ceil(arrival_rate_per_s * warmup_s)
+    if max_requests is not None:
+        measured = min(measured, max_requests // 2)
+        warmup = min(warmup, max_requests - measured)
+    return simulate_fleet(
+        workload, [pool], Routing.homogeneous(), arrival_rate_per_s=arrival_rate_per_s,
+        service_model=service_model, dispatch=dispatch, requests=warmup + measured,
+        warmup_fraction=warmup / (warmup + measured), seeds=seeds,
+    )  # fmt: skip
+
+
 def _sample_atoms(workload: Workload, rng: np.random.Generator, count: int) -> np.ndarray:
     """Atom indices drawn independently with probability ∝ weight (inverse-CDF on the weights)."""
     cumulative = np.cumsum(workload.weights, dtype=np.float64)

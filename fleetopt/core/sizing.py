@@ -25,6 +25,7 @@ from fleetopt.core.occupancy import (
     occupancy_quantile,
     occupancy_state,
     occupancy_state_one,
+    prefill_stall_variance_factor,
     widened_chain,
 )
 from fleetopt.core.poolstats import PoolMoments
@@ -809,8 +810,8 @@ class _EngineContext:
 
 #: The least decode cost per sequence the occupancy chain uses, as a share of W (see _engine_context).
 _LEAST_DECODE_SHARE = 1e-6
-#: Below this log of a bound on P(wait) the prefill-stall widening of the chain is skipped in the
-#: sizing hot path (e^-230 ≈ 10⁻¹⁰⁰: no TTFT quantile can see it); the array form always applies it.
+#: Below this log of a bound on P(wait) the prefill-stall widening of the chain is skipped (e^-230 ≈
+#: 10⁻¹⁰⁰: no TTFT quantile can see it), in the point and the array evaluations alike.
 NEGLIGIBLE_LOG_WAIT = -230.0
 
 
@@ -834,15 +835,8 @@ def _engine_context(
 
 
 def _stall_factor(ctx: _EngineContext, instances: float) -> float:
-    """:func:`fleetopt.core.occupancy.prefill_stall_variance_factor` at n = ``instances``:
-    1 + 2u + λ_i²·τ²·E[L_in²], u = λ_i·τ·E[L_in] the prompt share (1 without prompt levels)."""
-    if ctx.prompt_square_work_s2 != ctx.prompt_square_work_s2:  # NaN: no prompt levels
-        return 1.0
-    rate_per_instance = ctx.rate / instances
-    share = rate_per_instance * ctx.prompt_work_s
-    if not 0.0 < share < 1.0:
-        return 1.0
-    return 1.0 + 2.0 * share + rate_per_instance * rate_per_instance * ctx.prompt_square_work_s2
+    """:func:`fleetopt.core.occupancy.prefill_stall_variance_factor` at n = ``instances``."""
+    return prefill_stall_variance_factor(ctx.rate / instances, ctx.prompt_work_s, ctx.prompt_square_work_s2)
 
 
 def _slot_wait(ctx: _EngineContext, p_wait: Any, drain_rate_per_s: Any, instances: float) -> tuple[Any, Any]:
@@ -1113,16 +1107,14 @@ def _engine_describe(
     stable = law is not None
     ttft_q: float | Deferred = math.inf
     prefill_q: float | Deferred = math.nan
+    wait_over: float | Deferred | None = None
     if stable:
         overhead_s = ctx.hardware.ttft_overhead_s
         ttft_q = Deferred(lambda: law.quantile_s(q))
         prefill_q = Deferred(lambda: law.without_wait_and_overhead(overhead_s).quantile_s(q))
+        wait_over = Deferred(lambda: _slot_wait_over_slo(law, ctx.ttft_slo_s, overhead_s))
     fewer: int | None = None
     fewer_q: float | Deferred | None = None
-    wait_over: float | Deferred | None = None
-    if stable:
-        overhead = ctx.hardware.ttft_overhead_s
-        wait_over = Deferred(lambda: _slot_wait_over_slo(law, ctx.ttft_slo_s, overhead))
     if binding == "ttft":
         fewer = instances - max(1, round(FEWER_INSTANCES_FRACTION * instances))
         if fewer >= 1:
