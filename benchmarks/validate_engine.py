@@ -132,6 +132,15 @@ FRESH_8 = (
     ("azure-2023-code", 3.0, 600.0, "llama-3.1-70b-fp8-h200-tp8-vllm", 0.85),
     ("azure", 1.5, 800.0, "llama-3.1-70b-fp8-b200-tp4-vllm", 0.85),
 )
+# Fixed (and committed) before the intake share f was measured in the simulation or changed.
+FRESH_9 = (
+    ("azure-2023", 2.5, 1500.0, "llama-3.1-70b-fp8-h200-tp4-vllm", 0.85),
+    ("agent-heavy", 3.0, 80.0, None, 0.85),
+    ("lmsys", 1.5, 250.0, "qwen3-32b-h100-80gb-tp4-vllm", 0.85),
+    ("azure-2023-conv", 1.0, 700.0, "llama-3.1-70b-fp8-h100-80gb-tp8-vllm", 0.85),
+    ("lmsys-multiturn", 1.5, 300.0, "llama-3.1-70b-fp8-b200-tp8-vllm", 0.85),
+    ("azure-2023-code", 2.0, 300.0, "qwen3-32b-h100-80gb-tp8-vllm", 1.0),
+)
 
 #: The scenario sets by their ``--only`` name: (the table's title, the scenarios), in run order.
 SETS = {
@@ -145,6 +154,7 @@ SETS = {
     "fresh-6": ("Sixth fresh set (fixed before the chain's prefill-stall variance was run on it)", FRESH_6),
     "fresh-7": ("Seventh fresh set (fixed before this session's model changes were run on it)", FRESH_7),
     "fresh-8": ("Eighth fresh set (fixed before the slot wait's two-moment factor moved)", FRESH_8),
+    "fresh-9": ("Ninth fresh set (fixed before the intake share was measured or changed)", FRESH_9),
 }
 
 
