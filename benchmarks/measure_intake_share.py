@@ -1,0 +1,132 @@
+"""The intake share f as the `physical` simulation shows it, next to the model's f.
+
+The engine model's TTFT law (docs/math.md, *Intake*) lets a share f of an instance's intake follow
+its own iteration lengths: an iteration of length t draws Poisson f·λ_i·t further arrivals. This
+script measures the simplest observable form of that share: it runs a planned pool on its own
+Poisson stream (as benchmarks/validate_engine.py does, one seed, least-loaded dispatch), records for
+every iteration of every instance its length t and the arrivals the router sent to that instance
+during it, and fits arrivals = a + b·t by least squares; f_meas = b/λ_i (1 under random dispatch).
+It prints f_meas next to the model's f for the same pool, so the two can be compared:
+
+    python benchmarks/validate_engine.py --help   # the scenario sets
+    python benchmarks/measure_intake_share.py chosen-on:1 fresh-5:1
+
+Each argument is SET:INDEX, a scenario of validate_engine's sets. The engine runs in its Python
+form (the compiled kernel has no hooks), a few seconds per pool.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import numpy as np
+from validate_engine import SETS
+
+import fleetopt.core.simulate as simulate_module
+from fleetopt.api import plan_workload
+from fleetopt.core import engines
+from fleetopt.core.crosscheck import setup_from_plan
+from fleetopt.core.planner import Planner
+from fleetopt.core.service import (
+    ENGINE,
+    _router_view,
+    iteration_costs,
+    least_loaded_time_share,
+)
+from fleetopt.core.simulate import routed_pool_workload, simulate_pool_alone
+
+
+class RecordingPool(engines.PhysicalPool):
+    """PhysicalPool that sums, over the iterations after the first 30% of arrivals, N, Σt, Σt²,
+    ΣA and ΣA·t (A: the arrivals routed to the instance during the iteration)."""
+
+    last: RecordingPool | None = None
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.segment: list[tuple[float, int, float, bool] | None] = [None] * self.n
+        self.sent = [0] * self.n
+        self.sums = np.zeros(5)
+        self.warm_s = self.arrival[int(len(self.arrival) * 0.3)] if self.arrival else 0.0
+        RecordingPool.last = self
+
+    def _kernel_fits(self) -> bool:
+        return False
+
+    def _boundary(self, i: int, now: float, boundary: int) -> None:
+        # a segment's iterations share one length t; arrivals fall only in its last iteration,
+        # or, queued, anywhere in it: sums over the segment are exact either way
+        segment = self.segment[i]
+        if segment is not None:
+            start_s, start_boundary, length_s, busy = segment
+            count = boundary - start_boundary
+            if busy and count > 0 and start_s >= self.warm_s:
+                sent = self.sent[i]
+                self.sums += (count, count * length_s, count * length_s**2, sent, sent * length_s)
+        self.sent[i] = 0
+        super()._boundary(i, now, boundary)
+        self.segment[i] = (now, boundary, self.iter_s[i], self.active[i] > 0)
+
+    def _arrive(self, r: int, now: float) -> None:
+        load = self.load
+        self.sent[r % self.n if self.dispatch == "round-robin" else load.index(min(load))] += 1
+        super()._arrive(r, now)
+
+
+def measured_share(sums: np.ndarray, instance_rate_per_s: float) -> float:
+    """f_meas = cov(A, t) / var(t) / λ_i."""
+    count, sum_t, sum_t2, sum_a, sum_at = sums
+    variance = sum_t2 / count - (sum_t / count) ** 2
+    return (sum_at / count - sum_t / count * sum_a / count) / variance / instance_rate_per_s
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("scenarios", nargs="+", help="SET:INDEX, e.g. chosen-on:1")
+    parser.add_argument("--requests", type=int, default=60_000, help="measured requests per pool")
+    parser.add_argument("--dispatch", default="least-loaded", choices=("least-loaded", "round-robin"))
+    args = parser.parse_args()
+    engines.PhysicalPool = RecordingPool
+    simulate_module.PhysicalPool = RecordingPool
+    print("| scenario | workload | profile | SLO | pool | n | u | m | k₀ | f (model) | f_meas |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for name in args.scenarios:
+        set_name, index = name.split(":")
+        workload_name, slo_s, rate, serving, cap = SETS[set_name][1][int(index)]
+        kwargs = {} if serving is None else {"serving": serving}
+        run = plan_workload(
+            workload_name, ttft_slo_s=slo_s, arrival_rate_per_s=rate, max_utilization=cap,
+            rate_basis="mean", **kwargs,
+        )  # fmt: skip
+        best = run.plan.best
+        planner = Planner(run.workload, best.hardware[0], best.hardware[-1], run.plan.options)
+        traffic = planner.pool_traffic(best.routing)
+        setup = setup_from_plan(run.plan)
+        for pool_index, (prediction, sizing) in enumerate(zip(setup.pools, best.pools, strict=True)):
+            pool = prediction.simulated
+            workload = routed_pool_workload(run.workload, best.routing, pool_index)
+            if pool.instances == 0 or workload is None:
+                continue
+            simulate_pool_alone(
+                workload, pool, sizing.arrival_rate_per_s, residence_s=sizing.mean_service_s,
+                measured_requests=args.requests, service_model="physical", dispatch=args.dispatch,
+                seeds=(1,),
+            )  # fmt: skip
+            pool_rate, moments = traffic[pool_index]
+            costs = iteration_costs(best.hardware[pool_index])
+            _, prompt_s = ENGINE.decode_and_prompt_costs(moments, costs)
+            u = pool_rate / pool.instances * prompt_s
+            view_args = (u, pool.instances, pool_rate, costs.base_s, moments.mean_iterations)
+            m, k0 = _router_view(*view_args) or (math.nan, math.nan)
+            f_meas = measured_share(RecordingPool.last.sums, pool_rate / pool.instances)
+            print(
+                f"| {name} | {workload_name} | {serving or 'default'} | {slo_s * 1e3:.0f} ms | "
+                f"{'short' if pool_index == 0 else 'long'} | {pool.instances} | {u:.2f} | {m:.2f} | "
+                f"{k0:.1f} | {least_loaded_time_share(*view_args):.2f} | {f_meas:.2f} |",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
