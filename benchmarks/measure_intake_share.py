@@ -30,9 +30,10 @@ from fleetopt.core.crosscheck import setup_from_plan
 from fleetopt.core.planner import Planner
 from fleetopt.core.service import (
     ENGINE,
-    _router_view,
     iteration_costs,
     least_loaded_time_share,
+    router_arguments,
+    router_view,
 )
 from fleetopt.core.simulate import routed_pool_workload, simulate_pool_alone
 
@@ -69,8 +70,7 @@ class RecordingPool(engines.PhysicalPool):
         self.segment[i] = (now, boundary, self.iter_s[i], self.active[i] > 0)
 
     def _arrive(self, r: int, now: float) -> None:
-        load = self.load
-        self.sent[r % self.n if self.dispatch == "round-robin" else load.index(min(load))] += 1
+        self.sent[self.unpooled_target(r)] += 1
         super()._arrive(r, now)
 
 
@@ -116,9 +116,9 @@ def main() -> None:
             pool_rate, moments = traffic[pool_index]
             costs = iteration_costs(best.hardware[pool_index])
             _, prompt_s = ENGINE.decode_and_prompt_costs(moments, costs)
-            u = pool_rate / pool.instances * prompt_s
-            view_args = (u, pool.instances, pool_rate, costs.base_s, moments.mean_iterations)
-            m, k0 = _router_view(*view_args) or (math.nan, math.nan)
+            view_args = router_arguments(moments, costs, pool_rate / pool.instances, pool.instances, prompt_s)
+            u = view_args[0]
+            m, k0 = router_view(*view_args) or (math.nan, math.nan)
             f_meas = measured_share(RecordingPool.last.sums, pool_rate / pool.instances)
             print(
                 f"| {name} | {workload_name} | {serving or 'default'} | {slo_s * 1e3:.0f} ms | "

@@ -484,13 +484,20 @@ class PhysicalPool:
                 self.n, self.slots, self.committed, self.active, self.seg_time, self.iter_s, now
             )
         else:
-            load = self.load
-            i = r % self.n if self.dispatch == "round-robin" else load.index(min(load))
+            i = self.unpooled_target(r)
             self.load[i] += 1
             if self.committed[i] >= self.slots:
                 self.queues[i].append(r)
                 return
         self._reserve(i, r, now)
+
+    def unpooled_target(self, r: int) -> int:
+        """The instance request ``r`` is sent to by round-robin or least-loaded dispatch (the
+        lowest-numbered of those with the fewest requests, queued ones included)."""
+        if self.dispatch == "round-robin":
+            return r % self.n
+        load = self.load
+        return load.index(min(load))
 
     def _reserve(self, i: int, r: int, now: float) -> None:
         """Request ``r`` takes a free slot of instance ``i`` at ``now``; admitted at the next boundary."""

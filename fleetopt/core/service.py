@@ -458,13 +458,7 @@ class EngineModel(LockstepModel):
         decode_per_sequence_s, prompt_work_s = decode_and_prompt or self.decode_and_prompt_costs(
             moments, costs
         )
-        share_args = (
-            rate_per_instance_per_s * prompt_work_s,
-            instances,
-            rate_per_instance_per_s * instances,
-            costs.base_s,
-            moments.mean_iterations,
-        )
+        share_args = router_arguments(moments, costs, rate_per_instance_per_s, instances, prompt_work_s)
         return ttft_cumulants(
             moments.prompt_levels,
             tau_s=costs.per_prefill_token_s,
@@ -474,6 +468,26 @@ class EngineModel(LockstepModel):
             overhead_s=hardware.ttft_overhead_s if with_overhead else 0.0,
             slot_wait=slot_wait,
         )
+
+
+def router_arguments(
+    moments: PoolMoments,
+    costs: IterationCosts,
+    rate_per_instance_per_s: float,
+    instances: float,
+    prompt_work_s: float,
+) -> tuple[float, float, float, float, float]:
+    """(u, n, λ, W, E[I]) of a pool behind a least-loaded router, the arguments of
+    :func:`least_loaded_time_share`, :func:`least_loaded_intake_factor` and :func:`router_view`:
+    u = λ/n · τ·E[L_in] (``prompt_work_s``) the prompt share, λ the pool's rate, W the iteration
+    without decoding sequences, E[I] the mean iterations per request."""
+    return (
+        rate_per_instance_per_s * prompt_work_s,
+        instances,
+        rate_per_instance_per_s * instances,
+        costs.base_s,
+        moments.mean_iterations,
+    )
 
 
 def least_loaded_time_share(
@@ -511,14 +525,14 @@ def least_loaded_time_share(
         return 1.0
     branching = prompt_share / (1.0 - prompt_share) if prompt_share < 1.0 else math.inf
     share = min(1.0, max(1.0, branching) / instances)
-    view = _router_view(prompt_share, instances, pool_rate_per_s, base_iteration_s, mean_iterations)
+    view = router_view(prompt_share, instances, pool_rate_per_s, base_iteration_s, mean_iterations)
     if view is not None:
         seen, in_flight = view
         share += (1.0 - share) * math.exp(-seen) * -math.expm1(-in_flight)
     return min(1.0, share)
 
 
-def _router_view(
+def router_view(
     prompt_share: float,
     instances: float,
     pool_rate_per_s: float,
@@ -550,7 +564,7 @@ def least_loaded_intake_factor(
     only when every other instance holds at least one: with the others' counts Poisson with mean
     k₀, that is (1 − e^{−k₀})^{n−1} of the arrivals instead of 1/n. A busy pool (k₀ ≫ 1) keeps
     φ = 1; a nearly idle one (k₀ ≪ 1) sends a request's prefill almost no company. One instance: 1."""
-    view = _router_view(prompt_share, instances, pool_rate_per_s, base_iteration_s, mean_iterations)
+    view = router_view(prompt_share, instances, pool_rate_per_s, base_iteration_s, mean_iterations)
     if not instances > 1.0 or view is None:
         return 1.0
     return min(1.0, instances * (-math.expm1(-view[1])) ** (instances - 1.0))
