@@ -142,6 +142,16 @@ FRESH_9 = (
     ("azure-2023-code", 2.0, 300.0, "qwen3-32b-h100-80gb-tp8-vllm", 1.0),
 )
 
+#: Fixed and committed before any change to the intake share was tried: the check of that change.
+FRESH_10 = (
+    ("azure-2023", 2.0, 600.0, None, 0.85),
+    ("azure-2023", 3.0, 1000.0, "llama-3.1-70b-fp8-h100-80gb-tp8-vllm", 0.85),
+    ("agent-heavy", 1.5, 60.0, "llama-3.1-70b-fp8-b200-tp8-vllm", 0.85),
+    ("azure-2023-conv", 1.5, 400.0, "qwen3-32b-h100-80gb-tp8-vllm", 0.85),
+    ("lmsys", 2.0, 400.0, "llama-3.1-70b-fp8-h200-tp8-vllm", 1.0),
+    ("azure", 2.0, 300.0, None, 0.85),
+)
+
 #: The scenario sets by their ``--only`` name: (the table's title, the scenarios), in run order.
 SETS = {
     "chosen-on": ("Scenarios looked at while choosing the intake share", CHOSEN_ON),
@@ -155,6 +165,7 @@ SETS = {
     "fresh-7": ("Seventh fresh set (fixed before this session's model changes were run on it)", FRESH_7),
     "fresh-8": ("Eighth fresh set (fixed before the slot wait's two-moment factor moved)", FRESH_8),
     "fresh-9": ("Ninth fresh set (fixed before the intake share was measured or changed)", FRESH_9),
+    "fresh-10": ("Tenth fresh set (fixed before a change to the intake share was tried)", FRESH_10),
 }
 
 
