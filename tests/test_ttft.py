@@ -341,3 +341,39 @@ def test_least_loaded_intake_factor_bounds_and_limits(u, n, rate, base_s, iterat
     if n >= 2:
         idle_rate = 1e-3 * n * (1.0 - u) / (iterations * base_s)  # k₀ = 10⁻³
         assert phi(u, n, idle_rate, base_s, iterations) <= n * 1e-3 ** (n - 1)
+
+
+def test_token_biased_chunk_is_hand_derivable() -> None:
+    """ĉ = E[Σ_m c_m²]/E[L_in]: half the requests prefill 2·512 + 100 tokens (P = 3), half 300
+    (P = 1), chunk 512: (0.5·(2·512² + 100²) + 0.5·300²) / (0.5·1124 + 0.5·300)."""
+    levels = PromptLevels(
+        chunk_tokens=512,
+        levels=(1, 3),
+        weights=(0.5, 0.5),
+        last_chunk_1=(300.0, 100.0),
+        last_chunk_2=(300.0**2, 100.0**2),
+        last_chunk_3=(300.0**3, 100.0**3),
+    )
+    expected = (0.5 * (2 * 512**2 + 100**2) + 0.5 * 300**2) / (0.5 * 1124 + 0.5 * 300)
+    assert levels.token_biased_chunk_tokens == pytest.approx(expected, rel=1e-14)
+    empty = PromptLevels(512, (0,), (1.0,), (0.0,), (0.0,), (0.0,))
+    assert empty.token_biased_chunk_tokens == 0.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(*_ROUTER_CASES, st.floats(0.0, 5.0))
+def test_router_counts_arrivals_over_the_length_biased_iteration(
+    u, n, rate, base_s, iterations, chunk_s
+) -> None:
+    """m = λ·(W/(1 − u) + u·τ·ĉ), the pool's arrivals over the length-biased iteration t̄ + Var(t)/t̄
+    (docs/math.md); k₀ keeps the shortest mean iteration; longer prompt chunks let the router see
+    more arrivals, so f does not rise with τ·ĉ, and φ does not change."""
+    from fleetopt.core.service import least_loaded_intake_factor as phi
+    from fleetopt.core.service import least_loaded_time_share as share
+    from fleetopt.core.service import router_view
+
+    m, k0 = router_view(u, n, rate, base_s, iterations, chunk_s)
+    assert m == pytest.approx(rate * (base_s / (1.0 - u) + u * chunk_s), rel=1e-12)
+    assert k0 == pytest.approx(rate / n * iterations * base_s / (1.0 - u), rel=1e-12)
+    assert share(u, n, rate, base_s, iterations, chunk_s) <= share(u, n, rate, base_s, iterations) + 1e-15
+    assert phi(u, n, rate, base_s, iterations, chunk_s) == phi(u, n, rate, base_s, iterations)

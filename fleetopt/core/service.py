@@ -476,17 +476,22 @@ def router_arguments(
     rate_per_instance_per_s: float,
     instances: float,
     prompt_work_s: float,
-) -> tuple[float, float, float, float, float]:
-    """(u, n, λ, W, E[I]) of a pool behind a least-loaded router, the arguments of
+) -> tuple[float, float, float, float, float, float]:
+    """(u, n, λ, W, E[I], τ·ĉ) of a pool behind a least-loaded router, the arguments of
     :func:`least_loaded_time_share`, :func:`least_loaded_intake_factor` and :func:`router_view`:
     u = λ/n · τ·E[L_in] (``prompt_work_s``) the prompt share, λ the pool's rate, W the iteration
-    without decoding sequences, E[I] the mean iterations per request."""
+    without decoding sequences, E[I] the mean iterations per request, ĉ = E[Σ_m c_m²]/E[L_in] the
+    chunk a prompt token is prefilled in (:attr:`fleetopt.core.ttft.PromptLevels.token_biased_chunk_tokens`;
+    0 where the pool carries no prompt levels)."""
+    levels = moments.prompt_levels
+    chunk_tokens = levels.token_biased_chunk_tokens if levels is not None else 0.0
     return (
         rate_per_instance_per_s * prompt_work_s,
         instances,
         rate_per_instance_per_s * instances,
         costs.base_s,
         moments.mean_iterations,
+        costs.per_prefill_token_s * chunk_tokens,
     )
 
 
@@ -496,15 +501,17 @@ def least_loaded_time_share(
     pool_rate_per_s: float = math.inf,
     base_iteration_s: float = 0.0,
     mean_iterations: float = math.inf,
+    token_chunk_s: float = 0.0,
 ) -> float:
     """f: the share of an instance's intake that follows its own iteration lengths behind a
     least-loaded router over n instances:
 
         f = f₁ + (1 − f₁)·e^{−m}·(1 − e^{−k₀}),   f₁ = min(1, max(1, u/(1 − u)) / n),
-        m = λ·W / (1 − u),   k₀ = (λ/n)·E[I]·W / (1 − u),
+        m = λ·(W / (1 − u) + u·τ·ĉ),   k₀ = (λ/n)·E[I]·W / (1 − u),
 
     u the prompt share, λ the pool's rate, W the iteration without decoding sequences, E[I] the
-    mean iterations per request.
+    mean iterations per request, τ·ĉ (``token_chunk_s``) the compute of the chunk a prompt token is
+    prefilled in, averaged over prompt tokens (ĉ = E[Σ_m c_m²]/E[L_in]).
 
     To first order a least-loaded router keeps every instance at the pool's occupancy over n, so
     only the pool's arrival fluctuations, shared n ways, follow one instance's time: f = 1/n (and
@@ -512,20 +519,27 @@ def least_loaded_time_share(
     no longer even out the bursts a long prompt iteration sets off; we scale the share by
     u/(1 − u), the mean number of further prompt iterations one sets off in the branching structure
     of :mod:`fleetopt.core.ttft`. And the router can only even out an instance's intake with the
-    arrivals it sees: with m ≪ 1 pool arrivals per iteration (at least W/(1 − u) long) an arrival
-    finds the instances at random phases of their iterations, and when each holds several
+    arrivals it sees: with m ≪ 1 pool arrivals per iteration an arrival finds the instances at
+    random phases of their iterations, and when each holds several
     sequences (k₀, the fewest in flight per instance by Little's law, ≫ 1) their counts do not
     tell which one is in a long prompt iteration: the intake follows each one's time as under
     random dispatch. e^{−m}·(1 − e^{−k₀}) moves f towards 1 then; an idle pool (k₀ ≪ 1) keeps f₁,
-    since the router sends an arrival to an idle instance, not the one busy with a prompt. These
-    factors were chosen by comparison with the iteration-level simulation (docs/validation.md,
-    which also checks them on workloads and profiles they were not chosen on); they are an
-    interpolation, not a derivation."""
+    since the router sends an arrival to an idle instance, not the one busy with a prompt. The
+    intake that follows an instance's time falls into its iterations in proportion to their
+    length, so m counts the pool's arrivals over the length-biased iteration, E[t²]/E[t] =
+    t̄ + Var(t)/t̄ with t̄ = W/(1 − u) and, to first order (each iteration's prompt tokens compound
+    Poisson at λ/n per second), Var(t)/t̄ = τ²·(λ/n)·E[Σ_m c_m²] = u·τ·ĉ: a pool of long prompts
+    runs long prompt iterations, during which the router does see arrivals, even when its mean
+    iteration is short. These factors were chosen by comparison with the iteration-level
+    simulation (docs/validation.md, which also checks them on workloads and profiles they were not
+    chosen on); they are an interpolation, not a derivation."""
     if not instances >= 1.0:
         return 1.0
     branching = prompt_share / (1.0 - prompt_share) if prompt_share < 1.0 else math.inf
     share = min(1.0, max(1.0, branching) / instances)
-    view = router_view(prompt_share, instances, pool_rate_per_s, base_iteration_s, mean_iterations)
+    view = router_view(
+        prompt_share, instances, pool_rate_per_s, base_iteration_s, mean_iterations, token_chunk_s
+    )
     if view is not None:
         seen, in_flight = view
         share += (1.0 - share) * math.exp(-seen) * -math.expm1(-in_flight)
@@ -538,13 +552,19 @@ def router_view(
     pool_rate_per_s: float,
     base_iteration_s: float,
     mean_iterations: float,
+    token_chunk_s: float = 0.0,
 ) -> tuple[float, float] | None:
-    """(m, k₀): pool arrivals per shortest mean iteration W/(1 − u), and the fewest sequences in
-    flight per instance by Little's law, (λ/n)·E[I]·W/(1 − u); None without the pool's rate."""
+    """(m, k₀): pool arrivals per length-biased iteration, λ·(W/(1 − u) + u·τ·ĉ), and the fewest
+    sequences in flight per instance by Little's law, (λ/n)·E[I]·W/(1 − u) (the shortest mean
+    iteration W/(1 − u)); None without the pool's rate."""
     if not (prompt_share < 1.0 and math.isfinite(pool_rate_per_s) and math.isfinite(mean_iterations)):
         return None
     iteration_s = base_iteration_s / (1.0 - prompt_share)
-    return pool_rate_per_s * iteration_s, pool_rate_per_s / instances * mean_iterations * iteration_s
+    biased_iteration_s = iteration_s + prompt_share * token_chunk_s
+    return (
+        pool_rate_per_s * biased_iteration_s,
+        pool_rate_per_s / instances * mean_iterations * iteration_s,
+    )
 
 
 def least_loaded_intake_factor(
@@ -553,6 +573,7 @@ def least_loaded_intake_factor(
     pool_rate_per_s: float = math.inf,
     base_iteration_s: float = 0.0,
     mean_iterations: float = math.inf,
+    token_chunk_s: float = 0.0,
 ) -> float:
     """φ: the intake of the instance a request is routed to, relative to λ/n, behind a least-loaded
     router over n instances:
@@ -564,7 +585,9 @@ def least_loaded_intake_factor(
     only when every other instance holds at least one: with the others' counts Poisson with mean
     k₀, that is (1 − e^{−k₀})^{n−1} of the arrivals instead of 1/n. A busy pool (k₀ ≫ 1) keeps
     φ = 1; a nearly idle one (k₀ ≪ 1) sends a request's prefill almost no company. One instance: 1."""
-    view = router_view(prompt_share, instances, pool_rate_per_s, base_iteration_s, mean_iterations)
+    view = router_view(
+        prompt_share, instances, pool_rate_per_s, base_iteration_s, mean_iterations, token_chunk_s
+    )
     if not instances > 1.0 or view is None:
         return 1.0
     return min(1.0, instances * (-math.expm1(-view[1])) ** (instances - 1.0))

@@ -193,6 +193,12 @@ class PromptLevels:
         """The largest prefill level with positive weight (0 when empty)."""
         return self.levels[-1] if self.levels else 0
 
+    @property
+    def token_biased_chunk_tokens(self) -> float:
+        """E[Σ_m c_m²] / E[L_in]: the size of the chunk a prompt token is prefilled in, averaged over
+        prompt tokens (0 when the pool has no prompt tokens), tokens."""
+        return self._chunk_powers[0] / self._mean_tokens if self._mean_tokens > 0 else 0.0
+
     def chunk_power_means(self) -> tuple[float, float]:
         """(s₂, s₃) = (E[Σ_m c_m²], E[Σ_m c_m³]): per-request sums of squared and cubed chunks."""
         return self._chunk_powers
