@@ -152,6 +152,17 @@ FRESH_10 = (
     ("azure", 2.0, 300.0, None, 0.85),
 )
 
+#: Fixed and committed after fresh-10's run, before any change to the first-order intake share f₁
+#: was tried: the check of that change.
+FRESH_11 = (
+    ("azure-2023", 2.0, 1500.0, "llama-3.1-70b-fp8-h200-tp8-vllm", 0.85),
+    ("azure-2023-code", 1.0, 400.0, "qwen3-32b-h100-80gb-tp4-vllm", 1.0),
+    ("azure-2023", 2.5, 400.0, "qwen3-32b-h100-80gb-tp8-vllm", 0.85),
+    ("lmsys-multiturn", 2.0, 500.0, "llama-3.1-70b-fp8-h100-80gb-tp8-vllm", 0.85),
+    ("agent-heavy", 2.5, 40.0, "llama-3.1-70b-fp8-h200-tp4-vllm", 0.85),
+    ("azure-2023-conv", 3.0, 300.0, None, 1.0),
+)
+
 #: The scenario sets by their ``--only`` name: (the table's title, the scenarios), in run order.
 SETS = {
     "chosen-on": ("Scenarios looked at while choosing the intake share", CHOSEN_ON),
@@ -166,6 +177,7 @@ SETS = {
     "fresh-8": ("Eighth fresh set (fixed before the slot wait's two-moment factor moved)", FRESH_8),
     "fresh-9": ("Ninth fresh set (fixed before the intake share was measured or changed)", FRESH_9),
     "fresh-10": ("Tenth fresh set (fixed before a change to the intake share was tried)", FRESH_10),
+    "fresh-11": ("Eleventh fresh set (fixed before a change to f₁ was tried)", FRESH_11),
 }
 
 
