@@ -302,17 +302,19 @@ _ROUTER_CASES = (
 @settings(max_examples=300, deadline=None)
 @given(*_ROUTER_CASES)
 def test_least_loaded_intake_share_bounds_and_limits(u, n, rate, base_s, iterations) -> None:
-    """f lies in [f₁, 1] (f₁ = min(1, max(1, u/(1 − u))/n)), is 1 for one instance, and falls with n
-    (sizing bisects over n); the router keeps f₁ for a nearly idle pool and gives 1 to a pool whose
-    instances hold many sequences but see few arrivals per iteration (docs/math.md)."""
+    """f lies in [f₁, 1] (f₁ = 1 − (1 − 1/n)^b, b = max(1, u/(1 − u))), is 1 for one instance, and
+    falls with n (sizing bisects over n); the router keeps f₁ for a nearly idle pool and gives 1 to
+    a pool whose instances hold many sequences but see few arrivals per iteration (docs/math.md)."""
     from fleetopt.core.service import least_loaded_time_share as share
 
-    first_order = min(1.0, max(1.0, u / (1.0 - u)) / n)
+    branching = max(1.0, u / (1.0 - u))
+    first_order = 1.0 - (1.0 - 1.0 / n) ** branching
+    assert first_order <= min(1.0, branching / n) + 1e-15  # never above the cut it replaces
     f = share(u, n, rate, base_s, iterations)
-    assert first_order <= f <= 1.0
+    assert first_order * (1 - 1e-12) <= f <= 1.0
     assert share(u, 1, rate, base_s, iterations) == 1.0
     assert share(u, n + 1, rate, base_s, iterations) <= f + 1e-15
-    assert share(u, n) == first_order  # without the pool's rate: the first-order share
+    assert share(u, n) == pytest.approx(first_order, rel=1e-12)  # without the rate: f₁
     # nearly idle (k₀ = λ/n·E[I]·W/(1 − u) ≤ 10⁻⁶): within 10⁻⁶ of f₁
     idle_rate = 1e-6 * n * (1.0 - u) / (iterations * base_s)
     assert share(u, n, idle_rate, base_s, iterations) == pytest.approx(first_order, abs=1e-6)
@@ -377,3 +379,13 @@ def test_router_counts_arrivals_over_the_length_biased_iteration(
     assert k0 == pytest.approx(rate / n * iterations * base_s / (1.0 - u), rel=1e-12)
     assert share(u, n, rate, base_s, iterations, chunk_s) <= share(u, n, rate, base_s, iterations) + 1e-15
     assert phi(u, n, rate, base_s, iterations, chunk_s) == phi(u, n, rate, base_s, iterations)
+
+
+def test_first_order_share_is_hand_derivable() -> None:
+    """f₁ = 1 − (1 − 1/n)^b, b = max(1, u/(1 − u)): u = 0.8 (b = 4) over 2 instances,
+    1 − 0.5⁴ = 0.9375 (the cut min(1, b/n) gave 1); u = 0.5 (b = 1) over 4, 1/4; one instance, 1."""
+    from fleetopt.core.service import least_loaded_time_share as share
+
+    assert share(0.8, 2) == pytest.approx(0.9375, rel=1e-14)
+    assert share(0.5, 4) == pytest.approx(0.25, rel=1e-14)
+    assert share(0.3, 1) == 1.0
