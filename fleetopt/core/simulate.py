@@ -304,17 +304,17 @@ def routed_pool_workload(workload: Workload, routing: Routing, index: int) -> Wo
     compressed (w·p_c, with L_in' = B − L_out), keeping those in the pool. Fed at the pool's rate,
     it is the pool's own request stream (Poisson arrivals split by routing stay Poisson)."""
     total, inputs, outputs = workload.total_tokens, workload.input_tokens, workload.output_tokens
-    parts = []
-    for coin, share in ((np.ones(total.size), 1.0), (np.zeros(total.size), routing.compressibility)):
-        pool, new_inputs, new_total = routing.route(total, inputs, outputs, coin)
-        weights = workload.weights * np.where(
-            (pool == index) & ((coin == 1.0) | (new_total != total)), share if coin[0] == 0 else 1.0, 0.0
-        )
-        if coin[0] == 1.0:  # uncompressed copies of band atoms carry 1 − p_c
-            band = routing.route(total, inputs, outputs, np.zeros(total.size))[2] != total
-            weights = weights * np.where(band, 1.0 - routing.compressibility, 1.0)
-        parts.append((new_total, new_total - outputs, outputs, weights))
-    totals, ins, outs, weights = (np.concatenate(column) for column in zip(*parts, strict=True))
+    p_c = routing.compressibility
+    pool, _, _ = routing.route(total, inputs, outputs, np.ones(total.size))
+    pool_if_compressed, _, compressed_total = routing.route(total, inputs, outputs, np.zeros(total.size))
+    band = compressed_total != total  # the atoms compressed when their coin falls below p_c
+    totals = np.concatenate((total, compressed_total))
+    outs = np.concatenate((outputs, outputs))
+    ins = totals - outs
+    weights = np.concatenate((
+        workload.weights * np.where(pool == index, np.where(band, 1.0 - p_c, 1.0), 0.0),
+        workload.weights * np.where((pool_if_compressed == index) & band, p_c, 0.0),
+    ))  # fmt: skip
     keep = weights > 0
     if not keep.any():
         return None
