@@ -21,12 +21,10 @@ import argparse
 import math
 
 import numpy as np
-from validate_engine import SETS
+from validate_engine import SETS, plan_scenario, planned_pools
 
 import fleetopt.core.simulate as simulate_module
-from fleetopt.api import plan_workload
 from fleetopt.core import engines
-from fleetopt.core.crosscheck import setup_from_plan
 from fleetopt.core.planner import Planner
 from fleetopt.core.service import (
     ENGINE,
@@ -35,7 +33,7 @@ from fleetopt.core.service import (
     router_arguments,
     router_view,
 )
-from fleetopt.core.simulate import routed_pool_workload, simulate_pool_alone
+from fleetopt.core.simulate import simulate_pool_alone
 
 
 class RecordingPool(engines.PhysicalPool):
@@ -93,21 +91,13 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name in args.scenarios:
         set_name, index = name.split(":")
-        workload_name, slo_s, rate, serving, cap = SETS[set_name][1][int(index)]
-        kwargs = {} if serving is None else {"serving": serving}
-        run = plan_workload(
-            workload_name, ttft_slo_s=slo_s, arrival_rate_per_s=rate, max_utilization=cap,
-            rate_basis="mean", **kwargs,
-        )  # fmt: skip
+        workload_name, slo_s, rate, serving, cap = scenario = SETS[set_name][1][int(index)]
+        run = plan_scenario(*scenario)
         best = run.plan.best
         planner = Planner(run.workload, best.hardware[0], best.hardware[-1], run.plan.options)
         traffic = planner.pool_traffic(best.routing)
-        setup = setup_from_plan(run.plan)
-        for pool_index, (prediction, sizing) in enumerate(zip(setup.pools, best.pools, strict=True)):
+        for pool_index, prediction, sizing, workload in planned_pools(run):
             pool = prediction.simulated
-            workload = routed_pool_workload(run.workload, best.routing, pool_index)
-            if pool.instances == 0 or workload is None:
-                continue
             simulate_pool_alone(
                 workload, pool, sizing.arrival_rate_per_s, residence_s=sizing.mean_service_s,
                 measured_requests=args.requests, service_model="physical", dispatch=args.dispatch,

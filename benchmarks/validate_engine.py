@@ -181,6 +181,31 @@ SETS = {
 }
 
 
+def plan_scenario(workload_name: str, slo_s: float, rate: float, serving: str | None, cap: float):
+    """The plan a scenario checks (:func:`fleetopt.api.plan_workload`), on the mean basis: Poisson
+    arrivals at the given rate on both sides, so this checks the TTFT law; the arrival term is
+    checked on the logs' own arrivals (benchmarks/validate_replay.py)."""
+    kwargs = {} if serving is None else {"serving": serving}
+    return plan_workload(
+        workload_name, ttft_slo_s=slo_s, arrival_rate_per_s=rate, max_utilization=cap, rate_basis="mean",
+        **kwargs,
+    )  # fmt: skip
+
+
+def planned_pools(run):
+    """(index, prediction, sizing, routed workload) for each pool of ``run``'s best fleet that has
+    instances and traffic: the pool as the simulation runs it (``prediction.simulated``), as the
+    plan sized it, and its own request stream (:func:`fleetopt.core.simulate.routed_pool_workload`)."""
+    best = run.plan.best
+    setup = setup_from_plan(run.plan)
+    for index, (prediction, sizing) in enumerate(zip(setup.pools, best.pools, strict=True)):
+        if prediction.simulated.instances == 0:
+            continue
+        workload = routed_pool_workload(run.workload, best.routing, index)
+        if workload is not None:
+            yield index, prediction, sizing, workload
+
+
 def simulate_pool(pool, workload: Workload, rate: float, residence_s: float, requests: int, seeds: int):
     """(P99 TTFT estimate, utilization estimate) of one pool fed its own Poisson stream
     (:func:`fleetopt.core.simulate.simulate_pool_alone`: a warm-up of at least 30 s and ten mean
@@ -241,30 +266,16 @@ def run_scenarios(label: str, scenarios, args) -> None:
     fleets = []
     for workload_name, slo_s, rate, serving, cap in scenarios:
         started = time.perf_counter()
-        kwargs = {} if serving is None else {"serving": serving}
-        # the mean basis (Poisson arrivals at the given rate) on both sides: this checks the TTFT law;
-        # the arrival term is checked on the logs' own arrivals (benchmarks/validate_replay.py)
-        run = plan_workload(
-            workload_name,
-            ttft_slo_s=slo_s,
-            arrival_rate_per_s=rate,
-            max_utilization=cap,
-            rate_basis="mean",
-            **kwargs,
-        )
+        run = plan_scenario(workload_name, slo_s, rate, serving, cap)
         best = run.plan.best
         profile = "default (H100 TP8)" if serving is None else serving
         if best is None:
             print(f"| {workload_name} | {profile} | {slo_s * 1e3:.0f} ms | {rate:g} | {cap} | infeasible |")
             continue
-        setup = setup_from_plan(run.plan)
         routing = f"{best.b_short_tokens}, {best.gamma}" if best.b_short_tokens else "one pool"
         planned_total = minimum_total = 0
-        for index, (prediction, sizing) in enumerate(zip(setup.pools, best.pools, strict=True)):
+        for _, prediction, sizing, workload in planned_pools(run):
             pool = prediction.simulated
-            workload = routed_pool_workload(run.workload, best.routing, index)
-            if pool.instances == 0 or workload is None:
-                continue
             pool_rate, residence = sizing.arrival_rate_per_s, sizing.mean_service_s
             ttft, util = simulate_pool(pool, workload, pool_rate, residence, args.pool_requests, args.seeds)
             error = (sizing.p99_ttft_s / ttft.mean - 1.0) * 100.0
