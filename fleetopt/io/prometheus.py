@@ -1,0 +1,628 @@
+"""Reading a serving fleet's metrics from Prometheus' HTTP API (``fleetopt observe``, live drift).
+
+**The metrics** are vLLM's (names and buckets from vllm-project/vllm: V1 engine
+``vllm/v1/metrics/loggers.py`` at 005a810bc40f and ``vllm/v1/metrics/buckets.py`` at 139b1c3f1772;
+the V0 engine's ``vllm/engine/metrics.py`` at 00c33e81b526). Every family carries the labels
+``model_name`` and (V1) ``engine``; ``vllm:request_success_total`` also ``finished_reason``. Where
+vLLM renamed a metric, :data:`VLLM_METRICS` lists the names newest first and the first one the
+server has is read: ``vllm:kv_cache_usage_perc`` (V1) before ``vllm:gpu_cache_usage_perc`` (V0,
+deprecated in 0.9); the per-request ``vllm:request_time_per_output_token_seconds`` (0.11+)
+before the per-token ``vllm:inter_token_latency_seconds`` (0.11+) and
+``vllm:time_per_output_token_seconds`` (its older name, per token despite the name). Bucket
+edges are read from the data, never assumed: they changed between versions (V0's TTFT buckets
+stopped at 10 s, V1's go to 2,560 s; token buckets are 1-2-5 steps up to ``--max-model-len``).
+
+**Exact counts.** Prometheus' ``increase()`` extrapolates to the range's ends, so it is not a
+whole number of requests. Every count here is the sum, over the query steps, of each series'
+own rise between consecutive steps, where a drop is a reset after which the counter counted up
+from zero: ``((m - m offset S) >= 0) or (m < m offset S)``, summed with a subquery ``[R:S]``.
+With the step S no longer than the scrape interval this is the exact increase of every series
+that was scraped through the span; what a series counted before its first sample in the span
+(an instance that started, or came back after a failed scrape) is not seen, and the reader says
+how many series that concerns.
+
+**Pools.** Series are mapped to a plan's pools by one label: the pod name by default, as
+``fleetopt export`` names pods (``<prefix>-<pool>-…``, the selector of its KEDA queries), or a
+label of the user's choice whose value is the pool name (``--pool-label``). The mapping is done
+in the query (``label_replace`` into ``fleetopt_pool``), so each metric is one query for all pools.
+
+**Security.** The bearer token comes from an environment variable or a file (never the command
+line), is sent only in the ``Authorization`` header and never appears in an error; the URL is
+shown without user information or query; TLS certificates are verified (``--ca-file`` adds a CA);
+every request has a timeout, and every query a server-side ``timeout``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import ssl
+import urllib.error
+import urllib.parse
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fleetopt.core.histograms import Histogram, make_histogram
+from fleetopt.core.observed import PoolObservation
+from fleetopt.errors import FleetoptError, ValidationError
+
+#: The environment variable read for a bearer token when no other is named.
+DEFAULT_TOKEN_ENV = "PROMETHEUS_TOKEN"
+#: Seconds a request may take (connect + answer) unless told otherwise.
+DEFAULT_TIMEOUT_S = 30.0
+#: Prometheus refuses a range query of more than 11,000 points per series; stay below it.
+MAX_POINTS_PER_QUERY = 10_000
+#: The label the queries put the pool name in.
+POOL_LABEL = "fleetopt_pool"
+#: The pool name of series that no pool claims, and of the whole fleet without a mapping.
+ALL_POOLS = "all"
+
+#: Role → vLLM metric names, newest first (module docstring). Histograms are named by family.
+VLLM_METRICS: dict[str, tuple[str, ...]] = {
+    "requests": ("vllm:request_success_total",),
+    "prompt_tokens": ("vllm:request_prompt_tokens",),
+    "generation_tokens": ("vllm:request_generation_tokens",),
+    "ttft": ("vllm:time_to_first_token_seconds",),
+    "tpot": (
+        "vllm:request_time_per_output_token_seconds",
+        "vllm:inter_token_latency_seconds",
+        "vllm:time_per_output_token_seconds",
+    ),
+    "queue_time": ("vllm:request_queue_time_seconds",),
+    "preemptions": ("vllm:num_preemptions_total",),
+    "running": ("vllm:num_requests_running",),
+    "waiting": ("vllm:num_requests_waiting",),
+    "kv_usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
+}
+HISTOGRAM_ROLES = ("prompt_tokens", "generation_tokens", "ttft", "tpot", "queue_time")
+#: The TPOT histogram that holds one value per request (the others hold one per output token).
+PER_REQUEST_TPOT = "vllm:request_time_per_output_token_seconds"
+_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+
+
+class PrometheusError(FleetoptError):
+    """Prometheus could not be read (unreachable, refused, a failed query): nothing usable came back."""
+
+
+# -- the client ------------------------------------------------------------------------------------
+
+
+def public_url(url: str) -> str:
+    """``url`` without user information, query or fragment (what errors and documents show)."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def read_bearer_token(token_env: str | None, token_file: Path | None) -> str | None:
+    """The bearer token: the file's first line when given, else the named environment variable
+    (default :data:`DEFAULT_TOKEN_ENV`) when set, else None. Never echoed."""
+    if token_file is not None:
+        try:
+            text = Path(token_file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = getattr(exc, "strerror", None) or type(exc).__name__
+            raise ValidationError(f"--token-file {token_file}: cannot read it ({reason})") from None
+        token = text.strip().splitlines()[0].strip() if text.strip() else ""
+        if not token:
+            raise ValidationError(f"--token-file {token_file}: the file is empty")
+        return token
+    name = token_env or DEFAULT_TOKEN_ENV
+    if token_env is not None and not os.environ.get(name):
+        raise ValidationError(f"--token-env {name}: that environment variable is not set or empty")
+    token = os.environ.get(name, "").strip()
+    return token or None
+
+
+@dataclass(frozen=True)
+class PrometheusClient:
+    """Prometheus' HTTP API at ``url`` (queries are POSTed as forms, answers read as JSON)."""
+
+    url: str
+    token: str | None = field(default=None, repr=False)
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    ca_file: str | None = None
+
+    def __post_init__(self) -> None:
+        parts = urllib.parse.urlsplit(self.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValidationError(
+                f"--prometheus {public_url(self.url) or self.url!r}: not an http(s) URL of a Prometheus "
+                "server (e.g. http://prometheus:9090)"
+            )
+        if not (self.timeout_s > 0 and math.isfinite(self.timeout_s)):
+            raise ValidationError(f"--timeout: {self.timeout_s!r} s must be positive")
+
+    @property
+    def shown(self) -> str:
+        return public_url(self.url)
+
+    def _context(self) -> ssl.SSLContext | None:
+        if urllib.parse.urlsplit(self.url).scheme != "https":
+            return None
+        try:
+            return ssl.create_default_context(cafile=self.ca_file)
+        except (OSError, ssl.SSLError) as exc:
+            raise ValidationError(f"--ca-file {self.ca_file}: not a readable CA bundle ({exc})") from None
+
+    def get(self, path: str, params: dict[str, Any], *, post: bool = True) -> Any:
+        """Send ``params`` to ``path`` (under the URL; POSTed as a form, or in the URL when not
+        ``post``) and return the answer's ``data``."""
+        base = self.url.rstrip("/")
+        form = urllib.parse.urlencode(params, doseq=True)
+        if post:
+            request = urllib.request.Request(f"{base}{path}", data=form.encode(), method="POST")
+            request.add_header("Content-Type", "application/x-www-form-urlencoded")
+        else:
+            request = urllib.request.Request(f"{base}{path}?{form}", method="GET")
+        request.add_header("Accept", "application/json")
+        if self.token:
+            request.add_header("Authorization", f"Bearer {self.token}")
+        where = f"Prometheus at {self.shown}"
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s, context=self._context()) as answer:
+                raw = answer.read()
+        except urllib.error.HTTPError as exc:
+            raise self._http_error(exc, path) from None
+        except urllib.error.URLError as exc:
+            reason = exc.reason
+            if isinstance(reason, ssl.SSLCertVerificationError):
+                raise PrometheusError(
+                    f"{where}: its TLS certificate does not verify ({reason.verify_message}); "
+                    "give the CA that signed it with --ca-file"
+                ) from None
+            if isinstance(reason, TimeoutError):
+                raise PrometheusError(
+                    f"{where} did not answer within {self.timeout_s:g} s (--timeout)"
+                ) from None
+            text = getattr(reason, "strerror", None) or str(reason)
+            raise PrometheusError(f"cannot reach {where} ({text})") from None
+        except TimeoutError:
+            raise PrometheusError(f"{where} did not answer within {self.timeout_s:g} s (--timeout)") from None
+        except OSError as exc:
+            raise PrometheusError(f"cannot reach {where} ({exc.strerror or type(exc).__name__})") from None
+        try:
+            document = json.loads(raw)
+        except ValueError:
+            raise PrometheusError(
+                f"{where}: {path} did not answer with Prometheus' JSON (is the URL the server's base URL?)"
+            ) from None
+        if not isinstance(document, dict) or document.get("status") != "success":
+            raise PrometheusError(f"{where}: {path} failed: {_api_error(document)}")
+        return document.get("data")
+
+    def _http_error(self, exc: urllib.error.HTTPError, path: str) -> PrometheusError:
+        where = f"Prometheus at {self.shown}"
+        if exc.code in (401, 403):
+            how = (
+                "the bearer token was refused"
+                if self.token
+                else f"it needs a bearer token (${DEFAULT_TOKEN_ENV}, --token-env or --token-file)"
+            )
+            return PrometheusError(f"{where} answered HTTP {exc.code} ({exc.reason}): {how}")
+        if exc.code == 404:
+            return PrometheusError(
+                f"{where} has no {path} (HTTP 404): give the server's base URL, e.g. http://prometheus:9090"
+            )
+        try:
+            detail = _api_error(json.loads(exc.read()))
+        except (ValueError, OSError):
+            detail = str(exc.reason)
+        if exc.code == 503 and "timeout" in detail.lower():
+            return PrometheusError(f"{where}: the query timed out on the server ({detail}); shorten --since")
+        return PrometheusError(f"{where}: {path} answered HTTP {exc.code}: {detail}")
+
+    def instant(self, query: str, at_s: float) -> list[tuple[dict[str, str], float]]:
+        """An instant vector: (labels, value) per series."""
+        data = self.get(
+            "/api/v1/query", {"query": query, "time": f"{at_s:.3f}", "timeout": f"{self.timeout_s:g}s"}
+        )
+        if not isinstance(data, dict) or data.get("resultType") != "vector":
+            raise PrometheusError(f"Prometheus at {self.shown}: an instant query did not return a vector")
+        return [(item["metric"], float(item["value"][1])) for item in data["result"]]
+
+    def range(
+        self, query: str, start_s: float, end_s: float, step_s: float
+    ) -> list[tuple[dict[str, str], np.ndarray, np.ndarray]]:
+        """A range query (split into pieces of at most :data:`MAX_POINTS_PER_QUERY` steps, asked
+        together): (labels, times, values) per series, times ascending."""
+        steps = int(round((end_s - start_s) / step_s)) + 1
+        pieces = []
+        first = 0
+        while first < steps:
+            last = min(steps, first + MAX_POINTS_PER_QUERY) - 1
+            pieces.append((start_s + first * step_s, start_s + last * step_s))
+            first = last + 1
+
+        def ask(piece: tuple[float, float]) -> Any:
+            return self.get(
+                "/api/v1/query_range",
+                {"query": query, "start": f"{piece[0]:.3f}", "end": f"{piece[1]:.3f}",
+                 "step": f"{step_s:g}", "timeout": f"{self.timeout_s:g}s"},
+            )  # fmt: skip
+
+        with ThreadPoolExecutor(max_workers=min(4, len(pieces))) as pool:
+            answers = list(pool.map(ask, pieces))
+        series: dict[tuple, tuple[dict[str, str], list[np.ndarray]]] = {}
+        for data in answers:
+            if not isinstance(data, dict) or data.get("resultType") != "matrix":
+                raise PrometheusError(f"Prometheus at {self.shown}: a range query did not return a matrix")
+            for item in data["result"]:
+                key = tuple(sorted(item["metric"].items()))
+                values = np.array(item["values"], dtype=np.float64).reshape(-1, 2)
+                series.setdefault(key, (item["metric"], []))[1].append(values)
+        out = []
+        for labels, parts in series.values():
+            values = np.concatenate(parts)
+            out.append((labels, values[:, 0], values[:, 1]))
+        return out
+
+    def metric_names(self, selector: str, start_s: float, end_s: float) -> set[str]:
+        """The names of the ``vllm:`` series that ``selector`` matches between start and end."""
+        inner = selector_matchers(selector)
+        match = '{__name__=~"vllm:.+"' + (f",{inner}" if inner else "") + "}"
+        data = self.get(
+            "/api/v1/label/__name__/values",
+            {"match[]": match, "start": f"{start_s:.3f}", "end": f"{end_s:.3f}"},
+            post=False,
+        )
+        if not isinstance(data, list):
+            raise PrometheusError(f"Prometheus at {self.shown}: the label values did not come back as a list")
+        return {str(name) for name in data}
+
+
+def _api_error(document: Any) -> str:
+    if isinstance(document, dict):
+        kind, text = document.get("errorType"), document.get("error")
+        if text:
+            return f"{kind}: {str(text)[:300]}" if kind else str(text)[:300]
+    return "not a Prometheus API answer"
+
+
+# -- queries ---------------------------------------------------------------------------------------
+
+
+def selector_matchers(selector: str | None) -> str:
+    """The matchers inside ``--selector '{namespace="llm"}'`` (empty for none)."""
+    if selector is None or not selector.strip():
+        return ""
+    text = selector.strip()
+    if not (text.startswith("{") and text.endswith("}")):
+        raise ValidationError(
+            f"--selector {selector!r}: write label matchers in braces, e.g. '{{namespace=\"llm\"}}'"
+        )
+    return text[1:-1].strip().rstrip(",")
+
+
+def promql_string(value: str) -> str:
+    """``value`` as a PromQL double-quoted string literal."""
+    return json.dumps(str(value), ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class PoolMapping:
+    """How series map to pools: the source ``label`` and the ``regex`` whose group 1 is the pool
+    (PromQL ``label_replace``), and the pools expected (None: whatever values the label has)."""
+
+    label: str
+    regex: str
+    pools: tuple[str, ...] | None
+
+    @staticmethod
+    def by_pod_prefix(prefix: str, pools: tuple[str, ...]) -> PoolMapping:
+        """Pods named as ``fleetopt export`` names them: ``<prefix>-<pool>-<hash>-<hash>``."""
+        alternatives = "|".join(re.escape(p) for p in pools)
+        return PoolMapping("pod", f"{re.escape(prefix)}-({alternatives})-.*", pools)
+
+    @staticmethod
+    def by_label(label: str, pools: tuple[str, ...] | None) -> PoolMapping:
+        if not _LABEL_NAME.match(label):
+            raise ValidationError(
+                f"--pool-label {label!r}: not a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*)"
+            )
+        return PoolMapping(label, "(.+)", pools)
+
+    @staticmethod
+    def whole_fleet() -> PoolMapping:
+        return PoolMapping("__fleetopt_no_label__", "(.+)", None)
+
+
+def _series(name: str, matchers: str) -> str:
+    return f"{name}{{{matchers}}}" if matchers else name
+
+
+def counted(series: str, step_s: int) -> str:
+    """Each series' rise between consecutive steps, a drop counting as a reset from zero."""
+    before = f"({series} offset {step_s}s)"
+    # "+ 0" drops the metric name on both sides: one series per label set across the steps
+    return f"((({series} - {before}) >= 0) or (({series} + 0) < {before}))"
+
+
+def by_pool(expression: str, mapping: PoolMapping, extra: str = "") -> str:
+    """``sum by (fleetopt_pool[, extra])`` of ``expression`` with the pool label set from the mapping."""
+    relabeled = (
+        f'label_replace({expression}, {promql_string(POOL_LABEL)}, "$1", '
+        f"{promql_string(mapping.label)}, {promql_string(mapping.regex)})"
+    )
+    return f"sum by ({POOL_LABEL}{', ' + extra if extra else ''}) ({relabeled})"
+
+
+# -- reading a fleet -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FleetRead:
+    """What was read: per pool its observation, the metric names used per role, the span, and
+    warnings naming what was missing or doubtful."""
+
+    pools: tuple[PoolObservation, ...]
+    metrics: dict[str, str]
+    start_s: float
+    end_s: float
+    step_s: int
+    window_s: int
+    warnings: tuple[str, ...]
+    source: str
+
+
+def aligned_span(end_s: float, since_s: float, window_s: int) -> tuple[float, float]:
+    """(start, end) with both on multiples of the window (end rounded down)."""
+    end = math.floor(end_s / window_s) * window_s
+    start = end - math.ceil(since_s / window_s) * window_s
+    return float(start), float(end)
+
+
+def read_fleet(
+    client: PrometheusClient,
+    *,
+    since_s: float,
+    end_s: float,
+    mapping: PoolMapping,
+    selector: str | None = None,
+    step_s: int = 15,
+    window_s: int = 60,
+) -> FleetRead:
+    """Read every pool's counts, histograms and gauges over the ``since_s`` seconds before ``end_s``.
+
+    Raises PrometheusError when the server cannot be read or has no vLLM metric under the selector.
+    """
+    if step_s < 1 or window_s < step_s or window_s % step_s:
+        raise ValidationError(
+            f"--step {step_s} s and --window {window_s} s: whole seconds, the window a multiple of the step"
+        )
+    start, end = aligned_span(end_s, since_s, window_s)
+    range_s = int(end - start)
+    if range_s < window_s:
+        raise ValidationError(f"--since: {since_s:g} s is shorter than one window ({window_s} s)")
+    matchers = selector_matchers(selector)
+    present = client.metric_names(selector or "", start, end)
+    if not present:
+        raise PrometheusError(
+            f"Prometheus at {client.shown} has no vLLM metric (vllm:*) matching "
+            f"{selector or 'any series'} between {_iso(start)} and {_iso(end)}: is this another engine, "
+            "another selector, or a span without data?"
+        )
+    metrics: dict[str, str] = {}
+    warnings: list[str] = []
+    for role, names in VLLM_METRICS.items():
+        probe = {n + "_bucket" for n in names} if role in HISTOGRAM_ROLES else set(names)
+        found = next((n for n in names if (n + "_bucket" if role in HISTOGRAM_ROLES else n) in present), None)
+        if found is None:
+            warnings.append(
+                f"no {' or '.join(sorted(probe))} under the selector: {_ROLE_WORDS[role]} not reported"
+            )
+        else:
+            metrics[role] = found
+    if "requests" not in metrics:
+        raise PrometheusError(
+            f"Prometheus at {client.shown}: no vllm:request_success_total matching "
+            f"{selector or 'any series'}; "
+            f"it has {', '.join(sorted(present)[:8])}{'…' if len(present) > 8 else ''} (another vLLM version "
+            "or engine?)"
+        )
+    requests_series = _series(metrics["requests"], matchers)
+    # subquery ranges 1 ms short of the span: steps in (start, end], so windows do not share a step
+    total = f"[{range_s * 1000 - 1}ms:{step_s}s]"
+    queries: dict[str, tuple[str, str]] = {
+        "requests": (
+            "instant",
+            by_pool(f"sum_over_time({counted(requests_series, step_s)}{total})", mapping),
+        ),
+        "resets": (
+            "instant",
+            by_pool(
+                f"count_over_time(({requests_series} < ({requests_series} offset {step_s}s)){total})", mapping
+            ),
+        ),
+        "appeared": (
+            "instant",
+            by_pool(
+                f"count_over_time(({requests_series} unless ({requests_series} offset {step_s}s)){total})",
+                mapping,
+            ),
+        ),
+        "windows": (
+            "range",
+            by_pool(
+                f"sum_over_time({counted(requests_series, step_s)}[{window_s * 1000 - 1}ms:{step_s}s])",
+                mapping,
+            ),
+        ),
+    }
+    for role in HISTOGRAM_ROLES:
+        if role in metrics:
+            for part, extra in (("_bucket", "le"), ("_sum", "")):
+                series = _series(metrics[role] + part, matchers)
+                queries[role + part] = (
+                    "instant",
+                    by_pool(f"sum_over_time({counted(series, step_s)}{total})", mapping, extra),
+                )
+    if "preemptions" in metrics:
+        series = _series(metrics["preemptions"], matchers)
+        queries["preemptions"] = (
+            "instant",
+            by_pool(f"sum_over_time({counted(series, step_s)}{total})", mapping),
+        )
+    for role in ("running", "waiting", "kv_usage"):
+        if role in metrics:
+            series = _series(metrics[role], matchers)
+            queries[role + "_mean"] = ("instant", by_pool(f"avg_over_time({series}[{range_s}s])", mapping))
+            queries[role + "_count"] = (
+                "instant",
+                by_pool(f"count_over_time({series}[{range_s}s]) > 0 ", mapping).replace(
+                    "sum by", "count by", 1
+                ),
+            )
+    if "waiting" in metrics:
+        inner = by_pool(_series(metrics["waiting"], matchers), mapping)
+        queries["waiting_max"] = ("instant", f"max_over_time(({inner}){total})")
+    if "kv_usage" in metrics:
+        series = _series(metrics["kv_usage"], matchers)
+        queries["kv_usage_max"] = (
+            "instant",
+            by_pool(f"max_over_time({series}[{range_s}s])", mapping).replace("sum by", "max by", 1),
+        )
+
+    def run(item: tuple[str, tuple[str, str]]) -> tuple[str, Any]:
+        key, (kind, query) = item
+        if kind == "instant":
+            return key, client.instant(query, end)
+        return key, client.range(query, start + window_s, end, window_s)
+
+    with ThreadPoolExecutor(max_workers=6) as pool_executor:
+        answers = dict(pool_executor.map(run, queries.items()))
+    pools = _assemble(answers, metrics, mapping, start, end, window_s, warnings)
+    source = f"prometheus {client.shown} {selector or '{}'} {_iso(start)}..{_iso(end)}"
+    return FleetRead(tuple(pools), metrics, start, end, step_s, window_s, tuple(warnings), source)
+
+
+_ROLE_WORDS = {
+    "requests": "requests",
+    "prompt_tokens": "prompt lengths (the workload)",
+    "generation_tokens": "output lengths (the workload)",
+    "ttft": "TTFT and SLO attainment",
+    "tpot": "TPOT",
+    "queue_time": "queueing time",
+    "preemptions": "preemptions",
+    "running": "running requests",
+    "waiting": "waiting requests",
+    "kv_usage": "KV-cache usage",
+}
+
+
+def _iso(moment_s: float) -> str:
+    return str(np.datetime64(int(moment_s), "s")) + "Z"
+
+
+def _by_pool(vector: list[tuple[dict[str, str], float]]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for labels, value in vector:
+        name = labels.get(POOL_LABEL) or ALL_POOLS
+        out[name] = out.get(name, 0.0) + value
+    return out
+
+
+def _histograms(
+    buckets: list[tuple[dict[str, str], float]], sums: list[tuple[dict[str, str], float]], what: str
+) -> dict[str, Histogram]:
+    edges: dict[str, dict[float, float]] = {}
+    for labels, value in buckets:
+        pool = labels.get(POOL_LABEL) or ALL_POOLS
+        le = float(labels.get("le", "nan").replace("+Inf", "inf"))
+        edges.setdefault(pool, {})
+        edges[pool][le] = edges[pool].get(le, 0.0) + value
+    totals = _by_pool(sums)
+    out = {}
+    for pool, counts in edges.items():
+        ordered = sorted(counts)
+        out[pool] = make_histogram(
+            ordered, [counts[e] for e in ordered], totals.get(pool), f"{what}, pool {pool}"
+        )
+    return out
+
+
+def _assemble(
+    answers: dict[str, Any],
+    metrics: dict[str, str],
+    mapping: PoolMapping,
+    start: float,
+    end: float,
+    window_s: int,
+    warnings: list[str],
+) -> list[PoolObservation]:
+    requests = _by_pool(answers["requests"])
+    names = list(mapping.pools) if mapping.pools is not None else sorted(requests)
+    if mapping.pools is not None and ALL_POOLS in requests and ALL_POOLS not in mapping.pools:
+        warnings.append(
+            f"{requests[ALL_POOLS]:,.0f} requests came from series that match no pool "
+            f"({mapping.label} not matching {mapping.regex}); they are left out"
+        )
+    hist = {
+        role: _histograms(answers[role + "_bucket"], answers[role + "_sum"], metrics[role])
+        for role in HISTOGRAM_ROLES
+        if role in metrics
+    }
+    gauges = {key: _by_pool(answers[key]) for key in answers if key.endswith(("_mean", "_max", "_count"))}
+    preemptions = _by_pool(answers["preemptions"]) if "preemptions" in answers else {}
+    resets, appeared = _by_pool(answers["resets"]), _by_pool(answers["appeared"])
+    windows: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for labels, times, values in answers["windows"]:
+        windows[labels.get(POOL_LABEL) or ALL_POOLS] = (times - window_s, values)
+    pools = []
+    for name in names:
+        if name not in requests:
+            warnings.append(f"pool {name}: no series of it under the selector (no instance reported)")
+        missing = tuple(
+            metrics[role] for role in HISTOGRAM_ROLES if role in metrics and name not in hist[role]
+        )
+        notes = []
+        if resets.get(name):
+            notes.append(f"{resets[name]:.0f} counter reset(s) (an engine restarted): counted from zero")
+        if appeared.get(name):
+            notes.append(
+                f"{appeared[name]:.0f} request-counter series appeared during the span (an engine started, "
+                "or came back after a failed scrape): what they counted before their first sample is not seen"
+            )
+        times, counts = windows.get(name, (np.zeros(0), np.zeros(0)))
+        instances = gauges.get("running_count", {}).get(name)
+        kv_count = gauges.get("kv_usage_count", {}).get(name)
+        kv_mean = gauges.get("kv_usage_mean", {}).get(name)
+        tpot_name = metrics.get("tpot")
+        pools.append(
+            PoolObservation(
+                pool=name,
+                span_s=end - start,
+                end_s=end,
+                instances=int(instances or 0),
+                requests=requests.get(name, 0.0),
+                window_s=float(window_s),
+                window_starts_s=times,
+                window_counts=counts,
+                ttft=hist.get("ttft", {}).get(name),
+                tpot=hist.get("tpot", {}).get(name),
+                tpot_per_request=tpot_name == PER_REQUEST_TPOT,
+                prompt_tokens=hist.get("prompt_tokens", {}).get(name),
+                generation_tokens=hist.get("generation_tokens", {}).get(name),
+                queue_time=hist.get("queue_time", {}).get(name),
+                preemptions=preemptions.get(name) if "preemptions" in metrics else None,
+                running_mean=gauges.get("running_mean", {}).get(name),
+                waiting_mean=gauges.get("waiting_mean", {}).get(name),
+                waiting_max=gauges.get("waiting_max", {}).get(name),
+                kv_usage_mean=None if not kv_count or kv_mean is None else kv_mean / kv_count,
+                kv_usage_max=gauges.get("kv_usage_max", {}).get(name),
+                resets=int(resets.get(name, 0)),
+                missing=missing,
+                notes=tuple(notes),
+            )
+        )
+    return pools
