@@ -61,9 +61,10 @@ class Pod:
     running: np.ndarray  # per scrape
     waiting: np.ndarray
     kv_usage: np.ndarray
-    preempted: np.ndarray  # preemptions finishing per scrape
+    preempted_s: np.ndarray  # times of preemptions
     restart_at_s: float | None = None
     gap_s: tuple[float, float] | None = None
+    legacy: bool = False  # an older vLLM: V0 names (gpu_cache_usage_perc, per-token TPOT only)
 
 
 @dataclass
@@ -81,6 +82,7 @@ class Fleet:
 def make_fleet(
     *,
     pools: dict[str, tuple[int, float, int, float, int]],
+    legacy: tuple[str, ...] = (),
     start_s: float,
     hours: float,
     scrape_s: int = 15,
@@ -114,9 +116,11 @@ def make_fleet(
                     running=rng.integers(5, 60, steps).astype(float),
                     waiting=rng.integers(0, 8, steps).astype(float),
                     kv_usage=rng.uniform(0.2, 0.9, steps),
-                    preempted=rng.poisson(0.05, steps).astype(float),
+                    preempted_s=np.sort(rng.uniform(fleet.start_s, fleet.end_s, rng.poisson(0.05 * steps))),
                 )
             )  # fmt: skip
+    for pod in fleet.pods:
+        pod.legacy = pod.pool in legacy
     if restart is not None:
         pod = next(p for p in fleet.pods if p.name == restart)
         middle = times[times.size // 2]
@@ -151,7 +155,7 @@ def pod_series(pod: Pod, times: np.ndarray) -> dict[tuple[str, tuple[tuple[str, 
     out: dict = {}
     out[("vllm:request_success_total", (*base, ("finished_reason", "stop")))] = counter(pod.finish_s)
     out[("vllm:request_success_total", (*base, ("finished_reason", "length")))] = np.zeros(times.size)
-    out[("vllm:num_preemptions_total", base)] = np.cumsum(pod.preempted)
+    out[("vllm:num_preemptions_total", base)] = counter(pod.preempted_s)
     for family, values, edges in (
         ("vllm:request_prompt_tokens", pod.prompt, one_two_five(pod.max_model_len)),
         ("vllm:request_generation_tokens", pod.output, one_two_five(pod.max_model_len)),
@@ -167,15 +171,24 @@ def pod_series(pod: Pod, times: np.ndarray) -> dict[tuple[str, tuple[tuple[str, 
     out[("vllm:num_requests_running", base)] = pod.running
     out[("vllm:num_requests_waiting", base)] = pod.waiting
     out[("vllm:kv_cache_usage_perc", base)] = pod.kv_usage
-    if pod.restart_at_s is not None:  # the preemption counter restarts too
-        key = ("vllm:num_preemptions_total", base)
-        after = times >= pod.restart_at_s
-        out[key] = np.where(after, out[key] - out[key][~after][-1], out[key])
+    if pod.legacy:
+        renamed = {
+            "vllm:kv_cache_usage_perc": "vllm:gpu_cache_usage_perc",
+            "vllm:request_time_per_output_token_seconds": "vllm:time_per_output_token_seconds",
+        }
+        out = {(_rename(name, renamed), labels): values for (name, labels), values in out.items()}
     if pod.gap_s is not None:
         failed = (times > pod.gap_s[0]) & (times <= pod.gap_s[1])
         for key in out:
             out[key] = np.where(failed, np.nan, out[key])
     return out
+
+
+def _rename(name: str, renamed: dict[str, str]) -> str:
+    for old, new in renamed.items():
+        if name.startswith(old):
+            return new + name[len(old) :]
+    return name
 
 
 _TYPES = {"_bucket": "histogram", "_count": "histogram", "_sum": "histogram", "_total": "counter"}
@@ -189,7 +202,8 @@ def _family(name: str) -> tuple[str, str]:
 
 
 def _labels(pod: Pod, labels: tuple[tuple[str, str], ...]) -> str:
-    every = (("instance", f"{pod.name}:8000"), ("job", "vllm"), ("namespace", "llm"), ("pod", pod.name),
+    namespace = "legacy" if pod.legacy else "llm"
+    every = (("instance", f"{pod.name}:8000"), ("job", "vllm"), ("namespace", namespace), ("pod", pod.name),
              *labels)  # fmt: skip
     return ",".join(f'{k}="{v}"' for k, v in every)
 
@@ -215,8 +229,10 @@ def openmetrics(fleet: Fleet, path: Path) -> None:
 
 
 def exposition(fleet: Fleet, pod: Pod, at_s: float) -> str:
-    """The pod's ``/metrics`` page at ``at_s`` (Prometheus text format 0.0.4, as vLLM serves it)."""
-    lines, typed = [], set()
+    """The pod's ``/metrics`` page at ``at_s`` (Prometheus text format 0.0.4, as vLLM serves it),
+    its process started at the fleet's start."""
+    lines = ["# TYPE process_start_time_seconds gauge", f"process_start_time_seconds {fleet.start_s:.3f}"]
+    typed: set[str] = set()
     for (name, labels), values in pod_series(pod, np.array([at_s])).items():
         family, kind = _family(name)
         if family not in typed:

@@ -325,3 +325,73 @@ def live_findings(
             if pool.request_rate_per_s < min_load * planned:
                 findings.append(LiveFinding("underused", pool.pool, pool.request_rate_per_s, planned))
     return findings, undecided
+
+
+def fleet_observation(pools: list[PoolObservation], name: str = "fleet") -> PoolObservation:
+    """The whole fleet as one pool: counts and histograms added (histograms only where every pool
+    has one with the same buckets), gauges summed (KV usage: the mean and max over pools)."""
+    from fleetopt.core.histograms import add_histograms
+
+    if not pools:
+        raise ValidationError("no pool to add up")
+
+    def added(role: str) -> Histogram | None:
+        parts = [getattr(p, role) for p in pools]
+        if any(part is None for part in parts):
+            return None
+        try:
+            return add_histograms(parts, role)
+        except ValidationError:
+            return None
+
+    def total(role: str) -> float | None:
+        values = [getattr(p, role) for p in pools]
+        return None if any(v is None for v in values) else float(sum(values))
+
+    starts = np.concatenate([np.asarray(p.window_starts_s, dtype=np.float64) for p in pools])
+    counts = np.concatenate([np.asarray(p.window_counts, dtype=np.float64) for p in pools])
+    unique, where = np.unique(starts, return_inverse=True)
+    summed = np.bincount(where, weights=counts, minlength=unique.size) if unique.size else np.zeros(0)
+    kv = [p.kv_usage_mean for p in pools if p.kv_usage_mean is not None]
+    kv_max = [p.kv_usage_max for p in pools if p.kv_usage_max is not None]
+    first = pools[0]
+    return PoolObservation(
+        pool=name, span_s=first.span_s, end_s=first.end_s, instances=sum(p.instances for p in pools),
+        requests=float(sum(p.requests for p in pools)), window_s=first.window_s, window_starts_s=unique,
+        window_counts=summed, ttft=added("ttft"), tpot=added("tpot"),
+        tpot_per_request=all(p.tpot_per_request for p in pools), prompt_tokens=added("prompt_tokens"),
+        generation_tokens=added("generation_tokens"), queue_time=added("queue_time"),
+        preemptions=total("preemptions"), running_mean=total("running_mean"),
+        waiting_mean=total("waiting_mean"), waiting_max=None,
+        kv_usage_mean=sum(kv) / len(kv) if kv else None, kv_usage_max=max(kv_max) if kv_max else None,
+        resets=sum(p.resets for p in pools),
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RateProfile:
+    """Finished requests per window over the observed span (empty windows included): mean, median,
+    99th percentile (inverted CDF) and peak rates, req/s."""
+
+    window_s: float
+    windows: int
+    mean_per_s: float
+    p50_per_s: float
+    p99_per_s: float
+    peak_per_s: float
+
+
+def rate_profile(pool: PoolObservation) -> RateProfile | None:
+    """The pool's windowed rate profile (None without windows)."""
+    if pool.window_s is None or pool.window_s <= 0 or pool.span_s < pool.window_s:
+        return None
+    windows = int(round(pool.span_s / pool.window_s))
+    counts = np.zeros(windows)
+    observed = np.asarray(pool.window_counts, dtype=np.float64)
+    counts[: observed.size] = np.sort(observed)[::-1][:windows]  # order is irrelevant to the quantiles
+    rates = counts / pool.window_s
+    return RateProfile(
+        float(pool.window_s), windows, float(rates.mean()),
+        float(np.percentile(rates, 50, method="inverted_cdf")),
+        float(np.percentile(rates, 99, method="inverted_cdf")), float(rates.max()),
+    )  # fmt: skip

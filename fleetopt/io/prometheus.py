@@ -132,6 +132,7 @@ class PrometheusClient:
     token: str | None = field(default=None, repr=False)
     timeout_s: float = DEFAULT_TIMEOUT_S
     ca_file: str | None = None
+    what: str = "Prometheus"
 
     def __post_init__(self) -> None:
         parts = urllib.parse.urlsplit(self.url)
@@ -155,23 +156,22 @@ class PrometheusClient:
         except (OSError, ssl.SSLError) as exc:
             raise ValidationError(f"--ca-file {self.ca_file}: not a readable CA bundle ({exc})") from None
 
-    def get(self, path: str, params: dict[str, Any], *, post: bool = True) -> Any:
-        """Send ``params`` to ``path`` (under the URL; POSTed as a form, or in the URL when not
-        ``post``) and return the answer's ``data``."""
+    def fetch(self, path: str, params: dict[str, Any] | None = None, *, post: bool = True) -> bytes:
+        """The body of ``path`` under the URL (``params`` POSTed as a form, or in the URL when not
+        ``post``); every failure a :class:`PrometheusError` that names the server, not the token."""
         base = self.url.rstrip("/")
-        form = urllib.parse.urlencode(params, doseq=True)
+        form = urllib.parse.urlencode(params or {}, doseq=True)
         if post:
             request = urllib.request.Request(f"{base}{path}", data=form.encode(), method="POST")
             request.add_header("Content-Type", "application/x-www-form-urlencoded")
         else:
-            request = urllib.request.Request(f"{base}{path}?{form}", method="GET")
-        request.add_header("Accept", "application/json")
+            request = urllib.request.Request(f"{base}{path}{'?' + form if form else ''}", method="GET")
         if self.token:
             request.add_header("Authorization", f"Bearer {self.token}")
-        where = f"Prometheus at {self.shown}"
+        where = f"{self.what} at {self.shown}"
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s, context=self._context()) as answer:
-                raw = answer.read()
+                return answer.read()
         except urllib.error.HTTPError as exc:
             raise self._http_error(exc, path) from None
         except urllib.error.URLError as exc:
@@ -191,6 +191,11 @@ class PrometheusClient:
             raise PrometheusError(f"{where} did not answer within {self.timeout_s:g} s (--timeout)") from None
         except OSError as exc:
             raise PrometheusError(f"cannot reach {where} ({exc.strerror or type(exc).__name__})") from None
+
+    def get(self, path: str, params: dict[str, Any], *, post: bool = True) -> Any:
+        """The ``data`` of Prometheus' JSON answer to ``path``."""
+        raw = self.fetch(path, params, post=post)
+        where = f"{self.what} at {self.shown}"
         try:
             document = json.loads(raw)
         except ValueError:
@@ -202,7 +207,7 @@ class PrometheusClient:
         return document.get("data")
 
     def _http_error(self, exc: urllib.error.HTTPError, path: str) -> PrometheusError:
-        where = f"Prometheus at {self.shown}"
+        where = f"{self.what} at {self.shown}"
         if exc.code in (401, 403):
             how = (
                 "the bearer token was refused"
