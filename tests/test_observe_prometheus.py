@@ -289,3 +289,20 @@ def test_scrape_reads_engines_metrics_pages(server) -> None:
         assert pool.pool == "short" and pool.requests == expected and pool.instances == 2
     finally:
         page.shutdown()
+
+
+def test_the_cron_example_of_docs_ci_runs_against_prometheus(server, plan_file) -> None:
+    import re
+    import shlex
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "ci.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```bash\n(.*?)^```", text, flags=re.DOTALL | re.MULTILINE)
+    lines = [line for block in blocks for line in block.splitlines() if line.startswith("fleetopt drift")]
+    assert lines and "--prometheus" in lines[0]
+    words = shlex.split(lines[0].split(" > ")[0])
+    args = [{'"$PROMETHEUS_URL"': server.url, "$PROMETHEUS_URL": server.url}.get(w, w) for w in words[1:]]
+    args = [str(plan_file) if a == "fleet/plan.yaml" else a for a in args]
+    done = _cli(*args)
+    assert done.returncode == 1, done.stderr
+    reasons = {(r["check"], r["pool"]) for r in json.loads(done.stdout)["reasons"]}
+    assert ("slo_missed", "long") in reasons
