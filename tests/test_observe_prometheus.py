@@ -306,3 +306,15 @@ def test_the_cron_example_of_docs_ci_runs_against_prometheus(server, plan_file) 
     assert done.returncode == 1, done.stderr
     reasons = {(r["check"], r["pool"]) for r in json.loads(done.stdout)["reasons"]}
     assert ("slo_missed", "long") in reasons
+
+
+def test_calibrate_checks_a_profile_against_production_windows(server) -> None:
+    done = _cli("calibrate", "--prometheus", server.url, "--profile", "llama-3.1-70b-fp8-h100-80gb-tp8-vllm",
+                "--since", f"{HOURS}h", "--end", f"{server.end_s:.0f}", "--selector", '{namespace="llm"}',
+                "--window", "10min", "--format", "json")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    pool = data["pools"]["all"]
+    assert pool["windows"] == HOURS * 6
+    # the fixture's running gauge is random, so its windows span several concurrency levels: refit
+    assert pool["concurrency_levels"] >= 2 and pool["refit"] is not None

@@ -693,6 +693,8 @@ _LAZY: dict[str, str] = {
     "observe_scrape": "observe",
     "LiveDriftRun": "observe",
     "check_plan_drift_live": "observe",
+    "ProductionCalibration": "observe",
+    "calibrate_from_prometheus": "observe",
     "EXPORT_TARGETS": "export",
     "ExportRun": "export",
     "export_context": "export",

@@ -338,3 +338,80 @@ def check_plan_drift_live(
         list(observed.pools), planned_rates, observed.ttft_slo_s, observed.tpot_slo_s, min_load
     )
     return LiveDriftRun(drift, observed, tuple(findings), tuple(undecided), min_load)
+
+
+# -- calibration from production ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProductionCalibration:
+    """``fleetopt calibrate --prometheus``: per pool the profile checked against its load windows
+    (:class:`fleetopt.core.live_calibrate.ProductionCheck`), the profile's name and parameters."""
+
+    profile: str
+    parameters: dict[str, float]
+    prefill_chunk_tokens: int
+    checks: dict[str, Any]
+    window_s: int
+    warnings: tuple[str, ...]
+
+
+def calibrate_from_prometheus(
+    url: str,
+    *,
+    profile: str,
+    since_s: float,
+    end_s: float | None = None,
+    selector: str | None = None,
+    plan_path: Path | None = None,
+    pool_label: str | None = None,
+    name_prefix: str = "fleetopt",
+    step_s: int = 15,
+    window_s: int = 600,
+    profiles_dir: Path | None = None,
+    token_env: str | None = None,
+    token_file: Path | None = None,
+    ca_file: str | None = None,
+    timeout_s: float | None = None,
+) -> ProductionCalibration:
+    """Check the serving profile ``profile`` against each pool's windows of observed load
+    (:func:`fleetopt.io.prometheus.read_load_windows`), refitting W, H, τ, T0 where the load varied
+    (:func:`fleetopt.core.live_calibrate.check_production`)."""
+    import time
+
+    import numpy as np
+
+    from fleetopt.api import profile_search_path
+    from fleetopt.core.calibrate import PARAMETERS
+    from fleetopt.core.live_calibrate import check_production
+    from fleetopt.io.profiles import load_serving
+    from fleetopt.io.prometheus import read_load_windows
+
+    serving = load_serving(profile, profile_search_path(profiles_dir))
+    theta = np.array(
+        [serving.iteration_base_s, serving.iteration_per_slot_s, serving.prefill_per_token_s,
+         serving.iteration_per_kv_token_s, serving.ttft_overhead_s, 0.0]
+    )  # fmt: skip
+    plan_file, _, _ = _plan_and_slo(plan_path, None, None)
+    client = prometheus_client(
+        url, token_env=token_env, token_file=token_file, ca_file=ca_file, timeout_s=timeout_s
+    )
+    windows, warnings = read_load_windows(
+        client, since_s=since_s, end_s=time.time() if end_s is None else end_s,
+        mapping=mapping_for(plan_file, pool_label, name_prefix), selector=selector, step_s=step_s,
+        window_s=window_s,
+    )  # fmt: skip
+    checks = {}
+    for pool, rows in windows.items():
+        if rows.rows == 0:
+            warnings.append(f"pool {pool}: no window with finished requests and every metric")
+            continue
+        checks[pool] = check_production(theta, rows, serving.prefill_chunk_tokens)
+    if not checks:
+        from fleetopt.io.prometheus import PrometheusError
+
+        raise PrometheusError(f"Prometheus at {client.shown}: no window to check the profile against")
+    parameters = {name: float(value) for name, value in zip(PARAMETERS, theta, strict=True)}
+    return ProductionCalibration(
+        serving.name, parameters, serving.prefill_chunk_tokens, checks, window_s, tuple(warnings)
+    )

@@ -631,3 +631,76 @@ def _assemble(
             )
         )
     return pools
+
+
+def read_load_windows(
+    client: PrometheusClient,
+    *,
+    since_s: float,
+    end_s: float,
+    mapping: PoolMapping,
+    selector: str | None = None,
+    step_s: int = 15,
+    window_s: int = 600,
+) -> tuple[dict[str, Any], list[str]]:
+    """Per pool, per window with finished requests: the exact means (``_sum``/``_count`` increases)
+    of prompt and output tokens, TPOT and TTFT − queue time, and the time-averaged running requests
+    per instance, as a :class:`fleetopt.core.calibrate.Benchmark` (one row per window)."""
+    from fleetopt.core.calibrate import Benchmark
+
+    start, end = aligned_span(end_s, since_s, window_s)
+    matchers = selector_matchers(selector)
+    present = client.metric_names(selector or "", start, end)
+    needed = ("prompt_tokens", "generation_tokens", "ttft", "tpot", "queue_time", "running")
+    metrics: dict[str, str] = {}
+    for role in needed:
+        names = VLLM_METRICS[role]
+        found = next((n for n in names if (n + "_bucket" if role in HISTOGRAM_ROLES else n) in present), None)
+        if found is None:
+            raise PrometheusError(
+                f"Prometheus at {client.shown}: no {' or '.join(names)} under {selector or 'any series'}; "
+                "calibration needs token, TTFT, TPOT and queue-time histograms and the running gauge"
+            )
+        metrics[role] = found
+    warnings = []
+    if metrics["tpot"] != PER_REQUEST_TPOT:
+        warnings.append(f"TPOT is {metrics['tpot']} (per output token): its mean is token-weighted")
+    window = f"[{window_s * 1000 - 1}ms:{step_s}s]"
+    queries = {}
+    for role in needed[:-1]:
+        for part in ("_sum", "_count"):
+            series = _series(metrics[role] + part, matchers)
+            queries[role + part] = by_pool(f"sum_over_time({counted(series, step_s)}{window})", mapping)
+    running = _series(metrics["running"], matchers)
+    queries["running"] = by_pool(f"avg_over_time({running}[{window_s}s])", mapping)
+    queries["instances"] = by_pool(f"count_over_time({running}[{window_s}s]) > 0", mapping).replace(
+        "sum by", "count by", 1
+    )
+
+    def run(item: tuple[str, str]) -> tuple[str, dict[str, dict[float, float]]]:
+        key, query = item
+        out: dict[str, dict[float, float]] = {}
+        for labels, times, values in client.range(query, start + window_s, end, window_s):
+            pool = labels.get(POOL_LABEL) or ALL_POOLS
+            row = out.setdefault(pool, {})
+            for t, v in zip(times.tolist(), values.tolist(), strict=True):
+                row[t] = row.get(t, 0.0) + v
+        return key, out
+
+    with ThreadPoolExecutor(max_workers=6) as executor:
+        answers = dict(executor.map(run, queries.items()))
+    pools: dict[str, Any] = {}
+    for pool, counts in answers["ttft_count"].items():
+        times = sorted(t for t, n in counts.items() if n > 0)
+
+        def mean(role: str, times=times, pool=pool) -> np.ndarray:
+            sums, counts = answers[role + "_sum"].get(pool, {}), answers[role + "_count"].get(pool, {})
+            return np.array([sums.get(t, np.nan) / counts[t] if counts.get(t) else np.nan for t in times])
+
+        running, instances = answers["running"].get(pool, {}), answers["instances"].get(pool, {})
+        per_instance = np.array([running.get(t, np.nan) / instances.get(t, np.nan) for t in times])
+        columns = (per_instance, mean("prompt_tokens"), mean("generation_tokens"),
+                   mean("ttft") - mean("queue_time"), mean("tpot"))  # fmt: skip
+        usable = np.all([np.isfinite(c) for c in columns], axis=0) & (columns[3] > 0) & (columns[4] > 0)
+        pools[pool] = Benchmark(*(np.asarray(c)[usable] for c in columns))
+    return pools, warnings

@@ -316,3 +316,85 @@ def draw_live(console: Console, data: Mapping[str, Any]) -> None:
     notes += [f"{name}: {note}" for name, pool in live["pools"].items() for note in pool["notes"]]
     if notes:
         console.print(bullets(notes))
+
+
+# -- calibration from production ------------------------------------------------------------------
+
+
+def _median_abs(values: Any) -> float | None:
+    import numpy as np
+
+    return None if values is None or len(values) == 0 else float(np.median(np.abs(values)))
+
+
+def production_calibration_document(result: Any) -> dict[str, Any]:
+    """``fleetopt calibrate --prometheus`` as one plain dictionary."""
+    pools = {}
+    for name, check in result.checks.items():
+        w = check.windows
+        pools[name] = {
+            "windows": w.rows,
+            "concurrency_levels": check.concurrency_levels,
+            "concurrency_range": [float(w.concurrency.min()), float(w.concurrency.max())],
+            "tpot_median_abs_pct_error": _median_abs(check.tpot_pct_errors),
+            "ttft_median_abs_pct_error": _median_abs(check.ttft_pct_errors),
+            "refit": check.refit,
+            "refit_tpot_median_abs_pct_error": _median_abs(check.refit_tpot_pct_errors),
+            "refit_ttft_median_abs_pct_error": _median_abs(check.refit_ttft_pct_errors),
+            "not_identified": check.not_identified,
+            "rows": [
+                {
+                    "concurrency_per_instance": float(w.concurrency[k]),
+                    "input_tokens_mean": float(w.input_tokens[k]),
+                    "output_tokens_mean": float(w.output_tokens[k]),
+                    "tpot_s": float(w.tpot_s[k]),
+                    "predicted_tpot_s": float(check.predicted_tpot_s[k]),
+                    "ttft_minus_queue_s": float(w.ttft_s[k]),
+                    "predicted_ttft_minus_queue_s": float(check.predicted_ttft_s[k]),
+                }
+                for k in range(w.rows)
+            ],
+        }
+    return {
+        "kind": "fleetopt-calibrate-live",
+        "profile": result.profile,
+        "parameters": result.parameters,
+        "prefill_chunk_tokens": result.prefill_chunk_tokens,
+        "window_s": result.window_s,
+        "pools": pools,
+        "warnings": list(result.warnings),
+    }
+
+
+def draw_production_calibration(console: Console, data: Mapping[str, Any]) -> None:
+    """Per pool: how far the profile's predictions are from the observed means, and the refit."""
+    from fleetopt.render.layout import FitTable, bullets
+
+    console.print(
+        f"profile {data['profile']} against windows of {fmt_num(data['window_s'])} s of observed load",
+        markup=False,
+    )
+    table = FitTable(title="Profile vs observed means (median |error| over windows)")
+    for column in ("pool", "windows", "concurrency / instance", "TPOT", "TTFT − queue", "refit W, H, τ, T0"):
+        table.add_column(column, justify="left" if column in ("pool", "refit W, H, τ, T0") else "right")
+    for name, pool in data["pools"].items():
+        low, high = pool["concurrency_range"]
+        refit = pool["refit"]
+        text = (
+            pool["not_identified"]
+            if refit is None
+            else f"W {fmt_seconds(refit['iteration_base_s'])}, "
+            f"H {fmt_seconds(refit['iteration_per_slot_s'])}, "
+            f"τ {refit['prefill_per_token_s'] * 1e6:.3g} µs, T0 {fmt_seconds(refit['ttft_overhead_s'])} "
+            f"(|error| {fmt_num(pool['refit_tpot_median_abs_pct_error'], 3)}% / "
+            f"{fmt_num(pool['refit_ttft_median_abs_pct_error'], 3)}%)"
+        )
+        table.add_row(
+            name, fmt_num(pool["windows"]), f"{fmt_num(low, 3)}–{fmt_num(high, 3)}",
+            f"{fmt_num(pool['tpot_median_abs_pct_error'], 3)}%",
+            f"{fmt_num(pool['ttft_median_abs_pct_error'], 3)}%",
+            text,
+        )  # fmt: skip
+    console.print(table)
+    if data["warnings"]:
+        console.print(bullets(data["warnings"]))
