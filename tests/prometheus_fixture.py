@@ -281,7 +281,8 @@ class PrometheusServer:
                 text = self.folder / "series.om"
                 openmetrics(self.fleet, text)
                 subprocess.run(
-                    ["promtool", "tsdb", "create-blocks-from", "openmetrics", str(text), str(data)],
+                    ["promtool", "tsdb", "create-blocks-from", "openmetrics", "--max-block-duration=168h",
+                     str(text), str(data)],
                     check=True, capture_output=True, timeout=600,
                 )  # fmt: skip
                 text.unlink()

@@ -380,6 +380,13 @@ class FleetRead:
     source: str
 
 
+def resolve_metric(role: str, present: set[str]) -> str | None:
+    """The first of the role's names (:data:`VLLM_METRICS`, newest first) that the server has."""
+    names = VLLM_METRICS[role]
+    sample = (lambda n: n + "_bucket") if role in HISTOGRAM_ROLES else (lambda n: n)
+    return next((n for n in names if sample(n) in present), None)
+
+
 def aligned_span(end_s: float, since_s: float, window_s: int) -> tuple[float, float]:
     """(start, end) with both on multiples of the window (end rounded down)."""
     end = math.floor(end_s / window_s) * window_s
@@ -421,7 +428,7 @@ def read_fleet(
     warnings: list[str] = []
     for role, names in VLLM_METRICS.items():
         probe = {n + "_bucket" for n in names} if role in HISTOGRAM_ROLES else set(names)
-        found = next((n for n in names if (n + "_bucket" if role in HISTOGRAM_ROLES else n) in present), None)
+        found = resolve_metric(role, present)
         if found is None:
             warnings.append(
                 f"no {' or '.join(sorted(probe))} under the selector: {_ROLE_WORDS[role]} not reported"
@@ -654,11 +661,11 @@ def read_load_windows(
     needed = ("prompt_tokens", "generation_tokens", "ttft", "tpot", "queue_time", "running")
     metrics: dict[str, str] = {}
     for role in needed:
-        names = VLLM_METRICS[role]
-        found = next((n for n in names if (n + "_bucket" if role in HISTOGRAM_ROLES else n) in present), None)
+        found = resolve_metric(role, present)
         if found is None:
             raise PrometheusError(
-                f"Prometheus at {client.shown}: no {' or '.join(names)} under {selector or 'any series'}; "
+                f"Prometheus at {client.shown}: no {' or '.join(VLLM_METRICS[role])} under "
+                f"{selector or 'any series'}; "
                 "calibration needs token, TTFT, TPOT and queue-time histograms and the running gauge"
             )
         metrics[role] = found

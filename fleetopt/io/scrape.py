@@ -37,6 +37,7 @@ from fleetopt.io.prometheus import (
     PrometheusClient,
     PrometheusError,
     public_url,
+    resolve_metric,
 )
 
 #: The labels that tell engines apart within one page (data-parallel engines) — added over.
@@ -130,12 +131,11 @@ def scrape_fleet(
     metrics: dict[str, str] = {}
     present = {name for snapshot in last for name, _ in snapshot}
     for role, names in VLLM_METRICS.items():
-        sample = (lambda n: n + "_bucket") if role in HISTOGRAM_ROLES else (lambda n: n)
-        found = next((n for n in names if sample(n) in present), None)
+        found = resolve_metric(role, present)
         if found is not None:
             metrics[role] = found
         else:
-            warnings.append(f"no {' or '.join(sample(n) for n in names)} on the pages")
+            warnings.append(f"no {' or '.join(names)} on the pages")
     if "requests" not in metrics:
         raise PrometheusError(
             f"{', '.join(c.shown for c in clients[:3])}: no vllm:request_success_total on the page(s) "
