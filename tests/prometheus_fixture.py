@@ -261,11 +261,15 @@ class PrometheusServer:
     blocks (backfilled with promtool). Use as a context manager; always stopped and removed."""
 
     def __init__(self, fleet: Fleet | None, *, config: str = "global:\n  scrape_interval: 15s\n",
-                 start_timeout_s: float = 30.0):  # fmt: skip
+                 start_timeout_s: float = 30.0, keep: Path | None = None):  # fmt: skip
+        """``keep``: a folder kept between runs (its blocks are reused when present)."""
         self.fleet = fleet
         self.config = config
         self.start_timeout_s = start_timeout_s
-        self.folder = Path(tempfile.mkdtemp(prefix="fleetopt-prometheus-"))
+        self.keep = keep
+        self.folder = (
+            Path(keep) if keep is not None else Path(tempfile.mkdtemp(prefix="fleetopt-prometheus-"))
+        )
         self.process: subprocess.Popen | None = None
         self.port = 0
 
@@ -276,8 +280,9 @@ class PrometheusServer:
     def __enter__(self) -> PrometheusServer:
         try:
             data = self.folder / "data"
-            data.mkdir()
-            if self.fleet is not None:
+            reuse = self.keep is not None and data.is_dir() and any(data.glob("01*"))
+            data.mkdir(parents=True, exist_ok=True)
+            if self.fleet is not None and not reuse:
                 text = self.folder / "series.om"
                 openmetrics(self.fleet, text)
                 subprocess.run(
@@ -319,4 +324,5 @@ class PrometheusServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(timeout=10)
-        shutil.rmtree(self.folder, ignore_errors=True)
+        if self.keep is None:
+            shutil.rmtree(self.folder, ignore_errors=True)

@@ -13,13 +13,14 @@ edges are read from the data, never assumed: they changed between versions (V0's
 stopped at 10 s, V1's go to 2,560 s; token buckets are 1-2-5 steps up to ``--max-model-len``).
 
 **Exact counts.** Prometheus' ``increase()`` extrapolates to the range's ends, so it is not a
-whole number of requests. Every count here is the sum, over the query steps, of each series'
-own rise between consecutive steps, where a drop is a reset after which the counter counted up
-from zero: ``((m - m offset S) >= 0) or (m < m offset S)``, summed with a subquery ``[R:S]``.
-With the step S no longer than the scrape interval this is the exact increase of every series
-that was scraped through the span; what a series counted before its first sample in the span
-(an instance that started, or came back after a failed scrape) is not seen, and the reader says
-how many series that concerns.
+whole number of requests. A counter sampled at both ends without a reset rose by exactly end −
+start (one server-side pass over its raw samples); the others, and the request counter (for its
+windows), are read at every step S and their rises added here, a drop being a reset after which
+the counter counted up from zero (:func:`exact_increases`, :func:`request_windows`). With S no
+longer than the scrape interval this is exact through restarts and failed scrapes; what a series
+counted before its first sample in the span is not seen, and the reader says how many engines
+started during the span. Load windows for calibration use the same rule in a subquery
+(:func:`counted`).
 
 **Pools.** Series are mapped to a plan's pools by one label: the pod name by default, as
 ``fleetopt export`` names pods (``<prefix>-<pool>-…``, the selector of its KEDA queries), or a
@@ -380,6 +381,122 @@ class FleetRead:
     source: str
 
 
+def _key(labels: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((k, v) for k, v in labels.items() if k != "__name__"))
+
+
+def _pool_of(labels: dict[str, str], mapping: PoolMapping) -> str:
+    """The pool a series belongs to, by the mapping's regex on its label (PromQL regexes are
+    anchored at both ends, as ``re.fullmatch``)."""
+    match = re.fullmatch(mapping.regex, labels.get(mapping.label, ""))
+    return match.group(1) if match and match.group(1) else ALL_POOLS
+
+
+def exact_increases(
+    client: PrometheusClient,
+    series: str,
+    mapping: PoolMapping,
+    extra: str,
+    start: float,
+    end: float,
+    step_s: int,
+) -> list[tuple[dict[str, str], float]]:
+    """Each pool's exact increase of the counters ``series`` selects over (start, end], summed by
+    pool (and ``extra``, e.g. ``le``), as an instant vector with the pool in :data:`POOL_LABEL`.
+
+    A series sampled at both ends without a reset in between rose by exactly end − start, which
+    the server computes in one pass over the raw samples (``m - m offset R unless resets(m[R]) >
+    0``). The others — restarted, started or stopped within the span, and only they — are read at
+    every step (``query_range``, step ≤ the scrape interval) and their rises added here, a drop
+    counting as a restart from zero (:func:`fleetopt.core.histograms.counter_increase`): exact
+    across restarts and across failed scrapes, from each series' first sample in the span.
+    """
+    from fleetopt.core.histograms import counter_increase
+
+    span = int(end - start)
+    window = f"[{span * 1000 - 1}ms]"
+    regular = client.instant(
+        f"({series} - ({series} offset {span}s)) unless (resets({series}{window}) > 0)", end
+    )
+    present = client.instant(f"count_over_time({series}{window})", end)
+    totals: dict[tuple[str, str], float] = {}
+
+    def add(labels: dict[str, str], value: float) -> None:
+        key = (_pool_of(labels, mapping), labels.get(extra, "") if extra else "")
+        totals[key] = totals.get(key, 0.0) + value
+
+    seen = set()
+    for labels, value in regular:
+        seen.add(_key(labels))
+        add(labels, value)
+    irregular = [labels for labels, _ in present if _key(labels) not in seen]
+    if irregular:
+        instances = sorted({labels.get("instance", "") for labels in irregular})
+        narrowed = series
+        if all(instances):
+            inner = f"instance=~{promql_string('|'.join(re.escape(i) for i in instances))}"
+            narrowed = series[:-1] + f",{inner}}}" if series.endswith("}") else f"{series}{{{inner}}}"
+        wanted = {_key(labels) for labels in irregular}
+        for labels, _, values in client.range(narrowed, start, end, step_s):
+            if _key(labels) in wanted:
+                add(labels, counter_increase(values)[0])
+    out = []
+    for (pool, extra_value), value in totals.items():
+        labels = {POOL_LABEL: pool}
+        if extra:
+            labels[extra] = extra_value
+        out.append((labels, value))
+    return out
+
+
+@dataclass(frozen=True)
+class RequestWindows:
+    """Per pool: finished requests per window (window k covers (start + k·W, start + (k+1)·W]),
+    and how many series restarted, started after the span's start, or missed scrapes for longer
+    than the lookback."""
+
+    counts: dict[str, np.ndarray]
+    resets: dict[str, int]
+    appeared: dict[str, int]
+    gaps: dict[str, int]
+
+
+def request_windows(
+    client: PrometheusClient,
+    series: str,
+    mapping: PoolMapping,
+    start: float,
+    end: float,
+    step_s: int,
+    window_s: int,
+) -> RequestWindows:
+    """The request counter of every engine read at every step (summed over ``finished_reason``
+    within the engine, which restarts as one), its rises added per window — a drop counting as a
+    restart from zero, a rise across missed scrapes credited to the window where they resume — so
+    the windows add up to the exact count of every engine from its first sample in the span."""
+    from fleetopt.core.histograms import counter_increase
+
+    windows = int(round((end - start) / window_s))
+    counts: dict[str, np.ndarray] = {}
+    resets: dict[str, int] = {}
+    appeared: dict[str, int] = {}
+    gaps: dict[str, int] = {}
+    for labels, times, values in client.range(
+        f"sum without (finished_reason) ({series})", start, end, step_s
+    ):
+        pool = _pool_of(labels, mapping)
+        if values.size < 2:
+            continue
+        rises = np.diff(values)
+        rises = np.where(rises < 0, values[1:], rises)
+        index = np.clip(np.ceil((times[1:] - start) / window_s).astype(np.int64) - 1, 0, windows - 1)
+        counts[pool] = counts.get(pool, np.zeros(windows)) + np.bincount(index, rises, minlength=windows)
+        resets[pool] = resets.get(pool, 0) + counter_increase(values)[1]
+        appeared[pool] = appeared.get(pool, 0) + int(times[0] > start + 0.5 * step_s)
+        gaps[pool] = gaps.get(pool, 0) + int(np.any(np.diff(times) > 1.5 * step_s))
+    return RequestWindows(counts, resets, appeared, gaps)
+
+
 def resolve_metric(role: str, present: set[str]) -> str | None:
     """The first of the role's names (:data:`VLLM_METRICS`, newest first) that the server has."""
     names = VLLM_METRICS[role]
@@ -445,46 +562,14 @@ def read_fleet(
     requests_series = _series(metrics["requests"], matchers)
     # subquery ranges 1 ms short of the span: steps in (start, end], so windows do not share a step
     total = f"[{range_s * 1000 - 1}ms:{step_s}s]"
-    queries: dict[str, tuple[str, str]] = {
-        "requests": (
-            "instant",
-            by_pool(f"sum_over_time({counted(requests_series, step_s)}{total})", mapping),
-        ),
-        "resets": (
-            "instant",
-            by_pool(
-                f"count_over_time(({requests_series} < ({requests_series} offset {step_s}s)){total})", mapping
-            ),
-        ),
-        "appeared": (
-            "instant",
-            by_pool(
-                f"count_over_time(({requests_series} unless ({requests_series} offset {step_s}s)){total})",
-                mapping,
-            ),
-        ),
-        "windows": (
-            "range",
-            by_pool(
-                f"sum_over_time({counted(requests_series, step_s)}[{window_s * 1000 - 1}ms:{step_s}s])",
-                mapping,
-            ),
-        ),
-    }
+    queries: dict[str, tuple[str, ...]] = {"requests": ("windows", requests_series, "")}
     for role in HISTOGRAM_ROLES:
         if role in metrics:
             for part, extra in (("_bucket", "le"), ("_sum", "")):
                 series = _series(metrics[role] + part, matchers)
-                queries[role + part] = (
-                    "instant",
-                    by_pool(f"sum_over_time({counted(series, step_s)}{total})", mapping, extra),
-                )
+                queries[role + part] = ("increase", series, extra)
     if "preemptions" in metrics:
-        series = _series(metrics["preemptions"], matchers)
-        queries["preemptions"] = (
-            "instant",
-            by_pool(f"sum_over_time({counted(series, step_s)}{total})", mapping),
-        )
+        queries["preemptions"] = ("increase", _series(metrics["preemptions"], matchers), "")
     for role in ("running", "waiting", "kv_usage"):
         if role in metrics:
             series = _series(metrics[role], matchers)
@@ -505,10 +590,14 @@ def read_fleet(
             by_pool(f"max_over_time({series}[{range_s}s])", mapping).replace("sum by", "max by", 1),
         )
 
-    def run(item: tuple[str, tuple[str, str]]) -> tuple[str, Any]:
-        key, (kind, query) = item
+    def run(item: tuple[str, tuple[str, ...]]) -> tuple[str, Any]:
+        key, (kind, query, *extra) = item
         if kind == "instant":
             return key, client.instant(query, end)
+        if kind == "increase":
+            return key, exact_increases(client, query, mapping, extra[0], start, end, step_s)
+        if kind == "windows":
+            return key, request_windows(client, query, mapping, start, end, step_s, window_s)
         return key, client.range(query, start + window_s, end, window_s)
 
     with ThreadPoolExecutor(max_workers=6) as pool_executor:
@@ -572,7 +661,8 @@ def _assemble(
     window_s: int,
     warnings: list[str],
 ) -> list[PoolObservation]:
-    requests = _by_pool(answers["requests"])
+    counted_windows: RequestWindows = answers["requests"]
+    requests = {pool: float(c.sum()) for pool, c in counted_windows.counts.items()}
     names = list(mapping.pools) if mapping.pools is not None else sorted(requests)
     if mapping.pools is not None and ALL_POOLS in requests and ALL_POOLS not in mapping.pools:
         warnings.append(
@@ -586,10 +676,10 @@ def _assemble(
     }
     gauges = {key: _by_pool(answers[key]) for key in answers if key.endswith(("_mean", "_max", "_count"))}
     preemptions = _by_pool(answers["preemptions"]) if "preemptions" in answers else {}
-    resets, appeared = _by_pool(answers["resets"]), _by_pool(answers["appeared"])
+    resets, appeared, gaps = counted_windows.resets, counted_windows.appeared, counted_windows.gaps
     windows: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    for labels, times, values in answers["windows"]:
-        windows[labels.get(POOL_LABEL) or ALL_POOLS] = (times - window_s, values)
+    for pool, values in counted_windows.counts.items():
+        windows[pool] = (start + window_s * np.arange(values.size, dtype=np.float64), values)
     pools = []
     for name in names:
         if name not in requests:
@@ -602,8 +692,13 @@ def _assemble(
             notes.append(f"{resets[name]:.0f} counter reset(s) (an engine restarted): counted from zero")
         if appeared.get(name):
             notes.append(
-                f"{appeared[name]:.0f} request-counter series appeared during the span (an engine started, "
-                "or came back after a failed scrape): what they counted before their first sample is not seen"
+                f"{appeared[name]} engine(s) started during the span: what they counted before their "
+                "first sample is not seen"
+            )
+        if gaps.get(name):
+            notes.append(
+                f"{gaps[name]} engine(s) missed scrapes for longer than the lookback: their requests "
+                "across the gap are counted in the window where the scrapes resumed"
             )
         times, counts = windows.get(name, (np.zeros(0), np.zeros(0)))
         instances = gauges.get("running_count", {}).get(name)
