@@ -400,36 +400,46 @@ def exact_increases(
     start: float,
     end: float,
     step_s: int,
+    irregular_instances: frozenset[str] | None = None,
 ) -> list[tuple[dict[str, str], float]]:
     """Each pool's exact increase of the counters ``series`` selects over (start, end], summed by
     pool (and ``extra``, e.g. ``le``), as an instant vector with the pool in :data:`POOL_LABEL`.
 
-    A series sampled at both ends without a reset in between rose by exactly end − start, which
-    the server computes in one pass over the raw samples (``m - m offset R unless resets(m[R]) >
-    0``). The others — restarted, started or stopped within the span, and only they — are read at
-    every step (``query_range``, step ≤ the scrape interval) and their rises added here, a drop
-    counting as a restart from zero (:func:`fleetopt.core.histograms.counter_increase`): exact
-    across restarts and across failed scrapes, from each series' first sample in the span.
+    A series sampled at both ends without a reset in between rose by exactly end − start (two
+    instant lookups on the server). The others — of engines that restarted, started, stopped or
+    missed scrapes within the span (``irregular_instances``, known from the request counter read
+    at every step; when None, found by ``resets`` and ``count_over_time`` passes over the span) —
+    are read at every step (``query_range``, step ≤ the scrape interval) and their rises added
+    here, a drop counting as a restart from zero (:func:`fleetopt.core.histograms.counter_increase`):
+    exact across restarts and failed scrapes, from each series' first sample in the span.
     """
     from fleetopt.core.histograms import counter_increase
 
     span = int(end - start)
     window = f"[{span * 1000 - 1}ms]"
-    regular = client.instant(
-        f"({series} - ({series} offset {span}s)) unless (resets({series}{window}) > 0)", end
-    )
-    present = client.instant(f"count_over_time({series}{window})", end)
     totals: dict[tuple[str, str], float] = {}
 
     def add(labels: dict[str, str], value: float) -> None:
         key = (_pool_of(labels, mapping), labels.get(extra, "") if extra else "")
         totals[key] = totals.get(key, 0.0) + value
 
-    seen = set()
+    irregular: list[dict[str, str]] = []
+    if irregular_instances is None:
+        regular = client.instant(
+            f"({series} - ({series} offset {span}s)) unless (resets({series}{window}) > 0)", end
+        )
+        present = client.instant(f"count_over_time({series}{window})", end)
+        seen = {_key(labels) for labels, _ in regular}
+        irregular = [labels for labels, _ in present if _key(labels) not in seen]
+    else:
+        regular = [
+            (labels, value)
+            for labels, value in client.instant(f"{series} - ({series} offset {span}s)", end)
+            if labels.get("instance") not in irregular_instances
+        ]
+        irregular = [{"instance": i} for i in sorted(irregular_instances)]
     for labels, value in regular:
-        seen.add(_key(labels))
         add(labels, value)
-    irregular = [labels for labels, _ in present if _key(labels) not in seen]
     if irregular:
         instances = sorted({labels.get("instance", "") for labels in irregular})
         narrowed = series
@@ -438,7 +448,7 @@ def exact_increases(
             narrowed = series[:-1] + f",{inner}}}" if series.endswith("}") else f"{series}{{{inner}}}"
         wanted = {_key(labels) for labels in irregular}
         for labels, _, values in client.range(narrowed, start, end, step_s):
-            if _key(labels) in wanted:
+            if _key(labels) in wanted or labels.get("instance") in (irregular_instances or ()):
                 add(labels, counter_increase(values)[0])
     out = []
     for (pool, extra_value), value in totals.items():
@@ -459,6 +469,7 @@ class RequestWindows:
     resets: dict[str, int]
     appeared: dict[str, int]
     gaps: dict[str, int]
+    irregular_instances: frozenset[str] | None = None
 
 
 def request_windows(
@@ -481,10 +492,19 @@ def request_windows(
     resets: dict[str, int] = {}
     appeared: dict[str, int] = {}
     gaps: dict[str, int] = {}
+    irregular: set[str] | None = set()
     for labels, times, values in client.range(
         f"sum without (finished_reason) ({series})", start, end, step_s
     ):
         pool = _pool_of(labels, mapping)
+        instance = labels.get("instance")
+        if instance is None:
+            irregular = None
+        elif irregular is not None and (
+            values.size < 2 or times[0] > start + 0.5 * step_s or times[-1] < end - 0.5 * step_s
+            or np.any(np.diff(times) > 1.5 * step_s) or np.any(np.diff(values) < 0)
+        ):  # fmt: skip
+            irregular.add(instance)
         if values.size < 2:
             continue
         rises = np.diff(values)
@@ -494,7 +514,7 @@ def request_windows(
         resets[pool] = resets.get(pool, 0) + counter_increase(values)[1]
         appeared[pool] = appeared.get(pool, 0) + int(times[0] > start + 0.5 * step_s)
         gaps[pool] = gaps.get(pool, 0) + int(np.any(np.diff(times) > 1.5 * step_s))
-    return RequestWindows(counts, resets, appeared, gaps)
+    return RequestWindows(counts, resets, appeared, gaps, None if irregular is None else frozenset(irregular))
 
 
 def resolve_metric(role: str, present: set[str]) -> str | None:
@@ -560,8 +580,6 @@ def read_fleet(
             "or engine?)"
         )
     requests_series = _series(metrics["requests"], matchers)
-    # subquery ranges 1 ms short of the span: steps in (start, end], so windows do not share a step
-    total = f"[{range_s * 1000 - 1}ms:{step_s}s]"
     queries: dict[str, tuple[str, ...]] = {"requests": ("windows", requests_series, "")}
     for role in HISTOGRAM_ROLES:
         if role in metrics:
@@ -581,8 +599,11 @@ def read_fleet(
                 ),
             )
     if "waiting" in metrics:
-        inner = by_pool(_series(metrics["waiting"], matchers), mapping)
-        queries["waiting_max"] = ("instant", f"max_over_time(({inner}){total})")
+        series = _series(metrics["waiting"], matchers)
+        queries["waiting_max"] = (
+            "instant",
+            by_pool(f"max_over_time({series}[{range_s}s])", mapping).replace("sum by", "max by", 1),
+        )
     if "kv_usage" in metrics:
         series = _series(metrics["kv_usage"], matchers)
         queries["kv_usage_max"] = (
@@ -600,8 +621,17 @@ def read_fleet(
             return key, request_windows(client, query, mapping, start, end, step_s, window_s)
         return key, client.range(query, start + window_s, end, window_s)
 
+    first = dict([run(("requests", queries.pop("requests")))])
+    irregular = first["requests"].irregular_instances
+
+    def run_rest(item: tuple[str, tuple[str, ...]]) -> tuple[str, Any]:
+        key, (kind, query, *extra) = item
+        if kind == "increase":
+            return key, exact_increases(client, query, mapping, extra[0], start, end, step_s, irregular)
+        return run(item)
+
     with ThreadPoolExecutor(max_workers=6) as pool_executor:
-        answers = dict(pool_executor.map(run, queries.items()))
+        answers = {**first, **dict(pool_executor.map(run_rest, queries.items()))}
     pools = _assemble(answers, metrics, mapping, start, end, window_s, warnings)
     source = f"prometheus {client.shown} {selector or '{}'} {_iso(start)}..{_iso(end)}"
     return FleetRead(tuple(pools), metrics, start, end, step_s, window_s, tuple(warnings), source)

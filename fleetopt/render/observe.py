@@ -217,7 +217,9 @@ def draw_observe(console: Console, data: Mapping[str, Any]) -> None:
                     _bounded_rate(met.get("goodput_per_s"))]  # fmt: skip
         latency.add_row(*row)
     console.print(latency)
-    state = FitTable(title="Engines (gauges over the span; running and waiting summed over instances)")
+    state = FitTable(
+        title="Engines (time averages summed over instances; waiting max: the longest queue of one engine)"
+    )
     for column in ("pool", "running (mean)", "waiting (mean / max)", "KV usage (mean / max)"):
         state.add_column(column, justify="left" if column == "pool" else "right")
     for name, pool in _rows(data):
