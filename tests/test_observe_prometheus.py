@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import http.server
 import json
-import os
 import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -169,11 +169,21 @@ def test_an_older_vllm_is_read_by_its_names_and_says_what_it_lacks(server) -> No
     assert not pool.tpot_per_request and run.attainment["all"].goodput_ignores_tpot
 
 
-def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "fleetopt", *args], capture_output=True, text=True, timeout=60,
-        env={**os.environ, **(env or {})},
-    )  # fmt: skip
+@dataclass
+class _Done:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def _cli(*args: str, env: dict | None = None) -> _Done:
+    """The command run in-process (typer's runner: no interpreter start-up), its env applied."""
+    from typer.testing import CliRunner
+
+    from fleetopt.cli import app
+
+    result = CliRunner().invoke(app, list(args), env=env)
+    return _Done(result.exit_code, result.stdout, result.stderr)
 
 
 def test_cli_observe_prints_pools_and_writes_the_summary(server, plan_file, tmp_path) -> None:
