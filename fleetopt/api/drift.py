@@ -44,17 +44,33 @@ def check_plan_drift(
     """Read a plan (the one plan reader), load today's workload, pick today's rate (given, else the
     log's observed rate, else the planned one) and make the one core call,
     :func:`fleetopt.core.drift.check_drift`."""
-    import dataclasses
-
-    from fleetopt.core.drift import Tolerances, check_drift
-    from fleetopt.io.plans import read_plan, workload_fingerprint, workload_summary
+    from fleetopt.io.plans import read_plan
     from fleetopt.io.workloads import load_workload
 
-    tolerances = Tolerances() if tolerances is None else tolerances
     if arrival_rate_per_s is not None and not (0 < arrival_rate_per_s < float("inf")):
         raise ValidationError(f"--rate: {arrival_rate_per_s:g} req/s must be positive and finite")
     plan_file = read_plan(plan_path)
     today = load_workload(workload, **(reader_options or {}))
+    return drift_of_workload(plan_file, today, arrival_rate_per_s=arrival_rate_per_s, tolerances=tolerances)
+
+
+def drift_of_workload(
+    plan_file: Any,
+    today: Workload,
+    *,
+    arrival_rate_per_s: float | None = None,
+    tolerances: Any = None,
+) -> DriftRun:
+    """The drift of a read plan (:func:`fleetopt.io.plans.read_plan`) against a loaded workload
+    (a log, or the summary ``fleetopt observe`` makes of live metrics): today's rate (given, else
+    the workload's observed rate, else the planned one), its basis, one call to
+    :func:`fleetopt.core.drift.check_drift`."""
+    import dataclasses
+
+    from fleetopt.core.drift import Tolerances, check_drift
+    from fleetopt.io.plans import workload_fingerprint, workload_summary
+
+    tolerances = Tolerances() if tolerances is None else tolerances
     planned = plan_file.options
     if arrival_rate_per_s is not None:
         rate, origin = float(arrival_rate_per_s), "given"

@@ -42,6 +42,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "fleetopt.cli.drift",
         "Check a planned fleet against today's workload: fit, re-plan, distribution shift.",
     ),
+    "observe": (
+        "fleetopt.cli.observe",
+        "Read a running fleet's vLLM metrics: load, P99 TTFT/TPOT, SLO attainment, goodput, workload.",
+    ),
     "simulate": (
         "fleetopt.cli.simulate",
         "Simulate a plan's fleet and compare utilization, TTFT, wait and TPOT with its predictions.",

@@ -15,6 +15,16 @@ from pathlib import Path
 import typer
 
 from fleetopt.cli.common import FORMAT_OPTION, PROFILES_DIR_OPTION
+from fleetopt.cli.observe import (
+    CA_FILE_OPTION,
+    END_OPTION,
+    POOL_LABEL_OPTION,
+    SELECTOR_OPTION,
+    SINCE_OPTION,
+    TIMEOUT_OPTION,
+    TOKEN_ENV_OPTION,
+    TOKEN_FILE_OPTION,
+)
 from fleetopt.render.output import OutputFormat
 
 
@@ -24,9 +34,24 @@ def register(app: typer.Typer) -> None:
 
 
 def calibrate(
-    files: list[str] = typer.Argument(
-        ..., help="Measured results: a CSV, vllm bench JSON files or GuideLLM JSON."
+    files: list[str] | None = typer.Argument(
+        None, help="Measured results: a CSV, vllm bench JSON files or GuideLLM JSON."
     ),
+    prometheus: str | None = typer.Option(
+        None,
+        "--prometheus",
+        help="Instead of FILES: check --profile against production metrics (windows of observed load).",
+    ),
+    since: str = SINCE_OPTION,
+    end: str | None = END_OPTION,
+    selector: str | None = SELECTOR_OPTION,
+    plan: Path | None = typer.Option(None, "--plan", help="With --prometheus: the plan whose pools to read."),
+    pool_label: str | None = POOL_LABEL_OPTION,
+    window: str = typer.Option("10min", "--window", help="With --prometheus: the load windows' length."),
+    token_env: str | None = TOKEN_ENV_OPTION,
+    token_file: Path | None = TOKEN_FILE_OPTION,
+    ca_file: str | None = CA_FILE_OPTION,
+    timeout: str = TIMEOUT_OPTION,
     system: str | None = typer.Option(None, "--system", help="CSV rows of this system, e.g. h100_sxm."),
     backend: str | None = typer.Option(None, "--backend", help="CSV rows of this backend, e.g. vllm."),
     model: str | None = typer.Option(None, "--model", help="CSV rows of this model_path."),
@@ -49,6 +74,12 @@ def calibrate(
     from fleetopt.render.calibrate import calibration_document, check_document, draw_calibration, draw_check
     from fleetopt.render.output import emit
 
+    if prometheus is not None:
+        _calibrate_live(prometheus, profile, since, end, selector, plan, pool_label, window, token_env,
+                        token_file, ca_file, timeout, profiles_dir, fmt)  # fmt: skip
+        return
+    if not files:
+        raise ValidationError("give the measured results (FILES), or --prometheus URL with --profile")
     row_filter = RowFilter(system=system, backend=backend, model=model, tp=tp, precision=precision)
     if check:
         if profile is None:
@@ -67,3 +98,31 @@ def calibrate(
         profiles_dir=profiles_dir,
     )  # fmt: skip
     emit(calibration_document(run), fmt, draw_calibration)
+
+
+def _calibrate_live(prometheus, profile, since, end, selector, plan, pool_label, window, token_env,
+                    token_file, ca_file, timeout, profiles_dir, fmt) -> None:  # fmt: skip
+    """``calibrate --prometheus``: exit 2 when nothing usable came back (as ``observe``)."""
+    from fleetopt.api.observe import calibrate_from_prometheus
+    from fleetopt.cli.observe import EXIT_UNUSABLE, parse_end, whole_seconds
+    from fleetopt.errors import FleetoptError, ValidationError
+    from fleetopt.io.units import parse_duration_s
+    from fleetopt.render.observe import draw_production_calibration, production_calibration_document
+    from fleetopt.render.output import emit
+
+    try:
+        if profile is None:
+            raise ValidationError("--prometheus needs --profile NAME (the serving profile to check)")
+        result = calibrate_from_prometheus(
+            prometheus, profile=profile, since_s=parse_duration_s(since, field="--since"),
+            end_s=parse_end(end), selector=selector, plan_path=plan, pool_label=pool_label,
+            window_s=whole_seconds(window, "--window"),
+            profiles_dir=profiles_dir, token_env=token_env, token_file=token_file, ca_file=ca_file,
+            timeout_s=parse_duration_s(timeout, field="--timeout"),
+        )  # fmt: skip
+    except FleetoptError as exc:
+        import typer as _typer
+
+        _typer.echo(f"Error: {exc}", err=True)
+        raise _typer.Exit(EXIT_UNUSABLE) from None
+    emit(production_calibration_document(result), fmt, draw_production_calibration)

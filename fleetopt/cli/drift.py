@@ -17,6 +17,17 @@ from fleetopt.cli.common import (
     TIME_UNIT_OPTION,
     reader_options,
 )
+from fleetopt.cli.observe import (
+    CA_FILE_OPTION,
+    END_OPTION,
+    NAME_PREFIX_OPTION,
+    POOL_LABEL_OPTION,
+    SELECTOR_OPTION,
+    SINCE_OPTION,
+    TIMEOUT_OPTION,
+    TOKEN_ENV_OPTION,
+    TOKEN_FILE_OPTION,
+)
 
 
 class DriftFormat(str, enum.Enum):
@@ -41,9 +52,28 @@ def drift(
     plan: Path = typer.Option(
         ..., "--plan", help="A plan written by fleetopt plan --output (.yaml/.yml/.json)."
     ),
-    cdf: str = typer.Option(
-        ..., "--cdf", help="Today's workload: a bundled name or a request log / CDF file."
+    cdf: str | None = typer.Option(
+        None, "--cdf", help="Today's workload: a bundled name or a request log / CDF file."
     ),
+    prometheus: str | None = typer.Option(
+        None,
+        "--prometheus",
+        help="Instead of --cdf: today's workload, rate and latencies from Prometheus (fleetopt observe).",
+    ),
+    since: str = SINCE_OPTION,
+    end: str | None = END_OPTION,
+    selector: str | None = SELECTOR_OPTION,
+    pool_label: str | None = POOL_LABEL_OPTION,
+    name_prefix: str = NAME_PREFIX_OPTION,
+    min_load: str = typer.Option(
+        "50%",
+        "--min-load",
+        help="With --prometheus: drift when a pool runs under this share of its planned rate.",
+    ),
+    token_env: str | None = TOKEN_ENV_OPTION,
+    token_file: Path | None = TOKEN_FILE_OPTION,
+    ca_file: str | None = CA_FILE_OPTION,
+    timeout: str = TIMEOUT_OPTION,
     rate: float | None = typer.Option(
         None,
         "--rate",
@@ -81,11 +111,12 @@ def drift(
     """Check a planned fleet against today's workload: fit, re-plan, distribution shift.
 
     Exit 0: the fleet fits within tolerance; 1: drift (every reason listed); 2: bad usage or
-    an unreadable plan or workload.
+    an unreadable plan or workload. With --prometheus the workload and rate are the live ones, and
+    a pool that misses its SLO now or runs well below its plan is drift too.
     """
     from fleetopt.api import check_plan_drift
     from fleetopt.core.drift import Tolerances
-    from fleetopt.errors import FleetoptError
+    from fleetopt.errors import FleetoptError, ValidationError
     from fleetopt.io.units import parse_fraction
     from fleetopt.render.drift import draw_drift, drift_document, drift_markdown
     from fleetopt.render.output import emit
@@ -96,25 +127,57 @@ def drift(
             max_ks=parse_fraction(max_ks, field="--max-ks"),
             min_headroom=parse_fraction(min_headroom, field="--min-headroom", allow_above_one=True),
         )
-        reader = reader_options(
-            input_format, log_format, input_column, output_column, time_column, time_unit, split
-        )
-        run = check_plan_drift(
-            plan, cdf, arrival_rate_per_s=rate, tolerances=tolerances, reader_options=reader
-        )
+        if (cdf is None) == (prometheus is None):
+            raise ValidationError("give either --cdf (a workload) or --prometheus URL (live metrics)")
+        live = None
+        if prometheus is not None:
+            from fleetopt.api.observe import check_plan_drift_live
+            from fleetopt.cli.observe import parse_end
+            from fleetopt.io.units import parse_duration_s
+
+            live = check_plan_drift_live(
+                plan, prometheus, since_s=parse_duration_s(since, field="--since"), end_s=parse_end(end),
+                selector=selector,
+                pool_label=pool_label, name_prefix=name_prefix, tolerances=tolerances,
+                min_load=parse_fraction(min_load, field="--min-load"), arrival_rate_per_s=rate,
+                token_env=token_env, token_file=token_file, ca_file=ca_file,
+                timeout_s=parse_duration_s(timeout, field="--timeout"),
+            )  # fmt: skip
+            run = live.drift
+        else:
+            reader = reader_options(
+                input_format, log_format, input_column, output_column, time_column, time_unit, split
+            )
+            run = check_plan_drift(
+                plan, cdf, arrival_rate_per_s=rate, tolerances=tolerances, reader_options=reader
+            )
     except FleetoptError as exc:
         typer.echo(f"Error: {exc}", err=True)
         raise typer.Exit(EXIT_BAD_INPUT) from None
 
     result = run.result
     data = drift_document(
-        result, document=run.plan.document, plan_path=str(plan), today_label=cdf,
+        result, document=run.plan.document, plan_path=str(plan),
+        today_label=cdf if live is None else "live metrics",
         today_requests=run.today.request_count, rate_origin=run.rate_origin, options=run.options,
         tolerances=tolerances, planned=run.plan.summary, current=run.current, fleet=run.plan.fleet,
     )  # fmt: skip
+    if live is not None:
+        from fleetopt.io.prometheus import public_url
+        from fleetopt.render.observe import live_drift_document
+
+        data = live_drift_document(live, data, public_url(prometheus))
     if fmt is DriftFormat.markdown:
         typer.echo(drift_markdown(data), nl=False)
     else:
-        emit(data, fmt.value, draw_drift)
-    if result.drifted:
+        emit(data, fmt.value, draw_drift if live is None else _draw_live_drift)
+    if data["verdict"] == "drift":
         raise typer.Exit(EXIT_DRIFT)
+
+
+def _draw_live_drift(console, data) -> None:
+    from fleetopt.render.drift import draw_drift
+    from fleetopt.render.observe import draw_live
+
+    draw_drift(console, data)
+    draw_live(console, data)
