@@ -51,8 +51,8 @@ def _fingerprint_ks(today, planned):
     fingerprint = workload_fingerprint(planned, None, None)
     return ks_against_quantiles(
         today,
-        tuple(fingerprint["total_tokens_quantile_levels"]),
-        tuple(fingerprint["total_tokens_quantiles"]),
+        tuple(fingerprint.total_tokens_quantile_levels),
+        tuple(fingerprint.total_tokens_quantiles),
     )
 
 

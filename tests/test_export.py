@@ -180,12 +180,21 @@ def _with_schedule(document: dict, period_s: int, windows: list[tuple[int, int, 
         "origin_utc": "2023-11-16T00:00:00Z",  # a Thursday
         "pools": ["short", "long"],
         "windows": [
-            {"start_s": a, "end_s": b, "arrival_rate_per_s": 500.0, "instances": {"short": s, "long": lg}}
+            {
+                "start_s": a,
+                "end_s": b,
+                "arrival_rate_per_s": 500.0,
+                "mean_arrival_rate_per_s": 400.0,
+                "instances": {"short": s, "long": lg},
+                "gpus": 8 * (s + lg),
+                "rate_windows": 1,
+            }
             for a, b, s, lg in windows
-        ],
+        ],  # fmt: skip
         "rate_basis": "peak",
         "gpu_hours_per_period": 0.0,
         "static_gpu_hours_per_period": 0.0,
+        "static_instances": dict(zip(("short", "long"), _planned(document), strict=True)),
     }
     return document
 

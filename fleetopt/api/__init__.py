@@ -34,8 +34,9 @@ from fleetopt.errors import FleetoptError, ValidationError
 
 @dataclass(frozen=True)
 class PlanRun:
-    """A finished plan with what it was computed from (``arrivals``: the rate basis it was sized on;
-    ``schedule``: the time-of-day schedule when one was asked for)."""
+    """A finished plan with what it was computed from (``document``: the plan document as written,
+    plain data of :class:`fleetopt.io.documents.plan.PlanDocument`; ``arrivals``: the rate basis it
+    was sized on; ``schedule``: the time-of-day schedule when one was asked for)."""
 
     plan: FleetPlan
     workload: Workload
@@ -215,8 +216,9 @@ def plan_workload(
     (:func:`fleetopt.core.schedule.build_schedule`) in windows of that length.
     """
     from fleetopt.core.planner import Planner
+    from fleetopt.io.documents.build_plan import plan_document
+    from fleetopt.io.documents.typed import to_document
     from fleetopt.io.workloads import load_workload
-    from fleetopt.render.plan_document import plan_document
 
     if isinstance(workload, Workload):
         loaded, label = workload, workload_label or workload.name
@@ -261,12 +263,14 @@ def plan_workload(
         from fleetopt.core.schedule import build_schedule
 
         schedule = build_schedule(planner, plan.best, arrivals.counts, schedule_window_s)
-    document = plan_document(
-        plan,
-        loaded,
-        {"workload": label, "arrival_rate_origin": origin, "workload_reader": reader_options},
-        arrivals=arrivals,
-        schedule=schedule,
+    document = to_document(
+        plan_document(
+            plan,
+            loaded,
+            {"workload": label, "arrival_rate_origin": origin, "workload_reader": reader_options},
+            arrivals=arrivals,
+            schedule=schedule,
+        )
     )
     return PlanRun(plan=plan, workload=loaded, document=document, arrivals=arrivals, schedule=schedule)
 

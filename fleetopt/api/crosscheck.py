@@ -275,7 +275,7 @@ def crosscheck_plan_file(
         if workload is not None:
             raise
         raise ValidationError(f"plan {path}: its workload cannot be loaded ({exc}); pass --cdf") from None
-    other = workload_fingerprint(loaded, None, None)["sha256"] != plan_file.summary.digest
+    other = workload_fingerprint(loaded, None, None).sha256 != plan_file.summary.digest
     if other:
         rate = setup.arrival_rate_per_s
         if process == "poisson" and arrival_rate_per_s is not None:
