@@ -188,7 +188,7 @@ class _Number(_Codec):
             value = int(value)
         elif not math.isfinite(value):
             raise _Fail(path, value, self.allowed())
-        else:
+        elif kind is not int:  # an integer stays one, so a document reads and writes back the same
             value = float(value)
         if not self._in_bounds(value):
             raise _Fail(path, value, self.allowed())

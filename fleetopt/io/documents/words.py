@@ -11,6 +11,8 @@ from fleetopt.core.sizing import PoolProblem, PoolSizing, ProblemKind
 from fleetopt.core.workload import Workload
 
 if TYPE_CHECKING:
+    from fleetopt.core.drift import DriftReason, DriftResult, FitProblem, Tolerances
+    from fleetopt.core.planner import PlanOptions
     from fleetopt.io.documents.plan import HeadroomWarning, PoolDocument
 
 
@@ -237,3 +239,63 @@ def headroom_warnings(pools: dict[str, PoolDocument], options) -> list[HeadroomW
                 ),
             ))  # fmt: skip
     return warnings
+
+
+# -- drift: what breaks when a planned fleet meets today's traffic ----------------------------------
+
+
+def fit_problem_sentence(problem: FitProblem, pool: PoolSizing, options: PlanOptions) -> str:
+    """What breaks in one evaluated pool, in words (from its figures and the plan's options)."""
+    from fleetopt.core.drift import FitProblem  # drift's types load when drift runs, not with a plan
+
+    if problem is FitProblem.NO_INSTANCES:
+        return f"receives {pool.arrival_rate_per_s:.4g} req/s but has no instances"
+    if problem is FitProblem.SLOTS_OVER_KV:
+        return (
+            f"{pool.slots_per_instance} slots exceed the KV limit {pool.kv_slot_limit} "
+            f"at {pool.context_tokens:,} tokens"
+        )
+    if problem is FitProblem.UNSTABLE:
+        return (
+            f"utilization {pool.utilization:.3f} > 1: the pool cannot keep up "
+            "(its queue and P99 TTFT grow without bound)"
+        )
+    if problem is FitProblem.OVER_CAP:
+        return f"utilization {pool.utilization:.3f} > cap {options.max_utilization:.3f}"
+    if problem is FitProblem.TTFT_OVER_SLO:
+        return f"P99 TTFT {pool.p99_ttft_s * 1e3:.1f} ms > SLO {options.ttft_slo_s * 1e3:.1f} ms"
+    return f"iteration time {pool.iteration_s * 1e3:.1f} ms > TPOT SLO {options.tpot_slo_s * 1e3:.1f} ms"
+
+
+def drift_reason_sentence(
+    reason: DriftReason, result: DriftResult, options: PlanOptions, tolerances: Tolerances
+) -> str:
+    """One reason for a drift verdict, in words, with the numbers behind it."""
+    from fleetopt.core.drift import DriftCheck
+
+    check = reason.check
+    if check is DriftCheck.CONTEXT:
+        return (
+            f"{result.beyond_long_context_fraction:.4%} of today's requests are longer than the long pool's "
+            f"context {options.long_context_tokens:,} tokens (longest {result.longest_request_tokens:,}): "
+            "the fleet cannot serve them"
+        )
+    if check in (DriftCheck.FIT, DriftCheck.HEADROOM):
+        fit = result.fit if check is DriftCheck.FIT else result.headroom_fit
+        pool = next(p for p in fit.pools if p.name == reason.pool)
+        where = f"{reason.pool} pool" + (
+            f" at +{tolerances.min_headroom:.0%} traffic" if check is DriftCheck.HEADROOM else ""
+        )
+        return f"{where}: {fit_problem_sentence(reason.problem, pool.sizing, options)}"
+    if check is DriftCheck.REPLAN:
+        return "no fleet meets the SLO and the utilization cap on today's workload"
+    if check is DriftCheck.COST:
+        return (
+            f"re-planning today changes the cost by {result.cost_change:+.1%} ({result.gpu_change:+d} GPUs), "
+            f"beyond ±{tolerances.max_cost_change:.1%}"
+        )
+    ks = result.ks
+    return (
+        f"the total-token distribution moved: KS distance ≥ {ks.lower:.3f} "
+        f"(estimate {ks.estimate:.4f} ± {ks.resolution / 2:.4f}) > {tolerances.max_ks:g}"
+    )
