@@ -20,7 +20,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from fleetopt import api
 from fleetopt.cli import app
 from fleetopt.core.routing import Routing
 from fleetopt.io.data import bundled_dir
@@ -28,6 +27,7 @@ from fleetopt.io.deploy import EngineSettings, read_router, router_from_document
 from fleetopt.io.plans import plan_file_from_document, read_plan
 from fleetopt.io.profiles import load_model, load_serving
 from fleetopt.render import deploy
+from fleetopt.render.export import export_plan
 from fleetopt.render.output import dumps
 
 runner = CliRunner()
@@ -207,7 +207,7 @@ def _planned(document: dict) -> tuple[int, int]:
 
 def _keda(document: dict, *options: str) -> tuple[list[dict], str]:
     plan = plan_file_from_document(document, "plan test")
-    run = api.export_plan(plan, ["kubernetes"], keda=True, options=deploy.ExportOptions(*options))
+    run = export_plan(plan, ["kubernetes"], keda=True, options=deploy.ExportOptions(*options))
     return [m for m in yaml.safe_load_all(run.files["keda.yaml"]) if m], "\n".join(run.notes)
 
 

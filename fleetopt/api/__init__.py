@@ -30,6 +30,7 @@ from fleetopt.defaults import (
     DEFAULT_SERVING,
 )
 from fleetopt.errors import FleetoptError, ValidationError
+from fleetopt.io.data import profile_search_path
 
 
 @dataclass(frozen=True)
@@ -124,13 +125,6 @@ def arrival_basis(
         dispersion,
         overdispersed,
     )
-
-
-def profile_search_path(profiles_dir: Path | None) -> tuple[Path, ...]:
-    """The user's profile folder (if any) before the bundled one."""
-    from fleetopt.io.data import bundled_dir
-
-    return ((Path(profiles_dir),) if profiles_dir is not None else ()) + (bundled_dir("profiles"),)
 
 
 def resolve_hardware(serving: str, gpu: str | None, dirs: Sequence[Path]) -> PoolHardware:
@@ -692,10 +686,6 @@ _LAZY: dict[str, str] = {
     "CalibrationCheck": "calibrate",
     "calibrate_from_files": "calibrate",
     "check_calibration": "calibrate",
-    "EXPORT_TARGETS": "export",
-    "ExportRun": "export",
-    "export_context": "export",
-    "export_plan": "export",
 }
 
 

@@ -4,6 +4,7 @@ document (``build_plan.py``), the tables and the audit all word a problem the sa
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from fleetopt.core.planner import FleetCandidate, FleetPlan
@@ -11,6 +12,7 @@ from fleetopt.core.sizing import PoolProblem, PoolSizing, ProblemKind
 from fleetopt.core.workload import Workload
 
 if TYPE_CHECKING:
+    from fleetopt.core.crosscheck import Finding
     from fleetopt.core.drift import DriftReason, DriftResult, FitProblem, Tolerances
     from fleetopt.core.planner import PlanOptions
     from fleetopt.io.documents.plan import HeadroomWarning, PoolDocument
@@ -298,4 +300,63 @@ def drift_reason_sentence(
     return (
         f"the total-token distribution moved: KS distance ≥ {ks.lower:.3f} "
         f"(estimate {ks.estimate:.4f} ± {ks.resolution / 2:.4f}) > {tolerances.max_ks:g}"
+    )
+
+
+# -- the cross-check (simulate, plan --validate): its verdict and findings ------------------------------
+
+
+#: The verdict of a cross-check in words, by :class:`fleetopt.core.crosscheck.Verdict`.
+VERDICT_SENTENCES = {
+    "fail": "FAIL: a simulated P99 TTFT exceeds the SLO",
+    "inconclusive": (
+        "INCONCLUSIVE: no pool breaks the SLO for certain, but some pool's P99 TTFT cannot be told "
+        "from it (too few requests, or a 95% interval that straddles the SLO)"
+    ),
+    "pass_optimistic": (
+        "PASS with a caveat: every pool meets the SLO, but the analytical P99 TTFT is optimistic"
+    ),
+    "pass": "PASS: every pool meets the SLO in simulation",
+}
+
+
+def finding_sentence(finding: Finding) -> str:
+    """One finding of a cross-check in words."""
+    from fleetopt.core.crosscheck import FindingKind
+
+    name = finding.pool
+    if finding.kind is FindingKind.SLO_BREACH:
+        return (
+            f"SLO BREACH in the {name} pool: simulated P99 TTFT {finding.simulated:.4g} s "
+            f"(± {finding.half_width:.2g}) exceeds the SLO of {finding.limit:.4g} s by "
+            f"{finding.simulated - finding.limit:.4g} s"
+        )
+    if finding.kind is FindingKind.OPTIMISTIC:
+        gap, predicted = finding.simulated - finding.predicted, finding.predicted
+        share = f" ({100 * gap / predicted:.1f}%)" if predicted > 0 else ""
+        return (
+            f"{name} pool: the analytical model is optimistic — simulated P99 TTFT "
+            f"{finding.simulated:.4g} s is {gap:.4g} s{share} above the predicted {predicted:.4g} s"
+        )
+    if finding.kind is FindingKind.TOO_FEW_REQUESTS:
+        return (
+            f"{name} pool is INCONCLUSIVE: {int(finding.simulated):,} requests measured, fewer than the "
+            f"{int(finding.limit):,} a 95% interval of a P99 needs; simulate more requests or seeds"
+        )
+    if finding.kind is FindingKind.STRADDLES_SLO:
+        high = "unbounded" if not math.isfinite(finding.high) else f"{finding.high:.4g} s"
+        return (
+            f"{name} pool is INCONCLUSIVE: its simulated P99 TTFT {finding.simulated:.4g} s has a 95% "
+            f"interval [{finding.low:.4g} s, {high}] that straddles the SLO of {finding.limit:.4g} s; "
+            "simulate more seeds"
+        )
+    if finding.kind is FindingKind.NOT_WARMED_UP:
+        return (
+            f"{name} pool is NOT warmed up: its longest sojourn ({finding.simulated:.4g} s) "
+            f"outlasts the warm-up ({finding.limit:.4g} s), so the utilization reads low; "
+            "simulate more requests"
+        )
+    return (
+        f"{name} pool is OVERLOADED in simulation (utilization {finding.simulated:.3f}, "
+        f"predicted {finding.predicted:.3f}): the analytical model under-counts its work"
     )
