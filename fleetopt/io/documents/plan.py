@@ -44,18 +44,38 @@ constrain(
     memory_bandwidth_bytes_per_s=_POSITIVE, parameters_active=_POSITIVE, weight_bytes=_POSITIVE,
     ttft_overhead_s=_NON_NEGATIVE, kv_bytes_per_token=_POSITIVE, max_context_tokens=_AT_LEAST_ONE,
 )  # fmt: skip
+
+
+def _described(bounds: dict[str, Any], text: str) -> dict[str, Any]:
+    return spec(**{**{k: v for k, v in bounds["fleetopt"].items() if v is not None}, "description": text})
+
+
 constrain(
     RateProfile,
-    window_s=_POSITIVE, windows=_AT_LEAST_ONE, mean_rate_per_s=_NON_NEGATIVE, peak_rate_per_s=_NON_NEGATIVE,
-    rate_p50_per_s=_NON_NEGATIVE, rate_p90_per_s=_NON_NEGATIVE, rate_p99_per_s=_NON_NEGATIVE,
-    peak_to_mean_ratio=spec(minimum=0, nullable=True), index_of_dispersion=spec(minimum=0, nullable=True),
-)  # fmt: skip
+    window_s=_described(_POSITIVE, "the window, s."),
+    windows=_described(_AT_LEAST_ONE, "whole windows between the first and the last arrival."),
+    mean_rate_per_s=_described(_NON_NEGATIVE, "the windows' mean rate, req/s."),
+    peak_rate_per_s=_described(_NON_NEGATIVE, "the busiest window's rate, req/s."),
+    rate_p50_per_s=_described(_NON_NEGATIVE, "the median window's rate, req/s."),
+    rate_p90_per_s=_described(_NON_NEGATIVE, "the 90th-percentile window's rate, req/s."),
+    rate_p99_per_s=_described(_NON_NEGATIVE, "the 99th-percentile window's rate, req/s."),
+    peak_to_mean_ratio=spec(minimum=0, nullable=True, description="peak / mean rate."),
+    index_of_dispersion=spec(
+        minimum=0, nullable=True, description="Var[count] / E[count] over the windows (1: Poisson)."
+    ),
+)
 constrain(
     ArrivalStatistics,
-    request_count=_NON_NEGATIVE, span_s=_NON_NEGATIVE, mean_rate_per_s=_NON_NEGATIVE,
-    mean_interarrival_s=_NON_NEGATIVE, interarrival_scv=_NON_NEGATIVE, interarrival_cv=_NON_NEGATIVE,
-    peak_requests_per_min=_NON_NEGATIVE, peak_rate_per_s=_NON_NEGATIVE, peak_to_mean_ratio=_NON_NEGATIVE,
-)  # fmt: skip
+    request_count=_described(_NON_NEGATIVE, "requests with a timestamp."),
+    span_s=_described(_NON_NEGATIVE, "last − first arrival, s."),
+    mean_rate_per_s=_described(_NON_NEGATIVE, "(n − 1) / span, req/s."),
+    mean_interarrival_s=_described(_NON_NEGATIVE, "the mean gap between arrivals, s."),
+    interarrival_scv=_described(_NON_NEGATIVE, "the gaps' squared coefficient of variation (1: Poisson)."),
+    interarrival_cv=_described(_NON_NEGATIVE, "the gaps' coefficient of variation."),
+    peak_requests_per_min=_described(_NON_NEGATIVE, "the most arrivals in a 60 s window starting at one."),
+    peak_rate_per_s=_described(_NON_NEGATIVE, "that peak as a rate, req/s."),
+    peak_to_mean_ratio=_described(_NON_NEGATIVE, "peak / mean rate."),
+)
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,7 @@ def spec(
     pattern: str | None = None,
     format: str | None = None,
     nullable: bool = False,
+    description: str | None = None,
 ) -> dict[str, Any]:
     """A field's metadata (``dataclasses.field(metadata=spec(...))``).
 
@@ -67,13 +68,14 @@ def spec(
     ``allowed``: the words for what is allowed, where the generated ones would say too little.
     ``keys``: the mapping's allowed keys, in order. ``format``: a JSON Schema format annotation.
     ``nullable``: null is allowed too (for a core dataclass's field that can be NaN, written null).
+    ``description``: the field's description in the schema, where its class's docstring has none.
     """
     return {
         "fleetopt": {
             "minimum": minimum, "exclusive_minimum": exclusive_minimum, "maximum": maximum,
             "min_items": min_items, "non_empty": non_empty, "since": since, "omit_if_none": omit_if_none,
             "present_if": present_if, "allowed": allowed, "keys": keys, "enum": enum, "pattern": pattern,
-            "format": format, "nullable": nullable,
+            "format": format, "nullable": nullable, "description": description,
         }
     }  # fmt: skip
 
@@ -261,8 +263,8 @@ class _Enum(_Codec):
         self.values = tuple(values)
 
     def decode(self, value: Any, path: str) -> Any:
-        # 1 == True and 1.0 == 1 in Python; JSON Schema's enum tells them apart
-        if not any(value == v and type(value) is type(v) for v in self.values):
+        # as JSON Schema's enum: 1.0 is 1, but true is not 1
+        if not any(value == v and isinstance(value, bool) == isinstance(v, bool) for v in self.values):
             raise _Fail(path, value, self.allowed())
         return value
 
@@ -425,6 +427,7 @@ class _Field:
     present_if: tuple[str, Any] | None
     since: Any
     allowed: str | None = None  # the words for what is allowed, where the codec's say too little
+    description: str | None = None
 
     def allowed_text(self) -> str:
         return self.allowed or self.codec.allowed()
@@ -498,8 +501,9 @@ class _Object(_Codec):
         described = _docstring_attributes(self.cls)
         for f in self.fields:
             prop = f.codec.schema(defs)
-            if f.name in described:
-                prop = {"description": described[f.name], **prop}
+            text = described.get(f.name) or f.description
+            if text:
+                prop = {"description": _plain(text), **prop}
             if f.since is not _MISSING:
                 prop["default"] = _json_default(f.since)
             properties[f.name] = prop
@@ -581,12 +585,17 @@ def _docstring_attributes(cls: type) -> dict[str, str]:
     return out
 
 
+def _plain(text: str) -> str:
+    """Docstring markup as plain Markdown: ````x```` → ```x```, ``:class:`~a.b.C``` → ```C```."""
+    text = re.sub(r":[a-z]+:`~?(?:[\w.]+\.)?([\w]+)`", r"`\1`", text)
+    return " ".join(text.replace("``", "`").split())
+
+
 def _class_description(cls: type) -> str | None:
     doc = (cls.__doc__ or "").strip()
     if not doc or doc.startswith(cls.__name__ + "("):  # dataclass's generated signature
         return None
-    first = doc.split("\n\n", 1)[0]
-    return " ".join(first.split())
+    return _plain(doc.split("\n\n", 1)[0])
 
 
 def _codec(tp: Any, info: dict[str, Any]) -> _Codec:
@@ -664,7 +673,17 @@ def _compile(cls: type) -> _Object:
         if info["nullable"] and not field_codec.nullable:
             field_codec = _Optional(field_codec)
         fields.append(
-            _Field(item.name, field_codec, required, default, omit, present_if, since, info["allowed"])
+            _Field(
+                item.name,
+                field_codec,
+                required,
+                default,
+                omit,
+                present_if,
+                since,
+                info["allowed"],
+                info["description"],
+            )  # fmt: skip
         )
     codec.fields = fields
     codec.order = tuple(f.name for f in fields)
