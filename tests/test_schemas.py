@@ -481,3 +481,14 @@ def test_the_schema_command_rejects_an_unknown_document() -> None:
     result = runner.invoke(app, ["schema", "profile"])
     assert result.exit_code == 2
     assert "plan" in result.stderr and "router" in result.stderr
+
+
+def test_the_planner_docs_outline_every_top_level_field() -> None:
+    """docs/planner.md's table of the plan document's keys is the dataclass's fields, in order."""
+    import dataclasses
+    import re
+
+    text = (Path(__file__).parents[1] / "docs" / "planner.md").read_text(encoding="utf-8")
+    section = text[text.index("### Plan schema (version 2)") :]
+    keys = re.findall(r"^\| `([a-z_]+)` \|", section, flags=re.MULTILINE)
+    assert keys == [f.name for f in dataclasses.fields(PlanDocument)]
