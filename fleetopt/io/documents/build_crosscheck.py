@@ -6,16 +6,11 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from fleetopt.core.crosscheck import METRICS, CrossCheckReport, Verdict, min_requests_for_quantile
+from fleetopt.io.documents.typed import finite_or_none
 from fleetopt.io.documents.words import VERDICT_SENTENCES, finding_sentence
-
-
-def _measured(value: float | None) -> float | None:
-    """A measured figure for a document: None when there is none (never NaN or ∞)."""
-    return value if value is not None and math.isfinite(value) else None
 
 
 def crosscheck_document(report: CrossCheckReport) -> dict[str, Any]:
@@ -35,18 +30,18 @@ def crosscheck_document(report: CrossCheckReport) -> dict[str, Any]:
             "fleet_requests_measured": row.fleet_requests_measured,
             "requests_needed": min_requests_for_quantile(setup.quantile),
             "warmed_up": row.warmed_up,
-            "longest_sojourn_s": _measured(row.longest_sojourn_s),
+            "longest_sojourn_s": finite_or_none(row.longest_sojourn_s),
         }
         for key in METRICS:
             c = row.metrics[key]
             entry[key] = {
                 "analytical": c.analytical,
-                "simulated": _measured(c.simulated),
-                "ci95_half_width": _measured(c.ci95_half_width),
+                "simulated": finite_or_none(c.simulated),
+                "ci95_half_width": finite_or_none(c.ci95_half_width),
                 "error_pct": c.error_pct,
             }
         low, high = row.p99_ttft_interval_s
-        entry["p99_ttft_interval_s"] = [_measured(low), _measured(high)]
+        entry["p99_ttft_interval_s"] = [finite_or_none(low), finite_or_none(high)]
         entry["verdict"] = row.verdict.value
         entry["slo_met"] = row.slo_met
         entry["optimistic_p99_ttft_s"] = row.optimistic_p99_ttft_s

@@ -6,7 +6,6 @@ checked as a typed :class:`~fleetopt.io.documents.drift.DriftDocument` (fields a
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
 from fleetopt.core.drift import (
@@ -36,15 +35,12 @@ from fleetopt.io.documents.drift import (
     ShiftDocument,
 )
 from fleetopt.io.documents.plan import PlanDocument, PoolDocument
+from fleetopt.io.documents.typed import finite_or_none
 from fleetopt.io.documents.words import drift_reason_sentence, fit_problem_sentence
 
 
 def _change(planned: float | None, today: float | None) -> ChangeDocument:
     return ChangeDocument(planned=planned, today=today, change=relative_change(today, planned))
-
-
-def _finite(value: float) -> float | None:
-    return value if math.isfinite(value) else None
 
 
 def _fit_document(
@@ -65,15 +61,15 @@ def _fit_document(
             context_tokens=s.context_tokens,
             arrival_rate_per_s=s.arrival_rate_per_s,
             planned_arrival_rate_per_s=None if planned is None else planned.arrival_rate_per_s,
-            utilization=_finite(s.utilization),
+            utilization=finite_or_none(s.utilization),
             planned_utilization=None if planned is None else planned.utilization,
             max_utilization=options.max_utilization,
-            utilization_headroom=_finite(pool.utilization_headroom),
-            rate_headroom=_finite(pool.rate_headroom),
-            p99_ttft_s=None if unstable else _finite(s.p99_ttft_s),
+            utilization_headroom=finite_or_none(pool.utilization_headroom),
+            rate_headroom=finite_or_none(pool.rate_headroom),
+            p99_ttft_s=None if unstable else finite_or_none(s.p99_ttft_s),
             planned_p99_ttft_s=None if planned is None else planned.p99_ttft_s,
             ttft_slo_s=options.ttft_slo_s,
-            ttft_headroom_s=None if unstable else _finite(pool.ttft_headroom_s),
+            ttft_headroom_s=None if unstable else finite_or_none(pool.ttft_headroom_s),
             unstable=unstable,
             fits=pool.fits,
             problems=[fit_problem_sentence(problem, s, options) for problem in pool.problems],

@@ -106,6 +106,11 @@ class _Fail(Exception):
         self.missing, self.message = missing, message
 
 
+def finite_or_none(value: float | None) -> float | None:
+    """A figure for a document: None when there is none or it is not finite (never NaN or ∞)."""
+    return value if value is not None and math.isfinite(value) else None
+
+
 def excerpt(value: Any, limit: int = 80) -> str:
     """``repr(value)``, cut at ``limit`` characters (an error never echoes a whole document)."""
     if isinstance(value, Mapping):
