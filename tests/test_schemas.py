@@ -86,8 +86,8 @@ PLANS = {
                             "rate_basis": "p99", "tpot_slo_s": 0.05},
     "one pool": {"workload": "azure-2023-conv", "ttft_slo_s": 2.0, "arrival_rate_per_s": 0.5,
                  "b_short_candidates": [2048], **PAPER},
-    "two models": {"workload": "azure-2023", "ttft_slo_s": 1.0, "arrival_rate_per_s": 100,
-                   "serving_long": "llama-3-70b-a100-80gb-tp8"},
+    "two models": {"workload": "azure-2023-conv", "ttft_slo_s": 1.0, "arrival_rate_per_s": 100,
+                   "service_model": "lockstep", "serving_long": "llama-3-70b-a100-80gb-tp8"},
 }  # fmt: skip
 
 

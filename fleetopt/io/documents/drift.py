@@ -5,17 +5,16 @@ core's :class:`~fleetopt.core.drift.DriftResult`; ``render/drift.py`` draws the 
 pull-request comment from it.
 """
 
-from dataclasses import dataclass
 from typing import Literal
 
 from fleetopt.core.drift import DriftCheck
-from fleetopt.io.documents.typed import field
+from fleetopt.io.documents.typed import Document, document, field
 
 DRIFT_KIND = "fleetopt-drift"
 
 
-@dataclass(frozen=True)
-class DriftReasonDocument:
+@document
+class DriftReasonDocument(Document):
     """One reason for the verdict.
 
     Attributes:
@@ -30,8 +29,8 @@ class DriftReasonDocument:
     message: str
 
 
-@dataclass(frozen=True)
-class DriftPlan:
+@document
+class DriftPlan(Document):
     """The plan checked, as its reader read it.
 
     Attributes:
@@ -67,8 +66,8 @@ class DriftPlan:
     cost_per_year_usd: float = field(minimum=0)
 
 
-@dataclass(frozen=True)
-class DriftToday:
+@document
+class DriftToday(Document):
     """Today's workload.
 
     Attributes:
@@ -90,8 +89,8 @@ class DriftToday:
     beyond_long_context_fraction: float = field(minimum=0)
 
 
-@dataclass(frozen=True)
-class DriftTolerances:
+@document
+class DriftTolerances(Document):
     """When the report says drift.
 
     Attributes:
@@ -105,8 +104,8 @@ class DriftTolerances:
     min_headroom: float = field(minimum=0)
 
 
-@dataclass(frozen=True)
-class PoolFitDocument:
+@document
+class PoolFitDocument(Document):
     """One planned pool under today's traffic (its instances and slots as planned).
 
     Attributes:
@@ -150,8 +149,8 @@ class PoolFitDocument:
     problems: list[str]
 
 
-@dataclass(frozen=True)
-class FleetFitDocument:
+@document
+class FleetFitDocument(Document):
     """The planned fleet, unchanged, under a rate: α, β, α' of today's workload and every pool.
 
     Attributes:
@@ -173,8 +172,8 @@ class FleetFitDocument:
     pools: dict[str, PoolFitDocument]
 
 
-@dataclass(frozen=True)
-class ReplanPool:
+@document
+class ReplanPool(Document):
     """One pool of the re-plan.
 
     Attributes:
@@ -188,8 +187,8 @@ class ReplanPool:
     gpus: int = field(minimum=0)
 
 
-@dataclass(frozen=True)
-class ReplanDocument:
+@document
+class ReplanDocument(Document):
     """The planner run again on today's workload and rate with the plan's options and hardware
     (only ``feasible`` when no fleet is).
 
@@ -216,8 +215,8 @@ class ReplanDocument:
     pools: dict[str, ReplanPool] | None = field(default=None, present_if=("feasible", True))
 
 
-@dataclass(frozen=True)
-class KsDocument:
+@document
+class KsDocument(Document):
     """The Kolmogorov–Smirnov distance of today's total lengths from the plan's stored quantiles.
 
     Attributes:
@@ -235,8 +234,8 @@ class KsDocument:
     exact: bool
 
 
-@dataclass(frozen=True)
-class ChangeDocument:
+@document
+class ChangeDocument(Document):
     """A figure as planned and today (null where a workload lacks it).
 
     Attributes:
@@ -250,8 +249,8 @@ class ChangeDocument:
     change: float | None
 
 
-@dataclass(frozen=True)
-class QuantileChanges:
+@document
+class QuantileChanges(Document):
     """Three quantiles of a length, as planned and today.
 
     Attributes:
@@ -265,8 +264,8 @@ class QuantileChanges:
     p99: ChangeDocument
 
 
-@dataclass(frozen=True)
-class ShiftDocument:
+@document
+class ShiftDocument(Document):
     """How far the workload moved.
 
     Attributes:
@@ -290,8 +289,8 @@ class ShiftDocument:
     interarrival_scv: ChangeDocument
 
 
-@dataclass(frozen=True)
-class DriftDocument:
+@document
+class DriftDocument(Document):
     """Does a planned fleet still fit today's workload? (``fleetopt drift``; docs/ci.md)
 
     Attributes:

@@ -13,13 +13,25 @@ and gets an upgrade step in :func:`upgrade`.
 """
 
 import copy
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from fleetopt.core.service import SERVICE_MODELS, PoolHardware
-from fleetopt.core.workload_stats import ArrivalStatistics, RateProfile
 from fleetopt.errors import ValidationError
-from fleetopt.io.documents.typed import constrain, field, from_document, spec
+from fleetopt.io.documents.typed import Document, constrain, document, field, from_document, spec
+
+if TYPE_CHECKING:  # a CDF's plan has neither: core.workload_stats is imported when a document holds one
+    from fleetopt.core.workload_stats import ArrivalStatistics, RateProfile
+
+
+def __getattr__(name: str) -> Any:
+    """PEP 562: the arrival statistics' types, imported on first use (their module costs a plan of
+    a CDF ~5 ms of start-up, and it has none)."""
+    if name in ("ArrivalStatistics", "RateProfile"):
+        from fleetopt.core import workload_stats
+
+        return getattr(workload_stats, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: Version 2 (fleetopt 0.2): fleets of any number of pools (``pool-1`` … ``pool-K`` beyond two),
 #: ``routing.boundaries_tokens``, ``pool_count``, ``inputs.max_pools``, ``best_by_pool_count``.
@@ -51,7 +63,7 @@ def _described(bounds: dict[str, Any], text: str) -> dict[str, Any]:
 
 
 constrain(
-    RateProfile,
+    "fleetopt.core.workload_stats.RateProfile",
     window_s=_described(_POSITIVE, "the window, s."),
     windows=_described(_AT_LEAST_ONE, "whole windows between the first and the last arrival."),
     mean_rate_per_s=_described(_NON_NEGATIVE, "the windows' mean rate, req/s."),
@@ -65,7 +77,7 @@ constrain(
     ),
 )
 constrain(
-    ArrivalStatistics,
+    "fleetopt.core.workload_stats.ArrivalStatistics",
     request_count=_described(_NON_NEGATIVE, "requests with a timestamp."),
     span_s=_described(_NON_NEGATIVE, "last − first arrival, s."),
     mean_rate_per_s=_described(_NON_NEGATIVE, "(n − 1) / span, req/s."),
@@ -78,8 +90,8 @@ constrain(
 )
 
 
-@dataclass(frozen=True)
-class WorkloadReader:
+@document
+class WorkloadReader(Document):
     """How the workload was read: the reader options given (only those given) and, for a CDF, the
     model that split its total lengths into prompt and output tokens.
 
@@ -102,8 +114,8 @@ class WorkloadReader:
     split_model: str | None = field(default=None, omit_if_none=True)
 
 
-@dataclass(frozen=True)
-class WorkloadFingerprint:
+@document
+class WorkloadFingerprint(Document):
     """A compact, comparable summary of the planned workload: ``fleetopt drift`` compares today's
     with it (sizes, quantiles, α and β at the plan's routing, arrivals, a hash of the data).
 
@@ -138,11 +150,11 @@ class WorkloadFingerprint:
     total_tokens_quantiles: list[int] = field(min_items=1)
     alpha_at_b_short: float | None = field(omit_if_none=True, minimum=0)
     beta_at_gamma: float | None = field(omit_if_none=True)
-    arrivals: ArrivalStatistics | None = field(omit_if_none=True)
+    arrivals: "ArrivalStatistics | None" = field(omit_if_none=True)
 
 
-@dataclass(frozen=True)
-class RateBasis:
+@document
+class RateBasis(Document):
     """What every pool was sized for: the basis, its window, the sizing rate over the mean, the
     log's rate profile and its burstiness.
 
@@ -166,13 +178,13 @@ class RateBasis:
     sizing_rate_per_s: float = field(exclusive_minimum=0)
     factor: float = field(minimum=1)
     peak_to_mean_ratio: float | None = field(minimum=0)
-    profile: RateProfile | None
+    profile: "RateProfile | None"
     overdispersed: bool
     arrival_dispersion: list[tuple[float, float]] = field(minimum=0)
 
 
-@dataclass(frozen=True)
-class Profiles:
+@document
+class Profiles(Document):
     """The serving calibrations the pools were planned with (the last pool runs ``long``, the
     others ``short``).
 
@@ -185,8 +197,8 @@ class Profiles:
     long: PoolHardware
 
 
-@dataclass(frozen=True)
-class PlanInputs:
+@document
+class PlanInputs(Document):
     """What the plan was computed from.
 
     Attributes:
@@ -231,8 +243,8 @@ class PlanInputs:
     profiles: Profiles
 
 
-@dataclass(frozen=True)
-class PoolDocument:
+@document
+class PoolDocument(Document):
     """One pool: what to deploy (instances, GPUs, ``max_num_seqs``, ``max_model_len``) and how it
     behaves under the planned traffic. Figures a pool without traffic lacks are null.
 
@@ -317,8 +329,8 @@ class PoolDocument:
     tpot_headroom_fraction: float | None = field(since=None)
 
 
-@dataclass(frozen=True)
-class FleetRouting:
+@document
+class FleetRouting(Document):
     """How a fleet of two or more pools routes a request with budget L = prompt tokens + max_tokens.
 
     Attributes:
@@ -334,8 +346,8 @@ class FleetRouting:
     boundaries_tokens: list[int] = field(min_items=1, minimum=1)
 
 
-@dataclass(frozen=True)
-class FleetDocument:
+@document
+class FleetDocument(Document):
     """One fleet (the best, a baseline): its routing, its pools by name, its GPUs and cost.
 
     Attributes:
@@ -374,8 +386,8 @@ class FleetDocument:
     pools: dict[str, PoolDocument]
 
 
-@dataclass(frozen=True)
-class Baselines:
+@document
+class Baselines(Document):
     """The fleets the best is compared with.
 
     Attributes:
@@ -389,8 +401,8 @@ class Baselines:
     retrofit: FleetDocument | None
 
 
-@dataclass(frozen=True)
-class Savings:
+@document
+class Savings(Document):
     """The best fleet's saving as a fraction of each baseline's cost (null when either is infeasible).
 
     Attributes:
@@ -404,8 +416,8 @@ class Savings:
     vs_retrofit: float | None
 
 
-@dataclass(frozen=True)
-class PoolCountBest:
+@document
+class PoolCountBest(Document):
     """The cheapest fleet of exactly ``pool_count`` pools (``--pools``).
 
     Attributes:
@@ -425,8 +437,8 @@ class PoolCountBest:
     cost_per_year_usd: float | None = field(minimum=0)
 
 
-@dataclass(frozen=True)
-class GridCell:
+@document
+class GridCell(Document):
     """One cell of the two-pool (B_short, γ) sweep.
 
     Attributes:
@@ -450,8 +462,8 @@ class GridCell:
     reason: str | None
 
 
-@dataclass(frozen=True)
-class HeadroomWarning:
+@document
+class HeadroomWarning(Document):
     """A pool of the best fleet that sits close to an SLO, or whose P99 rests on a weak spot.
 
     Attributes:
@@ -468,8 +480,8 @@ class HeadroomWarning:
     message: str
 
 
-@dataclass(frozen=True)
-class ScheduleWindowDocument:
+@document
+class ScheduleWindowDocument(Document):
     """One window of the schedule: offsets from its origin and the instances each pool needs.
 
     Attributes:
@@ -491,8 +503,8 @@ class ScheduleWindowDocument:
     rate_windows: int = field(minimum=0)
 
 
-@dataclass(frozen=True)
-class ScheduleDocument:
+@document
+class ScheduleDocument(Document):
     """The time-of-day schedule (``--schedule WINDOW``): the fleet re-sized in every window of the
     log's rate profile, the routing fixed.
 
@@ -521,8 +533,8 @@ class ScheduleDocument:
     static_instances: dict[str, int] = field(minimum=0)
 
 
-@dataclass(frozen=True)
-class PlanDocument:
+@document
+class PlanDocument(Document):
     """A capacity plan: the cheapest fleet that meets a P99 TTFT SLO, against the baselines.
 
     Attributes:

@@ -8,10 +8,9 @@ Written by ``render/deploy.py``'s ``router_document``; hand-written files need o
 without a default.
 """
 
-from dataclasses import dataclass
 from typing import Literal
 
-from fleetopt.io.documents.typed import field
+from fleetopt.io.documents.typed import Document, document, field
 
 ROUTER_KIND = "fleetopt-router"
 #: Version 1: pools with max_budget_tokens and endpoints, one C&R band at the first boundary.
@@ -20,8 +19,8 @@ ROUTER_SCHEMA_VERSION = 1
 WITHOUT_MAX_TOKENS = "last_pool"
 
 
-@dataclass(frozen=True)
-class RouterPlan:
+@document
+class RouterPlan(Document):
     """The plan the file was exported from.
 
     Attributes:
@@ -33,8 +32,8 @@ class RouterPlan:
     workload_sha256: str | None = field(since=None)
 
 
-@dataclass(frozen=True)
-class RouterBudget:
+@document
+class RouterBudget(Document):
     """What a request's token budget is.
 
     Attributes:
@@ -48,8 +47,8 @@ class RouterBudget:
     without_max_tokens: Literal["last_pool"]
 
 
-@dataclass(frozen=True)
-class RouterPoolDocument:
+@document
+class RouterPoolDocument(Document):
     """One pool: requests whose budget is at most ``max_budget_tokens`` (and above the previous
     pool's) go to it.
 
@@ -68,8 +67,8 @@ class RouterPoolDocument:
     instances: int | None = field(since=None, minimum=0)
 
 
-@dataclass(frozen=True)
-class CompressAndRoute:
+@document
+class CompressAndRoute(Document):
     """Compress-and-Route (FleetOpt §5.1): a request with B < L ≤ ⌊γB⌋ and ``max_tokens`` < B is,
     with probability ``compressibility``, compressed to a prompt of B − ``max_tokens`` tokens and
     served by ``pool``.
@@ -93,8 +92,8 @@ class CompressAndRoute:
     compress_prompt_to_tokens: str | None = field(since=None)
 
 
-@dataclass(frozen=True)
-class RouterDocument:
+@document
+class RouterDocument(Document):
     """Which pool serves each request of a planned fleet (``fleetopt export --to router``).
 
     Attributes:

@@ -86,12 +86,78 @@ def field(*, default: Any = _MISSING, **kwargs: Any) -> Any:
 
 
 #: Bounds of the fields of core dataclasses that documents carry (core knows nothing of documents).
-CONSTRAINTS: dict[type, dict[str, dict[str, Any]]] = {}
+CONSTRAINTS: dict[str, dict[str, dict[str, Any]]] = {}
 
 
-def constrain(cls: type, **fields: dict[str, Any]) -> None:
-    """Bound the fields of a core dataclass ``cls`` wherever a document carries it."""
-    CONSTRAINTS[cls] = fields
+def constrain(cls: type | str, **fields: dict[str, Any]) -> None:
+    """Bound the fields of a core dataclass wherever a document carries it: ``cls``, or its
+    ``"module.Class"`` name (so that its module is imported only when a document has one)."""
+    CONSTRAINTS[cls if isinstance(cls, str) else f"{cls.__module__}.{cls.__qualname__}"] = fields
+
+
+class Document:
+    """The base of every document dataclass (declare one with :func:`document`): immutable, with one
+    ``__init__``, ``__repr__`` and ``__eq__`` for all of them, where ``@dataclass(frozen=True)``
+    would generate and compile five methods per class — ~0.8 ms each of every command's start-up."""
+
+    __slots__ = ()
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        cls = type(self)
+        names, defaults = _init_spec(cls)
+        if len(args) > len(names):
+            raise TypeError(f"{cls.__name__}() takes {len(names)} arguments, {len(args)} were given")
+        values = dict(zip(names, args, strict=False))  # the leading fields, given by position
+        for name, value in kwargs.items():
+            if name in values or name not in defaults and name not in names:
+                why = "multiple values for" if name in values else "an unexpected keyword"
+                raise TypeError(f"{cls.__name__}() got {why} argument {name!r}")
+            values[name] = value
+        for name in names:
+            if name in values:
+                value = values[name]
+            elif name in defaults:
+                value = defaults[name]
+            else:
+                raise TypeError(f"{cls.__name__}() is missing the argument {name!r}")
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __repr__(self) -> str:
+        names, _ = _init_spec(type(self))
+        return f"{type(self).__name__}(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in names) + ")"
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        names, _ = _init_spec(type(self))
+        return all(getattr(self, n) == getattr(other, n) for n in names)
+
+    __hash__ = None  # type: ignore[assignment]  (documents hold lists and mappings)
+
+
+_INIT_SPECS: dict[type, tuple[tuple[str, ...], dict[str, Any]]] = {}
+
+
+def _init_spec(cls: type) -> tuple[tuple[str, ...], dict[str, Any]]:
+    """(field names in order, {name: default}) of a document dataclass."""
+    found = _INIT_SPECS.get(cls)
+    if found is None:
+        fields = dataclasses.fields(cls)
+        defaults = {f.name: f.default for f in fields if f.default is not _MISSING}
+        found = _INIT_SPECS[cls] = (tuple(f.name for f in fields), defaults)
+    return found
+
+
+def document(cls: type) -> type:
+    """Declare a document dataclass: ``@document class X(Document): a: int = field(...)`` — a
+    dataclass whose methods come from :class:`Document`."""
+    return dataclasses.dataclass(init=False, repr=False, eq=False)(cls)
 
 
 # ------------------------------------------------------------------------------------------ codecs
@@ -422,17 +488,17 @@ def _unknown(path: str, key: str, value: Any, known: tuple[str, ...]) -> str:
     return f"{_join(path, key)} = {excerpt(value)} is not a known field; {where} has only {', '.join(known)}"
 
 
-@dataclasses.dataclass
 class _Field:
-    name: str
-    codec: _Codec
-    required: bool
-    default: Any  # what a missing key reads as (when not required)
-    omit_if_none: bool
-    present_if: tuple[str, Any] | None
-    since: Any
-    allowed: str | None = None  # the words for what is allowed, where the codec's say too little
-    description: str | None = None
+    """One field of a document dataclass, compiled: its codec and how a missing key reads."""
+
+    __slots__ = ("name", "codec", "required", "default", "omit_if_none", "present_if", "since", "allowed",
+                 "description")  # fmt: skip
+
+    def __init__(self, name, codec, required, default, omit_if_none, present_if, since, allowed, description):
+        self.name, self.codec, self.required, self.default = name, codec, required, default
+        self.omit_if_none, self.present_if, self.since = omit_if_none, present_if, since
+        self.allowed = allowed  # the words for what is allowed, where the codec's say too little
+        self.description = description
 
     def allowed_text(self) -> str:
         return self.allowed or self.codec.allowed()
@@ -642,14 +708,57 @@ _ANNOTATIONS: dict[tuple[str, str], Any] = {}
 
 def _field_type(cls: type, item: dataclasses.Field) -> Any:
     """A field's type; a string annotation (``from __future__ import annotations``) is evaluated
-    in its module, once per distinct text (``typing.get_type_hints`` costs ~0.4 ms a class)."""
+    in its module, once per distinct text (``typing.get_type_hints`` costs ~0.4 ms a class). A name
+    the module provides lazily (PEP 562 ``__getattr__``: a type whose module a document imports only
+    when it holds one) gives a :class:`_Deferred` codec instead: ``"X | None"`` → optional X."""
     if not isinstance(item.type, str):
         return item.type
     key = (cls.__module__, item.type)
     found = _ANNOTATIONS.get(key)
     if found is None:
-        found = _ANNOTATIONS[key] = eval(item.type, vars(sys.modules[cls.__module__]))  # noqa: S307
+        module = sys.modules[cls.__module__]
+        try:
+            found = eval(item.type, vars(module))  # noqa: S307 (an annotation of our own code)
+        except NameError:
+            text, optional = item.type, item.type.replace(" ", "").endswith("|None")
+            name = text.rsplit("|", 1)[0].strip() if optional else text.strip()
+            found = _Deferred(module, name)
+        _ANNOTATIONS[key] = found
     return found
+
+
+class _Deferred:
+    """A dataclass type named by a lazily imported name of ``module``: resolved (and its module
+    imported) the first time a value of it is written or read, or the schema is made."""
+
+    def __init__(self, module: Any, name: str):
+        self.module, self.name = module, name
+
+    def resolve(self) -> type:
+        return getattr(self.module, self.name)
+
+
+class _DeferredCodec(_Codec):
+    def __init__(self, deferred: _Deferred, info: dict[str, Any]):
+        self.deferred, self.info, self._codec = deferred, info, None
+
+    @property
+    def codec(self) -> _Codec:
+        if self._codec is None:
+            self._codec = _codec(self.deferred.resolve(), self.info)
+        return self._codec
+
+    def encode(self, value: Any) -> Any:
+        return self.codec.encode(value)
+
+    def decode(self, value: Any, path: str) -> Any:
+        return self.codec.decode(value, path)
+
+    def schema(self, defs: dict[str, Any]) -> dict[str, Any]:
+        return self.codec.schema(defs)
+
+    def allowed(self) -> str:
+        return self.codec.allowed()
 
 
 def _compile(cls: type) -> _Object:
@@ -659,7 +768,7 @@ def _compile(cls: type) -> _Object:
         return found
     codec = _Object(cls)
     _COMPILED[cls] = codec
-    external = CONSTRAINTS.get(cls, {})
+    external = CONSTRAINTS.get(f"{cls.__module__}.{cls.__qualname__}", {})
     fields = []
     for item in dataclasses.fields(cls):
         own = item.metadata.get("fleetopt")
@@ -674,7 +783,13 @@ def _compile(cls: type) -> _Object:
         present_if = info["present_if"]
         required = since is _MISSING and not omit  # (when present_if's condition holds)
         default = None if since is _MISSING else since
-        field_codec = _codec(_field_type(cls, item), info)
+        kind = _field_type(cls, item)
+        if isinstance(kind, _Deferred):
+            optional = item.type.replace(" ", "").endswith("|None")
+            field_codec = _DeferredCodec(kind, info)
+            field_codec = _Optional(field_codec) if optional else field_codec
+        else:
+            field_codec = _codec(kind, info)
         if info["nullable"] and not field_codec.nullable:
             field_codec = _Optional(field_codec)
         fields.append(
