@@ -1,6 +1,6 @@
-"""Typed documents: a frozen dataclass is the one definition of a document's fields, and from it
-come the writer (:func:`to_document`), the reader (:func:`from_document`) and the published JSON
-Schema, draft 2020-12 (:func:`json_schema`).
+"""Typed documents: an immutable dataclass (:class:`Document`, declared with :func:`document`) is
+the one definition of a document's fields, and from it come the writer (:func:`to_document`), the
+reader (:func:`from_document`) and the published JSON Schema, draft 2020-12 (:func:`json_schema`).
 
 A field's Python type says what its value is (``int``, ``float``, ``str``, ``bool``,
 ``Literal[...]``, ``X | None``, ``list[X]``, ``tuple[X, Y]``, ``dict[str, X]``, a nested
@@ -25,10 +25,10 @@ import json
 import math
 import operator
 import re
+import reprlib
 import sys
 import types
 import typing
-from collections.abc import Mapping
 from typing import Any, Literal
 
 from fleetopt.errors import ValidationError
@@ -177,14 +177,14 @@ def finite_or_none(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
+_EXCERPT = reprlib.Repr()
+_EXCERPT.maxlevel, _EXCERPT.maxlist, _EXCERPT.maxdict, _EXCERPT.maxstring, _EXCERPT.maxother = 2, 4, 4, 60, 60
+
+
 def excerpt(value: Any, limit: int = 80) -> str:
-    """``repr(value)``, cut at ``limit`` characters (an error never echoes a whole document)."""
-    if isinstance(value, Mapping):
-        text = "a mapping" if len(value) > 8 else repr(dict(value))
-    elif isinstance(value, list) and len(value) > 8:
-        text = f"a list of {len(value)} items"
-    else:
-        text = repr(value)
+    """``repr(value)``, bounded: a few items of a list or mapping, two levels deep, at most ``limit``
+    characters (an error never echoes, nor even formats, a whole document)."""
+    text = _EXCERPT.repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
