@@ -62,10 +62,14 @@ def _errors(validator: jsonschema.Draft202012Validator, document: dict) -> list[
     return [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(document)]
 
 
+def _yaml(text: str | bytes) -> dict:
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
 def _printed(document: dict, fmt: str = "json") -> dict:
     """The document as ``--format json|yaml`` prints it, parsed back."""
     text = dumps(document, fmt)
-    return json.loads(text) if fmt == "json" else yaml.safe_load(text)
+    return json.loads(text) if fmt == "json" else _yaml(text)
 
 
 #: Plans that between them write every shape of the document (name → plan_workload arguments).
@@ -172,7 +176,6 @@ def drift_plans(tmp_path_factory) -> dict[str, Path]:
         ("two pools", []),
         ("short context", ["--long-context", "16384"]),
         ("three pools", ["--pools", "3", "--b-short", "1024,2048,4096", "--gamma", "1,1.5"]),
-        ("scheduled", ["--schedule", "1h", "--rate-basis", "peak"]),
     ):
         path = folder / f"{name.replace(' ', '-')}.yaml"
         args = ["plan", "--cdf", "azure-2023-conv", "--slo", "500ms", "--rate", "200", "--rate-basis", "mean"]
@@ -199,7 +202,6 @@ def test_every_drift_verdict_and_reason_validates(drift_plans, validators) -> No
         ("two pools", str(drift_plans["long log"]), 5.0, Tolerances()),  # no feasible re-plan
         ("short context", str(drift_plans["long log"]), 5.0, Tolerances()),  # longer than the context
         ("three pools", "azure-2023-conv", 200.0, Tolerances()),
-        ("scheduled", "azure-2023-conv", None, Tolerances()),
     ]
     checks, verdicts = set(), set()
     for plan, today, rate, tolerances in cases:
@@ -336,7 +338,7 @@ def _validator(name: str) -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(json_schema(name))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_the_plan_reader_accepts_exactly_what_the_schema_accepts(small_plan, data) -> None:
     document = data.draw(edited(small_plan))
@@ -344,7 +346,7 @@ def test_the_plan_reader_accepts_exactly_what_the_schema_accepts(small_plan, dat
     assert _reads(PlanDocument, document) == validator.is_valid(document), _errors(validator, document)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(data=st.data())
 def test_the_drift_and_router_readers_accept_exactly_what_their_schemas_accept(drift_plans, data) -> None:
     name = data.draw(st.sampled_from(["drift", "router"]))
@@ -428,7 +430,7 @@ def test_an_unknown_key_is_refused_naming_file_field_value_and_what_is_allowed(t
 def test_plans_of_earlier_releases_still_read(old, tmp_path, validators) -> None:
     path = tmp_path / old.name.removesuffix(".gz")
     path.write_bytes(gzip.decompress(old.read_bytes()))
-    document = yaml.safe_load(path.read_text())
+    document = _yaml(path.read_text())
     plan_file = read_plan(path)
     assert plan_file.fleet.total_gpus == document["best"]["total_gpus"]
     assert [p.instances for p in plan_file.fleet.pools] == [
@@ -438,31 +440,21 @@ def test_plans_of_earlier_releases_still_read(old, tmp_path, validators) -> None
     assert _errors(validators["plan"], upgraded) == []  # version 1 upgraded; later fields defaulted
     if document["schema_version"] == 2:
         assert _errors(validators["plan"], document) == []  # the schema takes what earlier releases wrote
-    if old.name.startswith(("v1-bc", "v2-4991fec")):  # the commands that read plans (a second each)
+    if old.name.startswith("v1-bc"):  # drift re-plans (a second): once, on the oldest two-pool plan
         drift = runner.invoke(
             app, ["drift", "--plan", str(path), "--cdf", "azure-2023-conv", "--rate", "200"]
         )
         assert drift.exit_code in (0, 1), drift.output  # fits or drifts (the model moved since), but reads
-        export = runner.invoke(app, ["export", "--plan", str(path), "--to", "router", "--to", "markdown"])
-        assert export.exit_code == 0, export.output
+    export = runner.invoke(app, ["export", "--plan", str(path), "--to", "router", "--to", "markdown"])
+    assert export.exit_code == 0, export.output
 
 
 def test_the_old_plans_span_both_versions_and_their_shapes() -> None:
-    documents = [yaml.safe_load(gzip.decompress(p.read_bytes())) for p in OLD_PLANS]
+    documents = [_yaml(gzip.decompress(p.read_bytes())) for p in OLD_PLANS]
     assert {d["schema_version"] for d in documents} == {1, 2}
     assert any(d["best"]["b_short_tokens"] is None for d in documents)  # a one-pool best fleet
     assert any("schedule" in d for d in documents) and any("warnings" not in d for d in documents)
     assert any("workload_reader" not in d["inputs"] for d in documents)
-
-
-def test_a_version_1_plan_simulates(tmp_path) -> None:
-    old = next(p for p in OLD_PLANS if p.name.startswith("v1-bc"))
-    path = tmp_path / "v1.yaml"
-    path.write_bytes(gzip.decompress(old.read_bytes()))
-    result = runner.invoke(
-        app, ["simulate", "--plan", str(path), "--requests", "2000", "--seeds", "1", "-f", "json"]
-    )
-    assert result.exit_code == 0, result.output
 
 
 def test_yaml_and_json_plan_files_round_trip(tmp_path) -> None:
@@ -479,6 +471,8 @@ def test_yaml_and_json_plan_files_round_trip(tmp_path) -> None:
         plan_file = read_plan(path)
         assert plan_file.document == as_yaml
         assert to_document(plan_file.plan_document) == as_yaml
+        if suffix == "json":
+            continue  # the same document as the YAML file: the commands read both alike
         for command in (
             ["drift", "--plan", str(path), "--cdf", "azure-2023-conv", "--rate", "200"],
             ["simulate", "--plan", str(path), "--requests", "2000", "--seeds", "1", "-f", "json"],
