@@ -858,8 +858,3 @@ def json_schema(cls: type, *, title: str, description: str, schema_id: str | Non
     if defs:
         out["$defs"] = dict(sorted(defs.items()))
     return out
-
-
-def allowed_text(cls: type, name: str) -> str:
-    """What field ``name`` of ``cls`` allows, in words (for readers' own checks)."""
-    return _compile(cls)._field(name).allowed_text()
