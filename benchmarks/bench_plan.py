@@ -144,7 +144,7 @@ def command_cases() -> list[tuple[str, Callable[[], object]]]:
 
     plan_imports = (
         "import fleetopt.cli, fleetopt.cli.plan, fleetopt.api, fleetopt.io.workloads, fleetopt.io.profiles, "
-        "fleetopt.render.plan_document, fleetopt.render.plan, yaml"
+        "fleetopt.io.documents.build_plan, fleetopt.render.plan, yaml"
     )
     reference_cell = (
         "-m fleetopt plan --cdf azure --slo 500ms --rate 10 --b-short 4096 --service-model fleet-sim "

@@ -27,6 +27,7 @@ COMMANDS = (
     ("profiles", "list"),
     ("profiles", "show"),
     ("queue",),
+    ("schema",),
 )
 INTRO = """# Command-line reference
 

@@ -33,7 +33,7 @@ from fleetopt.core.service import PoolHardware
 from fleetopt.core.sizing import size_pool
 from fleetopt.core.workload import Workload, workload_from_requests
 from fleetopt.defaults import PAPER_SERVING
-from fleetopt.render.simulate import crosscheck_document
+from fleetopt.io.documents.build_crosscheck import crosscheck_document
 
 SLO_S = 0.5
 RATE_PER_S = 1000.0

@@ -23,8 +23,8 @@ from fleetopt.core.service import PoolHardware
 from fleetopt.core.workload import workload_from_requests
 from fleetopt.core.workload_stats import ks_distance
 from fleetopt.errors import ValidationError
+from fleetopt.io.documents.words import fit_problem_sentence
 from fleetopt.io.plans import FINGERPRINT_LEVELS, workload_fingerprint
-from fleetopt.render.drift import problem_sentence
 
 HARDWARE = PoolHardware(
     serving_name="test",
@@ -51,8 +51,8 @@ def _fingerprint_ks(today, planned):
     fingerprint = workload_fingerprint(planned, None, None)
     return ks_against_quantiles(
         today,
-        tuple(fingerprint["total_tokens_quantile_levels"]),
-        tuple(fingerprint["total_tokens_quantiles"]),
+        tuple(fingerprint.total_tokens_quantile_levels),
+        tuple(fingerprint.total_tokens_quantiles),
     )
 
 
@@ -187,7 +187,7 @@ def test_overload_is_reported_not_raised(planned) -> None:
     assert long.sizing.utilization == pytest.approx(1.5)  # ρ is linear in λ
     assert math.isinf(long.sizing.p99_ttft_s) and long.ttft_headroom_s == -math.inf
     assert long.problems == (FitProblem.UNSTABLE,)
-    assert problem_sentence(FitProblem.UNSTABLE, long.sizing, planner.options) == (
+    assert fit_problem_sentence(FitProblem.UNSTABLE, long.sizing, planner.options) == (
         "utilization 1.500 > 1: the pool cannot keep up (its queue and P99 TTFT grow without bound)"
     )
     assert not fit.fits

@@ -20,7 +20,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from fleetopt import api
 from fleetopt.cli import app
 from fleetopt.core.routing import Routing
 from fleetopt.io.data import bundled_dir
@@ -28,6 +27,7 @@ from fleetopt.io.deploy import EngineSettings, read_router, router_from_document
 from fleetopt.io.plans import plan_file_from_document, read_plan
 from fleetopt.io.profiles import load_model, load_serving
 from fleetopt.render import deploy
+from fleetopt.render.export import export_plan
 from fleetopt.render.output import dumps
 
 runner = CliRunner()
@@ -180,12 +180,21 @@ def _with_schedule(document: dict, period_s: int, windows: list[tuple[int, int, 
         "origin_utc": "2023-11-16T00:00:00Z",  # a Thursday
         "pools": ["short", "long"],
         "windows": [
-            {"start_s": a, "end_s": b, "arrival_rate_per_s": 500.0, "instances": {"short": s, "long": lg}}
+            {
+                "start_s": a,
+                "end_s": b,
+                "arrival_rate_per_s": 500.0,
+                "mean_arrival_rate_per_s": 400.0,
+                "instances": {"short": s, "long": lg},
+                "gpus": 8 * (s + lg),
+                "rate_windows": 1,
+            }
             for a, b, s, lg in windows
-        ],
+        ],  # fmt: skip
         "rate_basis": "peak",
         "gpu_hours_per_period": 0.0,
         "static_gpu_hours_per_period": 0.0,
+        "static_instances": dict(zip(("short", "long"), _planned(document), strict=True)),
     }
     return document
 
@@ -198,7 +207,7 @@ def _planned(document: dict) -> tuple[int, int]:
 
 def _keda(document: dict, *options: str) -> tuple[list[dict], str]:
     plan = plan_file_from_document(document, "plan test")
-    run = api.export_plan(plan, ["kubernetes"], keda=True, options=deploy.ExportOptions(*options))
+    run = export_plan(plan, ["kubernetes"], keda=True, options=deploy.ExportOptions(*options))
     return [m for m in yaml.safe_load_all(run.files["keda.yaml"]) if m], "\n".join(run.notes)
 
 

@@ -209,18 +209,18 @@ def test_an_integer_timestamp_beyond_the_clock_is_one_error(tmp_path: Path) -> N
 
 def test_drift_reads_the_routing_the_plan_reader_checked(tmp_path: Path) -> None:
     """Found by the deep fuzz: a plan whose best fleet lacks the old b_short_tokens key (the
-    routing is in best.routing) was an internal error in the drift report."""
+    routing is in best.routing) was an internal error in the drift report. The plan reader now
+    checks every field against the schema: the renamed key is one error naming it, and the fields
+    allowed there (exit 2, no traceback)."""
     plan = _plan(tmp_path)
     text = plan.read_text()
     assert "\n  b_short_tokens: " in text
     plan.write_text(text.replace("\n  b_short_tokens: ", "\n  _short_tokens: ", 1))
     arguments = ["drift", "--plan", str(plan), "--cdf", "azure", "--rate", "10", "-f", "json"]
     result = runner.invoke(app, arguments)
-    assert result.exit_code == 0, result.output
-    import json
-
-    document = json.loads(result.stdout)
-    assert document["plan"]["b_short_tokens"] > 0 and document["plan"]["total_gpus"] > 0
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.startswith(f"Error: plan {plan}: best._short_tokens = ")
+    assert "is not a known field; best has only label, feasible, reason, b_short_tokens," in result.stderr
 
 
 def test_a_pool_of_requests_that_ask_for_no_output_plans(tmp_path: Path) -> None:

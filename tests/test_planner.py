@@ -15,7 +15,7 @@ from fleetopt.core.poolstats import PoolStatistics
 from fleetopt.core.service import PoolHardware
 from fleetopt.core.sizing import ProblemKind, evaluate_pool, size_pool
 from fleetopt.core.workload import workload_from_cdf, workload_from_requests
-from fleetopt.render.words import pool_reason
+from fleetopt.io.documents.words import pool_reason
 
 # The papers' Llama-3-70B / A100-80GB TP8 calibration (FACTS §1).
 PAPER_A100 = PoolHardware(

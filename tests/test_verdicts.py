@@ -25,7 +25,7 @@ from fleetopt.core.poolstats import PoolStatistics
 from fleetopt.core.service import PoolHardware
 from fleetopt.core.sizing import size_pool
 from fleetopt.core.workload import workload_from_requests
-from fleetopt.render.simulate import crosscheck_document
+from fleetopt.io.documents.build_crosscheck import crosscheck_document
 
 runner = CliRunner()
 

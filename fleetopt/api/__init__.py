@@ -30,12 +30,14 @@ from fleetopt.defaults import (
     DEFAULT_SERVING,
 )
 from fleetopt.errors import FleetoptError, ValidationError
+from fleetopt.io.data import profile_search_path
 
 
 @dataclass(frozen=True)
 class PlanRun:
-    """A finished plan with what it was computed from (``arrivals``: the rate basis it was sized on;
-    ``schedule``: the time-of-day schedule when one was asked for)."""
+    """A finished plan with what it was computed from (``document``: the plan document as written,
+    plain data of :class:`fleetopt.io.documents.plan.PlanDocument`; ``arrivals``: the rate basis it
+    was sized on; ``schedule``: the time-of-day schedule when one was asked for)."""
 
     plan: FleetPlan
     workload: Workload
@@ -125,13 +127,6 @@ def arrival_basis(
     )
 
 
-def profile_search_path(profiles_dir: Path | None) -> tuple[Path, ...]:
-    """The user's profile folder (if any) before the bundled one."""
-    from fleetopt.io.data import bundled_dir
-
-    return ((Path(profiles_dir),) if profiles_dir is not None else ()) + (bundled_dir("profiles"),)
-
-
 def resolve_hardware(serving: str, gpu: str | None, dirs: Sequence[Path]) -> PoolHardware:
     """The pool hardware of a serving profile, or of its model's calibration on ``gpu``."""
     from fleetopt.io.profiles import find_serving, load_serving, pool_hardware
@@ -215,8 +210,9 @@ def plan_workload(
     (:func:`fleetopt.core.schedule.build_schedule`) in windows of that length.
     """
     from fleetopt.core.planner import Planner
+    from fleetopt.io.documents.build_plan import plan_document
+    from fleetopt.io.documents.typed import to_document
     from fleetopt.io.workloads import load_workload
-    from fleetopt.render.plan_document import plan_document
 
     if isinstance(workload, Workload):
         loaded, label = workload, workload_label or workload.name
@@ -261,12 +257,14 @@ def plan_workload(
         from fleetopt.core.schedule import build_schedule
 
         schedule = build_schedule(planner, plan.best, arrivals.counts, schedule_window_s)
-    document = plan_document(
-        plan,
-        loaded,
-        {"workload": label, "arrival_rate_origin": origin, "workload_reader": reader_options},
-        arrivals=arrivals,
-        schedule=schedule,
+    document = to_document(
+        plan_document(
+            plan,
+            loaded,
+            {"workload": label, "arrival_rate_origin": origin, "workload_reader": reader_options},
+            arrivals=arrivals,
+            schedule=schedule,
+        )
     )
     return PlanRun(plan=plan, workload=loaded, document=document, arrivals=arrivals, schedule=schedule)
 
@@ -695,10 +693,6 @@ _LAZY: dict[str, str] = {
     "check_plan_drift_live": "observe",
     "ProductionCalibration": "observe",
     "calibrate_from_prometheus": "observe",
-    "EXPORT_TARGETS": "export",
-    "ExportRun": "export",
-    "export_context": "export",
-    "export_plan": "export",
 }
 
 

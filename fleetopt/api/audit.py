@@ -181,7 +181,7 @@ def audit_workload_from_options(
             audit_workload(workload, short_hardware, long_hardware, options), origin, workload.split_assumed
         )
     except HomogeneousInfeasible as exc:
-        from fleetopt.render.words import fleet_reason
+        from fleetopt.io.documents.words import fleet_reason
 
         raise ValidationError(
             f"the homogeneous fleet is infeasible ({fleet_reason(exc.fleet) or 'infeasible'}): the audit "

@@ -37,6 +37,18 @@ class CrossCheck:
     rate_factor: float | None = None
     rate_window_s: float | None = None
 
+    def document(self, plan_path: str | None = None) -> dict[str, Any]:
+        """The report as plain data (what ``--format json|yaml`` prints; the table is drawn from it),
+        led by ``plan`` = ``plan_path`` when given."""
+        from fleetopt.io.documents.build_crosscheck import crosscheck_run_document
+
+        return crosscheck_run_document(
+            self.report, workload_name=self.workload_name, arrival_process=self.arrival_process,
+            reevaluated_for_other_workload=self.reevaluated_for_other_workload,
+            mean_rate_per_s=self.mean_rate_per_s, rate_factor=self.rate_factor,
+            rate_window_s=self.rate_window_s, plan_path=plan_path,
+        )  # fmt: skip
+
 
 def _arrival_process(replay: bool, arrivals: str | None) -> str:
     from fleetopt.core.arrivals import ARRIVAL_PROCESSES
@@ -275,7 +287,7 @@ def crosscheck_plan_file(
         if workload is not None:
             raise
         raise ValidationError(f"plan {path}: its workload cannot be loaded ({exc}); pass --cdf") from None
-    other = workload_fingerprint(loaded, None, None)["sha256"] != plan_file.summary.digest
+    other = workload_fingerprint(loaded, None, None).sha256 != plan_file.summary.digest
     if other:
         rate = setup.arrival_rate_per_s
         if process == "poisson" and arrival_rate_per_s is not None:

@@ -70,6 +70,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "fleetopt.cli.profiles",
         "List and show the model, GPU and serving profiles (bundled and --profiles-dir).",
     ),
+    "schema": (
+        "fleetopt.cli.schema",
+        "Print the JSON Schema (draft 2020-12) of a plan, drift report or router file.",
+    ),
 }
 
 

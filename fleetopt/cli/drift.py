@@ -118,7 +118,7 @@ def drift(
     from fleetopt.core.drift import Tolerances
     from fleetopt.errors import FleetoptError, ValidationError
     from fleetopt.io.units import parse_fraction
-    from fleetopt.render.drift import draw_drift, drift_document, drift_markdown
+    from fleetopt.render.drift import draw_drift, drift_markdown
     from fleetopt.render.output import emit
 
     try:
@@ -156,12 +156,7 @@ def drift(
         raise typer.Exit(EXIT_BAD_INPUT) from None
 
     result = run.result
-    data = drift_document(
-        result, document=run.plan.document, plan_path=str(plan),
-        today_label=cdf if live is None else "live metrics",
-        today_requests=run.today.request_count, rate_origin=run.rate_origin, options=run.options,
-        tolerances=tolerances, planned=run.plan.summary, current=run.current, fleet=run.plan.fleet,
-    )  # fmt: skip
+    data = run.document(str(plan), cdf if live is None else "live metrics")
     if live is not None:
         from fleetopt.io.prometheus import public_url
         from fleetopt.render.observe import live_drift_document

@@ -128,8 +128,8 @@ def write_export(
     echo_written: bool = True,
 ) -> None:
     """Export and print the files, or write them into ``output_dir`` (never over an input file)."""
-    from fleetopt.api import export_plan
     from fleetopt.io.plans import refuse_overwriting_input, write_files_atomically
+    from fleetopt.render.export import export_plan
 
     run = export_plan(
         plan_file, targets, options=options, keda=keda, profiles_dir=profiles_dir, model_id=model_id,

@@ -219,7 +219,7 @@ def plan(
     else:  # the plan first for people (the simulation takes a while), one document for machines
         from fleetopt.api import crosscheck_plan_run
         from fleetopt.cli.common import progress_bar
-        from fleetopt.render.simulate import crosscheck_run_document, draw_crosscheck
+        from fleetopt.render.simulate import draw_crosscheck
 
         if fmt is OutputFormat.table:
             emit(document, fmt, draw_plan)
@@ -232,7 +232,7 @@ def plan(
                 arrivals=arrivals,
                 replay=replay,
             )
-        crosscheck = crosscheck_run_document(check)
+        crosscheck = check.document()
         if fmt is OutputFormat.table:
             emit(crosscheck, fmt, draw_crosscheck)
         else:

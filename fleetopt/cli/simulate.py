@@ -89,7 +89,7 @@ def simulate(
     from fleetopt.api import crosscheck_plan_file
     from fleetopt.io.units import parse_duration_s
     from fleetopt.render.output import emit
-    from fleetopt.render.simulate import crosscheck_run_document, draw_crosscheck, strict_failure
+    from fleetopt.render.simulate import draw_crosscheck, strict_failure
 
     window_s = None if rate_window is None else parse_duration_s(rate_window, field="--rate-window")
     with progress_bar(fmt) as progress:
@@ -98,7 +98,7 @@ def simulate(
             seeds=seeds, warmup_fraction=warmup_fraction, arrival_rate_per_s=rate, replay=replay,
             progress=progress, arrivals=arrivals, rate_window_s=window_s,
         )  # fmt: skip
-    data = crosscheck_run_document(check, str(plan))
+    data = check.document(str(plan))
     emit(data, fmt, draw_crosscheck)
     if strict and (error := strict_failure(data)) is not None:
         raise error

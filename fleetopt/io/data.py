@@ -1,4 +1,5 @@
-"""Where the bundled ``profiles/`` and ``workloads/`` folders are, installed or in a checkout."""
+"""Where the bundled ``profiles/`` and ``workloads/`` folders are, installed or in a checkout, and
+the profile search path."""
 
 from __future__ import annotations
 
@@ -17,3 +18,8 @@ def bundled_dir(kind: str) -> Path:
     if installed.is_dir():
         return installed
     return _PACKAGE_DIR.parent / kind
+
+
+def profile_search_path(profiles_dir: Path | None) -> tuple[Path, ...]:
+    """The user's profile folder (if any) before the bundled one."""
+    return ((Path(profiles_dir),) if profiles_dir is not None else ()) + (bundled_dir("profiles"),)

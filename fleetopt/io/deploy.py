@@ -18,14 +18,15 @@ from typing import Any
 from fleetopt.core.routing import Routing
 from fleetopt.core.service import PoolHardware
 from fleetopt.errors import NotFoundError, ValidationError
+from fleetopt.io.documents.router import (  # the file's fields: fleetopt schema router
+    ROUTER_KIND,
+    ROUTER_SCHEMA_VERSION,
+    WITHOUT_MAX_TOKENS,
+    RouterDocument,
+)
+from fleetopt.io.documents.typed import from_document
 from fleetopt.io.files import read_text
 from fleetopt.io.yamlio import safe_load
-
-ROUTER_KIND = "fleetopt-router"
-#: Version 1: pools with max_budget_tokens and endpoints, one C&R band at the first boundary.
-ROUTER_SCHEMA_VERSION = 1
-#: What a request without ``max_tokens`` gets: the last pool (the only one that holds any output).
-WITHOUT_MAX_TOKENS = "last_pool"
 
 
 @dataclass(frozen=True)
@@ -201,6 +202,7 @@ def router_from_document(document: Any, source: str = "router") -> RouterConfig:
             f"{source}: schema_version {document.get('schema_version')!r} is not supported "
             f"(this fleetopt reads version {ROUTER_SCHEMA_VERSION})"
         )
+    from_document(RouterDocument, document, source)  # every field's type, and no unknown one
 
     def fail(field: str, value: Any, allowed: str) -> None:
         raise ValidationError(f"{source}: {field} = {value!r} is invalid; expected {allowed}")

@@ -1,10 +1,18 @@
-"""The ``fleetopt plan`` report for people, drawn from the plan document (the same dict as --format json)."""
+"""The ``fleetopt plan`` report for people, drawn from the plan document (the same document as
+--format json, read through its schema: :class:`~fleetopt.io.documents.plan.PlanDocument`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from fleetopt.io.documents.plan import (
+    FleetDocument,
+    PlanDocument,
+    PoolDocument,
+    ScheduleDocument,
+    read_plan_document,
+)
 from fleetopt.render.output import NOT_APPLICABLE, fmt_num, fmt_pct, fmt_seconds, fmt_usd
 from fleetopt.render.words import basis_sentence, duration_words
 
@@ -14,107 +22,103 @@ if TYPE_CHECKING:  # rich is imported when a table is drawn, not for --format js
     from fleetopt.render.layout import FitTable
 
 
-def explain_pool(name: str, pool: Mapping[str, Any], slo_s: float) -> str:
+def explain_pool(name: str, pool: PoolDocument, slo_s: float) -> str:
     """One sentence on what sized this pool and why it runs the slots it does."""
-    if not pool["feasible"]:
-        best = pool.get("min_achievable_ttft_s")
+    if not pool.feasible:
+        best = pool.min_achievable_ttft_s
         extra = f" (the smallest achievable P99 TTFT is {fmt_seconds(best)})" if best else ""
-        return f"{name}: infeasible — {pool['reason']}{extra}."
-    if pool["instances"] == 0:
+        return f"{name}: infeasible — {pool.reason}{extra}."
+    if pool.instances == 0:
         return f"{name}: receives no traffic."
-    util, cap_text = pool["utilization"], f"{pool['utilization']:.1%}"
-    compute = pool.get("compute_utilization")
+    util, cap_text = pool.utilization, f"{pool.utilization:.1%}"
+    compute = pool.compute_utilization
     if compute is not None and compute > util:
         cap_text = f"{compute:.1%} of its compute, {util:.1%} of its slots"
-    if pool["binding_constraint"] == "minimum":
+    if pool.binding_constraint == "minimum":
         count = f"one instance is the minimum and is enough (utilization {cap_text})"
-    elif pool["binding_constraint"] == "utilization":
-        count = f"the utilization cap sets {pool['instances']:,} instance(s) (running at {cap_text})"
+    elif pool.binding_constraint == "utilization":
+        count = f"the utilization cap sets {pool.instances:,} instance(s) (running at {cap_text})"
     else:
         count = (
-            f"the SLO sets {pool['instances']:,} instances: with fewer, queueing or busier (slower) "
+            f"the SLO sets {pool.instances:,} instances: with fewer, queueing or busier (slower) "
             f"iterations would push the P99 TTFT past the {fmt_seconds(slo_s)} SLO (utilization {cap_text})"
         )
-    slots, limit, ctx = pool["slots_per_instance"], pool["kv_slot_limit"], pool["context_tokens"]
-    binding = pool["slots_binding"]
+    slots, limit, ctx = pool.slots_per_instance, pool.kv_slot_limit, pool.context_tokens
+    binding = pool.slots_binding
     if binding == "kv":
         why = f"{slots} slots per instance, the KV limit at {ctx:,} tokens"
     elif binding == "ttft":
         why = (
             f"{slots} of the {limit} slots the KV cache allows at {ctx:,} tokens: "
             "every slot adds to the iteration "
-            f"time ({fmt_seconds(pool['iteration_s'])} now), and more slots would break the SLO through the "
-            f"P99 prefill ({fmt_seconds(pool['p99_prefill_s'])}) or need more instances"
+            f"time ({fmt_seconds(pool.iteration_s)} now), and more slots would break the SLO through the "
+            f"P99 prefill ({fmt_seconds(pool.p99_prefill_s)}) or need more instances"
         )
     elif binding == "tpot":
         why = f"{slots} of {limit} KV slots: more would break the TPOT SLO"
     else:
         why = f"{slots} slots per instance (fixed)"
-    headroom = slo_s - pool["p99_ttft_s"]
+    headroom = slo_s - pool.p99_ttft_s
     del util
-    ttft = fmt_seconds(pool["p99_ttft_s"])
+    ttft = fmt_seconds(pool.p99_ttft_s)
     return f"{name}: {count}; {why}. P99 TTFT {ttft}, {fmt_seconds(headroom)} under the SLO."
 
 
-def _serves(pool: Mapping[str, Any]) -> bool:
+def _serves(pool: PoolDocument) -> bool:
     """A feasible pool that receives traffic (an empty pool has no service time, TTFT or TPOT)."""
-    return bool(pool["feasible"]) and pool["instances"] > 0 and (pool["arrival_rate_per_s"] or 0) > 0
+    return bool(pool.feasible) and pool.instances > 0 and (pool.arrival_rate_per_s or 0) > 0
 
 
 def _headroom(value_s: float | None, fraction: float | None) -> str:
     return NOT_APPLICABLE if value_s is None else f"{fmt_seconds(value_s)} ({fmt_pct(fraction)})"
 
 
-def _tpot_label(pools: Mapping[str, Mapping[str, Any]]) -> str:
+def _tpot_label(pools: Mapping[str, PoolDocument]) -> str:
     pool = next(iter(pools.values()))
-    limit_s = pool.get("tpot_limit_s")
+    limit_s = pool.tpot_limit_s
     limit = NOT_APPLICABLE if limit_s is None else f"{limit_s * 1e3:g} ms"
-    if pool.get("tpot_limit_kind") == "tpot_slo":
+    if pool.tpot_limit_kind == "tpot_slo":
         return f"TPOT headroom to the {limit} TPOT SLO"
     return f"TPOT headroom to {limit} (chat reading pace)"
 
 
+def _arrival_scv(pool: PoolDocument) -> float:
+    return 1.0 if pool.arrival_scv is None else pool.arrival_scv
+
+
 #: Rows of the pool table: (label, cell, shown for a pool that serves no traffic).
-_POOL_ROWS: tuple[tuple[str, Any, bool], ...] = (
-    ("context window (max_model_len)", lambda p: f"{p['context_tokens']:,} tokens", True),
-    ("instances × GPUs each", lambda p: f"{p['instances']:,} × {p['gpus_per_instance']}", True),
-    ("GPUs", lambda p: fmt_num(p["gpus"]), True),
+_POOL_ROWS: tuple[tuple[str, Callable[[PoolDocument], str], bool], ...] = (
+    ("context window (max_model_len)", lambda p: f"{p.context_tokens:,} tokens", True),
+    ("instances × GPUs each", lambda p: f"{p.instances:,} × {p.gpus_per_instance}", True),
+    ("GPUs", lambda p: fmt_num(p.gpus), True),
     (
         "slots per instance (max_num_seqs)",
-        lambda p: f"{p['slots_per_instance']} of {p['kv_slot_limit']} (KV)",
+        lambda p: f"{p.slots_per_instance} of {p.kv_slot_limit} (KV)",
         False,
     ),
-    ("arrival rate", lambda p: f"{fmt_num(p['arrival_rate_per_s'])} req/s", True),
-    (
-        "service rate μ per instance",
-        lambda p: f"{fmt_num(p['service_rate_per_instance_per_s'])} req/s",
-        False,
-    ),
-    ("service-time SCV C_s²", lambda p: fmt_num(p["service_scv"], 3), False),
-    ("arrival SCV C_a²", lambda p: fmt_num(p.get("arrival_scv", 1.0), 3), False),
-    ("utilization (slots)", lambda p: fmt_pct(p["utilization"]), False),
-    ("compute utilization", lambda p: fmt_pct(p.get("compute_utilization")), False),
-    ("P99 slot wait", lambda p: fmt_seconds(p["p99_wait_s"]), False),
-    ("P99 prefill", lambda p: fmt_seconds(p["p99_prefill_s"]), False),
-    ("P99 TTFT", lambda p: fmt_seconds(p["p99_ttft_s"]), False),
-    (
-        "TTFT headroom to the SLO",
-        lambda p: _headroom(p.get("ttft_headroom_s"), p.get("ttft_headroom_fraction")),
-        False,
-    ),
-    ("iteration time (TPOT)", lambda p: fmt_seconds(p["iteration_s"]), False),
-    ("TPOT headroom", lambda p: _headroom(p.get("tpot_headroom_s"), p.get("tpot_headroom_fraction")), False),
-    ("binding constraint", lambda p: p["binding_constraint"], False),
-    ("slot count set by", lambda p: p["slots_binding"], False),
-    ("$/year", lambda p: fmt_usd(p["cost_per_year_usd"]), True),
+    ("arrival rate", lambda p: f"{fmt_num(p.arrival_rate_per_s)} req/s", True),
+    ("service rate μ per instance", lambda p: f"{fmt_num(p.service_rate_per_instance_per_s)} req/s", False),
+    ("service-time SCV C_s²", lambda p: fmt_num(p.service_scv, 3), False),
+    ("arrival SCV C_a²", lambda p: fmt_num(_arrival_scv(p), 3), False),
+    ("utilization (slots)", lambda p: fmt_pct(p.utilization), False),
+    ("compute utilization", lambda p: fmt_pct(p.compute_utilization), False),
+    ("P99 slot wait", lambda p: fmt_seconds(p.p99_wait_s), False),
+    ("P99 prefill", lambda p: fmt_seconds(p.p99_prefill_s), False),
+    ("P99 TTFT", lambda p: fmt_seconds(p.p99_ttft_s), False),
+    ("TTFT headroom to the SLO", lambda p: _headroom(p.ttft_headroom_s, p.ttft_headroom_fraction), False),
+    ("iteration time (TPOT)", lambda p: fmt_seconds(p.iteration_s), False),
+    ("TPOT headroom", lambda p: _headroom(p.tpot_headroom_s, p.tpot_headroom_fraction), False),
+    ("binding constraint", lambda p: p.binding_constraint, False),
+    ("slot count set by", lambda p: p.slots_binding, False),
+    ("$/year", lambda p: fmt_usd(p.cost_per_year_usd), True),
 )
 
 
-def _pool_table(fleet: Mapping[str, Any]) -> FitTable:
+def _pool_table(fleet: FleetDocument) -> FitTable:
     """Metrics as rows, pools as columns (stacks pools into more tables when they do not fit)."""
     from fleetopt.render.layout import FitTable
 
-    pools = fleet["pools"]
+    pools = fleet.pools
     table = FitTable(title="Pools")
     table.add_column("", justify="left", wrap=True)
     for name in pools:
@@ -124,7 +128,7 @@ def _pool_table(fleet: Mapping[str, Any]) -> FitTable:
             label = _tpot_label(pools)
         cells = []
         for pool in pools.values():
-            if label.startswith("context window") or (_serves(pool) or (when_empty and pool["feasible"])):
+            if label.startswith("context window") or (_serves(pool) or (when_empty and pool.feasible)):
                 cells.append(cell(pool))
             else:
                 cells.append(NOT_APPLICABLE)
@@ -132,46 +136,44 @@ def _pool_table(fleet: Mapping[str, Any]) -> FitTable:
     return table
 
 
-def schedule_table(schedule: Mapping[str, Any]) -> FitTable:
+def schedule_table(schedule: ScheduleDocument) -> FitTable:
     """Instances per pool in every window of the schedule (offsets from its origin)."""
     from fleetopt.render.layout import FitTable
 
     table = FitTable(title="Schedule: instances per window")
     table.add_column("window")
     table.add_column("rate sized for")
-    for name in schedule["pools"]:
+    for name in schedule.pools:
         table.add_column(name)
     table.add_column("GPUs")
-    for window in schedule["windows"]:
+    for window in schedule.windows:
         table.add_row(
-            f"{_clock(window['start_s'])}–{_clock(window['end_s'])}",
-            f"{fmt_num(window['arrival_rate_per_s'])} req/s",
-            *(fmt_num(window["instances"][name]) for name in schedule["pools"]),
-            fmt_num(window["gpus"]),
+            f"{_clock(window.start_s)}–{_clock(window.end_s)}",
+            f"{fmt_num(window.arrival_rate_per_s)} req/s",
+            *(fmt_num(window.instances[name]) for name in schedule.pools),
+            fmt_num(window.gpus),
         )
     return table
 
 
-def schedule_heading(schedule: Mapping[str, Any]) -> str:
+def schedule_heading(schedule: ScheduleDocument) -> str:
     """What the schedule's windows are: their length, the period, the basis and the origin."""
-    origin = schedule.get("origin_utc")
+    origin = schedule.origin_utc
     period = (
-        "periodic over " + _period_words(schedule["period_s"])
-        if schedule["periodic"]
-        else "over the log's span"
+        "periodic over " + _period_words(schedule.period_s) if schedule.periodic else "over the log's span"
     )
     return (
-        f"schedule: {duration_words(schedule['window_s'])} windows {period}, each sized on its "
-        f"{schedule['rate_basis']} rate with the routing fixed; offsets from {origin or 'the first arrival'}"
+        f"schedule: {duration_words(schedule.window_s)} windows {period}, each sized on its "
+        f"{schedule.rate_basis} rate with the routing fixed; offsets from {origin or 'the first arrival'}"
     )
 
 
-def schedule_summary(schedule: Mapping[str, Any]) -> str:
+def schedule_summary(schedule: ScheduleDocument) -> str:
     """GPU-hours of the schedule against the static (peak) fleet, per period."""
-    dynamic, static = schedule["gpu_hours_per_period"], schedule["static_gpu_hours_per_period"]
+    dynamic, static = schedule.gpu_hours_per_period, schedule.static_gpu_hours_per_period
     saving = (static - dynamic) / static if static > 0 else None
     return (
-        f"schedule: {dynamic:,.2f} GPU-hours per {_period_words(schedule['period_s'])} against "
+        f"schedule: {dynamic:,.2f} GPU-hours per {_period_words(schedule.period_s)} against "
         f"{static:,.2f} for the static fleet ({fmt_pct(saving)} fewer); every window's instances are "
         "at most the static fleet's"
     )
@@ -195,159 +197,161 @@ def _clock(offset_s: float) -> str:
     return f"{days}d {text}" if days else text
 
 
-def _boundaries(fleet: Mapping[str, Any]) -> str:
+def _boundaries(fleet: FleetDocument) -> str:
     """B_short, or every boundary of a fleet of more than two pools ("1,024 / 6,144")."""
-    bounds = (fleet.get("routing") or {}).get("boundaries_tokens") or [fleet["b_short_tokens"]]
+    bounds = (fleet.routing.boundaries_tokens if fleet.routing else None) or [fleet.b_short_tokens]
     return " / ".join(fmt_num(b) for b in bounds)
 
 
-def _pool_count_table(document: Mapping[str, Any]) -> FitTable | None:
+def _pool_count_table(document: PlanDocument) -> FitTable | None:
     """The cheapest fleet with exactly k pools, k = 1 … --pools (shown when --pools > 2)."""
     from fleetopt.render.layout import FitTable
 
-    rows = document.get("best_by_pool_count") or []
+    rows = document.best_by_pool_count
     if len(rows) <= 2:
         return None
     table = FitTable(title="The cheapest fleet of each pool count (--pools)")
     for column in ("pools", "boundaries", "γ", "GPUs", "$/year"):
         table.add_column(column, justify="right")
     for row in rows:
-        if not row["feasible"]:
-            table.add_row(str(row["pool_count"]), "✗", "–", "✗", "✗")
+        if not row.feasible:
+            table.add_row(str(row.pool_count), "✗", "–", "✗", "✗")
             continue
-        bounds = " / ".join(fmt_num(b) for b in row["boundaries_tokens"]) or "–"
-        gamma = f"{row['gamma']:.1f}" if row["boundaries_tokens"] else "–"
+        bounds = " / ".join(fmt_num(b) for b in row.boundaries_tokens) or "–"
+        gamma = f"{row.gamma:.1f}" if row.boundaries_tokens else "–"
         table.add_row(
-            str(row["pool_count"]),
+            str(row.pool_count),
             bounds,
             gamma,
-            fmt_num(row["total_gpus"]),
-            fmt_usd(row["cost_per_year_usd"]),
+            fmt_num(row.total_gpus),
+            fmt_usd(row.cost_per_year_usd),
         )
     return table
 
 
-def _baseline_table(document: Mapping[str, Any]) -> FitTable:
+def _baseline_table(document: PlanDocument) -> FitTable:
     from fleetopt.render.layout import FitTable
 
     table = FitTable(title="Against the baselines")
     for column in ("fleet", "B_short", "γ", "instances", "GPUs", "$/year", "saving vs homogeneous"):
         table.add_column(column, justify="left" if column == "fleet" else "right", wrap=column == "fleet")
-    homogeneous = document["baselines"]["homogeneous"]
-    base_cost = homogeneous["cost_per_year_usd"]
+    baselines = document.baselines
+    base_cost = baselines.homogeneous.cost_per_year_usd
     rows = [
-        ("homogeneous", homogeneous),
-        ("pool routing (γ = 1)", document["baselines"]["pool_routing"]),
-        ("PR + C&R retrofit", document["baselines"]["retrofit"]),
-        ("fleetopt (best)", document["best"]),
+        ("homogeneous", baselines.homogeneous),
+        ("pool routing (γ = 1)", baselines.pool_routing),
+        ("PR + C&R retrofit", baselines.retrofit),
+        ("fleetopt (best)", document.best),
     ]
     for label, fleet in rows:
         if fleet is None:
             table.add_row(label, "–", "–", "–", "–", "–", "–")
             continue
-        cost = fleet["cost_per_year_usd"]
+        cost = fleet.cost_per_year_usd
         saving = (base_cost - cost) / base_cost if cost is not None and base_cost else None
         table.add_row(
             label,
-            _boundaries(fleet) if fleet["b_short_tokens"] else "–",
-            f"{fleet['gamma']:.1f}" if fleet["b_short_tokens"] else "–",
-            fmt_num(fleet["total_instances"]) if fleet["feasible"] else "✗",
-            fmt_num(fleet["total_gpus"]) if fleet["feasible"] else "✗",
-            fmt_usd(cost) if fleet["feasible"] else f"✗ {fleet['reason']}",
+            _boundaries(fleet) if fleet.b_short_tokens else "–",
+            f"{fleet.gamma:.1f}" if fleet.b_short_tokens else "–",
+            fmt_num(fleet.total_instances) if fleet.feasible else "✗",
+            fmt_num(fleet.total_gpus) if fleet.feasible else "✗",
+            fmt_usd(cost) if fleet.feasible else f"✗ {fleet.reason}",
             fmt_pct(saving),
         )
     return table
 
 
-def _grid_table(document: Mapping[str, Any]) -> FitTable:
+def _grid_table(document: PlanDocument) -> FitTable:
     from fleetopt.render.layout import FitTable
 
-    cells = document["grid"]
-    gammas = sorted({c["gamma"] for c in cells})
+    cells = document.grid
+    gammas = sorted({c.gamma for c in cells})
     table = FitTable(title="GPUs over the (B_short, γ) grid (✗ = infeasible, * = best)")
     table.add_column("B_short \\ γ")
     for gamma in gammas:
         table.add_column(f"{gamma:.1f}", justify="right")
-    best = document["best"]
-    by_key = {(c["b_short_tokens"], c["gamma"]): c for c in cells}
-    for b in sorted({c["b_short_tokens"] for c in cells}):
+    best = document.best
+    by_key = {(c.b_short_tokens, c.gamma): c for c in cells}
+    for b in sorted({c.b_short_tokens for c in cells}):
         row = [f"{b:,}"]
         for gamma in gammas:
             cell = by_key.get((b, gamma))
             if cell is None:
                 row.append("")
-            elif not cell["feasible"]:
+            elif not cell.feasible:
                 row.append("✗")
             else:
-                two_pool_best = best and best.get("pool_count", 2) == 2
-                mark = "*" if two_pool_best and best["b_short_tokens"] == b and best["gamma"] == gamma else ""
-                row.append(f"{cell['total_gpus']:,}{mark}")
+                two_pool_best = best is not None and best.pool_count == 2
+                mark = "*" if two_pool_best and best.b_short_tokens == b and best.gamma == gamma else ""
+                row.append(f"{cell.total_gpus:,}{mark}")
         table.add_row(*row)
     return table
 
 
-def draw_plan(console: Console, document: Mapping[str, Any]) -> None:
-    """The whole report: inputs, the best fleet and its pools, why, baselines, grid, notes."""
+def draw_plan(console: Console, document: PlanDocument | Mapping[str, Any]) -> None:
+    """The whole report: inputs, the best fleet and its pools, why, baselines, grid, notes.
+
+    ``document``: a :class:`PlanDocument`, or its plain data (read through the schema first)."""
     from fleetopt.render.layout import bullets
 
-    inputs = document["inputs"]
-    short, long = inputs["profiles"]["short"], inputs["profiles"]["long"]
+    if not isinstance(document, PlanDocument):
+        document = read_plan_document(dict(document), "plan")
+    inputs = document.inputs
+    short, long = inputs.profiles.short, inputs.profiles.long
     console.print(
-        f"[bold]fleetopt plan[/bold] — workload {inputs['workload']}, mean "
-        f"{fmt_num(inputs['arrival_rate_per_s'])} req/s ({inputs['arrival_rate_origin']}), "
-        f"P99 TTFT SLO {fmt_seconds(inputs['ttft_slo_s'])}, utilization cap {inputs['max_utilization']:.0%}, "
-        f"service model {inputs['service_model']}, compressibility p_c = {inputs['compressibility']:g}"
+        f"[bold]fleetopt plan[/bold] — workload {inputs.workload}, mean "
+        f"{fmt_num(inputs.arrival_rate_per_s)} req/s ({inputs.arrival_rate_origin}), "
+        f"P99 TTFT SLO {fmt_seconds(inputs.ttft_slo_s)}, utilization cap {inputs.max_utilization:.0%}, "
+        f"service model {inputs.service_model}, compressibility p_c = {inputs.compressibility:g}"
     )
-    if inputs.get("rate_basis"):
-        basis = inputs["rate_basis"]
-        console.print(f"rate basis ({basis['basis']}): {basis_sentence(basis)}", markup=False)
-    price = f"${short['gpu_hour_usd']}/GPU-h"
-    profiles = f"short pool: {short['serving_name']} (TP {short['gpus_per_instance']}, {price})"
-    if long["serving_name"] != short["serving_name"]:
-        profiles += f"; long pool: {long['serving_name']} (TP {long['gpus_per_instance']})"
-    console.print(f"profiles — {profiles}; long context {inputs['long_context_tokens']:,} tokens")
-    best = document["best"]
+    if inputs.rate_basis is not None:
+        basis = inputs.rate_basis
+        console.print(f"rate basis ({basis.basis}): {basis_sentence(basis)}", markup=False)
+    price = f"${short.gpu_hour_usd}/GPU-h"
+    profiles = f"short pool: {short.serving_name} (TP {short.gpus_per_instance}, {price})"
+    if long.serving_name != short.serving_name:
+        profiles += f"; long pool: {long.serving_name} (TP {long.gpus_per_instance})"
+    console.print(f"profiles — {profiles}; long context {inputs.long_context_tokens:,} tokens")
+    best = document.best
     if best is None:
         console.print("[bold red]No fleet meets the SLO and the utilization cap.[/bold red]")
-        homogeneous = document["baselines"]["homogeneous"]
-        pools = homogeneous["pools"].items()
-        reasons = (explain_pool(name, pool, inputs["ttft_slo_s"]) for name, pool in pools)
+        pools = document.baselines.homogeneous.pools.items()
+        reasons = (explain_pool(name, pool, inputs.ttft_slo_s) for name, pool in pools)
         console.print(bullets(reasons, marker="  "))
     else:
-        savings = document["savings"]
-        if not best["b_short_tokens"]:
+        savings = document.savings
+        if not best.b_short_tokens:
             where = "one homogeneous pool"
-        elif best.get("pool_count", 2) > 2:
-            where = f"{best['pool_count']} pools, boundaries {_boundaries(best)}, γ = {best['gamma']:.1f}"
+        elif best.pool_count > 2:
+            where = f"{best.pool_count} pools, boundaries {_boundaries(best)}, γ = {best.gamma:.1f}"
         else:
-            where = f"B_short = {best['b_short_tokens']:,}, γ = {best['gamma']:.1f}"
+            where = f"B_short = {best.b_short_tokens:,}, γ = {best.gamma:.1f}"
         console.print(
-            f"\n[bold]Best fleet:[/bold] {where}: {best['total_gpus']:,} GPUs in {best['total_instances']:,} "
-            f"instances, {fmt_usd(best['cost_per_year_usd'])}/year "
-            f"({fmt_pct(savings['vs_homogeneous'])} below homogeneous, "
-            f"{fmt_pct(savings['vs_pool_routing'])} below pool routing)"
+            f"\n[bold]Best fleet:[/bold] {where}: {best.total_gpus:,} GPUs in {best.total_instances:,} "
+            f"instances, {fmt_usd(best.cost_per_year_usd)}/year "
+            f"({fmt_pct(savings.vs_homogeneous)} below homogeneous, "
+            f"{fmt_pct(savings.vs_pool_routing)} below pool routing)"
         )
-        if best["routing"]:
-            console.print(f"routing: {best['routing']['rule']}", markup=False)
+        if best.routing:
+            console.print(f"routing: {best.routing.rule}", markup=False)
         console.print(_pool_table(best))
         console.print("[bold]Why[/bold]")
-        reasons = (explain_pool(name, pool, inputs["ttft_slo_s"]) for name, pool in best["pools"].items())
+        reasons = (explain_pool(name, pool, inputs.ttft_slo_s) for name, pool in best.pools.items())
         console.print(bullets(reasons, marker="  "))
-        warnings = document.get("warnings") or []
-        if warnings:
+        if document.warnings:
             console.print("[bold]Headroom warnings[/bold]")
-            console.print(bullets(w["message"] for w in warnings))
+            console.print(bullets(w.message for w in document.warnings))
     console.print(_baseline_table(document))
     by_count = _pool_count_table(document)
     if by_count is not None:
         console.print(by_count)
     console.print(_grid_table(document))
-    if document.get("schedule"):
-        console.print(schedule_heading(document["schedule"]), markup=False)
-        console.print(schedule_table(document["schedule"]))
-        console.print(schedule_summary(document["schedule"]), markup=False)
-    if document["notes"]:
-        console.print(bullets(document["notes"], marker="note: "))
+    if document.schedule:
+        console.print(schedule_heading(document.schedule), markup=False)
+        console.print(schedule_table(document.schedule))
+        console.print(schedule_summary(document.schedule), markup=False)
+    if document.notes:
+        console.print(bullets(document.notes, marker="note: "))
     console.print(
         "GPUs = instances × GPUs per instance; $/year = GPUs × $/GPU-hour × 8,760. "
         "TTFT = P99 slot wait + prefill + first decode under the service model."

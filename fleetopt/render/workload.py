@@ -49,7 +49,7 @@ def draw_workload(console: Console, data: Mapping[str, Any]) -> None:
     kind = f"{count:,} requests" if count is not None else f"CDF, split {data['split_model']}"
     console.print(f"{data['name']} ({kind}; {data['atom_count']:,} distinct atoms)")
     if data.get("split_assumed"):
-        from fleetopt.render.words import SPLIT_ASSUMED_NOTE
+        from fleetopt.io.documents.words import SPLIT_ASSUMED_NOTE
 
         console.print(f"note: {SPLIT_ASSUMED_NOTE}")
     tokens = FitTable(title=f"Tokens (quantiles: {data['quantile_method']})")

@@ -1,4 +1,6 @@
-"""``fleetopt export``'s API: a plan as deployment files (loaded when it runs)."""
+"""``fleetopt export``: a plan as deployment files — what each ``--to`` target writes, composed
+from ``render/deploy.py``'s writers (a renderer: it turns a plan read by
+:func:`fleetopt.io.plans.read_plan` into text; the API below it imports no renderer)."""
 
 from __future__ import annotations
 
@@ -10,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from fleetopt import __version__
-from fleetopt.api import profile_search_path
 from fleetopt.errors import ValidationError
+from fleetopt.io.data import profile_search_path
 
 # -- export: a plan as vLLM commands, a router file, Kubernetes and KEDA manifests, markdown -----
 

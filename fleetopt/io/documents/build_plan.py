@@ -1,0 +1,322 @@
+"""Building the plan document: a :class:`~fleetopt.core.planner.FleetPlan` as a typed
+:class:`~fleetopt.io.documents.plan.PlanDocument` (its fields and schema: ``plan.py``).
+
+What ``fleetopt plan --format json|yaml`` prints and ``--output`` writes (atomically, by
+:func:`fleetopt.io.plans.write_document_atomically`); read back by the one plan reader,
+:func:`fleetopt.io.plans.read_plan`. The document carries words (the routing rule, why a pool is
+infeasible, the notes and warnings): they come from :mod:`fleetopt.io.documents.words`. No rich:
+the Python API builds it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from fleetopt import __version__
+from fleetopt.core.planner import FleetCandidate, FleetPlan, PlanOptions
+from fleetopt.core.routing import Routing
+from fleetopt.core.service import PoolHardware
+from fleetopt.core.sizing import PoolSizing
+from fleetopt.core.workload import Workload
+from fleetopt.defaults import CHAT_TPOT_NOTICE_S, HOURS_PER_YEAR
+from fleetopt.io.documents.plan import (
+    PLAN_KIND,
+    SCHEMA_VERSION,
+    Baselines,
+    FleetDocument,
+    FleetRouting,
+    GridCell,
+    PlanDocument,
+    PlanInputs,
+    PoolCountBest,
+    PoolDocument,
+    Profiles,
+    RateBasis,
+    Savings,
+    ScheduleDocument,
+    ScheduleWindowDocument,
+    WorkloadReader,
+)
+from fleetopt.io.documents.words import (
+    basis_notes,
+    context_notes,
+    fleet_reason,
+    headroom_warnings,
+    plan_notes,
+    pool_model_notes,
+    pool_reason,
+    rate_notes,
+    workload_notes,
+)
+from fleetopt.io.plans import workload_fingerprint
+
+
+def pool_headroom(pool: PoolSizing, options: PlanOptions) -> dict[str, Any]:
+    """How far a serving pool sits below its SLOs: TTFT against the SLO, TPOT against the TPOT SLO
+    (or, without one, against :data:`~fleetopt.defaults.CHAT_TPOT_NOTICE_S`). None where the pool
+    serves nothing or is infeasible."""
+    serves = pool.feasible and pool.instances > 0 and pool.arrival_rate_per_s > 0
+    ttft_ok = serves and math.isfinite(pool.p99_ttft_s)
+    tpot_ok = serves and math.isfinite(pool.iteration_s)
+    tpot_limit = options.tpot_slo_s if options.tpot_slo_s is not None else CHAT_TPOT_NOTICE_S
+    return {
+        "ttft_headroom_s": options.ttft_slo_s - pool.p99_ttft_s if ttft_ok else None,
+        "ttft_headroom_fraction": 1.0 - pool.p99_ttft_s / options.ttft_slo_s if ttft_ok else None,
+        "tpot_limit_s": tpot_limit,
+        "tpot_limit_kind": "tpot_slo" if options.tpot_slo_s is not None else "chat_reading_pace",
+        "tpot_headroom_s": tpot_limit - pool.iteration_s if tpot_ok else None,
+        "tpot_headroom_fraction": 1.0 - pool.iteration_s / tpot_limit if tpot_ok else None,
+    }
+
+
+def pool_document(
+    pool: PoolSizing, hardware: PoolHardware, total_rate_per_s: float, options: PlanOptions
+) -> PoolDocument:
+    """One pool: what to deploy (instances, GPUs, max_num_seqs, max_model_len) and how it behaves."""
+    return PoolDocument(
+        serving_profile=hardware.serving_name,
+        model=hardware.model_name,
+        gpu=hardware.gpu_name,
+        gpus_per_instance=hardware.gpus_per_instance,
+        instances=pool.instances,
+        gpus=pool.gpus,
+        slots_per_instance=pool.slots_per_instance,
+        kv_slot_limit=pool.kv_slot_limit,
+        context_tokens=pool.context_tokens,
+        arrival_rate_per_s=pool.arrival_rate_per_s,
+        traffic_fraction=pool.arrival_rate_per_s / total_rate_per_s if total_rate_per_s > 0 else 0.0,
+        mean_service_s=pool.mean_service_s,
+        service_scv=pool.service_scv,
+        service_rate_per_instance_per_s=pool.service_rate_per_instance_per_s,
+        utilization=pool.utilization,
+        compute_utilization=pool.compute_utilization,
+        p99_wait_s=pool.p99_wait_s,
+        mean_wait_s=pool.mean_wait_s,
+        p99_prefill_s=pool.p99_prefill_s,
+        iteration_s=pool.iteration_s,
+        p99_ttft_s=pool.p99_ttft_s,
+        arrival_scv=pool.arrival_scv,
+        binding_constraint=pool.binding_constraint,
+        slots_binding=pool.slots_binding,
+        feasible=pool.feasible,
+        reason=pool_reason(pool),
+        min_achievable_ttft_s=pool.min_achievable_ttft_s,
+        fewer_instances=pool.fewer_instances,
+        p99_ttft_fewer_instances_s=pool.p99_ttft_fewer_instances_s,
+        slot_wait_over_slo=pool.slot_wait_over_slo,
+        cost_per_year_usd=pool.cost_per_hour_usd * HOURS_PER_YEAR if pool.feasible else None,
+        **pool_headroom(pool, options),
+    )
+
+
+def routing_rule(routing: Routing) -> str:
+    """The routing rule in words, for the people reading a plan file (shortest pool first)."""
+    names, bounds = routing.pool_names, routing.boundaries_tokens
+    b, band_top = bounds[0], routing.band_top_tokens
+    parts = [f"{names[0]} if L_in + max_tokens ≤ {b}"]
+    if band_top is not None and band_top > b:
+        parts.append(
+            f"compress prompts with {b} < L_in + max_tokens ≤ {band_top} to L_in = {b} − max_tokens"
+            f" (p_c = {routing.compressibility:g}), then {names[0]}"
+        )
+    parts += [
+        f"{name} if L_in + max_tokens ≤ {bound}" for name, bound in zip(names[1:], bounds[1:], strict=False)
+    ]
+    return "; ".join(parts) + f"; otherwise {names[-1]}"
+
+
+def fleet_document(candidate: FleetCandidate, plan: FleetPlan) -> FleetDocument:
+    """One fleet (best, a baseline or a grid cell) with its pools, by name, and its routing rule."""
+    rate = plan.options.arrival_rate_per_s
+    pools = {
+        name: pool_document(pool, hardware, rate, plan.options)
+        for name, pool, hardware in zip(
+            candidate.pool_names, candidate.pools, candidate.hardware, strict=True
+        )
+    }
+    routing = None
+    if candidate.routing.boundaries_tokens:
+        routing = FleetRouting(
+            rule=routing_rule(candidate.routing),
+            b_short_tokens=candidate.b_short_tokens,
+            compress_up_to_tokens=candidate.routing.band_top_tokens,
+            boundaries_tokens=list(candidate.routing.boundaries_tokens),
+        )
+    return FleetDocument(
+        label=candidate.label,
+        feasible=candidate.feasible,
+        reason=fleet_reason(candidate),
+        b_short_tokens=candidate.b_short_tokens,
+        gamma=candidate.gamma,
+        alpha=candidate.alpha,
+        beta=candidate.beta,
+        short_traffic_fraction=candidate.short_traffic_fraction,
+        pool_count=candidate.pool_count,
+        total_instances=candidate.total_instances,
+        total_gpus=candidate.total_gpus,
+        cost_per_hour_usd=candidate.cost_per_hour_usd if candidate.feasible else None,
+        cost_per_year_usd=candidate.cost_per_year_usd if candidate.feasible else None,
+        routing=routing,
+        pools=pools,
+    )
+
+
+def _savings(best: FleetCandidate | None, baseline: FleetCandidate | None) -> float | None:
+    if best is None or baseline is None or not baseline.feasible or not best.feasible:
+        return None
+    base = baseline.cost_per_hour_usd
+    return (base - best.cost_per_hour_usd) / base if base > 0 else None
+
+
+def _reader_document(reader_options: dict[str, Any] | None, workload: Workload) -> WorkloadReader:
+    """How the workload was read (format and column overrides; the split model of a CDF)."""
+    reader = {
+        key: value for key, value in (reader_options or {}).items() if value is not None and key != "split"
+    }
+    if workload.kind == "cdf":
+        reader["split_model"] = workload.split_model
+    return WorkloadReader(**reader)
+
+
+def rate_basis_document(options: PlanOptions, arrivals: Any = None) -> RateBasis:
+    """What the plan sized for: the basis, its window, sizing rate / mean, the log's rate profile
+    (None without one), whether its windows are over-dispersed, and the dispersion curve (τ s, D)."""
+    profile = getattr(arrivals, "profile", None)
+    return RateBasis(
+        basis=options.rate_basis,
+        window_s=options.rate_window_s,
+        mean_rate_per_s=options.mean_rate_per_s,
+        sizing_rate_per_s=options.arrival_rate_per_s,
+        factor=options.basis_factor,
+        peak_to_mean_ratio=None if profile is None else profile.peak_to_mean_ratio,
+        profile=profile,
+        overdispersed=bool(getattr(arrivals, "overdispersed", False)),
+        arrival_dispersion=[tuple(point) for point in options.arrival_dispersion],
+    )
+
+
+def schedule_document(schedule: Any) -> ScheduleDocument:
+    """The plan's time-of-day schedule (:class:`fleetopt.core.schedule.Schedule`)."""
+    return ScheduleDocument(
+        window_s=schedule.window_s,
+        period_s=schedule.period_s,
+        periodic=schedule.periodic,
+        origin_utc=None if schedule.origin_epoch_s is None else utc_text(schedule.origin_epoch_s),
+        pools=list(schedule.pool_names),
+        windows=[
+            ScheduleWindowDocument(
+                start_s=window.start_s,
+                end_s=window.end_s,
+                arrival_rate_per_s=window.arrival_rate_per_s,
+                mean_arrival_rate_per_s=window.mean_arrival_rate_per_s,
+                instances=dict(zip(schedule.pool_names, window.instances, strict=True)),
+                gpus=sum(window.gpus),
+                rate_windows=window.rate_windows,
+            )
+            for window in schedule.windows
+        ],
+        rate_basis=schedule.rate_basis,
+        gpu_hours_per_period=schedule.gpu_hours_per_period,
+        static_gpu_hours_per_period=schedule.static_gpu_hours_per_period,
+        static_instances=dict(zip(schedule.pool_names, schedule.static_instances, strict=True)),
+    )
+
+
+def utc_text(epoch_s: float) -> str:
+    """ISO 8601 UTC with a Z (``2023-11-16T00:00:00Z``; microseconds when not whole seconds)."""
+    import datetime
+
+    moment = datetime.datetime.fromtimestamp(epoch_s, tz=datetime.timezone.utc)
+    if moment.microsecond == 0:
+        return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def plan_document(
+    plan: FleetPlan, workload: Workload, inputs: dict[str, Any], *, arrivals: Any = None, schedule: Any = None
+) -> PlanDocument:
+    """The versioned plan document (fields and schema: :mod:`fleetopt.io.documents.plan`).
+
+    ``inputs`` carries what only the caller knows: ``workload`` (name or path as given),
+    ``arrival_rate_origin`` (``given`` / ``observed`` / ``default``) and the reader options;
+    ``arrivals`` the :class:`fleetopt.api.ArrivalBasis` the plan sized on (its profile), ``schedule``
+    the time-of-day schedule when one was asked for.
+    """
+    o = plan.options
+    best = plan.best
+    best_document = fleet_document(best, plan) if best is not None else None
+    origin = inputs.get("arrival_rate_origin", "given")
+    return PlanDocument(
+        schema_version=SCHEMA_VERSION,
+        kind=PLAN_KIND,
+        fleetopt_version=__version__,
+        inputs=PlanInputs(
+            workload=inputs.get("workload", workload.name),
+            workload_reader=_reader_document(inputs.get("workload_reader"), workload),
+            workload_fingerprint=workload_fingerprint(
+                workload,
+                best.b_short_tokens if best is not None else None,
+                best.gamma if best is not None else None,
+            ),
+            arrival_rate_per_s=o.mean_rate_per_s,
+            sizing_rate_per_s=o.arrival_rate_per_s,
+            arrival_rate_origin=origin,
+            rate_basis=rate_basis_document(o, arrivals),
+            ttft_slo_s=o.ttft_slo_s,
+            tpot_slo_s=o.tpot_slo_s,
+            quantile=o.quantile,
+            max_utilization=o.max_utilization,
+            compressibility=o.compressibility,
+            service_model=o.service_model,
+            max_pools=o.max_pools,
+            long_context_tokens=o.long_context_tokens,
+            b_short_candidates=list(plan.b_short_candidates),
+            gammas=list(o.gammas),
+            profiles=Profiles(short=plan.short_hardware, long=plan.long_hardware),
+        ),
+        feasible=plan.feasible,
+        best=best_document,
+        baselines=Baselines(
+            homogeneous=fleet_document(plan.homogeneous, plan),
+            pool_routing=fleet_document(plan.pool_routing, plan) if plan.pool_routing else None,
+            retrofit=fleet_document(plan.retrofit, plan) if plan.retrofit else None,
+        ),
+        savings=Savings(
+            vs_homogeneous=_savings(best, plan.homogeneous),
+            vs_pool_routing=_savings(best, plan.pool_routing),
+            vs_retrofit=_savings(best, plan.retrofit),
+        ),
+        best_by_pool_count=[
+            PoolCountBest(
+                pool_count=count,
+                feasible=fleet is not None,
+                boundaries_tokens=list(fleet.routing.boundaries_tokens) if fleet is not None else None,
+                gamma=fleet.gamma if fleet is not None else None,
+                total_gpus=fleet.total_gpus if fleet is not None else None,
+                cost_per_year_usd=fleet.cost_per_year_usd if fleet is not None else None,
+            )
+            for count, fleet in enumerate(plan.best_by_pool_count, start=1)
+        ],
+        grid=[
+            GridCell(
+                b_short_tokens=c.b_short_tokens,
+                gamma=c.gamma,
+                feasible=c.feasible,
+                short_instances=c.short.instances if c.short is not None else None,
+                long_instances=c.long.instances,
+                total_gpus=c.total_gpus if c.feasible else None,
+                cost_per_year_usd=c.cost_per_year_usd if c.feasible else None,
+                reason=fleet_reason(c),
+            )
+            for c in plan.grid
+        ],
+        warnings=headroom_warnings(best_document.pools, o) if best_document is not None else [],
+        notes=workload_notes(workload)
+        + rate_notes(workload, o.mean_rate_per_s, origin)
+        + basis_notes(o, arrivals)
+        + context_notes(plan)
+        + pool_model_notes(plan)
+        + plan_notes(plan),
+        schedule=None if schedule is None else schedule_document(schedule),
+    )
