@@ -151,9 +151,9 @@ def mapping_for(plan_file: Any, pool_label: str | None, name_prefix: str) -> Any
     if pool_label is not None:
         return PoolMapping.by_label(pool_label, pools)
     if pools is not None:
-        from fleetopt.api.export import _check_resource_name
+        from fleetopt.io.names import check_resource_name
 
-        _check_resource_name(name_prefix, "--name-prefix", 63 - len("-pool-8"))
+        check_resource_name(name_prefix, "--name-prefix", 63 - len("-pool-8"))
         return PoolMapping.by_pod_prefix(name_prefix, pools)
     return PoolMapping.whole_fleet()
 

@@ -155,7 +155,6 @@ def drift(
         typer.echo(f"Error: {exc}", err=True)
         raise typer.Exit(EXIT_BAD_INPUT) from None
 
-    result = run.result
     data = run.document(str(plan), cdf if live is None else "live metrics")
     if live is not None:
         from fleetopt.io.prometheus import public_url

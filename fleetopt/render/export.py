@@ -5,7 +5,6 @@ from ``render/deploy.py``'s writers (a renderer: it turns a plan read by
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,12 +13,12 @@ from typing import Any
 from fleetopt import __version__
 from fleetopt.errors import ValidationError
 from fleetopt.io.data import profile_search_path
+from fleetopt.io.names import check_resource_name
 
 # -- export: a plan as vLLM commands, a router file, Kubernetes and KEDA manifests, markdown -----
 
 #: ``fleetopt export --to`` targets, in the order their files are written and printed.
 EXPORT_TARGETS = ("vllm", "router", "kubernetes", "markdown")
-_RESOURCE_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 
 @dataclass(frozen=True)
@@ -33,14 +32,6 @@ class ExportRun:
     def text(self) -> str:
         """Every file, one after the other (what ``fleetopt export`` prints without --output-dir)."""
         return "\n".join(self.files.values())
-
-
-def _check_resource_name(value: str, option: str, longest: int) -> None:
-    if not _RESOURCE_NAME.match(value) or len(value) > longest:
-        raise ValidationError(
-            f"{option}: {value!r} is not a Kubernetes name: lowercase letters, digits and '-', starting "
-            f"with a letter, at most {longest} characters"
-        )
 
 
 def export_context(
@@ -121,9 +112,9 @@ def export_plan(
         raise ValidationError("--keda: ScaledObjects scale the Kubernetes Deployments; add --to kubernetes")
     if not (0 <= options.burst_headroom <= 10):
         raise ValidationError(f"--burst-headroom: {options.burst_headroom:.0%} must be between 0% and 1000%")
-    _check_resource_name(options.name_prefix, "--name-prefix", 63 - len("-pool-8"))
+    check_resource_name(options.name_prefix, "--name-prefix", 63 - len("-pool-8"))
     if options.namespace is not None:
-        _check_resource_name(options.namespace, "--namespace", 63)
+        check_resource_name(options.namespace, "--namespace", 63)
     label = plan_label or plan_file.source.removeprefix("plan ")
     files: dict[str, str] = {}
     notes: list[str] = []
