@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from fleetopt.io.documents.drift import DriftDocument, PoolFitDocument
 from fleetopt.io.documents.typed import from_document
+from fleetopt.io.units import fmt_num, fmt_pct, fmt_seconds, fmt_usd
 from fleetopt.render.markdown import md_bullets, md_table
-from fleetopt.render.output import fmt_num, fmt_pct, fmt_seconds, fmt_usd
 
 if TYPE_CHECKING:  # rich is imported when a table is drawn, not for --format json|yaml
     from rich.console import Console

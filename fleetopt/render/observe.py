@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from fleetopt.core.histograms import Bounded, quantile
 from fleetopt.core.observed import P99, attainment, rate_profile
-from fleetopt.render.output import fmt_num, fmt_pct, fmt_seconds
+from fleetopt.io.units import fmt_num, fmt_pct, fmt_seconds
 
 if TYPE_CHECKING:
     from rich.console import Console
