@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from fleetopt import api
 from fleetopt.cli import app
+from fleetopt.io.units import fmt_count, fmt_num, fmt_pct, fmt_seconds, fmt_usd
 from fleetopt.render.layout import FitTable, bullets
-from fleetopt.render.output import fmt_count, fmt_num, fmt_pct, fmt_seconds, fmt_usd
 
 runner = CliRunner()
 

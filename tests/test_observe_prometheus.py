@@ -1,13 +1,17 @@
 """``fleetopt observe`` and ``fleetopt drift --prometheus`` against a real Prometheus (Debian's
 ``prometheus`` package, started on loopback by tests/prometheus_fixture.py) holding vLLM-format
 series whose every request is known: counts and rates exact, quantiles inside their bucket,
-attainment exact where the SLO is a bucket edge, goodput inside Fréchet's bounds.
+attainment exact where the SLO is a bucket edge, goodput inside Fréchet's bounds; and the
+documents both commands write against their published schemas (``fleetopt schema observe|drift``,
+checked by ``jsonschema``): every one validates and reads back the same, and the readers accept
+exactly what the schemas accept.
 
 One server per module (about 2 s to backfill and start); the tests only read it.
 """
 
 from __future__ import annotations
 
+import functools
 import http.server
 import json
 import subprocess
@@ -17,10 +21,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import jsonschema
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from document_edits import edited, errors, reads  # noqa: E402
 from prometheus_fixture import (  # noqa: E402
     PrometheusServer,
     exposition,
@@ -30,6 +38,9 @@ from prometheus_fixture import (  # noqa: E402
 )
 
 from fleetopt.api.observe import observe_prometheus  # noqa: E402
+from fleetopt.io.documents import document_class  # noqa: E402
+from fleetopt.io.documents.typed import from_document, to_document  # noqa: E402
+from fleetopt.render.output import dumps  # noqa: E402
 
 HOURS = 1
 SHORT, LONG = "fleetopt-short-7d9c1-x1q", "fleetopt-long-7d9c0-x0q"
@@ -167,6 +178,10 @@ def test_an_older_vllm_is_read_by_its_names_and_says_what_it_lacks(server) -> No
     assert run.metrics["tpot"] == "vllm:time_per_output_token_seconds"
     pool = run.pools[0]
     assert not pool.tpot_per_request and run.attainment["all"].goodput_ignores_tpot
+    document = run.document()
+    assert document["pools"]["all"]["tpot_s"]["per"] == "output token"
+    assert document["pools"]["all"]["attainment"]["goodput_ignores_tpot"] is True
+    _valid("observe", document)
 
 
 @dataclass
@@ -186,24 +201,36 @@ def _cli(*args: str, env: dict | None = None) -> _Done:
     return _Done(result.exit_code, result.stdout, result.stderr)
 
 
-def test_cli_observe_prints_pools_and_writes_the_summary(server, plan_file, tmp_path) -> None:
-    out = tmp_path / "live.parquet"
-    since = f"{HOURS}h"
-    done = _cli("observe", "--prometheus", server.url, "--since", since, "--end", f"{server.end_s:.0f}",
-                "--plan", str(plan_file),
+@pytest.fixture(scope="module")
+def observe_json(server, plan_file, tmp_path_factory) -> dict:
+    """``fleetopt observe --format json`` with a plan, a TPOT cap and ``--output``, as printed."""
+    out = tmp_path_factory.mktemp("observe") / "live.parquet"
+    done = _cli("observe", "--prometheus", server.url, "--since", f"{HOURS}h", "--end", f"{server.end_s:.0f}",
+                "--plan", str(plan_file), "--tpot-slo", "50ms",
                 "--selector", '{namespace="llm"}', "--output", str(out), "--format", "json")  # fmt: skip
     assert done.returncode == 0, done.stderr
-    data = json.loads(done.stdout)
-    assert set(data["pools"]) == {"short", "long"} and out.is_file()
-    assert data["slo"]["ttft_s"] == 0.5
+    assert out.is_file()
+    return json.loads(done.stdout)
 
 
-def test_live_drift_finds_the_missed_slo_and_the_idle_pool(server, plan_file) -> None:
+@pytest.fixture(scope="module")
+def live_drift_json(server, plan_file) -> dict:
+    """``fleetopt drift --prometheus --format json``, as printed (exit 1: drift)."""
     done = _cli("drift", "--plan", str(plan_file), "--prometheus", server.url, "--since", f"{HOURS}h",
                 "--end", f"{server.end_s:.0f}", "--selector", '{namespace="llm"}',
                 "--format", "json")  # fmt: skip
     assert done.returncode == 1, done.stderr
-    data = json.loads(done.stdout)
+    return json.loads(done.stdout)
+
+
+def test_cli_observe_prints_pools_and_writes_the_summary(observe_json) -> None:
+    data = observe_json
+    assert set(data["pools"]) == {"short", "long"} and data["slo"] == {"ttft_s": 0.5, "tpot_s": 0.05}
+    assert data["workload_summary"]["file"].endswith("live.parquet")
+
+
+def test_live_drift_finds_the_missed_slo_and_the_idle_pool(live_drift_json) -> None:
+    data = live_drift_json
     checks = {(r["check"], r["pool"]) for r in data["reasons"]}
     assert ("slo_missed", "long") in checks and ("underused", "short") in checks
     assert data["verdict"] == "drift" and data["live"]["pools"]["short"]["requests"] > 0
@@ -296,6 +323,9 @@ def test_scrape_reads_engines_metrics_pages(server) -> None:
             int(((p.finish_s <= at) & (p.finish_s > (p.restart_at_s or -np.inf))).sum()) for p in pods
         )
         assert pool.pool == "short" and pool.requests == expected and pool.instances == 2
+        document = run.document()
+        assert document["span"]["window_s"] is None and document["pools"]["short"]["rate_profile"] is None
+        _valid("observe", document)
     finally:
         page.shutdown()
 
@@ -327,3 +357,106 @@ def test_calibrate_checks_a_profile_against_production_windows(server) -> None:
     assert pool["windows"] == HOURS * 6
     # the fixture's running gauge is random, so its windows span several concurrency levels: refit
     assert pool["concurrency_levels"] >= 2 and pool["refit"] is not None
+
+
+# --- the documents against their published schemas --------------------------------------------------
+
+
+@functools.cache
+def _validator(name: str) -> jsonschema.Draft202012Validator:
+    """``fleetopt schema NAME`` as the command prints it, checked against the metaschema."""
+    done = _cli("schema", name)
+    assert done.returncode == 0, done.stderr
+    schema = json.loads(done.stdout)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _valid(name: str, document: dict) -> None:
+    """``document`` as ``--format json`` and ``yaml`` print it validates against ``fleetopt schema
+    NAME`` and reads back (its reader: the same dataclasses) to the same document."""
+    import yaml
+
+    for fmt in ("json", "yaml"):
+        text = dumps(document, fmt)
+        printed = json.loads(text) if fmt == "json" else yaml.safe_load(text)
+        assert errors(_validator(name), printed) == [], fmt
+        assert to_document(from_document(document_class(name), printed, name)) == printed
+
+
+def test_observe_reports_validate_against_fleetopt_schema_observe(observe_json, observed) -> None:
+    """With a plan and a TPOT cap (the command's output), and the API's (pools' workloads, no
+    TPOT cap); the older vLLM's and the scrape's reports are checked by their tests above."""
+    assert observe_json["pools"]["short"]["attainment"]["tpot_within_slo"] is not None
+    assert observed.document()["pools"]["short"]["attainment"]["tpot_within_slo"] is not None
+    for document in (observe_json, observed.document()):
+        _valid("observe", document)
+
+
+def test_a_live_drift_report_validates_against_fleetopt_schema_drift(live_drift_json) -> None:
+    """The drift report on live metrics is the drift report: its live reasons are among the
+    schema's checks, its ``live`` section is typed, and the KS distance says it is no check."""
+    _valid("drift", live_drift_json)
+    assert live_drift_json["shift"]["ks_total_tokens"]["note"].startswith("not checked on live data")
+    assert live_drift_json["tolerances"]["max_ks"] == 1.0  # what the checks used: KS never drifts
+    assert set(live_drift_json["live"]["pools"]) == {"short", "long"}
+
+
+def test_the_live_drift_report_is_drawn_with_the_observed_pools(live_drift_json) -> None:
+    """The table and the pull-request comment end with the observed pools and their notes."""
+    import io
+
+    from fleetopt.render.drift import draw_drift, drift_markdown
+    from fleetopt.render.output import make_console
+
+    markdown = drift_markdown(live_drift_json)
+    head = markdown.index("**Observed now (Prometheus)**")
+    table = markdown[head:].splitlines()
+    assert table[2] == "| pool | req/s | P99 TTFT | within TTFT SLO | goodput req/s | KV usage |"
+    rows = {line.split(" | ")[0].strip("| "): line for line in table[4:] if line.startswith("| ")}
+    assert set(rows) == {"short", "long"}
+    share = live_drift_json["live"]["pools"]["long"]["attainment"]["ttft_within_slo"]
+    assert share["exact"] and f" {share['estimate']:.1%} " in rows["long"]  # 500 ms is a bucket edge
+    assert "- short: 1 counter reset(s)" in markdown
+    buffer = io.StringIO()
+    draw_drift(make_console(buffer), live_drift_json)
+    drawn = buffer.getvalue()
+    assert "Observed now (Prometheus)" in drawn and "observed in the metrics" in drawn
+
+
+@pytest.fixture(scope="module")
+def live_run(server, plan_file):
+    from fleetopt.api.observe import check_plan_drift_live
+
+    return check_plan_drift_live(
+        plan_file, server.url, since_s=HOURS * 3600, end_s=server.end_s, selector='{namespace="llm"}'
+    )
+
+
+def test_the_verdict_counts_the_live_findings_with_the_plans_checks(live_run) -> None:
+    """One verdict from all reasons: the plan's checks and the live findings alike decide it."""
+    import dataclasses
+
+    from fleetopt.core.drift import DriftCheck
+
+    assert live_run.drift.result.reasons and live_run.findings and live_run.drifted
+    calm = dataclasses.replace(live_run.drift, result=dataclasses.replace(live_run.drift.result, reasons=()))
+    underused = tuple(f for f in live_run.findings if f.kind is DriftCheck.UNDERUSED)
+    for findings, verdict in (((), "fits"), (underused, "drift")):
+        run = dataclasses.replace(live_run, drift=calm, findings=findings)
+        document = run.document("plan.yaml")
+        assert (document["verdict"], document["exit_code"]) == (verdict, 1 if findings else 0)
+        assert run.drifted == (verdict == "drift")
+        assert [r["check"] for r in document["reasons"]] == ["underused"] * len(findings)
+        _valid("drift", document)
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_the_observe_and_drift_readers_accept_exactly_what_their_schemas_accept(
+    observe_json, live_drift_json, data
+) -> None:
+    name = data.draw(st.sampled_from(["observe", "drift"]))
+    document = data.draw(edited(observe_json if name == "observe" else live_drift_json))
+    validator = _validator(name)
+    assert reads(document_class(name), document) == validator.is_valid(document), errors(validator, document)

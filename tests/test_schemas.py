@@ -1,5 +1,6 @@
 """The published schemas (``fleetopt schema plan|drift|router``) against the documents the tool
-writes and the readers that check them.
+writes and the readers that check them (the observe report and drift reports on live metrics need a
+Prometheus: tests/test_observe_prometheus.py checks them against its server).
 
 * every plan, drift report and router file the tool writes validates, checked by an independent
   validator (``jsonschema``, draft 2020-12), over plans of 1, 2 and K pools, every service model,
@@ -19,6 +20,7 @@ import csv
 import functools
 import gzip
 import json
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -27,6 +29,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from document_edits import edited, errors, reads  # noqa: E402
 
 from fleetopt.api import check_plan_drift, plan_workload
 from fleetopt.cli import app
@@ -56,10 +61,6 @@ def validators() -> dict[str, jsonschema.Draft202012Validator]:
         jsonschema.Draft202012Validator.check_schema(schema)
         out[name] = jsonschema.Draft202012Validator(schema)
     return out
-
-
-def _errors(validator: jsonschema.Draft202012Validator, document: dict) -> list[str]:
-    return [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(document)]
 
 
 def _yaml(text: str | bytes) -> dict:
@@ -121,7 +122,7 @@ def test_every_plan_validates_and_reads_back_the_same(plans, validators, fmt) ->
     for name in names:
         document = plans[name]
         printed = _printed(document, fmt)
-        assert _errors(validators["plan"], printed) == [], name
+        assert errors(validators["plan"], printed) == [], name
         typed = read_plan_document(printed, f"plan {name}")
         assert to_document(typed) == printed, name  # read, then written: the same document
 
@@ -134,16 +135,16 @@ def test_the_readme_plan_printed_by_the_command_validates(validators) -> None:
         result = runner.invoke(app, [*base, *extra])
         assert result.exit_code == 0, result.output
         document = json.loads(result.stdout)
-        assert _errors(validators["plan"], document) == [], extra
+        assert errors(validators["plan"], document) == [], extra
         assert to_document(read_plan_document(document, "plan")) == document
 
 
-def test_a_plan_with_its_cross_check_reads(plans, validators, tmp_path) -> None:
+def test_a_plan_with_its_cross_checkreads(plans, validators, tmp_path) -> None:
     """``plan --validate --format json|yaml`` adds the cross-check as ``validation`` (the slow test
     below runs it); the schema and the reader take a plan that carries one."""
     document = _printed(plans["one pool"])
     document["validation"] = {"kind": "fleetopt-validation", "verdict_code": "pass", "pools": {}}
-    assert _errors(validators["plan"], document) == []
+    assert errors(validators["plan"], document) == []
     path = tmp_path / "validated.json"
     path.write_text(json.dumps(document))
     assert read_plan(path).plan_document.validation == document["validation"]
@@ -159,7 +160,7 @@ def test_a_validated_plan_with_its_simulation_validates(validators, tmp_path) ->
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
     assert document["validation"]["kind"] == "fleetopt-validation"
-    assert _errors(validators["plan"], document) == []
+    assert errors(validators["plan"], document) == []
     path = tmp_path / "validated.json"
     path.write_text(result.stdout)
     assert read_plan(path).fleet.total_gpus == document["best"]["total_gpus"]
@@ -208,7 +209,7 @@ def test_every_drift_verdict_and_reason_validates(drift_plans, validators) -> No
         run = check_plan_drift(drift_plans[plan], today, arrival_rate_per_s=rate, tolerances=tolerances)
         for fmt in ("json", "yaml"):
             document = _printed(run.document(str(drift_plans[plan]), today), fmt)
-            assert _errors(validators["drift"], document) == [], (plan, today)
+            assert errors(validators["drift"], document) == [], (plan, today)
             assert to_document(from_document(document_class("drift"), document, "drift")) == document
         verdicts.add(document["verdict"])
         checks |= {reason["check"] for reason in document["reasons"]}
@@ -219,9 +220,7 @@ def test_every_drift_verdict_and_reason_validates(drift_plans, validators) -> No
 # --- router files -----------------------------------------------------------------------------------
 
 
-def test_every_router_file_validates_and_a_minimal_one_reads(
-    drift_plans, plans, validators, tmp_path
-) -> None:
+def test_every_router_file_validates_and_a_minimal_onereads(drift_plans, plans, validators, tmp_path) -> None:
     sources = [read_plan(drift_plans["two pools"]), read_plan(drift_plans["three pools"])]
     for name in ("one pool", "four pools, lockstep", "fleet-sim, a CDF, p_c 0.75"):
         path = tmp_path / f"{name.split(',')[0].replace(' ', '-')}.json"
@@ -230,7 +229,7 @@ def test_every_router_file_validates_and_a_minimal_one_reads(
     for plan_file in sources:
         text = export_plan(plan_file, ["router"]).files["router.yaml"]
         document = yaml.safe_load(text)
-        assert _errors(validators["router"], document) == [], plan_file.source
+        assert errors(validators["router"], document) == [], plan_file.source
         assert to_document(from_document(document_class("router"), document, "router")) == document
         (tmp_path / "router.yaml").write_text(text)
         routing, planned = read_router(tmp_path / "router.yaml").routing, plan_file.fleet.routing
@@ -241,82 +240,11 @@ def test_every_router_file_validates_and_a_minimal_one_reads(
         "kind": "fleetopt-router", "schema_version": 1, "budget": {"without_max_tokens": "last_pool"},
         "pools": [{"name": "short", "max_budget_tokens": 4096}, {"name": "long", "max_budget_tokens": 65536}],
     }  # fmt: skip
-    assert _errors(validators["router"], minimal) == []
+    assert errors(validators["router"], minimal) == []
     assert router_from_document(minimal, "router r").routing.boundaries_tokens == (4096,)
 
 
 # --- the schema and the readers agree ------------------------------------------------------------------
-
-#: Values an edit puts in place of a field (JSON's: no NaN or infinity, which YAML alone can carry
-#: and the readers refuse while JSON Schema cannot say so).
-REPLACEMENTS = (
-    None,
-    True,
-    False,
-    -1,
-    0,
-    1,
-    2,
-    0.5,
-    2.5,
-    -0.5,
-    1e300,
-    "",
-    "x",
-    "peak",
-    [],
-    [1],
-    [0.5, 1.0],
-    {},
-    {"a": 1},
-)
-
-
-def _paths(value, prefix=()) -> list[tuple]:
-    out = [prefix]
-    if isinstance(value, dict):
-        for key, item in value.items():
-            out += _paths(item, (*prefix, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value[:3]):
-            out += _paths(item, (*prefix, index))
-    return out
-
-
-@st.composite
-def edited(draw, document: dict) -> dict:
-    """``document`` with one to three random edits: a key removed, an unknown key added, or a value
-    (or a whole subtree) replaced."""
-    document = copy.deepcopy(document)
-    for _ in range(draw(st.integers(1, 3))):
-        paths = _paths(document)
-        path = draw(st.sampled_from(paths))
-        parent = document
-        for step in path[:-1]:
-            parent = parent[step]
-        action = draw(st.sampled_from(["remove", "add", "replace"]))
-        if not path:
-            continue
-        key = path[-1]
-        if action == "remove" and isinstance(parent, dict):
-            del parent[key]
-        elif action == "add" and isinstance(parent[key], dict):
-            parent[key][draw(st.sampled_from(["extra", "notes_2", "Pools"]))] = draw(
-                st.sampled_from(REPLACEMENTS)
-            )
-        else:
-            parent[key] = copy.deepcopy(draw(st.sampled_from(REPLACEMENTS)))
-    return document
-
-
-def _reads(cls: type, document: dict) -> bool:
-    from fleetopt.errors import ValidationError
-
-    try:
-        from_document(cls, document, "x")
-    except ValidationError:
-        return False
-    return True
 
 
 @pytest.fixture(scope="module")
@@ -343,7 +271,7 @@ def _validator(name: str) -> jsonschema.Draft202012Validator:
 def test_the_plan_reader_accepts_exactly_what_the_schema_accepts(small_plan, data) -> None:
     document = data.draw(edited(small_plan))
     validator = _validator("plan")
-    assert _reads(PlanDocument, document) == validator.is_valid(document), _errors(validator, document)
+    assert reads(PlanDocument, document) == validator.is_valid(document), errors(validator, document)
 
 
 @settings(max_examples=30, deadline=None)
@@ -352,9 +280,7 @@ def test_the_drift_and_router_readers_accept_exactly_what_their_schemas_accept(d
     name = data.draw(st.sampled_from(["drift", "router"]))
     document = data.draw(edited(_sample_document(drift_plans, name)))
     validator = _validator(name)
-    assert _reads(document_class(name), document) == validator.is_valid(document), _errors(
-        validator, document
-    )
+    assert reads(document_class(name), document) == validator.is_valid(document), errors(validator, document)
 
 
 _SAMPLES: dict[str, dict] = {}
@@ -397,9 +323,9 @@ def test_the_agreement_test_sees_both_answers(small_plan) -> None:
         edit(lambda d: d["inputs"].update(service_model="magic")),
     ]
     for document in accepted:
-        assert validator.is_valid(document) and _reads(PlanDocument, document)
+        assert validator.is_valid(document) and reads(PlanDocument, document)
     for document in refused:
-        assert not validator.is_valid(document) and not _reads(PlanDocument, document)
+        assert not validator.is_valid(document) and not reads(PlanDocument, document)
 
 
 # --- unknown keys, old files, round trips through files --------------------------------------------------
@@ -437,9 +363,9 @@ def test_plans_of_earlier_releases_still_read(old, tmp_path, validators) -> None
         p["instances"] for p in document["best"]["pools"].values()
     ]
     upgraded = to_document(plan_file.plan_document)
-    assert _errors(validators["plan"], upgraded) == []  # version 1 upgraded; later fields defaulted
+    assert errors(validators["plan"], upgraded) == []  # version 1 upgraded; later fields defaulted
     if document["schema_version"] == 2:
-        assert _errors(validators["plan"], document) == []  # the schema takes what earlier releases wrote
+        assert errors(validators["plan"], document) == []  # the schema takes what earlier releases wrote
     if old.name.startswith("v1-bc"):  # drift re-plans (a second): once, on the oldest two-pool plan
         drift = runner.invoke(
             app, ["drift", "--plan", str(path), "--cdf", "azure-2023-conv", "--rate", "200"]

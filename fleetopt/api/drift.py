@@ -32,19 +32,24 @@ class DriftRun:
     current: Any  # fleetopt.core.drift.WorkloadSummary of today's workload
     rate_origin: str
 
-    def document(self, plan_label: str, today_label: str) -> dict[str, Any]:
-        """The report as plain data (``--format json|yaml``; fields: ``fleetopt schema drift``), the
-        plan named ``plan_label`` and today's workload ``today_label``."""
+    def report(self, plan_label: str, today_label: str, **live: Any) -> Any:
+        """The report, typed (:class:`fleetopt.io.documents.drift.DriftDocument`), the plan named
+        ``plan_label`` and today's workload ``today_label``; ``live``: the live section and reasons
+        of a check on live metrics (:meth:`fleetopt.api.observe.LiveDriftRun.report`)."""
         from fleetopt.io.documents.build_drift import drift_document
-        from fleetopt.io.documents.typed import to_document
 
-        report = drift_document(
+        return drift_document(
             self.result, plan=self.plan.plan_document, plan_path=plan_label, today_label=today_label,
             today_requests=self.today.request_count, rate_origin=self.rate_origin, options=self.options,
             tolerances=self.tolerances, planned=self.plan.summary, current=self.current,
-            fleet=self.plan.fleet,
+            fleet=self.plan.fleet, **live,
         )  # fmt: skip
-        return to_document(report)
+
+    def document(self, plan_label: str, today_label: str) -> dict[str, Any]:
+        """The report as plain data (``--format json|yaml``; fields: ``fleetopt schema drift``)."""
+        from fleetopt.io.documents.typed import to_document
+
+        return to_document(self.report(plan_label, today_label))
 
 
 def check_plan_drift(

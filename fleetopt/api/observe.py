@@ -50,6 +50,25 @@ class ObserveRun:
     plan: Any
     warnings: tuple[str, ...]
 
+    def report(self, summary_file: str | None = None) -> Any:
+        """The report, typed (:class:`fleetopt.io.documents.observe.ObserveDocument`);
+        ``summary_file``: where the workload summary was written, if it was."""
+        from fleetopt.io.documents.build_observe import observe_document
+
+        return observe_document(
+            source=self.source, start_s=self.start_s, end_s=self.end_s, window_s=self.window_s,
+            metrics=self.metrics, ttft_slo_s=self.ttft_slo_s, tpot_slo_s=self.tpot_slo_s,
+            plan=None if self.plan is None else self.plan.source.removeprefix("plan "), pools=self.pools,
+            fleet=self.fleet, attainment=self.attainment, workloads=self.workloads, summary=self.summary,
+            summary_file=summary_file, warnings=self.warnings,
+        )  # fmt: skip
+
+    def document(self, summary_file: str | None = None) -> dict[str, Any]:
+        """The report as plain data (``--format json|yaml``; fields: ``fleetopt schema observe``)."""
+        from fleetopt.io.documents.typed import to_document
+
+        return to_document(self.report(summary_file))
+
 
 def _plan_and_slo(
     plan_path: Path | None, ttft_slo_s: float | None, tpot_slo_s: float | None
@@ -271,10 +290,30 @@ class LiveDriftRun:
     findings: tuple[Any, ...]
     undecided: tuple[str, ...]
     min_load: float
+    prometheus: str  # the server's URL without credentials
 
     @property
     def drifted(self) -> bool:
         return self.drift.result.drifted or bool(self.findings)
+
+    def report(self, plan_label: str, today_label: str = "live metrics") -> Any:
+        """The drift report, typed (:class:`fleetopt.io.documents.drift.DriftDocument`): the
+        plan's checks on the observed workload, the live findings among its reasons (so its verdict
+        is :attr:`drifted`) and the observation as its ``live`` section."""
+        from fleetopt.io.documents.build_observe import live_document, live_reasons
+
+        observed = self.observed
+        live = live_document(
+            observed.report(), prometheus=self.prometheus, min_load=self.min_load, undecided=self.undecided
+        )
+        reasons = live_reasons(self.findings, observed.ttft_slo_s, observed.tpot_slo_s, self.min_load)
+        return self.drift.report(plan_label, today_label, live=live, live_reasons=reasons)
+
+    def document(self, plan_label: str, today_label: str = "live metrics") -> dict[str, Any]:
+        """The drift report as plain data (``--format json|yaml``; fields: ``fleetopt schema drift``)."""
+        from fleetopt.io.documents.typed import to_document
+
+        return to_document(self.report(plan_label, today_label))
 
 
 def check_plan_drift_live(
@@ -337,7 +376,9 @@ def check_plan_drift_live(
     findings, undecided = live_findings(
         list(observed.pools), planned_rates, observed.ttft_slo_s, observed.tpot_slo_s, min_load
     )
-    return LiveDriftRun(drift, observed, tuple(findings), tuple(undecided), min_load)
+    from fleetopt.io.prometheus import public_url
+
+    return LiveDriftRun(drift, observed, tuple(findings), tuple(undecided), min_load, public_url(url))
 
 
 # -- calibration from production ------------------------------------------------------------------

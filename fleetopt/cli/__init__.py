@@ -72,7 +72,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "schema": (
         "fleetopt.cli.schema",
-        "Print the JSON Schema (draft 2020-12) of a plan, drift report or router file.",
+        "Print the JSON Schema (draft 2020-12) of a plan, drift report, observe report or router file.",
     ),
 }
 

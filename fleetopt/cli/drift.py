@@ -129,13 +129,12 @@ def drift(
         )
         if (cdf is None) == (prometheus is None):
             raise ValidationError("give either --cdf (a workload) or --prometheus URL (live metrics)")
-        live = None
         if prometheus is not None:
             from fleetopt.api.observe import check_plan_drift_live
             from fleetopt.cli.observe import parse_end
             from fleetopt.io.units import parse_duration_s
 
-            live = check_plan_drift_live(
+            run = check_plan_drift_live(
                 plan, prometheus, since_s=parse_duration_s(since, field="--since"), end_s=parse_end(end),
                 selector=selector,
                 pool_label=pool_label, name_prefix=name_prefix, tolerances=tolerances,
@@ -143,7 +142,6 @@ def drift(
                 token_env=token_env, token_file=token_file, ca_file=ca_file,
                 timeout_s=parse_duration_s(timeout, field="--timeout"),
             )  # fmt: skip
-            run = live.drift
         else:
             reader = reader_options(
                 input_format, log_format, input_column, output_column, time_column, time_unit, split
@@ -155,23 +153,10 @@ def drift(
         typer.echo(f"Error: {exc}", err=True)
         raise typer.Exit(EXIT_BAD_INPUT) from None
 
-    data = run.document(str(plan), cdf if live is None else "live metrics")
-    if live is not None:
-        from fleetopt.io.prometheus import public_url
-        from fleetopt.render.observe import live_drift_document
-
-        data = live_drift_document(live, data, public_url(prometheus))
+    data = run.document(str(plan), "live metrics" if cdf is None else cdf)
     if fmt is DriftFormat.markdown:
         typer.echo(drift_markdown(data), nl=False)
     else:
-        emit(data, fmt.value, draw_drift if live is None else _draw_live_drift)
+        emit(data, fmt.value, draw_drift)
     if data["verdict"] == "drift":
         raise typer.Exit(EXIT_DRIFT)
-
-
-def _draw_live_drift(console, data) -> None:
-    from fleetopt.render.drift import draw_drift
-    from fleetopt.render.observe import draw_live
-
-    draw_drift(console, data)
-    draw_live(console, data)

@@ -122,7 +122,7 @@ def observe(
     """
     from fleetopt.errors import FleetoptError, ValidationError
     from fleetopt.io.units import parse_duration_s
-    from fleetopt.render.observe import draw_observe, observe_document
+    from fleetopt.render.observe import draw_observe
     from fleetopt.render.output import emit
 
     try:
@@ -170,4 +170,4 @@ def observe(
     except FleetoptError as exc:
         typer.echo(f"Error: {exc}", err=True)
         raise typer.Exit(EXIT_UNUSABLE) from None
-    emit(observe_document(run, None if output is None else str(output)), fmt, draw_observe)
+    emit(run.document(None if output is None else str(output)), fmt, draw_observe)

@@ -1,8 +1,8 @@
 """``fleetopt schema``: the JSON Schema (draft 2020-12) of a document fleetopt writes and reads.
 
 Derived from the documents' dataclasses (:mod:`fleetopt.io.documents`), so it is the schema the
-readers check: every document ``fleetopt plan``, ``drift`` and ``export --to router`` writes
-validates against it, and a document that does not is refused on read.
+readers check: every document ``fleetopt plan``, ``drift``, ``observe`` and ``export --to router``
+writes validates against it, and a document that does not is refused on read.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ class SchemaName(str, enum.Enum):
 
     plan = "plan"
     drift = "drift"
+    observe = "observe"
     router = "router"
 
 
@@ -29,11 +30,11 @@ def schema(
     name: SchemaName = typer.Argument(
         ...,
         help="plan (fleetopt plan --format json|yaml, --output), drift (fleetopt drift --format "
-        "json|yaml) or router (fleetopt export --to router).",
+        "json|yaml), observe (fleetopt observe --format json|yaml) or router (fleetopt export --to router).",
         show_default=False,
     ),
 ) -> None:
-    """Print the JSON Schema (draft 2020-12) of a plan, drift report or router file."""
+    """Print the JSON Schema (draft 2020-12) of a plan, drift report, observe report or router file."""
     import json
 
     from fleetopt.io.documents import json_schema

@@ -144,6 +144,10 @@ class DriftCheck(Enum):
     REPLAN = "replan"  # no fleet is feasible today
     COST = "cost"  # re-planning moves the cost beyond the tolerance
     DISTRIBUTION = "distribution"  # the KS lower bound exceeds the tolerance
+    # live metrics only (fleetopt drift --prometheus; core.observed.live_findings):
+    SLO_MISSED = "slo_missed"  # a pool's share of requests within the TTFT SLO is surely below 99%
+    TPOT_MISSED = "tpot_missed"  # ... within the TPOT cap
+    UNDERUSED = "underused"  # a pool runs under --min-load of its planned mean rate
 
 
 @dataclass(frozen=True)

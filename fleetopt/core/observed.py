@@ -28,12 +28,16 @@ is an assumption. A request log, when there is one, is exact: prefer it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from fleetopt.core.histograms import Bounded, Histogram, both_within, quantile, share_at_most
 from fleetopt.core.summary import LogSummary, SummarySource, make_summary
 from fleetopt.errors import ValidationError
+
+if TYPE_CHECKING:  # the drift vocabulary (and the planner behind it) loads when live drift runs
+    from fleetopt.core.drift import DriftCheck
 
 #: The quantile a P99 SLO is stated at.
 P99 = 0.99
@@ -281,11 +285,13 @@ def summary_from_histograms(
 
 @dataclass(frozen=True)
 class LiveFinding:
-    """One thing the live metrics say about a plan: ``kind`` ``slo_missed`` (the pool's observed
-    P99 surely exceeds the SLO: its share within it is surely below 99%), ``tpot_missed`` (the same
-    for the TPOT cap), or ``underused`` (the pool runs at under ``ratio`` of its planned load)."""
+    """One thing the live metrics say about a plan: ``kind`` :attr:`~DriftCheck.SLO_MISSED` (the
+    pool's observed P99 surely exceeds the SLO: its share within it, ``observed``, is surely below
+    ``planned`` = 99%), :attr:`~DriftCheck.TPOT_MISSED` (the same for the TPOT cap), or
+    :attr:`~DriftCheck.UNDERUSED` (the pool's ``observed`` mean rate is under ``min_load`` × its
+    ``planned`` one)."""
 
-    kind: str
+    kind: DriftCheck
     pool: str
     observed: float
     planned: float
@@ -306,24 +312,26 @@ def live_findings(
     interval straddles 99% (the SLO lies inside a bucket). It runs well below its plan when its
     observed mean rate is under ``min_load`` × the pool's planned mean rate.
     """
+    from fleetopt.core.drift import DriftCheck
+
     findings: list[LiveFinding] = []
     undecided: list[str] = []
     for pool in observations:
         result = attainment(pool, ttft_slo_s, tpot_slo_s)
         for kind, share, limit in (
-            ("slo_missed", result.ttft_share, ttft_slo_s),
-            ("tpot_missed", result.tpot_share if result.tpot_per_request else None, tpot_slo_s),
+            (DriftCheck.SLO_MISSED, result.ttft_share, ttft_slo_s),
+            (DriftCheck.TPOT_MISSED, result.tpot_share if result.tpot_per_request else None, tpot_slo_s),
         ):
             if share is None or limit is None:
                 continue
             if share.upper < P99:
                 findings.append(LiveFinding(kind, pool.pool, share.upper, P99, share))
             elif share.lower < P99 <= share.upper:
-                undecided.append(f"{pool.pool} ({'TTFT' if kind == 'slo_missed' else 'TPOT'})")
+                undecided.append(f"{pool.pool} ({'TTFT' if kind is DriftCheck.SLO_MISSED else 'TPOT'})")
         planned = planned_rates_per_s.get(pool.pool)
-        if planned is not None and planned > 0 and min_load > 0:
-            if pool.request_rate_per_s < min_load * planned:
-                findings.append(LiveFinding("underused", pool.pool, pool.request_rate_per_s, planned))
+        rate = pool.request_rate_per_s
+        if planned is not None and planned > 0 and min_load > 0 and rate < min_load * planned:
+            findings.append(LiveFinding(DriftCheck.UNDERUSED, pool.pool, rate, planned))
     return findings, undecided
 
 

@@ -1,4 +1,5 @@
-"""Parsing of human-facing quantities into fleetopt's internal units (seconds, fractions, req/s).
+"""Parsing of human-facing quantities into fleetopt's internal units (seconds, fractions, req/s),
+and the numbers fleetopt shows people (``fmt_*``: tables, and the sentences documents carry).
 
 Every dimensional value inside fleetopt is in seconds, bytes or tokens; conversions happen
 here, at the edge, and nowhere else.
@@ -57,3 +58,62 @@ def parse_number_list(text: str, *, field: str, integer: bool = False) -> list[f
             raise ValidationError(f"{field}: {part!r} in {text!r} must be a whole number")
         values.append(int(value) if integer else value)
     return values
+
+
+# -- numbers for people ---------------------------------------------------------------------------
+
+#: What every table prints for an empty, unknown or not-applicable value (never ∞, −∞ or NaN).
+NOT_APPLICABLE = "–"
+
+
+def fmt_num(value: float | int | None, digits: int = 4) -> str:
+    """A compact human form of a number: ``None`` as ``–``, thousands separators for big ints."""
+    if value is None:
+        return NOT_APPLICABLE
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if not math.isfinite(value):
+        return NOT_APPLICABLE
+    if value != 0 and (abs(value) >= 1e7 or abs(value) < 1e-4):
+        return f"{value:.{digits}g}"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.{digits}g}"
+
+
+def fmt_seconds(value_s: float | None) -> str:
+    """Seconds shown in ms below 1 s (e.g. ``412.3 ms``), in s above."""
+    if value_s is None or not math.isfinite(value_s):
+        return NOT_APPLICABLE
+    if abs(value_s) < 1.0:
+        return f"{value_s * 1e3:.1f} ms"
+    return f"{value_s:.3f} s"
+
+
+def fmt_usd(value: float | None) -> str:
+    """Dollars for people: ``$20.75M``, ``$309.8K``, ``$950``; ``–`` for None or non-finite."""
+    if value is None or not math.isfinite(value):
+        return NOT_APPLICABLE
+    sign = "-" if value < 0 else ""
+    magnitude = abs(value)
+    if magnitude >= 1e6:
+        return f"{sign}${magnitude / 1e6:,.2f}M"
+    if magnitude >= 1e3:
+        return f"{sign}${magnitude / 1e3:,.1f}K"
+    return f"{sign}${magnitude:,.0f}"
+
+
+def fmt_pct(value: float | None, signed: bool = False) -> str:
+    """A fraction as a percentage with one decimal (``0.371`` → ``37.1%``); ``–`` for None/non-finite."""
+    if value is None or not math.isfinite(value):
+        return NOT_APPLICABLE
+    return f"{value:+.1%}" if signed else f"{value:.1%}"
+
+
+def fmt_count(value: float | None) -> str:
+    """A count, whole numbers without decimals and fractional ones (Eq. 8 instances) with one."""
+    if value is None or not math.isfinite(value):
+        return NOT_APPLICABLE
+    return f"{value:,.0f}" if abs(value - round(value)) < 1e-9 else f"{value:,.1f}"

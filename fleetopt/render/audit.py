@@ -29,7 +29,8 @@ from fleetopt.core.service import PoolHardware
 from fleetopt.core.sizing import PoolSizing
 from fleetopt.defaults import HOURS_PER_YEAR
 from fleetopt.io.documents.words import SPLIT_ASSUMED_NOTE, fleet_reason, plan_notes, pool_reason
-from fleetopt.render.output import fmt_count, fmt_num, fmt_pct, fmt_seconds, fmt_usd, to_jsonable
+from fleetopt.io.units import fmt_count, fmt_num, fmt_pct, fmt_seconds, fmt_usd
+from fleetopt.render.output import to_jsonable
 
 
 def _hardware(hw: PoolHardware) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from fleetopt.render.output import fmt_num
+from fleetopt.io.units import fmt_num
 
 
 def _summary(errors_pct: np.ndarray) -> dict[str, float]:

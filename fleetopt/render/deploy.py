@@ -603,8 +603,8 @@ def manifests_yaml(manifests: Sequence[Mapping[str, Any]], header: Sequence[str]
 
 def plan_markdown(document: Mapping[str, Any], plan_label: str | None = None) -> str:
     """A one-page summary of a plan for a design review or a pull request."""
+    from fleetopt.io.units import fmt_num, fmt_pct, fmt_seconds, fmt_usd
     from fleetopt.render.markdown import md_bullets, md_table
-    from fleetopt.render.output import fmt_num, fmt_pct, fmt_seconds, fmt_usd
 
     inputs, best, savings = document["inputs"], document["best"], document["savings"]
     slo = fmt_seconds(inputs["ttft_slo_s"])

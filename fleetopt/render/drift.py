@@ -1,6 +1,7 @@
 """The ``fleetopt drift`` report for people: a table and a markdown PR comment, drawn from the
 drift document (:class:`~fleetopt.io.documents.drift.DriftDocument`, the same document as
-``--format json|yaml``, built below the API by :mod:`fleetopt.io.documents.build_drift`)."""
+``--format json|yaml``, built below the API by :mod:`fleetopt.io.documents.build_drift`). A
+report on live metrics (``--prometheus``) ends with the observed pools (:mod:`fleetopt.render.observe`)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from fleetopt.io.documents.drift import DriftDocument, PoolFitDocument
 from fleetopt.io.documents.typed import from_document
+from fleetopt.io.units import fmt_num, fmt_pct, fmt_seconds, fmt_usd
 from fleetopt.render.markdown import md_bullets, md_table
-from fleetopt.render.output import fmt_num, fmt_pct, fmt_seconds, fmt_usd
 
 if TYPE_CHECKING:  # rich is imported when a table is drawn, not for --format json|yaml
     from rich.console import Console
@@ -37,6 +38,8 @@ def _verdict_line(data: DriftDocument) -> str:
 def _context_line(data: DriftDocument) -> str:
     plan, today = data.plan, data.today
     origin = {"given": "--rate", "observed": "observed in the log", "planned": "the planned rate"}
+    if data.live is not None:
+        origin["observed"] = "observed in the metrics"
     fleet = (
         "one homogeneous pool"
         if plan.b_short_tokens is None
@@ -138,6 +141,10 @@ def draw_drift(console: Console, data: DriftDocument | Mapping[str, Any]) -> Non
     for row in _shift_rows(data):
         shift.add_row(*row)
     console.print(shift)
+    if data.live is not None:
+        from fleetopt.render.observe import draw_live
+
+        draw_live(console, data.live)
 
 
 def drift_markdown(data: DriftDocument | Mapping[str, Any]) -> str:
@@ -167,4 +174,11 @@ def drift_markdown(data: DriftDocument | Mapping[str, Any]) -> str:
     if line:
         lines += [line[0].upper() + line[1:], ""]
     lines += md_table(("workload", "planned", "today", "change"), _shift_rows(data))
+    if data.live is not None:
+        from fleetopt.render.observe import LIVE_HEADERS, LIVE_TITLE, live_notes, live_rows
+
+        lines += ["", f"**{LIVE_TITLE}**", ""] + md_table(LIVE_HEADERS, live_rows(data.live))
+        notes = live_notes(data.live)
+        if notes:
+            lines += [""] + md_bullets(notes)
     return "\n".join(lines) + "\n"

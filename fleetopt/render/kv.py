@@ -16,8 +16,8 @@ def _gb(value_bytes: float | None) -> str:
 
 def draw_kv(console: Console, data: Mapping[str, Any]) -> None:
     """Model, GPU and KV figures, then the slots per instance at each context."""
+    from fleetopt.io.units import fmt_num
     from fleetopt.render.layout import FitTable, bullets
-    from fleetopt.render.output import fmt_num
 
     src = data["value_sources"]
 

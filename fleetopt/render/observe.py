@@ -1,220 +1,108 @@
-"""The ``fleetopt observe`` report and the live part of ``fleetopt drift --prometheus``: one
-dictionary (JSON/YAML) and tables for people."""
+"""The ``fleetopt observe`` report for people, drawn from its document
+(:class:`~fleetopt.io.documents.observe.ObserveDocument`, the same document as
+``--format json|yaml``, built below the API by :mod:`fleetopt.io.documents.build_observe`), and
+the observed pools of a drift report on live metrics (its ``live`` section). ``fleetopt calibrate
+--prometheus``'s report is still a plain dictionary made here."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from fleetopt.core.histograms import Bounded, quantile
-from fleetopt.core.observed import P99, attainment, rate_profile
-from fleetopt.render.output import fmt_num, fmt_pct, fmt_seconds
+from fleetopt.io.documents.observe import BoundedFigure, ObserveDocument, ObservedPool
+from fleetopt.io.documents.typed import from_document
+from fleetopt.io.units import fmt_num, fmt_pct, fmt_seconds
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-OBSERVE_KIND = "fleetopt-observe"
+    from fleetopt.io.documents.drift import LiveDocument
 
 
-def _iso(moment_s: float) -> str:
-    import numpy as np
-
-    return str(np.datetime64(int(moment_s), "s")) + "Z"
-
-
-def bounded(value: Bounded | None) -> dict[str, Any] | None:
-    """A bounded figure as {estimate, lower, upper, exact} (None for +Inf)."""
-    if value is None:
-        return None
-
-    def finite(x: float) -> float | None:
-        return x if math.isfinite(x) else None
-
-    return {
-        "estimate": finite(value.estimate),
-        "lower": finite(value.lower),
-        "upper": finite(value.upper),
-        "exact": value.exact,
-    }
+def _typed(data: ObserveDocument | Mapping[str, Any]) -> ObserveDocument:
+    """The observe document, typed (plain data is read through its schema)."""
+    if isinstance(data, ObserveDocument):
+        return data
+    return from_document(ObserveDocument, dict(data), "observe report")
 
 
-def _token_figures(histogram: Any) -> dict[str, Any] | None:
-    if histogram is None:
-        return None
-    return {
-        "mean": histogram.mean,
-        "p50": bounded(quantile(histogram, 0.5)),
-        "p90": bounded(quantile(histogram, 0.9)),
-        "p99": bounded(quantile(histogram, P99)),
-        "buckets_le": [None if math.isinf(e) else e for e in histogram.upper_edges.tolist()],
-    }
-
-
-def pool_document(pool: Any, run: Any) -> dict[str, Any]:
-    """One pool's figures (or the fleet's)."""
-    profile = rate_profile(pool)
-    result = run.attainment.get(pool.pool)
-    if result is None and run.ttft_slo_s is not None and pool.ttft is not None:
-        result = attainment(pool, run.ttft_slo_s, run.tpot_slo_s)
-    workload = run.workloads.get(pool.pool)
-    return {
-        "instances": pool.instances,
-        "requests": pool.requests,
-        "rate_per_s": pool.request_rate_per_s,
-        "rate_profile": None
-        if profile is None
-        else {
-            "window_s": profile.window_s,
-            "windows": profile.windows,
-            "mean_per_s": profile.mean_per_s,
-            "p50_per_s": profile.p50_per_s,
-            "p99_per_s": profile.p99_per_s,
-            "peak_per_s": profile.peak_per_s,
-        },
-        "ttft_s": None
-        if pool.ttft is None
-        else {"mean": pool.ttft.mean, "p99": bounded(quantile(pool.ttft, P99))},
-        "tpot_s": None
-        if pool.tpot is None
-        else {
-            "mean": pool.tpot.mean,
-            "p99": bounded(quantile(pool.tpot, P99)),
-            "per": "request" if pool.tpot_per_request else "output token",
-        },
-        "queue_time_mean_s": None if pool.queue_time is None else pool.queue_time.mean,
-        "running_mean": pool.running_mean,
-        "waiting_mean": pool.waiting_mean,
-        "waiting_max": pool.waiting_max,
-        "kv_usage_mean": pool.kv_usage_mean,
-        "kv_usage_max": pool.kv_usage_max,
-        "preemptions_per_s": pool.preemption_rate_per_s,
-        "attainment": None
-        if result is None
-        else {
-            "ttft_within_slo": bounded(result.ttft_share),
-            "tpot_within_slo": bounded(result.tpot_share),
-            "tpot_share_per": "request" if result.tpot_per_request else "output token",
-            "both_within": bounded(result.both),
-            "goodput_per_s": bounded(result.goodput_per_s),
-            "goodput_ignores_tpot": result.goodput_ignores_tpot,
-        },
-        "prompt_tokens": _token_figures(pool.prompt_tokens),
-        "generation_tokens": _token_figures(pool.generation_tokens),
-        "workload_placement": None
-        if workload is None
-        else {
-            "prompt_position_in_bucket": workload.prompt.position,
-            "generation_position_in_bucket": workload.generation.position,
-            "means_matched": workload.prompt.mean_matched and workload.generation.mean_matched,
-            "outputs_shortened_to_context": workload.capped_requests,
-        },
-        "missing": list(pool.missing),
-        "notes": list(pool.notes),
-    }
-
-
-def observe_document(run: Any, summary_file: str | None = None) -> dict[str, Any]:
-    """The ``fleetopt observe`` report as one plain dictionary (docs/observe.md)."""
-    summary = run.summary
-    return {
-        "kind": OBSERVE_KIND,
-        "source": run.source,
-        "span": {
-            "start": _iso(run.start_s),
-            "end": _iso(run.end_s),
-            "seconds": run.end_s - run.start_s,
-            "window_s": run.window_s,
-        },
-        "metrics": dict(run.metrics),
-        "slo": {"ttft_s": run.ttft_slo_s, "tpot_s": run.tpot_slo_s},
-        "plan": None if run.plan is None else run.plan.source.removeprefix("plan "),
-        "pools": {pool.pool: pool_document(pool, run) for pool in run.pools},
-        "fleet": pool_document(run.fleet, run),
-        "workload_summary": None
-        if summary is None
-        else {
-            "file": summary_file,
-            "requests": summary.request_count,
-            "distinct_lengths": int(summary.counts.size),
-            "windows": int(summary.window_counts.size),
-            "window_s": None if summary.window_us is None else summary.window_us / 1e6,
-        },
-        "warnings": list(run.warnings),
-    }
-
-
-def _bounded_seconds(value: Mapping[str, Any] | None) -> str:
+def _bounded_seconds(value: BoundedFigure | None) -> str:
     if value is None:
         return "–"
-    if value["exact"]:
-        return fmt_seconds(value["estimate"])
-    upper = "∞" if value["upper"] is None else fmt_seconds(value["upper"])
-    return f"{fmt_seconds(value['estimate'])} ({fmt_seconds(value['lower'])}–{upper})"
+    if value.exact:
+        return fmt_seconds(value.estimate)
+    upper = "∞" if value.upper is None else fmt_seconds(value.upper)
+    return f"{fmt_seconds(value.estimate)} ({fmt_seconds(value.lower)}–{upper})"
 
 
-def _bounded_share(value: Mapping[str, Any] | None) -> str:
+def _bounded_share(value: BoundedFigure | None) -> str:
     if value is None:
         return "–"
-    if value["exact"]:
-        return fmt_pct(value["estimate"])
-    return f"{fmt_pct(value['estimate'])} ({fmt_pct(value['lower'])}–{fmt_pct(value['upper'])})"
+    if value.exact:
+        return fmt_pct(value.estimate)
+    return f"{fmt_pct(value.estimate)} ({fmt_pct(value.lower)}–{fmt_pct(value.upper)})"
 
 
-def _bounded_rate(value: Mapping[str, Any] | None) -> str:
+def _bounded_rate(value: BoundedFigure | None) -> str:
     if value is None:
         return "–"
-    if value["exact"]:
-        return fmt_num(value["estimate"])
-    return f"{fmt_num(value['estimate'])} ({fmt_num(value['lower'])}–{fmt_num(value['upper'])})"
+    if value.exact:
+        return fmt_num(value.estimate)
+    return f"{fmt_num(value.estimate)} ({fmt_num(value.lower)}–{fmt_num(value.upper)})"
 
 
-def _rows(data: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
-    rows = list(data["pools"].items())
+def _rows(data: ObserveDocument) -> list[tuple[str, ObservedPool]]:
+    rows = list(data.pools.items())
     if len(rows) > 1:
-        rows.append(("fleet", data["fleet"]))
+        rows.append(("fleet", data.fleet))
     return rows
 
 
-def draw_observe(console: Console, data: Mapping[str, Any]) -> None:
+def _p99(figures: Any) -> BoundedFigure | None:
+    return None if figures is None else figures.p99
+
+
+def draw_observe(console: Console, data: ObserveDocument | Mapping[str, Any]) -> None:
     """Per pool: load, latency, SLO attainment and goodput, engine state; then the warnings."""
     from fleetopt.render.layout import FitTable, bullets
 
-    span = data["span"]
+    data = _typed(data)
+    span, slo = data.span, data.slo
     console.print(
-        f"{data['source']}: {fmt_num(span['seconds'] / 3600, 3)} h, {len(data['pools'])} pool(s)",
+        f"{data.source}: {fmt_num(span.seconds / 3600, 3)} h, {len(data.pools)} pool(s)",
         markup=False,
     )
-    slo = data["slo"]
-    load = FitTable(title=f"Load (finished requests; rates per window of {fmt_num(span['window_s'])} s)")
+    load = FitTable(title=f"Load (finished requests; rates per window of {fmt_num(span.window_s)} s)")
     for column in ("pool", "instances", "requests", "mean req/s", "p99 window", "peak window", "preempt/s"):
         load.add_column(column, justify="left" if column == "pool" else "right")
     for name, pool in _rows(data):
-        profile = pool["rate_profile"] or {}
+        profile = pool.rate_profile
         load.add_row(
-            name, fmt_num(pool["instances"]), fmt_num(int(pool["requests"])), fmt_num(pool["rate_per_s"]),
-            fmt_num(profile.get("p99_per_s")), fmt_num(profile.get("peak_per_s")),
-            fmt_num(pool["preemptions_per_s"]),
+            name, fmt_num(pool.instances), fmt_num(int(pool.requests)), fmt_num(pool.rate_per_s),
+            fmt_num(None if profile is None else profile.p99_per_s),
+            fmt_num(None if profile is None else profile.peak_per_s), fmt_num(pool.preemptions_per_s),
         )  # fmt: skip
     console.print(load)
     title = "Latency: P99 from the buckets (estimate, and the bucket it lies in)"
-    if slo["ttft_s"] is not None:
-        title += f"; SLO TTFT {fmt_seconds(slo['ttft_s'])}"
-        if slo["tpot_s"] is not None:
-            title += f", TPOT {fmt_seconds(slo['tpot_s'])}"
+    if slo.ttft_s is not None:
+        title += f"; SLO TTFT {fmt_seconds(slo.ttft_s)}"
+        if slo.tpot_s is not None:
+            title += f", TPOT {fmt_seconds(slo.tpot_s)}"
     latency = FitTable(title=title)
     columns = ["pool", "P99 TTFT", "mean TTFT", "P99 TPOT"]
-    if slo["ttft_s"] is not None:
+    if slo.ttft_s is not None:
         columns += ["within TTFT SLO", "within both", "goodput req/s"]
     for column in columns:
         latency.add_column(column, justify="left" if column == "pool" else "right")
     for name, pool in _rows(data):
-        ttft, tpot, met = pool["ttft_s"] or {}, pool["tpot_s"] or {}, pool["attainment"] or {}
-        row = [name, _bounded_seconds(ttft.get("p99")), fmt_seconds(ttft.get("mean")),
-               _bounded_seconds(tpot.get("p99"))]  # fmt: skip
-        if slo["ttft_s"] is not None:
-            row += [_bounded_share(met.get("ttft_within_slo")), _bounded_share(met.get("both_within")),
-                    _bounded_rate(met.get("goodput_per_s"))]  # fmt: skip
+        row = [name, _bounded_seconds(_p99(pool.ttft_s)),
+               fmt_seconds(None if pool.ttft_s is None else pool.ttft_s.mean),
+               _bounded_seconds(_p99(pool.tpot_s))]  # fmt: skip
+        if slo.ttft_s is not None:
+            met = pool.attainment
+            row += [_bounded_share(None if met is None else met.ttft_within_slo),
+                    _bounded_share(None if met is None else met.both_within),
+                    _bounded_rate(None if met is None else met.goodput_per_s)]  # fmt: skip
         latency.add_row(*row)
     console.print(latency)
     state = FitTable(
@@ -224,98 +112,67 @@ def draw_observe(console: Console, data: Mapping[str, Any]) -> None:
         state.add_column(column, justify="left" if column == "pool" else "right")
     for name, pool in _rows(data):
         state.add_row(
-            name, fmt_num(pool["running_mean"]),
-            f"{fmt_num(pool['waiting_mean'])} / {fmt_num(pool['waiting_max'])}",
-            f"{fmt_pct(pool['kv_usage_mean'])} / {fmt_pct(pool['kv_usage_max'])}",
+            name, fmt_num(pool.running_mean), f"{fmt_num(pool.waiting_mean)} / {fmt_num(pool.waiting_max)}",
+            f"{fmt_pct(pool.kv_usage_mean)} / {fmt_pct(pool.kv_usage_max)}",
         )  # fmt: skip
     console.print(state)
-    summary = data["workload_summary"]
+    summary = data.workload_summary
     if summary is not None:
-        where = f", written to {summary['file']}" if summary["file"] else " (--output FILE writes it)"
+        where = f", written to {summary.file}" if summary.file else " (--output FILE writes it)"
         console.print(
-            f"workload summary: {summary['requests']:,} requests, {summary['distinct_lengths']:,} "
-            f"(prompt, output) lengths from the token buckets, {summary['windows']:,} windows{where}",
+            f"workload summary: {summary.requests:,} requests, {summary.distinct_lengths:,} "
+            f"(prompt, output) lengths from the token buckets, {summary.windows:,} windows{where}",
             markup=False,
         )
-    notes = [f"{name}: {note}" for name, pool in data["pools"].items() for note in pool["notes"]]
-    if data["warnings"] or notes:
+    notes = [f"{name}: {note}" for name, pool in data.pools.items() for note in pool.notes]
+    if data.warnings or notes:
         console.print("Warnings:", markup=False)
-        console.print(bullets([*data["warnings"], *notes]))
+        console.print(bullets([*data.warnings, *notes]))
 
 
 # -- live drift -----------------------------------------------------------------------------------
 
+#: The columns of the observed pools under a drift report on live metrics.
+LIVE_TITLE = "Observed now (Prometheus)"
+LIVE_HEADERS = ("pool", "req/s", "P99 TTFT", "within TTFT SLO", "goodput req/s", "KV usage")
 
-def finding_sentence(finding: Any, ttft_slo_s: float, tpot_slo_s: float | None, min_load: float) -> str:
-    """A live finding in words."""
-    if finding.kind in ("slo_missed", "tpot_missed"):
-        what, limit = ("TTFT", ttft_slo_s) if finding.kind == "slo_missed" else ("TPOT", tpot_slo_s or 0.0)
-        return (
-            f"{finding.pool} pool misses its SLO now: at most {fmt_pct(finding.observed)} of its requests "
-            f"had a {what} within {fmt_seconds(limit)} (P99 needs 99%)"
+
+def live_rows(live: LiveDocument) -> list[tuple[str, ...]]:
+    """One row per observed pool (:data:`LIVE_HEADERS`)."""
+    rows = []
+    for name, pool in live.pools.items():
+        met = pool.attainment
+        rows.append(
+            (name, fmt_num(pool.rate_per_s), _bounded_seconds(_p99(pool.ttft_s)),
+             _bounded_share(None if met is None else met.ttft_within_slo),
+             _bounded_rate(None if met is None else met.goodput_per_s), fmt_pct(pool.kv_usage_mean))
+        )  # fmt: skip
+    return rows
+
+
+def live_notes(live: LiveDocument) -> list[str]:
+    """The warnings, the undecided pools and the pools' notes of the live section."""
+    notes = list(live.warnings)
+    if live.undecided:
+        notes.append(
+            f"the buckets cannot decide whether {', '.join(live.undecided)} meet(s) the SLO (it lies "
+            "inside a bucket and the share straddles 99%)"
         )
-    return (
-        f"{finding.pool} pool runs well below its plan: {fmt_num(finding.observed)} req/s observed, "
-        f"{fmt_num(finding.planned)} req/s planned (under {min_load:.0%})"
-    )
+    notes += [f"{name}: {note}" for name, pool in live.pools.items() for note in pool.notes]
+    return notes
 
 
-def live_drift_document(run: Any, base: dict[str, Any], prometheus_url: str) -> dict[str, Any]:
-    """The drift report (:func:`fleetopt.render.drift.drift_document`) with the live findings added
-    to its reasons and verdict, and a ``live`` section (the observation)."""
-    observed = run.observed
-    reasons = list(base["reasons"])
-    for finding in run.findings:
-        reasons.append(
-            {
-                "check": finding.kind,
-                "pool": finding.pool,
-                "message": finding_sentence(finding, observed.ttft_slo_s, observed.tpot_slo_s, run.min_load),
-            }
-        )
-    data = dict(base)
-    data["reasons"] = reasons
-    data["verdict"] = "drift" if reasons else "fits"
-    data["exit_code"] = 1 if reasons else 0
-    shift = dict(data["shift"])
-    shift["ks_total_tokens"] = dict(
-        shift["ks_total_tokens"],
-        note="not checked on live data: bucketed token histograms do not determine total tokens",
-    )
-    data["shift"] = shift
-    data["live"] = {
-        "prometheus": prometheus_url,
-        "min_load": run.min_load,
-        "undecided": list(run.undecided),
-        **{k: v for k, v in observe_document(observed).items() if k in ("span", "metrics", "pools", "fleet")},
-        "warnings": list(observed.warnings),
-    }
-    return data
-
-
-def draw_live(console: Console, data: Mapping[str, Any]) -> None:
+def draw_live(console: Console, live: LiveDocument) -> None:
     """The observed pools under the drift report."""
     from fleetopt.render.layout import FitTable, bullets
 
-    live = data["live"]
-    table = FitTable(title="Observed now (Prometheus)")
-    for column in ("pool", "req/s", "P99 TTFT", "within TTFT SLO", "goodput req/s", "KV usage"):
+    table = FitTable(title=LIVE_TITLE)
+    for column in LIVE_HEADERS:
         table.add_column(column, justify="left" if column == "pool" else "right")
-    for name, pool in live["pools"].items():
-        met = pool["attainment"] or {}
-        table.add_row(
-            name, fmt_num(pool["rate_per_s"]), _bounded_seconds((pool["ttft_s"] or {}).get("p99")),
-            _bounded_share(met.get("ttft_within_slo")), _bounded_rate(met.get("goodput_per_s")),
-            fmt_pct(pool["kv_usage_mean"]),
-        )  # fmt: skip
+    for row in live_rows(live):
+        table.add_row(*row)
     console.print(table)
-    notes = list(live["warnings"])
-    if live["undecided"]:
-        notes.append(
-            f"the buckets cannot decide whether {', '.join(live['undecided'])} meet(s) the SLO (it lies "
-            "inside a bucket and the share straddles 99%)"
-        )
-    notes += [f"{name}: {note}" for name, pool in live["pools"].items() for note in pool["notes"]]
+    notes = live_notes(live)
     if notes:
         console.print(bullets(notes))
 

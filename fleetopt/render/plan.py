@@ -13,7 +13,7 @@ from fleetopt.io.documents.plan import (
     ScheduleDocument,
     read_plan_document,
 )
-from fleetopt.render.output import NOT_APPLICABLE, fmt_num, fmt_pct, fmt_seconds, fmt_usd
+from fleetopt.io.units import NOT_APPLICABLE, fmt_num, fmt_pct, fmt_seconds, fmt_usd
 from fleetopt.render.words import basis_sentence, duration_words
 
 if TYPE_CHECKING:  # rich is imported when a table is drawn, not for --format json|yaml

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fleetopt.errors import FleetoptError, ValidationError
-from fleetopt.render.output import fmt_count, fmt_pct
+from fleetopt.io.units import fmt_count, fmt_pct
 
 if TYPE_CHECKING:  # rich is imported when a table is drawn, not for --format json|yaml
     from fleetopt.render.layout import FitTable

@@ -11,8 +11,8 @@ if TYPE_CHECKING:  # rich is imported when a table is drawn, not for --format js
 
 def draw_profile_list(console: Console, data: Mapping[str, Any]) -> None:
     """One table per profile kind."""
+    from fleetopt.io.units import fmt_num
     from fleetopt.render.layout import FitTable
-    from fleetopt.render.output import fmt_num
 
     for kind, rows in data.items():
         table = FitTable(title=kind)

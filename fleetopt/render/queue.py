@@ -11,7 +11,7 @@ if TYPE_CHECKING:  # rich is imported when a table is drawn, not for --format js
 
 
 def _probability(value: float, log10_value: float | None) -> str:
-    from fleetopt.render.output import fmt_num
+    from fleetopt.io.units import fmt_num
 
     if value == 0.0 and log10_value is not None:  # underflows double precision; show it from its log
         exponent = math.floor(log10_value)
@@ -35,8 +35,8 @@ def _leading_digits(decimal: str, digits: int) -> str:
 
 def draw_queue(console: Console, data: Mapping[str, Any]) -> None:
     """Erlang B and C, utilization and the waits (and the 50-digit check with --exact)."""
+    from fleetopt.io.units import fmt_num, fmt_seconds
     from fleetopt.render.layout import FitTable
-    from fleetopt.render.output import fmt_num, fmt_seconds
 
     in_seconds = data["time_unit"] == "s"
     unit = "s" if in_seconds else "service_times"

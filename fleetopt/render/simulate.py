@@ -9,7 +9,7 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from fleetopt.render.output import NOT_APPLICABLE, fmt_num, fmt_seconds
+from fleetopt.io.units import NOT_APPLICABLE, fmt_num, fmt_seconds
 
 if TYPE_CHECKING:  # rich is imported when a table is drawn, not for --format json|yaml
     from rich.console import Console

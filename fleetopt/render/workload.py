@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from fleetopt.render.output import fmt_num
+from fleetopt.io.units import fmt_num
 
 if TYPE_CHECKING:  # rich is imported when a table is drawn, not for --format json|yaml
     from rich.console import Console

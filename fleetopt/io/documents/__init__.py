@@ -3,13 +3,14 @@
 
 * ``typed.py`` — dataclass ⇄ plain data ⇄ JSON Schema (draft 2020-12), from one definition;
 * ``plan.py`` — the plan document (``fleetopt plan --format json|yaml``, ``--output``);
-* ``drift.py`` — the drift report (``fleetopt drift --format json|yaml``);
+* ``drift.py`` — the drift report (``fleetopt drift --format json|yaml``, ``--prometheus`` too);
+* ``observe.py`` — the observe report (``fleetopt observe --format json|yaml``);
 * ``router.py`` — the router file (``fleetopt export --to router``);
-* ``build_plan.py``, ``build_drift.py``, ``build_crosscheck.py`` — the documents built from core's
-  results, with the words they carry (``words.py``).
+* ``build_plan.py``, ``build_drift.py``, ``build_observe.py``, ``build_crosscheck.py`` — the
+  documents built from core's results, with the words they carry (``words.py``).
 
 This package sits below the API (it imports core only): the API returns documents built here and
-the renderers draw them. ``fleetopt schema plan|drift|router`` prints :func:`json_schema`.
+the renderers draw them. ``fleetopt schema plan|drift|observe|router`` prints :func:`json_schema`.
 """
 
 from __future__ import annotations
@@ -31,7 +32,14 @@ SCHEMAS: dict[str, tuple[str, str, str, str]] = {
         "DriftDocument",
         "fleetopt drift report",
         "Whether a planned fleet still fits today's workload, as `fleetopt drift --format json|yaml` "
-        "prints it (docs/ci.md).",
+        "prints it, from a workload or from live metrics (`--prometheus`) (docs/ci.md).",
+    ),
+    "observe": (
+        "fleetopt.io.documents.observe",
+        "ObserveDocument",
+        "fleetopt observe report",
+        "What a running fleet's metrics say, per pool: load, latency, SLO attainment, goodput and the "
+        "workload summary, as `fleetopt observe --format json|yaml` prints it (docs/observe.md).",
     ),
     "router": (
         "fleetopt.io.documents.router",

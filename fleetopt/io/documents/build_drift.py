@@ -6,7 +6,7 @@ checked as a typed :class:`~fleetopt.io.documents.drift.DriftDocument` (fields a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from fleetopt.core.drift import (
     DriftResult,
@@ -28,6 +28,7 @@ from fleetopt.io.documents.drift import (
     DriftTolerances,
     FleetFitDocument,
     KsDocument,
+    LiveDocument,
     PoolFitDocument,
     QuantileChanges,
     ReplanDocument,
@@ -36,7 +37,7 @@ from fleetopt.io.documents.drift import (
 )
 from fleetopt.io.documents.plan import PlanDocument, PoolDocument
 from fleetopt.io.documents.typed import finite_or_none
-from fleetopt.io.documents.words import drift_reason_sentence, fit_problem_sentence
+from fleetopt.io.documents.words import KS_NOT_CHECKED_LIVE, drift_reason_sentence, fit_problem_sentence
 
 
 def _change(planned: float | None, today: float | None) -> ChangeDocument:
@@ -118,10 +119,17 @@ def drift_document(
     planned: WorkloadSummary,
     current: WorkloadSummary,
     fleet: PlannedFleet,
+    live: LiveDocument | None = None,
+    live_reasons: Sequence[DriftReasonDocument] = (),
 ) -> DriftDocument:
     """The drift report (schema: :mod:`fleetopt.io.documents.drift`; docs/ci.md). ``plan``: the
     plan document as read; ``fleet``: its best fleet as its reader checked it (routing and GPUs come
-    from there); ``options``: the plan's options at today's rate."""
+    from there); ``options``: the plan's options at today's rate.
+
+    On live metrics (``fleetopt drift --prometheus``; :mod:`fleetopt.io.documents.build_observe`)
+    ``live`` is the observation and ``live_reasons`` what only live metrics show; they are reasons
+    like the others: the verdict is drift when there is any reason at all. The KS distance is then
+    no check (``result`` was made without it) and says so."""
     inputs = plan.inputs
     best_pools = plan.best.pools if plan.best is not None else {}
     homogeneous = fleet.routing.pool_count == 1
@@ -135,18 +143,18 @@ def drift_document(
             continue
         tokens[column] = QuantileChanges(*(_change(b, a) for b, a in zip(before, after, strict=True)))
     ks = result.ks
+    reasons = [
+        DriftReasonDocument(
+            check=r.check.value, pool=r.pool, message=drift_reason_sentence(r, result, options, tolerances)
+        )
+        for r in result.reasons
+    ]
+    reasons += live_reasons
     return DriftDocument(
         kind=DRIFT_KIND,
-        verdict="drift" if result.drifted else "fits",
-        exit_code=1 if result.drifted else 0,
-        reasons=[
-            DriftReasonDocument(
-                check=r.check.value,
-                pool=r.pool,
-                message=drift_reason_sentence(r, result, options, tolerances),
-            )
-            for r in result.reasons
-        ],
+        verdict="drift" if reasons else "fits",
+        exit_code=1 if reasons else 0,
+        reasons=reasons,
         plan=DriftPlan(
             file=plan_path,
             workload=inputs.workload,
@@ -184,8 +192,13 @@ def drift_document(
         replan=None if result.fit is None else _replan_document(result.replan, result),
         shift=ShiftDocument(
             ks_total_tokens=KsDocument(
-                lower=ks.lower, upper=ks.upper, estimate=ks.estimate, resolution=ks.resolution, exact=ks.exact
-            ),
+                lower=ks.lower,
+                upper=ks.upper,
+                estimate=ks.estimate,
+                resolution=ks.resolution,
+                exact=ks.exact,
+                note=None if live is None else KS_NOT_CHECKED_LIVE,
+            ),  # fmt: skip
             tokens=tokens,
             mean_total_tokens=_change(planned.mean_total_tokens, current.mean_total_tokens),
             alpha=_change(planned.alpha, current.alpha),
@@ -194,4 +207,5 @@ def drift_document(
             sizing_rate_per_s=_change(planned_sizing_rate, result.arrival_rate_per_s),
             interarrival_scv=_change(planned.interarrival_scv, current.interarrival_scv),
         ),
+        live=live,
     )

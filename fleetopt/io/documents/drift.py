@@ -1,13 +1,15 @@
 """The drift report (``kind: fleetopt-drift``): what ``fleetopt drift --format json|yaml`` prints,
 as typed dataclasses — the one definition of its fields (``fleetopt schema drift`` prints its JSON
 Schema; docs/ci.md explains the checks). :mod:`fleetopt.io.documents.build_drift` builds it from
-core's :class:`~fleetopt.core.drift.DriftResult`; ``render/drift.py`` draws the table and the
+core's :class:`~fleetopt.core.drift.DriftResult` (and, on live metrics, the observation and its
+findings: :mod:`fleetopt.io.documents.build_observe`); ``render/drift.py`` draws the table and the
 pull-request comment from it.
 """
 
 from typing import Literal
 
 from fleetopt.core.drift import DriftCheck
+from fleetopt.io.documents.observe import ObservedPool, ObservedSpan
 from fleetopt.io.documents.typed import Document, document, field
 
 DRIFT_KIND = "fleetopt-drift"
@@ -19,7 +21,9 @@ class DriftReasonDocument(Document):
 
     Attributes:
         check: which check failed: ``context``, ``fit``, ``headroom``, ``replan``, ``cost`` or
-            ``distribution`` (the stable keys pipelines read).
+            ``distribution``; on live metrics also ``slo_missed`` or ``tpot_missed`` (a pool misses
+            its SLO now) and ``underused`` (a pool runs well below its plan) — the stable keys
+            pipelines read.
         pool: the pool it concerns (null for fleet-wide checks).
         message: the reason in words, with the numbers behind it.
     """
@@ -225,6 +229,8 @@ class KsDocument(Document):
         estimate: the midpoint.
         resolution: upper − lower at most (the quantile grid's spacing).
         exact: the data are identical (distance 0).
+        note: why the distance is not a check (only on live metrics: bucketed histograms do not
+            determine total tokens).
     """
 
     lower: float = field(minimum=0)
@@ -232,6 +238,7 @@ class KsDocument(Document):
     estimate: float = field(minimum=0)
     resolution: float = field(minimum=0)
     exact: bool
+    note: str | None = field(default=None, omit_if_none=True)
 
 
 @document
@@ -290,6 +297,33 @@ class ShiftDocument(Document):
 
 
 @document
+class LiveDocument(Document):
+    """What the fleet does now, from Prometheus (``fleetopt drift --prometheus``): the observed
+    pools the live findings come from (their fields: ``fleetopt schema observe``).
+
+    Attributes:
+        prometheus: the server (its URL without credentials).
+        min_load: a pool under this share of its planned mean rate runs well below its plan.
+        undecided: the pools (and ``TTFT`` or ``TPOT``) whose attainment the buckets cannot decide
+            (the SLO lies inside a bucket and the share straddles 99%).
+        span: the span read.
+        metrics: the metric read for each role.
+        pools: every pool, by name.
+        fleet: all pools added up.
+        warnings: what was missing or doubtful.
+    """
+
+    prometheus: str
+    min_load: float = field(minimum=0, maximum=1)
+    undecided: list[str]
+    span: ObservedSpan
+    metrics: dict[str, str]
+    pools: dict[str, ObservedPool]
+    fleet: ObservedPool
+    warnings: list[str]
+
+
+@document
 class DriftDocument(Document):
     """Does a planned fleet still fit today's workload? (``fleetopt drift``; docs/ci.md)
 
@@ -305,6 +339,7 @@ class DriftDocument(Document):
         headroom_check: the same at (1 + min_headroom) × today's rate (null as ``fit``).
         replan: the planner run again today (null as ``fit``).
         shift: how far the workload moved.
+        live: what the fleet does now (only with ``--prometheus``).
     """
 
     kind: Literal["fleetopt-drift"]
@@ -318,3 +353,4 @@ class DriftDocument(Document):
     headroom_check: FleetFitDocument | None
     replan: ReplanDocument | None
     shift: ShiftDocument
+    live: LiveDocument | None = field(default=None, omit_if_none=True)

@@ -14,6 +14,7 @@ from fleetopt.core.workload import Workload
 if TYPE_CHECKING:
     from fleetopt.core.crosscheck import Finding
     from fleetopt.core.drift import DriftReason, DriftResult, FitProblem, Tolerances
+    from fleetopt.core.observed import LiveFinding
     from fleetopt.core.planner import PlanOptions
     from fleetopt.io.documents.plan import HeadroomWarning, PoolDocument
 
@@ -300,6 +301,31 @@ def drift_reason_sentence(
     return (
         f"the total-token distribution moved: KS distance ≥ {ks.lower:.3f} "
         f"(estimate {ks.estimate:.4f} ± {ks.resolution / 2:.4f}) > {tolerances.max_ks:g}"
+    )
+
+
+# -- drift on live metrics (fleetopt drift --prometheus) ----------------------------------------------
+
+#: Why the KS distance of total tokens is no check on live metrics (``shift.ks_total_tokens.note``).
+KS_NOT_CHECKED_LIVE = "not checked on live data: bucketed token histograms do not determine total tokens"
+
+
+def live_finding_sentence(
+    finding: LiveFinding, ttft_slo_s: float, tpot_slo_s: float | None, min_load: float
+) -> str:
+    """A live finding (:func:`fleetopt.core.observed.live_findings`) as a drift reason, in words."""
+    from fleetopt.core.drift import DriftCheck
+    from fleetopt.io.units import fmt_num, fmt_pct, fmt_seconds
+
+    if finding.kind in (DriftCheck.SLO_MISSED, DriftCheck.TPOT_MISSED):
+        what, limit = ("TTFT", ttft_slo_s) if finding.kind is DriftCheck.SLO_MISSED else ("TPOT", tpot_slo_s)
+        return (
+            f"{finding.pool} pool misses its SLO now: at most {fmt_pct(finding.observed)} of its requests "
+            f"had a {what} within {fmt_seconds(limit)} (P99 needs 99%)"
+        )
+    return (
+        f"{finding.pool} pool runs well below its plan: {fmt_num(finding.observed)} req/s observed, "
+        f"{fmt_num(finding.planned)} req/s planned (under {min_load:.0%})"
     )
 
 
