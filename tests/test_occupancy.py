@@ -16,7 +16,6 @@ from fleetopt.core.occupancy import (
     local_drain_rate_per_s,
     local_wait_given_wait_s,
     occupancy_state,
-    occupancy_state_one,
 )
 from fleetopt.core.poolstats import PoolStatistics
 from fleetopt.core.routing import Routing
@@ -57,22 +56,22 @@ def test_chain_matches_brute_force_at_50_digits(
     expected_wait, expected_busy = _brute_force_chain(
         rate, instances, slots, mean_iterations, base_s, per_sequence_s
     )
-    state = occupancy_state(rate, instances, slots, mean_iterations, base_s, per_sequence_s)
-    assert bool(state["stable"])
-    assert float(state["p_wait"]) == pytest.approx(expected_wait, rel=1e-9, abs=1e-300)
-    assert float(state["mean_busy"]) == pytest.approx(expected_busy, rel=1e-9)
-    stable, p_wait, _, mean_busy, _, _, _ = occupancy_state_one(
-        rate, instances, slots, mean_iterations, base_s, per_sequence_s
-    )
-    assert stable and p_wait == pytest.approx(expected_wait, rel=1e-9, abs=1e-300)
-    assert mean_busy == pytest.approx(expected_busy, rel=1e-9)
+    # the float path (one slot count) and the array path (a sweep over slot counts)
+    state = occupancy_state(rate, instances, np.array([1.0, slots]), mean_iterations, base_s, per_sequence_s)
+    assert bool(state.stable[1])
+    assert float(state.p_wait[1]) == pytest.approx(expected_wait, rel=1e-9, abs=1e-300)
+    assert float(state.mean_busy[1]) == pytest.approx(expected_busy, rel=1e-9)
+    one = occupancy_state(rate, instances, slots, mean_iterations, base_s, per_sequence_s)
+    assert one.stable and one.p_wait == pytest.approx(expected_wait, rel=1e-9, abs=1e-300)
+    assert one.mean_busy == pytest.approx(expected_busy, rel=1e-9)
 
 
 def test_unstable_pool_always_waits() -> None:
     """σ = λ·E[I]·t(s)/c ≥ 1: the queue grows without bound; P(wait) = 1 and the wait is infinite."""
-    state = occupancy_state(100.0, 1, 4, 50.0, 0.01, 0.01)  # σ = 100·50·0.05/4 = 62.5
-    assert not bool(state["stable"]) and float(state["p_wait"]) == 1.0
-    assert math.isinf(float(local_wait_given_wait_s(state["drain_rate_per_s"], 100.0, 1.0, 1.0)))
+    for slots in (4.0, np.array([4.0, 5.0])):  # σ = 100·50·0.05/4 = 62.5
+        state = occupancy_state(100.0, 1, slots, 50.0, 0.01, 0.01)
+        assert not np.any(state.stable) and np.all(state.p_wait == 1.0)
+        assert np.all(np.isinf(local_wait_given_wait_s(state.drain_rate_per_s, 100.0, 1.0, 1.0)))
 
 
 @settings(max_examples=60, deadline=None)
@@ -90,11 +89,11 @@ def test_wait_probability_is_a_probability_and_falls_with_instances(
     args = (mean_iterations, base_s, per_sequence_s)
     here = occupancy_state(rate, instances, slots, *args)
     more = occupancy_state(rate, instances + 1, slots, *args)
-    p, p_more = float(here["p_wait"]), float(more["p_wait"])
+    p, p_more = float(here.p_wait), float(more.p_wait)
     assert 0.0 <= p <= 1.0 and 0.0 <= p_more <= 1.0
     assert p_more <= p + 1e-12
-    if bool(here["stable"]):
-        assert 0.0 <= float(here["mean_busy"]) <= instances * slots * (1 + 1e-12)
+    if bool(here.stable):
+        assert 0.0 <= float(here.mean_busy) <= instances * slots * (1 + 1e-12)
 
 
 def _workload():

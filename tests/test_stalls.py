@@ -16,8 +16,7 @@ from scipy.stats import nbinom
 import fleetopt.core.sizing as sizing
 from fleetopt.core.occupancy import (
     negative_binomial_log_tail_bound,
-    negative_binomial_log_tail_bounds,
-    occupancy_state_one,
+    occupancy_state,
     prefill_stall_variance_factor,
     widened_chain,
 )
@@ -66,7 +65,7 @@ def test_tail_bound_is_an_upper_bound_of_the_exact_tail(r, x, above) -> None:
     assert bound <= 0.0
     if math.isfinite(exact):
         assert bound >= exact - 1e-9 * max(1.0, abs(exact))
-    array = negative_binomial_log_tail_bounds(np.array([r]), np.array([x]), np.array([c]))
+    array = negative_binomial_log_tail_bound(np.array([r]), np.array([x]), np.array([c]))
     assert float(array[0]) == pytest.approx(bound, rel=1e-12, abs=1e-12)
     assert negative_binomial_log_tail_bound(r, x, 0.5 * r * x / (1.0 - x)) == 0.0  # below the mean
 
@@ -125,7 +124,8 @@ def test_stall_factor_matches_the_simulated_occupancy_variance(prompt_share) -> 
     assert factor == pytest.approx(
         1.0 + 2.0 * prompt_share + (rate / INSTANCES) ** 2 * ctx.prompt_square_work_s2
     )
-    _, _, _, _, x, r, _ = occupancy_state_one(*_chain_args(ctx, rate, 10**6))
+    chain = occupancy_state(*_chain_args(ctx, rate, 10**6))
+    x, r = chain.x, chain.r
     chain_variance = r * x / (1.0 - x) ** 2
     variances = []
     for trace in _simulate(workload, hardware, ctx, rate, 100_000, keep_requests=True).traces:
@@ -146,8 +146,8 @@ def test_stall_widening_moves_the_wait_probability_towards_the_simulation() -> N
     rate = 0.3 * INSTANCES / (3e-5 * mean_input)
     ctx = _engine_context(rate, moments, hardware, ENGINE, 10.0, 1.0, None)
     args = _chain_args(ctx, rate, 30)
-    chain = occupancy_state_one(*args)[1]
-    widened = occupancy_state_one(*args, _stall_factor(ctx, float(INSTANCES)))[1]
+    chain = occupancy_state(*args).p_wait
+    widened = occupancy_state(*args, _stall_factor(ctx, float(INSTANCES))).p_wait
     simulated = _simulate(workload, hardware, ctx, rate, 30, keep_requests=False).pools[0].wait_probability
     assert chain < widened <= simulated.mean + simulated.ci95_half_width
     assert abs(math.log(simulated.mean / widened)) < 0.5 * abs(math.log(simulated.mean / chain))
@@ -170,7 +170,7 @@ def test_skipping_a_negligible_widening_changes_no_verdict(prompt_share, instanc
     probe = _engine_context(rate, moments, hardware, ENGINE, slo_s, 1.0, None)
     u = rate / instances * probe.prompt_work_s
     args = (rate, float(instances), 1e9, moments.mean_iterations, probe.costs.base_s / (1.0 - u))
-    mean_busy = occupancy_state_one(*args, probe.decode_per_sequence_s / (1.0 - u))[3]
+    mean_busy = occupancy_state(*args, probe.decode_per_sequence_s / (1.0 - u)).mean_busy
     slots = float(max(1, round(headroom * mean_busy / instances)))
 
     def evaluate(negligible_log_wait):

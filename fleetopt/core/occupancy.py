@@ -23,50 +23,61 @@ with ratio σ = λ / μ(c) = λ·E[I]·t(c) / c. So, with F and f the NB(r, x) C
 and by PASTA an arrival finding k ≥ c waits for k − c + 1 departures at rate μ(c): Exp(μ(c) − λ)
 given it waits. Variability of I beyond the exponential's is carried, as in the M/G/c
 approximation of :mod:`fleetopt.core.queueing`, by the factor (1 + C_I²)/2 on the wait (the
-Allen–Cunneen / Kimura two-moment correction). Everything is evaluated in log space and works on
-floats or numpy arrays alike.
+Allen–Cunneen / Kimura two-moment correction). Everything is evaluated in log space, each formula
+once over a backend (:mod:`fleetopt.core.backends`): plain floats at one point, numpy over an array
+of slot counts.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-
-def betainc(a: Any, b: Any, x: Any) -> Any:
-    """scipy.special.betainc (imported on first use, not at start-up)."""
-    from scipy.special import betainc as scipy_betainc
-
-    return scipy_betainc(a, b, x)
+from fleetopt.core.backends import ARRAYS, FLOATS, backend_of
 
 
-def gammaln(x: Any) -> Any:
-    """scipy.special.gammaln (imported on first use)."""
-    from scipy.special import gammaln as scipy_gammaln
+class ChainState(NamedTuple):
+    """The stationary chain of one pool (:func:`occupancy_state`): floats at one slot count, arrays
+    over an array of them.
 
-    return scipy_gammaln(x)
+    Attributes:
+        stable: σ < 1 (the queue keeps up).
+        p_wait: P(an arrival waits for a slot); 1 where unstable.
+        drain_rate_per_s: μ(c) − λ, per second (−∞ at an unstable point).
+        mean_busy: E[min(K, c)], the mean sequences in flight (c where unstable; NaN when the chain
+            was asked for its waiting only).
+        r, x: the (widened) chain's negative-binomial parameters (x is the compute utilization
+            when the chain is not widened; 0.5 in place of x where an array point is unstable).
+        z: the normalizer F(c − 1) + f(c)/(1 − σ) (NaN at an unstable point).
+        sigma: σ = λ / μ(c), the offered slot load.
+        compute_utilization: λ·E[I]·c₁/n, the instances' compute utilization (one number).
+    """
 
-
-def ndtri(p: Any) -> Any:
-    """scipy.special.ndtri (imported on first use)."""
-    from scipy.special import ndtri as scipy_ndtri
-
-    return scipy_ndtri(p)
+    stable: Any
+    p_wait: Any
+    drain_rate_per_s: Any
+    mean_busy: Any
+    r: Any
+    x: Any
+    z: Any
+    sigma: Any
+    compute_utilization: float
 
 
 def occupancy_state(
-    arrival_rate_per_s: Any,
-    instances: Any,
+    arrival_rate_per_s: float,
+    instances: float,
     slots: Any,
     mean_iterations: float,
     iteration_base_s: float,
     per_sequence_s: float,
     variance_factor: float = 1.0,
     wait_only: bool = False,
-) -> dict[str, Any]:
-    """The stationary chain of one pool (floats or broadcastable arrays).
+) -> ChainState:
+    """The stationary chain of one pool at s ``slots`` per instance (a float, or an array of slot
+    counts: the chain for each).
 
     Args:
         arrival_rate_per_s: λ, requests per second.
@@ -77,53 +88,47 @@ def occupancy_state(
             the same mean and φ times its variance (:func:`widened_chain`; 1: the chain itself).
         wait_only: skip the mean occupancy (``mean_busy`` is then NaN): the waiting figures only.
 
-    Returns a dict with ``p_wait`` (P(an arrival waits)), ``sigma`` (λ/μ(c), must be < 1),
-    ``compute_utilization`` (x), ``mean_busy`` (E[min(k, c)]), ``drain_rate_per_s`` (μ(c) − λ),
-    ``full_iteration_s`` (t at c), ``log_f``, ``z`` and the chain parameters ``r``, ``x``.
     Unstable points (σ ≥ 1) get p_wait = 1 and infinite waits downstream.
     """
-    lam = np.asarray(arrival_rate_per_s, dtype=np.float64)
-    n = np.asarray(instances, dtype=np.float64)
-    s = np.asarray(slots, dtype=np.float64)
+    xp = backend_of(slots)
+    s = np.asarray(slots, dtype=np.float64) if xp is ARRAYS else float(slots)
+    lam, n = float(arrival_rate_per_s), float(instances)
     c = n * s
     a = per_sequence_s / n
     r = iteration_base_s / a + 1.0
     compute = x = lam * mean_iterations * a
-    if variance_factor != 1.0:
+    if variance_factor != 1.0 and 0.0 < x < 1.0:
         r, x = widened_chain(r, x, variance_factor)
     full_iteration_s = iteration_base_s + per_sequence_s * s
     sigma = lam * mean_iterations * full_iteration_s / c
     stable = sigma < 1.0
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        safe_x = np.where(stable, x, 0.5)
-        log_f = gammaln(c + r) - gammaln(r) - gammaln(c + 1.0) + r * np.log1p(-safe_x) + c * np.log(safe_x)
-        below = betainc(r, c, 1.0 - safe_x)  # F(c − 1) = P(K ≤ c − 1)
-        tail = np.exp(log_f) / (1.0 - np.where(stable, sigma, 0.5))
+    if not xp.any(stable):
+        unstable = xp.full_like(c, 1.0)
+        return ChainState(
+            stable, unstable, xp.full_like(c, -math.inf), xp.full_like(c, math.nan) if wait_only else c,
+            r, xp.where(stable, x, 0.5), xp.full_like(c, math.nan), sigma, compute,
+        )  # fmt: skip
+    with xp.quiet():
+        safe_x = xp.where(stable, x, 0.5)
+        log_f = (
+            xp.lgamma(c + r) - xp.lgamma(r) - xp.lgamma(c + 1.0) + r * xp.log1p(-safe_x) + c * xp.log(safe_x)
+        )
+        below = xp.betainc(r, c, 1.0 - safe_x)  # F(c − 1) = P(K ≤ c − 1)
+        tail = xp.exp(log_f) / (1.0 - xp.where(stable, sigma, 0.5))
         z = below + tail
-        p_wait = np.where(stable, tail / z, 1.0)
-        # E[K; K ≤ c − 1] = r·x/(1 − x) · P(NB(r + 1, x) ≤ c − 2)
+        p_wait = xp.where(stable, tail / z, 1.0)
         if wait_only:
-            mean_busy = np.full(np.broadcast(c, r).shape, np.nan)
+            mean_busy = xp.full_like(c, math.nan)
         else:
-            busy_below = np.where(
+            # E[K; K ≤ c − 1] = r·x/(1 − x) · P(NB(r + 1, x) ≤ c − 2)
+            busy_below = xp.where(
                 c >= 2,
-                r * safe_x / (1.0 - safe_x) * betainc(r + 1.0, np.maximum(c - 1.0, 1.0), 1.0 - safe_x),
+                r * safe_x / (1.0 - safe_x) * xp.betainc(r + 1.0, xp.maximum(c - 1.0, 1.0), 1.0 - safe_x),
                 0.0,
             )
-            mean_busy = np.where(stable, (busy_below + c * tail) / z, c)
+            mean_busy = xp.where(stable, (busy_below + c * tail) / z, c)
         drain = c / (mean_iterations * full_iteration_s) - lam
-    return {
-        "p_wait": p_wait,
-        "sigma": sigma,
-        "compute_utilization": compute,
-        "mean_busy": mean_busy,
-        "drain_rate_per_s": drain,
-        "full_iteration_s": full_iteration_s,
-        "stable": stable,
-        "r": r,
-        "x": safe_x,
-        "z": z,
-    }
+    return ChainState(stable, p_wait, drain, mean_busy, r, safe_x, z, sigma, compute)
 
 
 def local_drain_rate_per_s(drain_rate_per_s: Any, arrival_rate_per_s: float, instances: float) -> Any:
@@ -139,20 +144,13 @@ def local_drain_rate_per_s(drain_rate_per_s: Any, arrival_rate_per_s: float, ins
     exactly; in heavy traffic (σ → 1) the two agree; with light queues the wait is one of the
     instance's own departures, E[S]/s, not one of the pool's, E[S]/(n·s) — long for a long pool of
     few slots. Floats or arrays; a drain ≤ 0 (unstable) is returned as is."""
-    if isinstance(drain_rate_per_s, float):  # the sizing hot path: plain floats
-        if not (drain_rate_per_s > 0 and math.isfinite(drain_rate_per_s) and instances > 1.0):
-            return drain_rate_per_s
-        full_rate = drain_rate_per_s + arrival_rate_per_s
-        if not arrival_rate_per_s > 0:
-            return full_rate / instances
-        return full_rate / instances * -math.expm1(instances * math.log(arrival_rate_per_s / full_rate))
-    drain = np.asarray(drain_rate_per_s, dtype=np.float64)
-    full = drain + arrival_rate_per_s
-    with np.errstate(divide="ignore", invalid="ignore"):
-        sigma = np.clip(arrival_rate_per_s / full, 0.0, 1.0)
-        local = full / instances * -np.expm1(instances * np.log(sigma))
-    result = np.where((drain > 0) & np.isfinite(drain) & (instances > 1.0), local, drain)
-    return float(result) if np.ndim(result) == 0 else result
+    xp = backend_of(drain_rate_per_s)
+    drain = drain_rate_per_s if xp is FLOATS else np.asarray(drain_rate_per_s, dtype=np.float64)
+    with xp.quiet():
+        full = drain + arrival_rate_per_s
+        sigma = xp.clip(arrival_rate_per_s / full, 0.0, 1.0)
+        local = full / instances * -xp.expm1(instances * xp.log_or_minus_inf(sigma))
+    return xp.where((drain > 0) & xp.isfinite(drain) & (instances > 1.0), local, drain)
 
 
 def local_wait_given_wait_s(
@@ -173,20 +171,16 @@ def local_wait_given_wait_s(
     dispatch with nearly deterministic residences (C_I² ≤ 0.08) it is within +1% to +7% of the
     simulated mean at 19 slots per instance and up to 29% long at 4, where v/μ_JSQ is 9–33% short
     (``tests/test_occupancy.py``). Floats or arrays; ∞ where the drain is ≤ 0 (unstable)."""
-    if isinstance(drain_rate_per_s, float):
-        if not (drain_rate_per_s > 0 and math.isfinite(drain_rate_per_s)):
-            return math.inf
-        local = local_drain_rate_per_s(drain_rate_per_s, arrival_rate_per_s, instances)
-        sigma_n = (arrival_rate_per_s / (drain_rate_per_s + arrival_rate_per_s)) ** max(instances, 1.0)
-        return (1.0 + (variability - 1.0) * sigma_n) / local
-    drain = np.asarray(drain_rate_per_s, dtype=np.float64)
-    local = local_drain_rate_per_s(drain, arrival_rate_per_s, instances)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        sigma_n = np.clip(arrival_rate_per_s / (drain + arrival_rate_per_s), 0.0, 1.0) ** max(instances, 1.0)
-        result = np.where(
-            (drain > 0) & np.isfinite(drain), (1.0 + (variability - 1.0) * sigma_n) / local, np.inf
+    xp = backend_of(drain_rate_per_s)
+    drain = drain_rate_per_s if xp is FLOATS else np.asarray(drain_rate_per_s, dtype=np.float64)
+    stable = (drain > 0) & xp.isfinite(drain)
+    safe = xp.where(stable, drain, 1.0)  # (an unstable point's value is replaced by ∞ below)
+    local = local_drain_rate_per_s(safe, arrival_rate_per_s, instances)
+    with xp.quiet():
+        sigma_n = xp.power(
+            xp.clip(arrival_rate_per_s / (safe + arrival_rate_per_s), 0.0, 1.0), max(instances, 1.0)
         )
-    return float(result) if np.ndim(result) == 0 else result
+        return xp.where(stable, (1.0 + (variability - 1.0) * sigma_n) / local, math.inf)
 
 
 def widened_chain(r: Any, x: Any, variance_factor: float) -> tuple[Any, Any]:
@@ -221,56 +215,15 @@ def prefill_stall_variance_factor(
     return 1.0 + 2.0 * share + rate_per_instance_per_s * rate_per_instance_per_s * prompt_square_work_s2
 
 
-def negative_binomial_log_tail_bound(r: float, x: float, c: float) -> float:
+def negative_binomial_log_tail_bound(r: Any, x: Any, c: Any) -> Any:
     """Chernoff's bound on log P(K ≥ c) for K ~ NB(r, x) (pmf ∝ x^k·Γ(r + k)/k!):
     r·log((1 − x)(r + c)/r) + c·log((r + c)·x/c), at the optimal e^θ = c/((r + c)·x); 0 (no bound)
-    when c is not above the mean r·x/(1 − x)."""
-    if not c * (1.0 - x) > r * x:
-        return 0.0
-    return r * math.log((1.0 - x) * (r + c) / r) + c * math.log((r + c) * x / c)
-
-
-def negative_binomial_log_tail_bounds(r: np.ndarray, x: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """:func:`negative_binomial_log_tail_bound` over arrays."""
+    when c is not above the mean r·x/(1 − x). Floats or arrays."""
+    xp = backend_of(c)
     above = c * (1.0 - x) > r * x
-    with np.errstate(divide="ignore", invalid="ignore"):
-        bound = r * np.log((1.0 - x) * (r + c) / r) + c * np.log((r + c) * x / c)
-    return np.where(above, bound, 0.0)
-
-
-def occupancy_state_one(
-    arrival_rate_per_s: float,
-    instances: float,
-    slots: float,
-    mean_iterations: float,
-    iteration_base_s: float,
-    per_sequence_s: float,
-    variance_factor: float = 1.0,
-    wait_only: bool = False,
-) -> tuple[bool, float, float, float, float, float, float]:
-    """:func:`occupancy_state` for one point in plain floats (the sizing hot path).
-
-    Returns (stable, p_wait, drain_rate_per_s, mean_busy, x, r, z): x and r the (widened) chain's
-    negative-binomial parameters (x is the compute utilization when ``variance_factor`` is 1).
-    """
-    c = instances * slots
-    a = per_sequence_s / instances
-    r = iteration_base_s / a + 1.0
-    x = arrival_rate_per_s * mean_iterations * a
-    if variance_factor != 1.0 and 0.0 < x < 1.0:
-        r, x = widened_chain(r, x, variance_factor)
-    sigma = arrival_rate_per_s * mean_iterations * (iteration_base_s + per_sequence_s * slots) / c
-    if not sigma < 1.0:
-        return False, 1.0, -math.inf, c, x, r, math.nan
-    log_f = math.lgamma(c + r) - math.lgamma(r) - math.lgamma(c + 1.0) + r * math.log1p(-x) + c * math.log(x)
-    below = float(betainc(r, c, 1.0 - x))
-    tail = math.exp(log_f) / (1.0 - sigma)
-    z = below + tail
-    drain = c / (mean_iterations * (iteration_base_s + per_sequence_s * slots)) - arrival_rate_per_s
-    if wait_only:
-        return True, tail / z, drain, math.nan, x, r, z
-    busy_below = r * x / (1.0 - x) * float(betainc(r + 1.0, c - 1.0, 1.0 - x)) if c >= 2 else 0.0
-    return True, tail / z, drain, (busy_below + c * tail) / z, x, r, z
+    with xp.quiet():
+        bound = r * xp.log_or_minus_inf((1.0 - x) * (r + c) / r) + c * xp.log_or_minus_inf((r + c) * x / c)
+    return xp.where(above, bound, 0.0)
 
 
 def occupancy_quantile(level: Any, r: Any, x: Any) -> Any:
@@ -280,15 +233,8 @@ def occupancy_quantile(level: Any, r: Any, x: Any) -> Any:
     sequences either way change the iteration time little; exact inversion (``nbdtrik``) costs
     40× more.
     """
-    if isinstance(level, float) and isinstance(r, float) and isinstance(x, float):
-        z = float(ndtri(min(max(level, 1e-12), 1.0 - 1e-12)))
-        rx = r * x
-        value = rx / (1.0 - x) + math.sqrt(rx) / (1.0 - x) * (
-            z + (z * z - 1.0) * (1.0 + x) / math.sqrt(rx) / 6.0
-        )
-        return max(0.0, value)
-    z = ndtri(np.clip(level, 1e-12, 1.0 - 1e-12))
+    xp = backend_of(level)
+    z = xp.ndtri(xp.clip(level, 1e-12, 1.0 - 1e-12))
     rx = r * x
-    sd = np.sqrt(rx) / (1.0 - x)
-    skew = (1.0 + x) / np.sqrt(rx)
-    return np.maximum(0.0, rx / (1.0 - x) + sd * (z + (z * z - 1.0) * skew / 6.0))
+    value = rx / (1.0 - x) + xp.sqrt(rx) / (1.0 - x) * (z + (z * z - 1.0) * (1.0 + x) / xp.sqrt(rx) / 6.0)
+    return xp.maximum(0.0, value)

@@ -19,12 +19,11 @@ from typing import Any
 import numpy as np
 
 from fleetopt.core.occupancy import (
+    ChainState,
     local_wait_given_wait_s,
     negative_binomial_log_tail_bound,
-    negative_binomial_log_tail_bounds,
     occupancy_quantile,
     occupancy_state,
-    occupancy_state_one,
     prefill_stall_variance_factor,
     widened_chain,
 )
@@ -884,9 +883,9 @@ def _engine_eval(
     stretch = 1.0 / max(1.0 - prompt_share, 1e-12)
     base_s, per_sequence_s = ctx.costs.base_s * stretch, ctx.decode_per_sequence_s * stretch
     st = occupancy_state(ctx.rate, n, s, m.mean_iterations, base_s, per_sequence_s)
-    stable = st["stable"] & (prompt_share < 1.0)
+    stable = st.stable & (prompt_share < 1.0)
     # unstable: report the offered slot load σ = λ·E[I]·t(s)/c ≥ 1, as M/G/c reports ρ ≥ 1
-    utilization = np.where(stable, st["mean_busy"] / (n * s), np.maximum(st["sigma"], 1.0))
+    utilization = np.where(stable, st.mean_busy / (n * s), np.maximum(st.sigma, 1.0))
     compute = ctx.rate / n * ctx.work_per_request_s
     ok = stable & (utilization <= ctx.cap) & (compute <= ctx.cap)
     # the waiting (and the occupancy an arrival finds); the mean in flight stays the chain's own
@@ -895,15 +894,15 @@ def _engine_eval(
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             ok &= _seen_iteration_s(ctx, n, s, waiting, q, z) <= ctx.tpot_slo_s
     if last_fails and ctx.tpot_slo_s is None:  # (with a TPOT cap the last may fail on TPOT alone)
-        ok &= st["mean_busy"] < st["mean_busy"][-1]
+        ok &= st.mean_busy < st.mean_busy[-1]
     if ok.any():
         chosen = np.flatnonzero(ok)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             law = ctx.service_model.ttft_law(
                 m, ctx.hardware, ctx.costs, rate_per_instance_per_s=ctx.rate / n, instances=n,
-                occupancy_per_instance=st["mean_busy"][chosen] / n,
+                occupancy_per_instance=st.mean_busy[chosen] / n,
                 slot_wait=_slot_wait(
-                    ctx, waiting["p_wait"][chosen], z * waiting["drain_rate_per_s"][chosen], n
+                    ctx, waiting.p_wait[chosen], z * waiting.drain_rate_per_s[chosen], n
                 ),
                 decode_and_prompt=(ctx.decode_per_sequence_s, ctx.prompt_work_s),
             )  # fmt: skip
@@ -915,11 +914,11 @@ def _waiting_chain(
     ctx: _EngineContext,
     n: float,
     s: np.ndarray,
-    st: dict[str, Any],
+    st: ChainState,
     needed: np.ndarray,
     base_s: float,
     per_sequence_s: float,
-) -> dict[str, Any]:
+) -> ChainState:
     """The chain for the waiting (and the occupancy an arrival finds) over slot counts ``s``: ``st``
     (the chain itself) widened by the prefill stalls (:func:`_stall_factor`), at Hayward's
     equivalent pool (n/z instances at λ/z) for peakedness z ≠ 1. Its ``p_wait`` and ``z`` are
@@ -933,31 +932,33 @@ def _waiting_chain(
         )
     if widen == 1.0:
         return st
-    wide_r, wide_x = widened_chain(st["r"], st["x"], widen)
-    waiting = {**st, "r": wide_r, "x": wide_x}
+    wide_r, wide_x = widened_chain(st.r, st.x, widen)
+    waiting = st._replace(r=wide_r, x=wide_x)
     with np.errstate(divide="ignore", invalid="ignore"):
-        log_bound = negative_binomial_log_tail_bounds(wide_r, wide_x, n * s)
-        log_bound -= np.log1p(-np.where(st["stable"], st["sigma"], 0.0))
-    widened = needed & st["stable"] & ~(log_bound < NEGLIGIBLE_LOG_WAIT)
+        log_bound = negative_binomial_log_tail_bound(wide_r, wide_x, n * s)
+        log_bound -= np.log1p(-np.where(st.stable, st.sigma, 0.0))
+    widened = needed & st.stable & ~(log_bound < NEGLIGIBLE_LOG_WAIT)
     if widened.any():
         part = occupancy_state(
             ctx.rate, n, s[widened], m.mean_iterations, base_s, per_sequence_s, widen, wait_only=True
         )
-        for key in ("p_wait", "z"):
-            waiting[key] = np.array(st[key], dtype=np.float64, copy=True)
-            waiting[key][widened] = part[key]
+        p_wait = np.array(st.p_wait, dtype=np.float64, copy=True)
+        chain_z = np.array(st.z, dtype=np.float64, copy=True)
+        p_wait[widened] = part.p_wait
+        chain_z[widened] = part.z
+        waiting = waiting._replace(p_wait=p_wait, z=chain_z)
     return waiting
 
 
 def _seen_iteration_s(
-    ctx: _EngineContext, n: float, s: Any, st: dict[str, Any], q: float, peak: float = 1.0
+    ctx: _EngineContext, n: float, s: Any, st: ChainState, q: float, peak: float = 1.0
 ) -> Any:
     """The iteration time at the q-quantile of the occupancy an arrival finds (all slots when the
     q-quantile arrival waits): (W + c_d·m_q/n)/(1 − u), m_q the NB quantile by Cornish–Fisher
     (``st`` the chain of n/z instances for arrivals of peakedness ``peak`` = z)."""
     n_z = n / peak
-    target = np.clip(q * st["z"], 0.0, 1.0)
-    seen = np.where(st["p_wait"] > 1.0 - q, n_z * s, occupancy_quantile(target, st["r"], st["x"]))
+    target = np.clip(q * st.z, 0.0, 1.0)
+    seen = np.where(st.p_wait > 1.0 - q, n_z * s, occupancy_quantile(target, st.r, st.x))
     seen = np.where(np.isfinite(seen), np.ceil(seen), n_z * s)
     per_instance = np.minimum(s, seen / n_z)
     prompt_share = ctx.rate / n * ctx.prompt_work_s
@@ -983,8 +984,15 @@ def _engine_eval_point(ctx: _EngineContext, instances: float, slots: float) -> d
     servers = instances * slots
     stretch = 1.0 / max(1.0 - prompt_share, 1e-12)
     base_s, per_sequence_s = ctx.costs.base_s * stretch, ctx.decode_per_sequence_s * stretch
-    stable, p_wait, drain, mean_busy, chain_x, r, z = occupancy_state_one(
-        ctx.rate, instances, slots, m.mean_iterations, base_s, per_sequence_s
+    chain = occupancy_state(ctx.rate, instances, slots, m.mean_iterations, base_s, per_sequence_s)
+    stable, p_wait, drain, mean_busy, chain_x, r, z = (
+        chain.stable,
+        chain.p_wait,
+        chain.drain_rate_per_s,
+        chain.mean_busy,
+        chain.x,
+        chain.r,
+        chain.z,
     )
     # the waiting from the chain widened by prefill stalls, at Hayward's equivalent chain (see
     # _engine_eval); the mean in flight stays the chain's own
@@ -998,8 +1006,15 @@ def _engine_eval_point(ctx: _EngineContext, instances: float, slots: float) -> d
             r, chain_x = wide_r, wide_x
             widen = 1.0
     if peak != 1.0 or widen != 1.0:
-        _, p_wait, drain, _, chain_x, r, z = occupancy_state_one(
+        waiting = occupancy_state(
             ctx.rate / peak, instances / peak, slots, m.mean_iterations, base_s, per_sequence_s, widen, True
+        )
+        p_wait, drain, chain_x, r, z = (
+            waiting.p_wait,
+            waiting.drain_rate_per_s,
+            waiting.x,
+            waiting.r,
+            waiting.z,
         )
         drain = peak * drain
     if not (stable and prompt_share < 1.0):
