@@ -123,6 +123,14 @@ class FLOATS:
         return value
 
     @staticmethod
+    def as_int(x: float) -> int:
+        return int(x)
+
+    @staticmethod
+    def logical_not(x: bool) -> bool:
+        return not x
+
+    @staticmethod
     def largest(x: float) -> float:
         return x
 
@@ -183,6 +191,12 @@ class ARRAYS:
     def full_like(like: Any, value: float) -> np.ndarray:
         """An array of ``value`` shaped as ``like``."""
         return np.full(np.shape(like), value)
+
+    @staticmethod
+    def as_int(x: np.ndarray) -> np.ndarray:
+        return x.astype(np.int64)
+
+    logical_not = np.logical_not
 
     @staticmethod
     def log_or_minus_inf(x: np.ndarray) -> np.ndarray:

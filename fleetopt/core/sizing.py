@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from fleetopt.core.backends import ARRAYS, backend_of
 from fleetopt.core.occupancy import (
     ChainState,
     local_wait_given_wait_s,
@@ -29,8 +30,6 @@ from fleetopt.core.occupancy import (
 )
 from fleetopt.core.poolstats import PoolMoments
 from fleetopt.core.queueing import (
-    ARRAYS,
-    FLOATS,
     mean_wait,
     unchecked_wait_statistics,
     unchecked_wait_statistics_arrays,
@@ -261,23 +260,21 @@ def _no_wait_log_bound(servers: Any, offered_load: Any, xp: Any) -> Any:
     return _LOG_2 + log_pmf_upper - xp.log1p(-offered_load / servers)
 
 
-def _surely_no_wait(servers: np.ndarray, offered_load: np.ndarray, quantile: float) -> np.ndarray:
+def _surely_no_wait(servers: Any, offered_load: Any, quantile: float) -> Any:
     """True where Erlang C ≤ 1 − q is certain from :func:`_no_wait_log_bound` (then the q-wait is
     exactly 0); an extra e⁻¹ margin absorbs rounding. Skips the exact Erlang C in the many-server
-    regime, where C is astronomically small."""
-    c = np.asarray(servers, dtype=np.float64)
-    a = np.asarray(offered_load, dtype=np.float64)
-    usable = (c >= a + 1.0) & (a > 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        log_bound = _no_wait_log_bound(c, a, ARRAYS)
+    regime, where C is astronomically small. One point (floats) or arrays of them."""
+    xp = backend_of(servers)
+    if xp is ARRAYS:
+        servers, offered_load = np.asarray(servers, np.float64), np.asarray(offered_load, np.float64)
+    usable = (servers >= offered_load + 1.0) & (offered_load > 0)
+    if not xp.any(usable):
+        return usable
+    # (the bound where it is valid; elsewhere it is computed at a harmless point and not used)
+    c, a = xp.where(usable, servers, 2.0), xp.where(usable, offered_load, 1.0)
+    with xp.quiet():
+        log_bound = _no_wait_log_bound(c, a, xp)
     return usable & (log_bound <= math.log1p(-quantile) - 1.0)
-
-
-def _surely_no_wait_one(servers: float, offered_load: float, quantile: float) -> bool:
-    """:func:`_surely_no_wait` for one point, in plain floats."""
-    if not (offered_load > 0 and servers >= offered_load + 1.0):
-        return False
-    return _no_wait_log_bound(servers, offered_load, FLOATS) <= math.log1p(-quantile) - 1.0
 
 
 def peakedness(arrival_scv: float) -> float:
@@ -299,30 +296,22 @@ def _wait_one(
     """
     z = peakedness(arrival_scv)
     servers, rate = servers / z, rate / z
-    if _surely_no_wait_one(servers, rate * mean_service_s, quantile):
+    if _surely_no_wait(servers, rate * mean_service_s, quantile):
         return 0.0  # C ≤ 1 − q for certain, so the q-quantile of the wait is exactly 0
     return unchecked_wait_statistics(quantile, servers, rate, 1.0 / mean_service_s, scv / z, arrival_scv / z)[
         0
     ]
 
 
-def _utilization_bound_with(rate: float, mean_service_s: Any, slots: Any, cap: float, xp: Any) -> Any:
-    """Smallest n with λ·E[S] / (n·s) ≤ cap (exact, guarding float rounding on both sides)."""
+def _utilization_bound(rate: float, mean_service_s: Any, slots: Any, cap: float) -> Any:
+    """Smallest n with λ·E[S] / (n·s) ≤ cap (exact, guarding float rounding on both sides), for one
+    slot count (an int) or per slot count (an int array)."""
+    xp = backend_of(slots)
     load = rate * mean_service_s
     n = xp.maximum(xp.ceil(load / (cap * slots)), 1)
     n = n + (load / (n * slots) > cap)
     fewer = n - 1
-    return n - ((fewer >= 1) & (load / (xp.maximum(fewer, 1) * slots) <= cap))
-
-
-def _utilization_bound_one(rate: float, mean_service_s: float, slots: float, cap: float) -> int:
-    """:func:`_utilization_bound` for one slot count."""
-    return int(_utilization_bound_with(rate, mean_service_s, slots, cap, FLOATS))
-
-
-def _utilization_bound(rate: float, mean_service_s: np.ndarray, slots: np.ndarray, cap: float) -> np.ndarray:
-    """Smallest n with λ·E[S] / (n·s) ≤ cap, per slot count (exact, guarding float rounding)."""
-    return _utilization_bound_with(rate, mean_service_s, slots, cap, ARRAYS).astype(np.int64)
+    return xp.as_int(n - ((fewer >= 1) & (load / (xp.maximum(fewer, 1) * slots) <= cap)))
 
 
 def _describe(
@@ -479,7 +468,7 @@ def _size_fixed_slots(
         p99_wait = _wait_one(instances * s, rate, mean_s, scv, q, arrival_scv)
         return p99_wait <= budget_s, p99_wait
 
-    n_util = _utilization_bound_one(rate, mean_s, s, cap)
+    n_util = _utilization_bound(rate, mean_s, s, cap)
     fits, p99_wait = wait(n_util)
     instances = n_util
     if not fits:
@@ -507,7 +496,7 @@ def _size_any_slots(
     # the wait fits there too, that is (fewest instances, most slots).
     at_most = one_slot_service_time(moments, hardware, most, service_model)
     if _load_per_slot_falls(moments, hardware, most, service_model):
-        least = _utilization_bound_one(rate, at_most.mean_service_s, float(most), max_utilization)
+        least = _utilization_bound(rate, at_most.mean_service_s, float(most), max_utilization)
         p99_wait = _wait_one(
             least * float(most), rate, at_most.mean_service_s, at_most.service_scv, quantile, arrival_scv
         )
