@@ -21,7 +21,7 @@ from fleetopt.core.poolstats import PoolStatistics
 from fleetopt.core.routing import Routing
 from fleetopt.core.service import ENGINE, PoolHardware
 from fleetopt.core.simulate import SimulatedPool, simulate_fleet
-from fleetopt.core.sizing import _engine_context, _engine_eval, _engine_ok_one, evaluate_pool, size_pool
+from fleetopt.core.sizing import _engine_context, _engine_ok_one, _engine_point, evaluate_pool, size_pool
 from fleetopt.core.workload import workload_from_requests
 
 
@@ -157,9 +157,9 @@ def test_engine_sizing_meets_its_targets_and_is_minimal(rate, slo_s, cap, contex
     ctx = _engine_context(rate, moments, hardware, ENGINE, slo_s, cap, None)
     all_slots = np.arange(1.0, pool.kv_slot_limit + 1.0)
     if pool.instances > 1:
-        assert not _engine_eval(ctx, float(pool.instances - 1), all_slots)["ok"].any()
+        assert not _engine_point(ctx, float(pool.instances - 1), all_slots).ok.any()
     # the scalar and the array evaluations agree point by point
-    ok = _engine_eval(ctx, float(pool.instances), all_slots)["ok"]
+    ok = _engine_point(ctx, float(pool.instances), all_slots).ok
     scalar = [
         _engine_ok_one(ctx, float(pool.instances), float(s))
         for s in all_slots[:: max(1, all_slots.size // 40)]
@@ -190,7 +190,7 @@ def test_a_pools_quantiles_are_computed_when_read_and_are_its_laws() -> None:
     law = _engine_eval_one(
         _engine_context(400.0, moments, hardware, ENGINE, 1.0, 0.85, None),
         float(pool.instances), float(pool.slots_per_instance),
-    )["law"]  # fmt: skip
+    ).law  # fmt: skip
     pickled = pickle.loads(pickle.dumps(size_pool(**arguments)))
     moved = replace(size_pool(**arguments))
     copied = copy.deepcopy(size_pool(**arguments))

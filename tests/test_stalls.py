@@ -24,7 +24,7 @@ from fleetopt.core.poolstats import PoolStatistics
 from fleetopt.core.routing import Routing
 from fleetopt.core.service import ENGINE, PoolHardware
 from fleetopt.core.simulate import SimulatedPool, simulate_fleet
-from fleetopt.core.sizing import _engine_context, _engine_eval, _engine_eval_one, _stall_factor
+from fleetopt.core.sizing import _engine_context, _engine_eval_one, _engine_point, _stall_factor
 from fleetopt.core.workload import workload_from_requests
 
 CHUNK_TOKENS = 2048
@@ -177,13 +177,13 @@ def test_skipping_a_negligible_widening_changes_no_verdict(prompt_share, instanc
         with mock.patch.object(sizing, "NEGLIGIBLE_LOG_WAIT", negligible_log_wait):
             ctx = _engine_context(rate, moments, hardware, ENGINE, slo_s, 1.0, None)
             point = _engine_eval_one(ctx, float(instances), slots)
-            array = _engine_eval(ctx, float(instances), np.array([slots]))
-        return point, bool(array["ok"][0])
+            array = _engine_point(ctx, float(instances), np.array([slots]))
+        return point, bool(array.ok[0])
 
     (skipped, skipped_array), (full, full_array) = evaluate(-230.0), evaluate(-math.inf)
-    assert skipped["ok"] == full["ok"] == skipped_array == full_array
-    assert skipped["margin"] == pytest.approx(full["margin"], rel=1e-9, abs=1e-12)
-    assert skipped["p_wait"] == pytest.approx(full["p_wait"], rel=1e-9, abs=1e-99)
-    if full["law"] is not None:
-        tail = full["law"].survival_one(slo_s)
-        assert skipped["law"].survival_one(slo_s) == pytest.approx(tail, rel=1e-9, abs=1e-90)
+    assert skipped.ok == full.ok == skipped_array == full_array
+    assert skipped.margin == pytest.approx(full.margin, rel=1e-9, abs=1e-12)
+    assert skipped.p_wait == pytest.approx(full.p_wait, rel=1e-9, abs=1e-99)
+    if full.law is not None:
+        tail = full.law.survival_one(slo_s)
+        assert skipped.law.survival_one(slo_s) == pytest.approx(tail, rel=1e-9, abs=1e-90)

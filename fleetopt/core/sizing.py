@@ -14,11 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from fleetopt.core.backends import ARRAYS, backend_of
+from fleetopt.core.backends import ARRAYS, FLOATS, backend_of
 from fleetopt.core.occupancy import (
     ChainState,
     local_wait_given_wait_s,
@@ -835,11 +835,43 @@ def _slot_wait(ctx: _EngineContext, p_wait: Any, drain_rate_per_s: Any, instance
     return p_wait, local_wait_given_wait_s(drain_rate_per_s, ctx.rate, instances, variability)
 
 
-def _engine_eval(
+class EnginePoint(NamedTuple):
+    """The engine model's answer at n instances of s slots (:func:`_engine_point`): floats at one
+    slot count, arrays over a sweep of them.
+
+    Attributes:
+        ok: stable, within the cap (slot occupancy and compute), meets the TTFT SLO and TPOT cap.
+        margin: how far the tests pass (< 0: fail), the least of log(limit / value) over the caps,
+            the TPOT cap and (when the caps pass) log((1 − q) / P(TTFT > SLO)); one point only
+            (NaN over a sweep): it places the search's next instance count.
+        utilization: the slot occupancy E[min(K, c)]/c (the offered load σ ≥ 1 where unstable).
+        compute: the instances' compute utilization λ·E[I]·c₁/n.
+        seen_iteration_s: the iteration at the q-quantile of the occupancy an arrival finds, seconds
+            (NaN without a TPOT cap).
+        p_wait, wait_given_s: P(wait for a slot) and the mean wait given a wait, seconds.
+        mean_busy: the chain's mean sequences in flight in the pool.
+        law: the TTFT law (:class:`fleetopt.core.ttft.TtftCumulants`) at one stable point; None
+            where unstable and over a sweep.
+    """
+
+    ok: Any
+    margin: float
+    utilization: Any
+    compute: float
+    seen_iteration_s: Any
+    p_wait: Any
+    wait_given_s: Any
+    mean_busy: Any
+    law: TtftCumulants | None
+
+
+def _engine_point(
     ctx: _EngineContext, instances: float, slots: Any, *, last_fails: bool = False
-) -> dict[str, Any]:
-    """The chain's figures at n ``instances`` (one count) of s ``slots`` (an array), and ``ok``: the
-    pool is stable, within the cap (slot occupancy and compute), meets the TTFT SLO and TPOT cap.
+) -> EnginePoint:
+    """The chain's figures at n ``instances`` (one count) of s ``slots`` (a float: one point, every
+    figure, in plain floats, the sizing hot path; or an array: a sweep over slot counts that only
+    decides ``ok``), and ``ok``: the pool is stable, within the cap (slot occupancy and compute),
+    meets the TTFT SLO and TPOT cap.
 
     Other requests' prompts take the share u = λ_i·τ·E[L_in] of an instance's time, stretching
     every iteration by 1/(1 − u); with k sequences in flight per instance an iteration lasts
@@ -848,9 +880,9 @@ def _engine_eval(
     chain's mean occupancy per instance, with its slot wait; the TPOT cap is checked at the
     q-quantile of the occupancy an arrival finds. Over slot counts only t_d = W + c_d·k and the
     wait change: the law is evaluated over an array of t_d, and the SLO test uses its survival
-    function. ``last_fails``: the last slot count is known to fail the SLO; a slot count whose mean
-    occupancy is no lower than the last one's then fails too (the law grows with t_d and the wait,
-    and fewer slots only add waiting), so its law is not evaluated.
+    function. ``last_fails`` (a sweep): the last slot count is known to fail the SLO; a slot count
+    whose mean occupancy is no lower than the last one's then fails too (the law grows with t_d and
+    the wait, and fewer slots only add waiting), so its law is not evaluated.
 
     Arrivals with SCV C_a² (peakedness z = (1 + C_a²)/2) wait as in Hayward's approximation for
     M/G/c: the probability of waiting and the occupancy an arrival finds come from the chain of
@@ -863,56 +895,99 @@ def _engine_eval(
     TTFT mixture (:class:`fleetopt.core.ttft.TtftCumulants`), so the P99 grows with the wait and a
     bursty pool is never sized below a Poisson one without a second check under the Poisson chain.
     """
+    xp = backend_of(slots)
+    report = xp is FLOATS  # one point is reported whatever its verdict; a sweep only decides
     m = ctx.moments
     q = m.quantile
-    z = ctx.peakedness
+    peak = ctx.peakedness
     n = float(instances)
-    s = np.asarray(slots, dtype=np.float64)
+    s = np.asarray(slots, dtype=np.float64) if xp is ARRAYS else float(slots)
     prompt_share = ctx.rate / n * ctx.prompt_work_s
+    compute = ctx.rate / n * ctx.work_per_request_s
+    servers = n * s
     stretch = 1.0 / max(1.0 - prompt_share, 1e-12)
     base_s, per_sequence_s = ctx.costs.base_s * stretch, ctx.decode_per_sequence_s * stretch
-    st = occupancy_state(ctx.rate, n, s, m.mean_iterations, base_s, per_sequence_s)
-    stable = st.stable & (prompt_share < 1.0)
-    # unstable: report the offered slot load σ = λ·E[I]·t(s)/c ≥ 1, as M/G/c reports ρ ≥ 1
-    utilization = np.where(stable, st.mean_busy / (n * s), np.maximum(st.sigma, 1.0))
-    compute = ctx.rate / n * ctx.work_per_request_s
-    ok = stable & (utilization <= ctx.cap) & (compute <= ctx.cap)
+    chain = occupancy_state(ctx.rate, n, s, m.mean_iterations, base_s, per_sequence_s)
+    stable = chain.stable & (prompt_share < 1.0)
+    if not xp.any(stable):
+        # unstable: report the offered slot load σ = λ·E[I]·t(s)/c ≥ 1, as M/G/c reports ρ ≥ 1
+        utilization = xp.maximum(chain.sigma, 1.0)
+        margin = _log_margin(ctx.cap, utilization) if report else math.nan
+        full_iteration_s = base_s + per_sequence_s * s
+        return EnginePoint(
+            xp.full_like(s, False), margin, utilization, compute, full_iteration_s, xp.full_like(s, 1.0),
+            xp.full_like(s, math.inf), servers, None,
+        )  # fmt: skip
+    utilization = xp.where(stable, chain.mean_busy / servers, xp.maximum(chain.sigma, 1.0))
+    within_caps = stable & (utilization <= ctx.cap) & (compute <= ctx.cap)
     # the waiting (and the occupancy an arrival finds); the mean in flight stays the chain's own
-    waiting = _waiting_chain(ctx, n, s, st, ok, base_s, per_sequence_s)
+    waiting = _waiting_chain(ctx, n, s, chain, stable if report else within_caps, base_s, per_sequence_s)
+    drain = peak * waiting.drain_rate_per_s
+    ok = within_caps
+    seen_iteration_s: Any = math.nan
     if ctx.tpot_slo_s is not None:
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            ok &= _seen_iteration_s(ctx, n, s, waiting, q, z) <= ctx.tpot_slo_s
+        with xp.quiet():
+            seen_iteration_s = _seen_iteration_s(ctx, n, s, waiting, servers, stretch)
+        within_tpot = seen_iteration_s <= ctx.tpot_slo_s
+        ok = ok & within_tpot
+    if report:
+        slot_wait = _slot_wait(ctx, waiting.p_wait, drain, n)
+        law = ctx.service_model.ttft_law(
+            m, ctx.hardware, ctx.costs, rate_per_instance_per_s=ctx.rate / n, instances=n,
+            occupancy_per_instance=chain.mean_busy / n, slot_wait=slot_wait,
+            decode_and_prompt=(ctx.decode_per_sequence_s, ctx.prompt_work_s),
+        )  # fmt: skip
+        margin = min(_log_margin(ctx.cap, compute), _log_margin(ctx.cap, utilization))
+        if within_caps:
+            tail = law.survival_one(ctx.ttft_slo_s)
+            ok = ok and not tail > 1.0 - q  # (the test of TtftCumulants.exceeds_one)
+            margin = min(margin, _log_margin(1.0 - q, tail))
+        if ctx.tpot_slo_s is not None:
+            margin = min(margin, _log_margin(ctx.tpot_slo_s, seen_iteration_s))
+        wait_given_s = slot_wait[1]
+        return EnginePoint(
+            ok,
+            margin,
+            utilization,
+            compute,
+            seen_iteration_s,
+            waiting.p_wait,
+            wait_given_s,
+            chain.mean_busy,
+            law,
+        )
     if last_fails and ctx.tpot_slo_s is None:  # (with a TPOT cap the last may fail on TPOT alone)
-        ok &= st.mean_busy < st.mean_busy[-1]
-    if ok.any():
-        chosen = np.flatnonzero(ok)
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        ok &= chain.mean_busy < chain.mean_busy[-1]
+    chosen = np.flatnonzero(ok)
+    if chosen.size:
+        with xp.quiet():
             law = ctx.service_model.ttft_law(
                 m, ctx.hardware, ctx.costs, rate_per_instance_per_s=ctx.rate / n, instances=n,
-                occupancy_per_instance=st.mean_busy[chosen] / n,
-                slot_wait=_slot_wait(
-                    ctx, waiting.p_wait[chosen], z * waiting.drain_rate_per_s[chosen], n
-                ),
+                occupancy_per_instance=chain.mean_busy[chosen] / n,
+                slot_wait=_slot_wait(ctx, waiting.p_wait[chosen], drain[chosen], n),
                 decode_and_prompt=(ctx.decode_per_sequence_s, ctx.prompt_work_s),
             )  # fmt: skip
             ok[chosen] = ~law.exceeds(ctx.ttft_slo_s, q)
-    return {"ok": ok, "utilization": utilization, "compute": compute, "state": st}
+    return EnginePoint(
+        ok, math.nan, utilization, compute, seen_iteration_s, waiting.p_wait, math.nan, chain.mean_busy, None
+    )
 
 
 def _waiting_chain(
     ctx: _EngineContext,
     n: float,
-    s: np.ndarray,
-    st: ChainState,
-    needed: np.ndarray,
+    s: Any,
+    chain: ChainState,
+    needed: Any,
     base_s: float,
     per_sequence_s: float,
 ) -> ChainState:
-    """The chain for the waiting (and the occupancy an arrival finds) over slot counts ``s``: ``st``
-    (the chain itself) widened by the prefill stalls (:func:`_stall_factor`), at Hayward's
-    equivalent pool (n/z instances at λ/z) for peakedness z ≠ 1. Its ``p_wait`` and ``z`` are
-    computed only where ``needed`` and the widened chain's P(wait) is not negligible (as in
-    :func:`_engine_eval_point`); elsewhere they are the chain's own."""
+    """The chain for the waiting (and the occupancy an arrival finds): ``chain`` (the chain itself)
+    widened by the prefill stalls (:func:`_stall_factor`), at Hayward's equivalent pool (n/z
+    instances at λ/z) for peakedness z ≠ 1. Where the widened chain's P(wait) is negligible (below
+    e^NEGLIGIBLE_LOG_WAIT by a Chernoff bound), or the point is not ``needed``, its P(wait) and
+    normalizer are the chain's own (only its (r, x) widen)."""
+    xp = backend_of(s)
     z, m = ctx.peakedness, ctx.moments
     widen = _stall_factor(ctx, n)
     if z != 1.0:
@@ -920,130 +995,47 @@ def _waiting_chain(
             ctx.rate / z, n / z, s, m.mean_iterations, base_s, per_sequence_s, widen, wait_only=True
         )
     if widen == 1.0:
-        return st
-    wide_r, wide_x = widened_chain(st.r, st.x, widen)
-    waiting = st._replace(r=wide_r, x=wide_x)
-    with np.errstate(divide="ignore", invalid="ignore"):
+        return chain
+    wide_r, wide_x = widened_chain(chain.r, chain.x, widen)
+    with xp.quiet():
         log_bound = negative_binomial_log_tail_bound(wide_r, wide_x, n * s)
-        log_bound -= np.log1p(-np.where(st.stable, st.sigma, 0.0))
-    widened = needed & st.stable & ~(log_bound < NEGLIGIBLE_LOG_WAIT)
-    if widened.any():
-        part = occupancy_state(
-            ctx.rate, n, s[widened], m.mean_iterations, base_s, per_sequence_s, widen, wait_only=True
-        )
-        p_wait = np.array(st.p_wait, dtype=np.float64, copy=True)
-        chain_z = np.array(st.z, dtype=np.float64, copy=True)
-        p_wait[widened] = part.p_wait
-        chain_z[widened] = part.z
-        waiting = waiting._replace(p_wait=p_wait, z=chain_z)
-    return waiting
+        log_bound = log_bound - xp.log1p(-xp.where(chain.stable, chain.sigma, 0.0))
+    widened = needed & chain.stable & xp.logical_not(log_bound < NEGLIGIBLE_LOG_WAIT)
+
+    def wide(xp: Any, s: Any, p_wait: Any, z: Any) -> tuple[Any, Any]:
+        part = occupancy_state(ctx.rate, n, s, m.mean_iterations, base_s, per_sequence_s, widen, True)
+        return part.p_wait, part.z
+
+    def own(xp: Any, s: Any, p_wait: Any, z: Any) -> tuple[Any, Any]:
+        return p_wait, z
+
+    p_wait, chain_z = xp.piecewise(widened, wide, own, s, chain.p_wait, chain.z)
+    return chain._replace(r=wide_r, x=wide_x, p_wait=p_wait, z=chain_z)
 
 
 def _seen_iteration_s(
-    ctx: _EngineContext, n: float, s: Any, st: ChainState, q: float, peak: float = 1.0
+    ctx: _EngineContext, n: float, s: Any, waiting: ChainState, servers: Any, stretch: float
 ) -> Any:
     """The iteration time at the q-quantile of the occupancy an arrival finds (all slots when the
     q-quantile arrival waits): (W + c_d·m_q/n)/(1 − u), m_q the NB quantile by Cornish–Fisher
-    (``st`` the chain of n/z instances for arrivals of peakedness ``peak`` = z)."""
-    n_z = n / peak
-    target = np.clip(q * st.z, 0.0, 1.0)
-    seen = np.where(st.p_wait > 1.0 - q, n_z * s, occupancy_quantile(target, st.r, st.x))
-    seen = np.where(np.isfinite(seen), np.ceil(seen), n_z * s)
-    per_instance = np.minimum(s, seen / n_z)
-    prompt_share = ctx.rate / n * ctx.prompt_work_s
-    return (ctx.costs.base_s + ctx.decode_per_sequence_s * per_instance) / max(1.0 - prompt_share, 1e-12)
+    (``waiting``: the chain of n/z instances for arrivals of peakedness z)."""
+    xp = backend_of(s)
+    q, peak = ctx.moments.quantile, ctx.peakedness
+    full = servers / peak
+    target = xp.minimum(1.0, q * waiting.z)
+    seen = xp.where(waiting.p_wait > 1.0 - q, full, occupancy_quantile(target, waiting.r, waiting.x))
+    finite = xp.isfinite(seen)
+    seen = xp.where(finite, xp.ceil(xp.where(finite, seen, 0.0)), full)
+    per_instance = xp.minimum(s, seen / (n / peak))
+    return (ctx.costs.base_s + ctx.decode_per_sequence_s * per_instance) * stretch
 
 
-def _engine_eval_one(ctx: _EngineContext, instances: float, slots: float) -> dict[str, Any]:
-    """:func:`_engine_eval` at one point, in plain floats (the same formulas; memoized per (n, s)).
-    The SLO test uses the law's survival function at the SLO; ``law`` is the TTFT law (None when
-    the pool is unstable)."""
+def _engine_eval_one(ctx: _EngineContext, instances: float, slots: float) -> EnginePoint:
+    """:func:`_engine_point` at one point, memoized per (n, s)."""
     known = ctx.evaluated.get((instances, slots))
     if known is None:
-        known = ctx.evaluated[(instances, slots)] = _engine_eval_point(ctx, instances, slots)
+        known = ctx.evaluated[(instances, slots)] = _engine_point(ctx, instances, slots)
     return known
-
-
-def _engine_eval_point(ctx: _EngineContext, instances: float, slots: float) -> dict[str, Any]:
-    m = ctx.moments
-    q = m.quantile
-    peak = ctx.peakedness
-    prompt_share = ctx.rate / instances * ctx.prompt_work_s
-    compute = ctx.rate / instances * ctx.work_per_request_s
-    servers = instances * slots
-    stretch = 1.0 / max(1.0 - prompt_share, 1e-12)
-    base_s, per_sequence_s = ctx.costs.base_s * stretch, ctx.decode_per_sequence_s * stretch
-    chain = occupancy_state(ctx.rate, instances, slots, m.mean_iterations, base_s, per_sequence_s)
-    stable, p_wait, drain, mean_busy, chain_x, r, z = (
-        chain.stable,
-        chain.p_wait,
-        chain.drain_rate_per_s,
-        chain.mean_busy,
-        chain.x,
-        chain.r,
-        chain.z,
-    )
-    # the waiting from the chain widened by prefill stalls, at Hayward's equivalent chain (see
-    # _engine_eval); the mean in flight stays the chain's own
-    widen = _stall_factor(ctx, instances)
-    if peak == 1.0 and widen != 1.0 and 0.0 < chain_x < 1.0:
-        wide_r, wide_x = widened_chain(r, chain_x, widen)
-        sigma = ctx.rate * m.mean_iterations * (base_s + per_sequence_s * slots) / servers
-        log_bound = negative_binomial_log_tail_bound(wide_r, wide_x, servers)
-        if sigma < 1.0 and log_bound - math.log1p(-sigma) < NEGLIGIBLE_LOG_WAIT:
-            # P(wait) < e^-230 either way: the chain's own, and the widened (r, x) for the TPOT quantile
-            r, chain_x = wide_r, wide_x
-            widen = 1.0
-    if peak != 1.0 or widen != 1.0:
-        waiting = occupancy_state(
-            ctx.rate / peak, instances / peak, slots, m.mean_iterations, base_s, per_sequence_s, widen, True
-        )
-        p_wait, drain, chain_x, r, z = (
-            waiting.p_wait,
-            waiting.drain_rate_per_s,
-            waiting.x,
-            waiting.r,
-            waiting.z,
-        )
-        drain = peak * drain
-    if not (stable and prompt_share < 1.0):
-        sigma = ctx.rate * m.mean_iterations * (base_s + per_sequence_s * slots) / servers
-        return {
-            "ok": False, "margin": _log_margin(ctx.cap, max(sigma, 1.0)), "utilization": max(sigma, 1.0),
-            "compute": compute, "seen_iteration_s": base_s + per_sequence_s * slots,
-            "p_wait": 1.0, "wait_given_s": math.inf, "mean_busy": servers, "law": None,
-        }  # fmt: skip
-    slot_wait = _slot_wait(ctx, p_wait, drain, instances)
-    law = ctx.service_model.ttft_law(
-        m, ctx.hardware, ctx.costs, rate_per_instance_per_s=ctx.rate / instances, instances=instances,
-        occupancy_per_instance=mean_busy / instances,
-        slot_wait=slot_wait,
-        decode_and_prompt=(ctx.decode_per_sequence_s, ctx.prompt_work_s),
-    )  # fmt: skip
-    utilization = mean_busy / servers
-    ok = compute <= ctx.cap and utilization <= ctx.cap
-    # How far the tests pass (< 0: fail), the least of log(limit / value) over the caps and, when
-    # they pass, log((1 − q) / P(TTFT > SLO)): it places the search's next instance count.
-    margin = min(_log_margin(ctx.cap, compute), _log_margin(ctx.cap, utilization))
-    if ok:
-        tail = law.survival_one(ctx.ttft_slo_s)
-        ok = not tail > 1.0 - q  # (the test of TtftCumulants.exceeds_one)
-        margin = min(margin, _log_margin(1.0 - q, tail))
-    seen_iteration_s = math.nan
-    if ctx.tpot_slo_s is not None:
-        target = min(1.0, q * z)
-        seen = servers / peak if p_wait > 1.0 - q else float(occupancy_quantile(target, r, chain_x))
-        seen = math.ceil(seen) if math.isfinite(seen) else servers / peak
-        per_instance_seen = float(min(slots, seen / (instances / peak)))
-        seen_iteration_s = (ctx.costs.base_s + ctx.decode_per_sequence_s * per_instance_seen) * stretch
-        ok = ok and seen_iteration_s <= ctx.tpot_slo_s
-        margin = min(margin, _log_margin(ctx.tpot_slo_s, seen_iteration_s))
-    return {
-        "ok": ok, "margin": margin, "utilization": utilization, "compute": compute,
-        "seen_iteration_s": seen_iteration_s, "p_wait": p_wait, "wait_given_s": slot_wait[1],
-        "mean_busy": mean_busy,
-        "law": law,
-    }  # fmt: skip
 
 
 def _log_margin(limit: float, value: float) -> float:
@@ -1076,8 +1068,8 @@ def _engine_could_pass(ctx: _EngineContext, instances: float) -> bool:
 
 
 def _engine_ok_one(ctx: _EngineContext, instances: float, slots: float) -> bool:
-    """``_engine_eval(...)["ok"]`` at one point, in plain floats."""
-    return bool(_engine_eval_one(ctx, instances, slots)["ok"])
+    """``_engine_point(...).ok`` at one point, in plain floats."""
+    return bool(_engine_eval_one(ctx, instances, slots).ok)
 
 
 def _engine_floor(ctx: _EngineContext) -> TtftCumulants:
@@ -1101,10 +1093,10 @@ def _engine_describe(
     binding: str, slots_binding: str,
 ) -> PoolSizing:  # fmt: skip
     ev = _engine_eval_one(ctx, float(instances), float(slots))
-    mean_busy = float(ev["mean_busy"])
-    law, q = ev["law"], ctx.moments.quantile
+    mean_busy = float(ev.mean_busy)
+    law, q = ev.law, ctx.moments.quantile
     # the slot wait: 0 with probability 1 − P(wait), else exponential with mean ``wait_given_s``
-    p_wait, wait_given_s = ev["p_wait"], ev["wait_given_s"]
+    p_wait, wait_given_s = ev.p_wait, ev.wait_given_s
     wait_q = wait_given_s * math.log(p_wait / (1.0 - q)) if p_wait > 1.0 - q else 0.0
     # The P99 TTFT, and the P99 from a free slot to the first token (the same law without the slot
     # wait and T0): mixture quantiles, computed when first read (a sweep reports few of its pools).
@@ -1128,7 +1120,7 @@ def _engine_describe(
     mean_service_s = mean_busy / ctx.rate
     servers = instances * slots
     return PoolSizing(
-        feasible=bool(ev["ok"]),
+        feasible=bool(ev.ok),
         instances=instances,
         gpus=instances * ctx.hardware.gpus_per_instance,
         slots_per_instance=slots,
@@ -1139,7 +1131,7 @@ def _engine_describe(
         mean_service_s=mean_service_s,
         service_scv=ctx.moments.iterations_scv,
         service_rate_per_instance_per_s=slots / mean_service_s,
-        utilization=float(ev["utilization"]),
+        utilization=float(ev.utilization),
         p99_wait_s=wait_q if stable else math.inf,
         p99_prefill_s=prefill_q,
         iteration_s=(ctx.costs.base_s + ctx.decode_per_sequence_s * mean_busy / instances)
@@ -1150,7 +1142,7 @@ def _engine_describe(
         problems=(),
         min_achievable_ttft_s=None,
         cost_per_hour_usd=instances * ctx.hardware.instance_hour_usd,
-        compute_utilization=float(ev["compute"]),
+        compute_utilization=float(ev.compute),
         chain_mean_wait_s=p_wait * wait_given_s if p_wait > 0.0 else 0.0,
         arrival_scv=ctx.arrival_scv,
         fewer_instances=fewer,
@@ -1161,7 +1153,7 @@ def _engine_describe(
 
 def _p99_ttft_at(ctx: _EngineContext, instances: int, slots: int) -> float:
     """The P99 TTFT of the pool at n ``instances`` of s ``slots`` (∞ when unstable), seconds."""
-    law = _engine_eval_one(ctx, float(instances), float(slots))["law"]
+    law = _engine_eval_one(ctx, float(instances), float(slots)).law
     return math.inf if law is None else float(law.quantile_s(ctx.moments.quantile))
 
 
@@ -1191,7 +1183,7 @@ def _size_engine(
     # decides feasibility. When the search's first instance count passes, so does the floor (the
     # law only grows with load), and the floor's law is not needed.
     first = hint if hint is not None and hint > start else start
-    if not _engine_eval_one(ctx, float(first), float(most))["ok"]:
+    if not _engine_eval_one(ctx, float(first), float(most)).ok:
         least_law = _engine_floor(ctx)
         # (the survival test at the SLO, as sizing uses; the quantile only for the report)
         if least_law.exceeds_one(ttft_slo_s, moments.quantile):
@@ -1203,11 +1195,11 @@ def _size_engine(
 
     def passes_at_most(instances: int) -> tuple[bool, float | None]:
         ev = _engine_eval_one(ctx, float(instances), float(most))
-        return bool(ev["ok"]), ev["margin"]
+        return bool(ev.ok), ev.margin
 
     def passes(instances: int) -> tuple[bool, np.ndarray]:
         # called only below the fewest instances at which the most slots pass (they fail here)
-        ok = _engine_eval(ctx, float(instances), slots, last_fails=True)["ok"]
+        ok = _engine_point(ctx, float(instances), slots, last_fails=True).ok
         return bool(ok.any()), ok
 
     # The usual answer, without arrays: the most slots, at the fewest instances they need; then
@@ -1234,7 +1226,7 @@ def _size_engine(
     elif chosen == kv_limit:
         slots_binding = "kv"
     elif tpot_slo_s is not None and not bool(
-        _engine_eval_one(ctx, float(instances), float(chosen + 1))["seen_iteration_s"] <= tpot_slo_s
+        _engine_eval_one(ctx, float(instances), float(chosen + 1)).seen_iteration_s <= tpot_slo_s
     ):
         slots_binding = "tpot"
     else:
@@ -1258,7 +1250,7 @@ def _evaluate_engine(
         problems.append(PoolProblem(ProblemKind.OVER_CAP, result.compute_utilization, cap))
     # the SLO test sizing uses (the law's survival function at the SLO), so a sized pool re-evaluated
     # passes exactly when sizing passed it; the reported P99 is the same law's quantile
-    law = _engine_eval_one(ctx, float(instances), float(slots))["law"]
+    law = _engine_eval_one(ctx, float(instances), float(slots)).law
     if law is None or law.exceeds_one(ttft_slo_s, moments.quantile):
         problems.append(PoolProblem(ProblemKind.TTFT_OVER_SLO, result.p99_ttft_s, ttft_slo_s))
     return _replace(result, feasible=not problems, problems=tuple(problems))
