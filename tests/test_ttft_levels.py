@@ -15,8 +15,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-import fleetopt.core.ttft as ttft
-from fleetopt.core.ttft import (
+import fleetopt.core.engine.ttft as ttft
+from fleetopt.core.engine.ttft import (
     PromptLevels,
     background_marks_array,
     cluster_moments,

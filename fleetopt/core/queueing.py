@@ -261,6 +261,11 @@ def _wait_statistics(xp: Any, q: Any, servers: Any, rate: Any, service_rate: Any
     )
 
 
+def peakedness(arrival_scv: float) -> float:
+    """z = (1 + C_a²)/2, the peakedness of an arrival stream with SCV C_a² (Whitt 1992): 1 for Poisson."""
+    return 0.5 * (1.0 + arrival_scv)
+
+
 def unchecked_wait_statistics(
     q: float, servers: float, arrival_rate_per_s: float, service_rate_per_s: float, service_scv: float,
     arrival_scv: float = 1.0,

@@ -17,7 +17,7 @@ not in proportion to the length of its iterations. The intake is modelled as a s
 follows the instance's own time (Poisson at f·λ_i per second) and a share 1 − f admitted as a
 Poisson number of requests with mean (1 − f)·λ_i·t̄ at every boundary (t̄ = t_d / (1 − u) the mean
 iteration, u = λ_i·τ·E[L_in] the share of time spent on prompts). f = 1 is one instance, or random
-dispatch; f for a least-loaded router is :func:`fleetopt.core.service.least_loaded_time_share`.
+dispatch; f for a least-loaded router is :func:`fleetopt.core.engine.router.least_loaded_time_share`.
 
 **Clusters.** An arrival during window iteration i (0 = the iteration in progress) has r = P + 1 − i
 window iterations left; its chunks add τ·c_m(L) to iterations i + 1 + m, and the time-driven
@@ -297,7 +297,7 @@ class TtftCumulants:
       ``quiet_*`` cumulants (a prompt-free residual, the request's own prefill and first decode, T0);
       otherwise the rest, whose raw moments are the whole law's (``base_*``) less the quiet part's;
     - independently, with probability ``wait_probability`` the request waits for a slot, an
-      exponential wait of mean ``wait_mean_s`` (the chain's, :mod:`fleetopt.core.occupancy`).
+      exponential wait of mean ``wait_mean_s`` (the chain's, :mod:`fleetopt.core.engine.occupancy`).
 
     ``level_parts``: the same given the request's own prefill level P = k, one row per level, as
     (share of requests, mean, variance, third cumulant, quiet probability, quiet mean, quiet

@@ -21,9 +21,12 @@ with ratio σ = λ / μ(c) = λ·E[I]·t(c) / c. So, with F and f the NB(r, x) C
     Z = F(c − 1) + f(c) / (1 − σ),   P(wait) = f(c) / ((1 − σ)·Z),
 
 and by PASTA an arrival finding k ≥ c waits for k − c + 1 departures at rate μ(c): Exp(μ(c) − λ)
-given it waits. Variability of I beyond the exponential's is carried, as in the M/G/c
-approximation of :mod:`fleetopt.core.queueing`, by the factor (1 + C_I²)/2 on the wait (the
-Allen–Cunneen / Kimura two-moment correction). Everything is evaluated in log space, each formula
+given it waits, in one pooled queue (:func:`pooled_slot_queue`). Behind a least-loaded router a
+waiting request joins the queue of its own instance (:func:`local_slot_queue`), and variability
+of I beyond the exponential's is carried by the two-moment factor (C_a² + C_I²)/2 (Allen–Cunneen /
+Kimura) on the queue's build-up (:func:`two_moment_on_build_up`); :func:`slot_wait_given_wait_s`
+puts them together. Prefill stalls widen the occupancy's variance
+(:func:`prefill_stall_variance_factor`). Everything is evaluated in log space, each formula
 once over a backend (:mod:`fleetopt.core.backends`): plain floats at one point, numpy over an array
 of slot counts.
 """
@@ -31,6 +34,7 @@ of slot counts.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -153,34 +157,77 @@ def local_drain_rate_per_s(drain_rate_per_s: Any, arrival_rate_per_s: float, ins
     return xp.where((drain > 0) & xp.isfinite(drain) & (instances > 1.0), local, drain)
 
 
-def local_wait_given_wait_s(
-    drain_rate_per_s: Any, arrival_rate_per_s: float, instances: float, variability: float
+def local_slot_queue(drain_rate_per_s: Any, arrival_rate_per_s: float, instances: float) -> tuple[Any, Any]:
+    """(μ_JSQ, σⁿ): the queue a request that waits for a slot joins behind a least-loaded router with
+    a queue at every instance — its instance's share of the drain, :func:`local_drain_rate_per_s`,
+    and the chance σⁿ (σ = λ/μ(c)) that the line ahead of it is more than one departure long —
+    from the chain's drain rate μ(c) − λ > 0 (floats or arrays).
+
+    Source: join-the-shortest-queue keeps the instances' queues within one of each other, so with
+    Q waiting (geometric of ratio σ, the chain's tail) a request is ⌊Q/n⌋ + 1 in line at its own
+    instance (docs/math.md); checked against the request-level simulator's least-loaded dispatch,
+    which it was not fitted to (tests/test_occupancy.py). Alternative: :func:`pooled_slot_queue`."""
+    xp = backend_of(drain_rate_per_s)
+    sigma = xp.clip(arrival_rate_per_s / (drain_rate_per_s + arrival_rate_per_s), 0.0, 1.0)
+    return (
+        local_drain_rate_per_s(drain_rate_per_s, arrival_rate_per_s, instances),
+        xp.power(sigma, max(instances, 1.0)),
+    )
+
+
+def pooled_slot_queue(drain_rate_per_s: Any, arrival_rate_per_s: float, instances: float) -> tuple[Any, Any]:
+    """(μ(c) − λ, σ): one queue for the whole pool, drained by every slot (the M/G/c queue's, and
+    the simplest alternative to :func:`local_slot_queue`)."""
+    xp = backend_of(drain_rate_per_s)
+    return drain_rate_per_s, xp.clip(arrival_rate_per_s / (drain_rate_per_s + arrival_rate_per_s), 0.0, 1.0)
+
+
+def two_moment_on_build_up(variability: float, sigma_power: Any) -> Any:
+    """1 + (v − 1)·σᵏ: the two-moment factor v = (C_a² + C_I²)/2 on the queue's build-up only, the
+    E[⌊Q/k⌋] = σᵏ/(1 − σᵏ) places ahead of a waiting request (k: the queue's instances), not on
+    the time to its instance's next departure.
+
+    Source: Allen–Cunneen's factor (as in FleetOpt Eq. 6) placed by fleetopt (docs/math.md): with
+    many slots busy the time to the next departure is close to exponential of rate μ(c)/n whatever
+    the law of a residence (the minimum of many residual residences, each of density 1/E[S] at 0),
+    so light queues wait n/μ(c) for any v and heavy traffic (σᵏ → 1) keeps v/μ. Against the
+    request-level simulator's least-loaded dispatch with nearly deterministic residences (C_I² ≤
+    0.08) the mean wait given a wait is within +1% to +7% at 19 slots per instance and up to 29%
+    long at 4, where v on the whole wait is 9–33% short (tests/test_occupancy.py). Alternative:
+    :func:`two_moment_on_whole_wait`."""
+    return 1.0 + (variability - 1.0) * sigma_power
+
+
+def two_moment_on_whole_wait(variability: float, sigma_power: Any) -> Any:
+    """v: the two-moment factor on the whole wait given a wait (Kimura's form, as for M/G/c; the
+    simplest alternative to :func:`two_moment_on_build_up`)."""
+    return variability + 0.0 * sigma_power
+
+
+def slot_wait_given_wait_s(
+    drain_rate_per_s: Any,
+    arrival_rate_per_s: float,
+    instances: float,
+    variability: float,
+    queue: Callable[[Any, float, float], tuple[Any, Any]] = local_slot_queue,
+    two_moment_factor: Callable[[float, Any], Any] = two_moment_on_build_up,
 ) -> Any:
-    """Mean wait of a request that waits for a slot behind a least-loaded router with a queue at
-    every instance, seconds:
+    """Mean wait of a request that waits for a slot, seconds: the two-moment factor over the drain
+    rate of the queue it joins,
 
         (1 + (v − 1)·σⁿ) / μ_JSQ,   v = (C_a² + C_I²)/2,
 
-    μ_JSQ = (μ(c)/n)·(1 − σⁿ) (:func:`local_drain_rate_per_s`, so 1/μ_JSQ = E[⌊Q/n⌋ + 1]·n/μ(c)),
-    σ = λ/μ(c), μ(c) = ``drain_rate_per_s`` + λ. The two-moment factor v (Allen–Cunneen, as in
-    FleetOpt Eq. 6) scales the queue's build-up, the E[⌊Q/n⌋] = σⁿ/(1 − σⁿ) places ahead of the
-    request, not the time to its instance's next departure: with many slots busy that time is
-    close to exponential of rate μ(c)/n whatever the law of a residence (the minimum of many
-    residual residences, each of density 1/E[S] at 0). So light queues wait n/μ(c) for any v and
-    heavy traffic (σⁿ → 1) keeps v/μ_JSQ. Against the request-level simulator's least-loaded
-    dispatch with nearly deterministic residences (C_I² ≤ 0.08) it is within +1% to +7% of the
-    simulated mean at 19 slots per instance and up to 29% long at 4, where v/μ_JSQ is 9–33% short
-    (``tests/test_occupancy.py``). Floats or arrays; ∞ where the drain is ≤ 0 (unstable)."""
+    by default (``queue`` :func:`local_slot_queue`: behind a least-loaded router with a queue at
+    every instance, μ_JSQ = (μ(c)/n)·(1 − σⁿ), so 1/μ_JSQ = E[⌊Q/n⌋ + 1]·n/μ(c); ``two_moment_factor``
+    :func:`two_moment_on_build_up`), σ = λ/μ(c), μ(c) = ``drain_rate_per_s`` + λ. Floats or arrays;
+    ∞ where the drain is ≤ 0 (unstable)."""
     xp = backend_of(drain_rate_per_s)
     drain = drain_rate_per_s if xp is FLOATS else np.asarray(drain_rate_per_s, dtype=np.float64)
     stable = (drain > 0) & xp.isfinite(drain)
     safe = xp.where(stable, drain, 1.0)  # (an unstable point's value is replaced by ∞ below)
-    local = local_drain_rate_per_s(safe, arrival_rate_per_s, instances)
     with xp.quiet():
-        sigma_n = xp.power(
-            xp.clip(arrival_rate_per_s / (safe + arrival_rate_per_s), 0.0, 1.0), max(instances, 1.0)
-        )
-        return xp.where(stable, (1.0 + (variability - 1.0) * sigma_n) / local, math.inf)
+        rate, sigma_power = queue(safe, arrival_rate_per_s, instances)
+        return xp.where(stable, two_moment_factor(variability, sigma_power) / rate, math.inf)
 
 
 def widened_chain(r: Any, x: Any, variance_factor: float) -> tuple[Any, Any]:
@@ -208,11 +255,23 @@ def prefill_stall_variance_factor(
     the bound θ = 1, which matches the ``physical`` engine's excess variance (beyond what the chain
     misses without prompts) within 6% on pools with u ≤ 0.3 (docs/math.md, docs/validation.md); a
     pool's own θ leaves 12–31% of the excess out. λ_i per second; ``prompt_work_s`` = τ·E[L_in],
-    seconds; ``prompt_square_work_s2`` = τ²·E[L_in²], seconds²."""
+    seconds; ``prompt_square_work_s2`` = τ²·E[L_in²], seconds².
+
+    Source: Campbell's theorem for shot noise with fleetopt's bound θ = 1 (docs/math.md), checked
+    against the ``physical`` simulation's occupancy variance (tests/test_stalls.py). Alternative:
+    :func:`no_stall_widening`."""
     share = rate_per_instance_per_s * prompt_work_s
     if not (0.0 < share < 1.0 and math.isfinite(prompt_square_work_s2)):
         return 1.0
     return 1.0 + 2.0 * share + rate_per_instance_per_s * rate_per_instance_per_s * prompt_square_work_s2
+
+
+def no_stall_widening(
+    rate_per_instance_per_s: float, prompt_work_s: float, prompt_square_work_s2: float
+) -> float:
+    """1: the chain's occupancy as it is, prompts only a mean stretch of every iteration (the
+    simplest alternative to :func:`prefill_stall_variance_factor`)."""
+    return 1.0
 
 
 def negative_binomial_log_tail_bound(r: Any, x: Any, c: Any) -> Any:
