@@ -186,7 +186,7 @@ def test_a_pools_quantiles_are_computed_when_read_and_are_its_laws() -> None:
     assert pool.feasible and pool.instances > 1
     assert isinstance(pool.__dict__["_deferred_p99_ttft_s"], Deferred)
     queue = ENGINE.pool_queue(400.0, moments, hardware, 8192, PoolTargets(1.0, 0.85))
-    law = queue.at(pool.instances, pool.slots_per_instance).law
+    law = queue.law_at(pool.instances, pool.slots_per_instance)
     pickled = pickle.loads(pickle.dumps(size_pool(**arguments)))
     moved = replace(size_pool(**arguments))
     copied = copy.deepcopy(size_pool(**arguments))

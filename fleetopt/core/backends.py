@@ -24,11 +24,17 @@ import numpy as np
 TINY = 1e-300
 
 
+_SPECIAL: Any = None
+
+
 def _special() -> Any:
     """scipy.special, imported on first use (~0.1 s of start-up that kv, profiles, … never need)."""
-    from scipy import special
+    global _SPECIAL
+    if _SPECIAL is None:
+        from scipy import special
 
-    return special
+        _SPECIAL = special
+    return _SPECIAL
 
 
 class _Silent:

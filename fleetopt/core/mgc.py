@@ -166,6 +166,11 @@ class MgcQueue(PoolQueue):
         t = self.times(slots)
         return utilization_bound(self.rate, t.mean_service_s, float(slots), self.targets.max_utilization)
 
+    def search_hint(self, hint: int | None) -> int | None:
+        """None: the utilization bound is usually the answer, and a wait at a hint above it (an
+        Erlang C at many servers) costs more than the hint saves."""
+        return None
+
     def least_instances_any(self, most: int) -> int:
         if _load_per_slot_falls(self.moments, self.hardware, most, self.model):
             return self.least_instances(most)  # the bound falls with s: least at the most slots

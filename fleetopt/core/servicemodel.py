@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -36,8 +36,7 @@ class PoolShare:
     moments: PoolMoments
 
 
-@dataclass(frozen=True)
-class PoolTargets:
+class PoolTargets(NamedTuple):
     """What a pool must meet: the P99 (q-quantile) TTFT SLO, the utilization cap and, optionally, a
     TPOT cap (seconds; the cap a fraction in (0, 1])."""
 
@@ -108,6 +107,11 @@ class PoolQueue(ABC):
     @abstractmethod
     def least_instances(self, slots: int) -> int:
         """A lower bound on the instances that pass at s slots (the caps' bound), ≥ 1."""
+
+    def search_hint(self, hint: int | None) -> int | None:
+        """Where the search over n starts (:func:`fleetopt.core.search.smallest_passing_from`): the
+        planner's ``hint`` (a similar pool's answer), or None to start at the caps' bound."""
+        return hint
 
     def least_instances_any(self, most: int) -> int:
         """A lower bound on the instances that pass at any slot count 1 … ``most``."""

@@ -99,6 +99,7 @@ def _fewest_then_most(pool: PoolQueue, fixed_slots: int | None, hint: int | None
         return _infeasible(pool, limit)
     most = limit
     start = pool.least_instances(most)
+    hint = pool.search_hint(hint)
     # When the search's first point passes, the SLO is in reach; only when it fails is the model
     # asked whether any size reaches it (for the engine model, a law at no load).
     first = hint if hint is not None and hint > start else start

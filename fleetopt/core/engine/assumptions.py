@@ -21,7 +21,6 @@ from fleetopt.core.engine.occupancy import (
     no_stall_widening,
     pooled_slot_queue,
     prefill_stall_variance_factor,
-    slot_wait_given_wait_s,
     two_moment_on_build_up,
     two_moment_on_whole_wait,
 )
@@ -71,16 +70,6 @@ class EngineAssumptions:
         return least_loaded_time_share(
             router, first_order=self.first_order_share, blindness=self.router_blindness
         )
-
-    def slot_wait_given_wait_s(
-        self, drain_rate_per_s: Any, arrival_rate_per_s: float, instances: float, variability: float
-    ) -> Any:
-        """The mean wait of a request that waits for a slot (:func:`.slot_wait_given_wait_s` with
-        this queue and two-moment factor), seconds."""
-        return slot_wait_given_wait_s(
-            drain_rate_per_s, arrival_rate_per_s, instances, variability, self.slot_queue,
-            self.two_moment_factor,
-        )  # fmt: skip
 
     def without(self, term: str) -> EngineAssumptions:
         """The same assumptions with ``term`` (a field name) replaced by its simplest alternative

@@ -27,6 +27,7 @@ from fleetopt.core.engine.occupancy import (
     negative_binomial_log_tail_bound,
     occupancy_quantile,
     occupancy_state,
+    slot_wait_given_wait_s,
     widened_chain,
 )
 from fleetopt.core.engine.router import router_arguments
@@ -182,8 +183,10 @@ class EnginePoint(NamedTuple):
             (NaN without a TPOT cap).
         p_wait, wait_given_s: P(wait for a slot) and the mean wait given a wait, seconds.
         mean_busy: the chain's mean sequences in flight in the pool.
-        law: the TTFT law (:class:`fleetopt.core.engine.ttft.TtftCumulants`) at one stable point;
-            None where unstable and over a sweep.
+        stable: the chain keeps up (σ < 1) and so do the instances with their prompts (u < 1).
+        law: the TTFT law (:class:`fleetopt.core.engine.ttft.TtftCumulants`) at one stable point
+            within the caps (elsewhere :meth:`EngineQueue.law_at` works it out when asked); None
+            where unstable, outside the caps and over a sweep.
     """
 
     ok: Any
@@ -194,6 +197,7 @@ class EnginePoint(NamedTuple):
     p_wait: Any
     wait_given_s: Any
     mean_busy: Any
+    stable: Any
     law: TtftCumulants | None
 
 
@@ -224,6 +228,8 @@ class EngineQueue(PoolQueue):
         tau = costs.per_prefill_token_s
         self.prompt_square_work_s2 = math.nan if levels is None else tau * tau * levels.mean_square_tokens
         self.peakedness = peakedness(self.arrival_scv)
+        #: v = (C_a² + C_I²)/2, the two-moment factor of the slot wait
+        self.variability = 0.5 * (self.arrival_scv + moments.iterations_scv)
         #: evaluations at (n, s) already made: the search's last one is the one the report describes
         self.evaluated: dict[tuple[float, float], EnginePoint] = {}
 
@@ -239,10 +245,11 @@ class EngineQueue(PoolQueue):
         """(P(wait), m): the slot wait is 0 with probability 1 − P(wait), else exponential with mean
         m (:meth:`EngineAssumptions.slot_wait_given_wait_s` of the chain's drain rate μ(c) − λ, with
         the two-moment factor v = (C_a² + C_I²)/2; C_a² = 1 for Poisson)."""
-        variability = 0.5 * (self.arrival_scv + self.moments.iterations_scv)
-        return p_wait, self.assumptions.slot_wait_given_wait_s(
-            drain_rate_per_s, self.rate, instances, variability
-        )
+        assumptions = self.assumptions
+        return p_wait, slot_wait_given_wait_s(
+            drain_rate_per_s, self.rate, instances, self.variability, assumptions.slot_queue,
+            assumptions.two_moment_factor,
+        )  # fmt: skip
 
     def law(
         self, instances: float, occupancy_per_instance: Any, slot_wait: tuple[Any, Any] = (0.0, 0.0)
@@ -306,7 +313,7 @@ class EngineQueue(PoolQueue):
             full_iteration_s = base_s + per_sequence_s * s
             return EnginePoint(
                 xp.full_like(s, False), margin, utilization, compute, full_iteration_s, xp.full_like(s, 1.0),
-                xp.full_like(s, math.inf), servers, None,
+                xp.full_like(s, math.inf), servers, stable, None,
             )  # fmt: skip
         utilization = xp.where(stable, chain.mean_busy / servers, xp.maximum(chain.sigma, 1.0))
         within_caps = stable & (utilization <= cap) & (compute <= cap)
@@ -321,9 +328,10 @@ class EngineQueue(PoolQueue):
             ok = ok & (seen_iteration_s <= tpot_slo_s)
         if report:
             slot_wait = self.slot_wait(waiting.p_wait, drain, n)
-            law = self.law(n, chain.mean_busy / n, slot_wait)
             margin = min(_log_margin(cap, compute), _log_margin(cap, utilization))
+            law = None  # (outside the caps the verdict needs no law: law_at works it out if asked)
             if within_caps:
+                law = self.law(n, chain.mean_busy / n, slot_wait)
                 tail = law.survival_one(self.targets.ttft_slo_s)
                 ok = ok and not tail > 1.0 - q  # (the test of TtftCumulants.exceeds_one)
                 margin = min(margin, _log_margin(1.0 - q, tail))
@@ -339,6 +347,7 @@ class EngineQueue(PoolQueue):
                 waiting.p_wait,
                 wait_given_s,
                 mean_busy,
+                stable,
                 law,
             )
         if last_fails and tpot_slo_s is None:  # (with a TPOT cap the last may fail on TPOT alone)
@@ -358,6 +367,7 @@ class EngineQueue(PoolQueue):
             waiting.p_wait,
             math.nan,
             chain.mean_busy,
+            stable,
             None,
         )
 
@@ -368,7 +378,8 @@ class EngineQueue(PoolQueue):
         widened by the prefill stalls (:meth:`stall_factor`), at Hayward's equivalent pool (n/z
         instances at λ/z) for peakedness z ≠ 1. Where the widened chain's P(wait) is negligible (below
         e^NEGLIGIBLE_LOG_WAIT by a Chernoff bound), or the point is not ``needed``, its P(wait) and
-        normalizer are the chain's own (only its (r, x) widen)."""
+        normalizer are the chain's own (only its (r, x) widen, for the occupancy an arrival finds:
+        without a TPOT cap nothing reads them, and where nothing widens the chain is returned as is)."""
         xp = backend_of(s)
         z, m = self.peakedness, self.moments
         widen = self.stall_factor(n)
@@ -383,16 +394,16 @@ class EngineQueue(PoolQueue):
             log_bound = negative_binomial_log_tail_bound(wide_r, wide_x, n * s)
             log_bound = log_bound - xp.log1p(-xp.where(chain.stable, chain.sigma, 0.0))
         widened = needed & chain.stable & xp.logical_not(log_bound < NEGLIGIBLE_LOG_WAIT)
-
-        def wide(xp: Any, s: Any, p_wait: Any, z: Any) -> tuple[Any, Any]:
-            part = occupancy_state(self.rate, n, s, m.mean_iterations, base_s, per_sequence_s, widen, True)
-            return part.p_wait, part.z
-
-        def own(xp: Any, s: Any, p_wait: Any, z: Any) -> tuple[Any, Any]:
-            return p_wait, z
-
-        p_wait, chain_z = xp.piecewise(widened, wide, own, s, chain.p_wait, chain.z)
-        return chain._replace(r=wide_r, x=wide_x, p_wait=p_wait, z=chain_z)
+        if self.targets.tpot_slo_s is None and not xp.any(widened):
+            return chain
+        p_wait, chain_z = xp.piecewise(
+            widened, _widened_waiting, _own_waiting, s, chain.p_wait, chain.z, self.rate, n,
+            m.mean_iterations, base_s, per_sequence_s, widen,
+        )  # fmt: skip
+        return ChainState(
+            chain.stable, p_wait, chain.drain_rate_per_s, chain.mean_busy, wide_r, wide_x, chain_z,
+            chain.sigma, chain.compute_utilization,
+        )  # fmt: skip
 
     def _seen_iteration_s(self, n: float, s: Any, waiting: ChainState, servers: Any, stretch: float) -> Any:
         """The iteration time at the q-quantile of the occupancy an arrival finds (all slots when the
@@ -416,6 +427,16 @@ class EngineQueue(PoolQueue):
             known = self.evaluated[key] = self.point(*key)
         return known
 
+    def law_at(self, instances: float, slots: float) -> TtftCumulants | None:
+        """The TTFT law at one point (:meth:`at`; None when unstable), worked out now if the point
+        was outside the caps."""
+        point = self.at(instances, slots)
+        if point.law is None and point.stable:
+            n = float(instances)
+            law = self.law(n, point.mean_busy / n, (point.p_wait, point.wait_given_s))
+            point = self.evaluated[(n, float(slots))] = point._replace(law=law)
+        return point.law
+
     def floor(self) -> TtftCumulants:
         """The TTFT law at no load (no other request, no sequence decoding, no wait): no pool size does
         better."""
@@ -426,7 +447,7 @@ class EngineQueue(PoolQueue):
 
     def p99_ttft_at(self, instances: int, slots: int) -> float:
         """The P99 TTFT of the pool at n ``instances`` of s ``slots`` (∞ when unstable), seconds."""
-        law = self.at(instances, slots).law
+        law = self.law_at(instances, slots)
         return math.inf if law is None else float(law.quantile_s(self.moments.quantile))
 
     # -- the seam -------------------------------------------------------------------------------
@@ -489,13 +510,13 @@ class EngineQueue(PoolQueue):
         return self.at(instances, slots).seen_iteration_s
 
     def exceeds_ttft_slo(self, instances: int, slots: int, described: PoolSizing) -> bool:
-        law = self.at(instances, slots).law
+        law = self.law_at(instances, slots)
         return law is None or law.exceeds_one(self.targets.ttft_slo_s, self.moments.quantile)
 
     def describe(self, instances: int, slots: int, binding: str, slots_binding: str) -> PoolSizing:
+        law, q = self.law_at(instances, slots), self.moments.quantile
         ev = self.at(instances, slots)
         mean_busy = float(ev.mean_busy)
-        law, q = ev.law, self.moments.quantile
         # the slot wait: 0 with probability 1 − P(wait), else exponential with mean ``wait_given_s``
         p_wait, wait_given_s = ev.p_wait, ev.wait_given_s
         wait_q = wait_given_s * math.log(p_wait / (1.0 - q)) if p_wait > 1.0 - q else 0.0
@@ -537,6 +558,18 @@ class EngineQueue(PoolQueue):
             p99_ttft_fewer_instances_s=fewer_q,
             slot_wait_over_slo=wait_over,
         )  # fmt: skip
+
+
+def _widened_waiting(xp: Any, s: Any, p_wait: Any, z: Any, *chain_arguments: float) -> tuple[Any, Any]:
+    """(P(wait), normalizer) of the widened chain at s slots (``chain_arguments``: λ, n, E[I], W', c',
+    the variance factor; :func:`fleetopt.core.engine.occupancy.occupancy_state`)."""
+    part = occupancy_state(*chain_arguments[:2], s, *chain_arguments[2:], wait_only=True)
+    return part.p_wait, part.z
+
+
+def _own_waiting(xp: Any, s: Any, p_wait: Any, z: Any, *chain_arguments: float) -> tuple[Any, Any]:
+    """The chain's own (P(wait), normalizer): the widening is negligible there, or not needed."""
+    return p_wait, z
 
 
 def _log_margin(limit: float, value: float) -> float:

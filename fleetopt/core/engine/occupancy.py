@@ -95,8 +95,8 @@ def occupancy_state(
     Unstable points (σ ≥ 1) get p_wait = 1 and infinite waits downstream.
     """
     xp = backend_of(slots)
-    s = np.asarray(slots, dtype=np.float64) if xp is ARRAYS else float(slots)
-    lam, n = float(arrival_rate_per_s), float(instances)
+    s = np.asarray(slots, dtype=np.float64) if xp is ARRAYS else slots
+    lam, n = arrival_rate_per_s, instances
     c = n * s
     a = per_sequence_s / n
     r = iteration_base_s / a + 1.0
@@ -150,29 +150,32 @@ def local_drain_rate_per_s(drain_rate_per_s: Any, arrival_rate_per_s: float, ins
     few slots. Floats or arrays; a drain ≤ 0 (unstable) is returned as is."""
     xp = backend_of(drain_rate_per_s)
     drain = drain_rate_per_s if xp is FLOATS else np.asarray(drain_rate_per_s, dtype=np.float64)
+    valid = (drain > 0) & xp.isfinite(drain)
     with xp.quiet():
-        full = drain + arrival_rate_per_s
-        sigma = xp.clip(arrival_rate_per_s / full, 0.0, 1.0)
-        local = full / instances * -xp.expm1(instances * xp.log_or_minus_inf(sigma))
-    return xp.where((drain > 0) & xp.isfinite(drain) & (instances > 1.0), local, drain)
+        local, _ = local_slot_queue(xp.where(valid, drain, 1.0), arrival_rate_per_s, instances)
+    return xp.where(valid, local, drain)
 
 
 def local_slot_queue(drain_rate_per_s: Any, arrival_rate_per_s: float, instances: float) -> tuple[Any, Any]:
     """(μ_JSQ, σⁿ): the queue a request that waits for a slot joins behind a least-loaded router with
-    a queue at every instance — its instance's share of the drain, :func:`local_drain_rate_per_s`,
-    and the chance σⁿ (σ = λ/μ(c)) that the line ahead of it is more than one departure long —
-    from the chain's drain rate μ(c) − λ > 0 (floats or arrays).
+    a queue at every instance — its instance's share of the drain, μ_JSQ = (μ(c)/n)·(1 − σⁿ)
+    (:func:`local_drain_rate_per_s`; the drain itself for one instance), and the chance σⁿ
+    (σ = λ/μ(c)) that the line ahead of it is more than one departure long — from the chain's
+    drain rate μ(c) − λ > 0 (floats or arrays).
 
     Source: join-the-shortest-queue keeps the instances' queues within one of each other, so with
     Q waiting (geometric of ratio σ, the chain's tail) a request is ⌊Q/n⌋ + 1 in line at its own
     instance (docs/math.md); checked against the request-level simulator's least-loaded dispatch,
     which it was not fitted to (tests/test_occupancy.py). Alternative: :func:`pooled_slot_queue`."""
     xp = backend_of(drain_rate_per_s)
-    sigma = xp.clip(arrival_rate_per_s / (drain_rate_per_s + arrival_rate_per_s), 0.0, 1.0)
-    return (
-        local_drain_rate_per_s(drain_rate_per_s, arrival_rate_per_s, instances),
-        xp.power(sigma, max(instances, 1.0)),
+    full = drain_rate_per_s + arrival_rate_per_s  # μ(c)
+    sigma = xp.clip(arrival_rate_per_s / full, 0.0, 1.0)
+    local = (
+        full / instances * -xp.expm1(instances * xp.log_or_minus_inf(sigma))
+        if instances > 1.0
+        else drain_rate_per_s
     )
+    return local, xp.power(sigma, max(instances, 1.0))
 
 
 def pooled_slot_queue(drain_rate_per_s: Any, arrival_rate_per_s: float, instances: float) -> tuple[Any, Any]:
@@ -225,9 +228,8 @@ def slot_wait_given_wait_s(
     drain = drain_rate_per_s if xp is FLOATS else np.asarray(drain_rate_per_s, dtype=np.float64)
     stable = (drain > 0) & xp.isfinite(drain)
     safe = xp.where(stable, drain, 1.0)  # (an unstable point's value is replaced by ∞ below)
-    with xp.quiet():
-        rate, sigma_power = queue(safe, arrival_rate_per_s, instances)
-        return xp.where(stable, two_moment_factor(variability, sigma_power) / rate, math.inf)
+    rate, sigma_power = queue(safe, arrival_rate_per_s, instances)  # (rate > 0 at a safe drain)
+    return xp.where(stable, two_moment_factor(variability, sigma_power) / rate, math.inf)
 
 
 def widened_chain(r: Any, x: Any, variance_factor: float) -> tuple[Any, Any]:
@@ -275,14 +277,12 @@ def no_stall_widening(
 
 
 def negative_binomial_log_tail_bound(r: Any, x: Any, c: Any) -> Any:
-    """Chernoff's bound on log P(K ≥ c) for K ~ NB(r, x) (pmf ∝ x^k·Γ(r + k)/k!):
-    r·log((1 − x)(r + c)/r) + c·log((r + c)·x/c), at the optimal e^θ = c/((r + c)·x); 0 (no bound)
-    when c is not above the mean r·x/(1 − x). Floats or arrays."""
+    """Chernoff's bound on log P(K ≥ c) for K ~ NB(r, x) (pmf ∝ x^k·Γ(r + k)/k!), r > 0, 0 < x < 1,
+    c > 0: r·log((1 − x)(r + c)/r) + c·log((r + c)·x/c), at the optimal e^θ = c/((r + c)·x); 0 (no
+    bound) when c is not above the mean r·x/(1 − x). Floats or arrays."""
     xp = backend_of(c)
-    above = c * (1.0 - x) > r * x
-    with xp.quiet():
-        bound = r * xp.log_or_minus_inf((1.0 - x) * (r + c) / r) + c * xp.log_or_minus_inf((r + c) * x / c)
-    return xp.where(above, bound, 0.0)
+    bound = r * xp.log((1.0 - x) * (r + c) / r) + c * xp.log((r + c) * x / c)
+    return xp.where(c * (1.0 - x) > r * x, bound, 0.0)
 
 
 def occupancy_quantile(level: Any, r: Any, x: Any) -> Any:

@@ -60,14 +60,14 @@ def router_arguments(
     levels)."""
     levels = moments.prompt_levels
     chunk_tokens = levels.token_biased_chunk_tokens if levels is not None else 0.0
-    return RouterState(
+    return RouterState._make((
         rate_per_instance_per_s * prompt_work_s,
         instances,
         rate_per_instance_per_s * instances,
         costs.base_s,
         moments.mean_iterations,
         costs.per_prefill_token_s * chunk_tokens,
-    )
+    ))  # fmt: skip
 
 
 def router_view(router: RouterState) -> tuple[float, float] | None:
@@ -155,9 +155,10 @@ def least_loaded_time_share(
     (:func:`least_loaded_first_order_share`), ``blindness`` the share the router's blindness adds
     (:func:`router_blindness_share`, where the pool's rate is known); at most 1, and 1 below one
     instance."""
-    if not router.instances >= 1.0:
+    prompt_share, instances = router[0], router[1]
+    if not instances >= 1.0:
         return 1.0
-    share = first_order(router.prompt_share, router.instances)
+    share = first_order(prompt_share, instances)
     view = router_view(router)
     if view is not None:
         share += blindness(share, *view)

@@ -68,11 +68,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
-
-from fleetopt.core.backends import backend_of
 
 _SPECIAL: Any = None
 
@@ -374,7 +372,7 @@ class TtftCumulants:
         else:
             rows = self.level_parts
         p, m = self.wait_probability, self.wait_mean_s
-        exp_cumulants = (m, m * m, 2.0 * m**3)
+        m2, m3 = m * m, 2.0 * m**3
         parts = []
         for share, mean, var, third, w0, q_mean, q_var, q_third in rows:
             w0, quiet, rest = _quiet_and_rest(w0, (mean, var, third), (q_mean, q_var, q_third), array)
@@ -384,8 +382,7 @@ class TtftCumulants:
                 if not (drop_empty and p == 1.0):
                     parts.append((share * weight * (1.0 - p), *law))
                 if not (drop_empty and p == 0.0):
-                    waited = (a + b for a, b in zip(law, exp_cumulants, strict=True))
-                    parts.append((share * weight * p, *waited))
+                    parts.append((share * weight * p, law[0] + m, law[1] + m2, law[2] + m3))
         return parts
 
     def _part_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -438,9 +435,9 @@ class TtftCumulants:
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
                 return float(weight[keep] @ _shifted_gamma_survival(*(x[keep] for x in law), level_s))
         tail = 0.0
-        for weight, *law in self.components(drop_empty=True):
+        for weight, mean, variance, third in self.components(drop_empty=True):
             if weight > 1e-12:
-                tail += weight * _PreparedPart(*law).survival(level_s)
+                tail += weight * _PreparedPart(mean, variance, third).survival(level_s)
         return tail
 
     def exceeds(self, level_s: float, q: float) -> Any:
@@ -478,8 +475,9 @@ def _quiet_and_rest(w0: Any, whole: tuple, quiet: tuple, array: bool) -> tuple[A
     if not 1e-9 < w0 < 1.0 - 1e-9:
         w0 = 1.0 if w0 >= 1.0 - 1e-9 else 0.0
     if 0.0 < w0 < 1.0:  # (1 − w0 > 10⁻⁹: no division by zero)
-        raw_q, raw_w = _raw(*quiet), _raw(*whole)
-        rest = _cumulants(*((a - w0 * b) / (1.0 - w0) for a, b in zip(raw_w, raw_q, strict=True)))
+        (q1, q2, q3), (w1, w2, w3) = _raw(*quiet), _raw(*whole)
+        busy = 1.0 - w0
+        rest = _cumulants((w1 - w0 * q1) / busy, (w2 - w0 * q2) / busy, (w3 - w0 * q3) / busy)
         return w0, quiet, rest
     return w0, whole, whole
 
@@ -694,13 +692,20 @@ def ttft_cumulants(
     # other requests with a chunk in the iteration in progress, on average (λ_i·t̄·E[P], and u more
     # under its length bias): part of every level's ν
     in_progress = lam * tbar * levels.mean_prefill_iterations + u
+    q1 = memo[0][1] if plain else tuple(memo[0][1].tolist())  # Q_1
+    exp = math.exp if isinstance(tbar, float) and plain else np.exp
+    window = _Window._make((
+        levels.chunk_tokens, q1, tau_s, t_d, lam, lam_time, tbar, per_boundary, b_,
+        (e_t, e_t2, e_t3, var_t, k3_t), in_progress, exp,
+    ))  # fmt: skip
     m1, m2, m3, quiet, z1, z2, z3, rows = (_level_sums_plain if plain else _level_sums_array)(
-        levels, memo, tau_s=tau_s, t_d=t_d, lam=lam, lam_time=lam_time, tbar=tbar, per_boundary=per_boundary,
-        b_=b_, moments_t=(e_t, e_t2, e_t3, var_t, k3_t), in_progress=in_progress, overhead_s=overhead_s,
-    )  # fmt: skip
+        levels, memo, window, overhead_s
+    )
     mean, var, third = _cumulants(m1, m2, m3)
-    if isinstance(quiet, float) and quiet == 0.0:
-        q_mean = q_var = q_third = 0.0
+    if isinstance(quiet, float):  # (one t_d: plain floats, no numpy warnings to silence)
+        q_mean, q_var, q_third = (
+            (0.0, 0.0, 0.0) if quiet == 0.0 else _cumulants(z1 / quiet, z2 / quiet, z3 / quiet)
+        )
     else:
         with np.errstate(divide="ignore", invalid="ignore"):
             q_mean, q_var, q_third = _cumulants(z1 / quiet, z2 / quiet, z3 / quiet)
@@ -722,11 +727,30 @@ def _cluster_lists(levels: PromptLevels, tau_s: float, lam_time: float, depth: i
     return q, q_sum, background
 
 
+class _Window(NamedTuple):
+    """What the law of every own level shares (:func:`ttft_cumulants`): the chunk size C, the
+    clusters' Q_1, τ, t_d, λ_i, f·λ_i, t̄, the per-boundary intake μ, the stationary iteration's
+    B (κ₂ = B·t̄), the length-biased iteration's moments (E[t], E[t²], E[t³], Var, κ₃) and the
+    other requests with a chunk in the iteration in progress (λ_i·t̄·E[P] + u); ``exp``: math's on
+    floats, numpy's where t_d is an array."""
+
+    chunk_tokens: int
+    q1: tuple
+    tau_s: float
+    t_d: Any
+    lam: float
+    lam_time: float
+    tbar: Any
+    per_boundary: Any
+    b_: float
+    moments_t: tuple
+    in_progress: Any
+    exp: Any
+
+
 def _level_law(
-    p: Any, y1: Any, y2: Any, y3: Any, qp: tuple, qs: tuple, before: tuple, bg: tuple | None, *,
-    levels: PromptLevels, q1: tuple, tau_s: float, t_d: Any, lam: float, lam_time: float, tbar: Any,
-    per_boundary: Any, b_: float, moments_t: tuple, in_progress: Any,
-) -> tuple:  # fmt: skip
+    p: Any, y1: Any, y2: Any, y3: Any, qp: tuple, qs: tuple, before: tuple, bg: tuple | None, window: _Window
+) -> tuple:
     """The law of TTFT given the request's own prefill level P = ``p``, without T0 and the slot wait
     (module docstring): (c₁, c₂, c₃) its cumulants, the probability that no other request's prompt
     touches the window, and the quiet part's (mean, variance, third cumulant). One level in plain
@@ -734,16 +758,17 @@ def _level_law(
 
     ``y1``–``y3``: E[y^i | P] of the last chunk; ``qp``, ``qs``, ``before``: the clusters' raw
     moments Q_{p+1}, Σ_{i≤p+1} Q_i and Σ_{i≤p} Q_i (three each); ``bg``: the marks of the prompts
-    still prefilling from before (None: there are none); ``q1``: Q_1."""
+    still prefilling from before (None: there are none); ``window``: what every level shares."""
+    chunk, q1, tau_s, t_d, lam, lam_time, tbar, per_boundary, b_, moments_t, in_progress, exp = window
     e_t, e_t2, e_t3, var_t, k3_t = moments_t
-    chunk = levels.chunk_tokens
     tc = tau_s * chunk
-    own_tokens = backend_of(p).maximum(p - 1, 0) * chunk + y1
+    prefilling = (p >= 1) * 1.0  # 1 where the request has a prompt to prefill (P ≥ 1)
+    own_tokens = prefilling * (p - 1.0) * chunk + y1  # (P − 1)⁺ full chunks and the last
     # other requests that touch the window, on average (ν): those with a chunk in the iteration in
     # progress (``in_progress``), the per-boundary intake at boundaries 1 … p + 1 and the
     # time-driven arrivals during Ť and iterations 1 … p (the request's own chunks included)
     others = in_progress + per_boundary * (p + 1.0) + lam_time * (e_t + p * tbar + tau_s * own_tokens)
-    still = backend_of(others).exp(-others)
+    still = exp(-others)
     # quiet: Ť = t_d, so R = U·t_d; then p + 1 iterations of t_d and the request's own chunks
     quiet_mean = t_d / 2.0 + (p + 1.0) * t_d + tau_s * own_tokens
     quiet_var = t_d * t_d / 12.0 + tau_s**2 * (y2 - y1 * y1)
@@ -764,7 +789,6 @@ def _level_law(
     # the request's own decode time and chunks and the clusters they attract: iteration i = 1 … p
     # carries t_d + τ·c_{i−1}, whose arrivals have p + 1 − i iterations left; iteration p + 1, t_d.
     # The full chunks (iterations 1 … p − 1: r = p … 2), then the partial one y (r = 1), for p ≥ 1.
-    prefilling = (p >= 1) * 1.0
     a1 = (
         (p + 1.0) * t_d
         + lam_time * t_d * before[0]
@@ -791,12 +815,12 @@ def _level_law(
     return c1, c2, c3, still, quiet_mean, quiet_var, quiet_third
 
 
-def _level_sums_plain(levels: PromptLevels, memo: tuple, *, overhead_s: float, **law: Any) -> tuple:
+def _level_sums_plain(levels: PromptLevels, memo: tuple, window: _Window, overhead_s: float) -> tuple:
     """The per-level part of :func:`ttft_cumulants`, one prefill level at a time in plain floats (or
     over an array of t_d): Σ_P w_P·(E[X], E[X²], E[X³]) of the law without T0 and the slot wait, the
     quiet probability and the quiet part's raw moments weighted by it, and the law by level
     (:attr:`TtftCumulants.level_parts`, T0 = ``overhead_s`` in its means). ``memo``:
-    :func:`_cluster_lists`; ``law``: the arguments of :func:`_level_law` common to every level."""
+    :func:`_cluster_lists`; ``window``: what the law of every level shares."""
     q, q_sum, background = memo
     m1 = m2 = m3 = 0.0
     z1 = z2 = z3 = 0.0  # raw moments of the quiet part, weighted by its probability
@@ -805,7 +829,7 @@ def _level_sums_plain(levels: PromptLevels, memo: tuple, *, overhead_s: float, *
     for p, w, y1, y2, y3 in levels._chunk_rows:
         bg = None if background is None else background[p]
         c1, c2, c3, still, quiet_mean, quiet_var, quiet_third = _level_law(
-            p, y1, y2, y3, q[p + 1], q_sum[p + 1], q_sum[p], bg, levels=levels, q1=q[1], **law
+            p, y1, y2, y3, q[p + 1], q_sum[p + 1], q_sum[p], bg, window
         )
         r = _raw(quiet_mean, quiet_var, quiet_third)
         quiet = quiet + w * still
@@ -998,13 +1022,13 @@ def background_marks_array(
     return out.T
 
 
-def _level_sums_array(levels: PromptLevels, memo: tuple, *, overhead_s: float, **law: Any) -> tuple:
+def _level_sums_array(levels: PromptLevels, memo: tuple, window: _Window, overhead_s: float) -> tuple:
     """:func:`_level_sums_plain` with numpy over the levels (a column of levels against an array of
     t_d); ``memo``: :func:`_cluster_arrays`."""
     q, q_sum, background = memo
     k_all, w, y1, y2, y3 = levels.level_arrays()
     own = k_all.astype(np.intp)
-    sweep = isinstance(law["tbar"], np.ndarray) and law["tbar"].ndim > 0
+    sweep = isinstance(window.tbar, np.ndarray) and window.tbar.ndim > 0
 
     def column(x: np.ndarray) -> np.ndarray:
         return x[:, None] if sweep else x
@@ -1014,7 +1038,7 @@ def _level_sums_array(levels: PromptLevels, memo: tuple, *, overhead_s: float, *
 
     c1, c2, c3, still, quiet_mean, quiet_var, quiet_third = _level_law(
         column(k_all), column(y1), column(y2), column(y3), columns(q[own + 1]), columns(q_sum[own + 1]),
-        columns(q_sum[own]), columns(background), levels=levels, q1=tuple(q[1].tolist()), **law,
+        columns(q_sum[own]), columns(background), window,
     )  # fmt: skip
     weighted_still = column(w) * still
     quiet = weighted_still.sum(axis=0)
@@ -1025,7 +1049,7 @@ def _level_sums_array(levels: PromptLevels, memo: tuple, *, overhead_s: float, *
     if not sweep:
         rows = LevelColumns((w, *by_level, quiet_third))
         return float(m1), float(m2), float(m3), float(quiet), float(z1), float(z2), float(z3), rows
-    shape = (w.size, np.shape(law["tbar"])[0])
+    shape = (w.size, np.shape(window.tbar)[0])
     rows = LevelColumns((w, *(np.broadcast_to(x, shape) for x in by_level), quiet_third[:, 0]))
     return m1, m2, m3, quiet, z1, z2, z3, rows
 
