@@ -65,7 +65,7 @@ def test_one_slot_count_is_the_fewest_instances_that_fit(pairs, model, slots, sl
 FLAT_PER_SLOT = replace(PAPER_A100, iteration_base_s=0.0)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(
     logs,
     st.floats(0.05, 3.0),

@@ -189,7 +189,7 @@ def _law_of(levels: PromptLevels, plain_max_level: int, **kwargs) -> tuple:
         ttft.PLAIN_FLOAT_MAX_LEVEL = original
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(prompt_tables, st.integers(1, 32), loads)
 def test_the_pieces_are_their_definitions(table, top, load) -> None:
     """On random prompt tables of 1 to 32 levels (either side of ``PLAIN_FLOAT_MAX_LEVEL``) the
