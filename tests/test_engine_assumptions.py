@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,9 +29,12 @@ from fleetopt.core.engine.router import (
     no_router_blindness,
 )
 from fleetopt.core.poolstats import PoolStatistics
-from fleetopt.core.service import PoolHardware, PoolTargets, get_service_model
+from fleetopt.core.service import PoolTargets, get_service_model
 from fleetopt.core.sizing import evaluate_pool, size_pool
 from fleetopt.core.workload import workload_from_requests
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_occupancy import _hardware  # noqa: E402
 
 
 def test_one_field_per_term_each_with_its_alternative_and_label() -> None:
@@ -74,17 +79,6 @@ def test_the_alternatives_by_hand() -> None:
         assert ALTERNATIVES[term](*([0.5] * (1 if term == "company_factor" else 3))) == 1.0
 
 
-def _hardware(**changes) -> PoolHardware:
-    values = dict(
-        serving_name="test", model_name="m", gpu_name="g", gpus_per_instance=8, gpu_hour_usd=2.0,
-        iteration_base_s=0.008, iteration_per_slot_s=0.00065, prefill_chunk_tokens=8192,
-        calibration_context_tokens=8192, kv_capacity_tokens=2_000_000, kv_block_tokens=16,
-        prefill_per_token_s=3e-5,
-    )  # fmt: skip
-    values.update(changes)
-    return PoolHardware(**values)
-
-
 def _moments(prompts: np.ndarray, outputs: np.ndarray, chunk: int):
     workload = workload_from_requests(prompts, outputs, name="synthetic")
     return PoolStatistics(workload, chunk, prompt_levels=True).range_moments(
@@ -99,7 +93,7 @@ def test_without_the_company_factor_an_idle_pool_of_long_prompts_keeps_falling_w
     and falls with every instance."""
     rng = np.random.default_rng(3)
     moments = _moments(rng.integers(8000, 30000, 2000), rng.integers(50, 600, 2000), 8192)
-    hardware = _hardware()
+    hardware = _hardware(prefill_per_token_s=3e-5, prefill_chunk_tokens=8192, kv_capacity_tokens=2_000_000)
     without = EngineModel(DEFAULT_ASSUMPTIONS.without("company_factor"))
 
     def p99(model, rate: float, instances: int) -> float:
@@ -123,7 +117,13 @@ def test_without_the_stall_widening_the_wait_is_the_chains_own() -> None:
     rng = np.random.default_rng(3)
     inputs = np.where(rng.random(20_000) < 0.2, 8192, 256)
     moments = _moments(inputs, rng.geometric(1 / 200, 20_000), 2048)
-    hardware = _hardware(iteration_base_s=0.01, iteration_per_slot_s=0.0002, prefill_chunk_tokens=2048)
+    hardware = _hardware(
+        iteration_base_s=0.01,
+        iteration_per_slot_s=0.0002,
+        prefill_chunk_tokens=2048,
+        prefill_per_token_s=3e-5,
+        kv_capacity_tokens=10**9,
+    )
     rate = 0.3 * 4 / (3e-5 * inputs.mean())
     models = (("default", ENGINE), ("off", EngineModel(DEFAULT_ASSUMPTIONS.without("stall_widening"))))
     queues = {
