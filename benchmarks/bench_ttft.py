@@ -32,7 +32,7 @@ from dataclasses import replace
 
 from bench_plan import interleaved_medians  # (this script's folder is on sys.path)
 
-import fleetopt.core.ttft as ttft
+import fleetopt.core.engine.ttft as ttft
 from fleetopt.core.planner import Planner, PlanOptions
 from fleetopt.core.poolstats import PoolStatistics
 from fleetopt.core.service import PoolHardware

@@ -25,14 +25,10 @@ from validate_engine import SETS, plan_scenario, planned_pools
 
 import fleetopt.core.simulate as simulate_module
 from fleetopt.core import engines
+from fleetopt.core.engine.model import ENGINE
+from fleetopt.core.engine.router import least_loaded_time_share, router_arguments, router_view
+from fleetopt.core.hardware import iteration_costs
 from fleetopt.core.planner import Planner
-from fleetopt.core.service import (
-    ENGINE,
-    iteration_costs,
-    least_loaded_time_share,
-    router_arguments,
-    router_view,
-)
 from fleetopt.core.simulate import simulate_pool_alone
 
 
@@ -108,12 +104,12 @@ def main() -> None:
             _, prompt_s = ENGINE.decode_and_prompt_costs(moments, costs)
             view_args = router_arguments(moments, costs, pool_rate / pool.instances, pool.instances, prompt_s)
             u = view_args[0]
-            m, k0 = router_view(*view_args) or (math.nan, math.nan)
+            m, k0 = router_view(view_args) or (math.nan, math.nan)
             f_meas = measured_share(RecordingPool.last.sums, pool_rate / pool.instances)
             print(
                 f"| {name} | {workload_name} | {serving or 'default'} | {slo_s * 1e3:.0f} ms | "
                 f"{'short' if pool_index == 0 else 'long'} | {pool.instances} | {u:.2f} | {m:.2f} | "
-                f"{k0:.1f} | {least_loaded_time_share(*view_args):.2f} | {f_meas:.2f} |",
+                f"{k0:.1f} | {least_loaded_time_share(view_args):.2f} | {f_meas:.2f} |",
                 flush=True,
             )
 

@@ -1,6 +1,7 @@
 """The engine model against the iteration-level simulation it was not fitted to.
 
     python benchmarks/validate_engine.py [--pool-requests 60000] [--seeds 3] [--quick] [--no-search]
+    python benchmarks/validate_engine.py --ablate [--only SET]
 
 For each scenario (workload, SLO, rate, serving profile, utilization cap) it plans with the
 ``engine`` model and then checks every planned pool on its own: the pool's routed request stream
@@ -21,6 +22,11 @@ Two sets of scenarios: CHOSEN_ON are the ones that were looked at while choosing
 least-loaded intake share of :func:`fleetopt.core.service.least_loaded_time_share`; HELD_OUT
 (other workloads, GPUs and models) were not; FRESH were fixed after the model's last change and
 first run on the model as it stands. The tables go into docs/validation.md.
+
+``--ablate`` simulates nothing: it re-plans every scenario of every set with each correction of
+the engine model (:class:`fleetopt.core.engine.assumptions.EngineAssumptions`) switched in turn to
+its simplest alternative, and prints what each is worth: the fleets it changes, the GPUs over all
+fleets, and its biggest change in one fleet (then, below the table, every fleet it changes).
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ import time
 
 from fleetopt.api import plan_workload
 from fleetopt.core.crosscheck import setup_from_plan
+from fleetopt.core.engine.assumptions import ALTERNATIVES, DEFAULT_ASSUMPTIONS, TERM_LABELS
+from fleetopt.core.engine.model import ENGINE, EngineModel
 from fleetopt.core.simulate import routed_pool_workload, simulate_pool_alone
 from fleetopt.core.workload import Workload
 
@@ -181,14 +189,22 @@ SETS = {
 }
 
 
-def plan_scenario(workload_name: str, slo_s: float, rate: float, serving: str | None, cap: float):
+def plan_scenario(
+    workload_name: str,
+    slo_s: float,
+    rate: float,
+    serving: str | None,
+    cap: float,
+    model: EngineModel = ENGINE,
+):
     """The plan a scenario checks (:func:`fleetopt.api.plan_workload`), on the mean basis: Poisson
     arrivals at the given rate on both sides, so this checks the TTFT law; the arrival term is
-    checked on the logs' own arrivals (benchmarks/validate_replay.py)."""
+    checked on the logs' own arrivals (benchmarks/validate_replay.py). ``model``: the engine model
+    (another's assumptions for ``--ablate``)."""
     kwargs = {} if serving is None else {"serving": serving}
     return plan_workload(
         workload_name, ttft_slo_s=slo_s, arrival_rate_per_s=rate, max_utilization=cap, rate_basis="mean",
-        **kwargs,
+        service_model=model, **kwargs,
     )  # fmt: skip
 
 
@@ -314,6 +330,65 @@ def run_scenarios(label: str, scenarios, args) -> None:
             )
 
 
+def _fleet_gpus(
+    workload_name: str, slo_s: float, rate: float, serving: str | None, cap: float, model
+) -> int | None:
+    """GPUs of the scenario's planned fleet under ``model`` (None: infeasible)."""
+    best = plan_scenario(workload_name, slo_s, rate, serving, cap, model).plan.best
+    return None if best is None else sum(pool.gpus for pool in best.pools)
+
+
+def ablate(sets: dict) -> None:
+    """What each correction of the engine model is worth (module docstring): a table, then every
+    fleet each one changes."""
+    scenarios = [(name, scenario) for name, (_, members) in sets.items() for scenario in members]
+    started = time.perf_counter()
+    default = [_fleet_gpus(*scenario, ENGINE) for _, scenario in scenarios]
+    command = "python benchmarks/validate_engine.py --ablate"
+    print(f"\n{len(scenarios)} scenarios ({len(sets)} sets), planned on the mean basis ({command})\n")
+    header = ("term switched off (→ its simplest alternative)", "fleets changed", "GPUs, all fleets")
+    print("| " + " | ".join((*header, "biggest change in one fleet")) + " |")
+    print("|---|---|---|---|")
+    details = []
+    total = sum(g for g in default if g is not None)
+    for term in ALTERNATIVES:
+        model = EngineModel(DEFAULT_ASSUMPTIONS.without(term))
+        changed, off_total, biggest, infeasible = [], 0, None, 0
+        for (set_name, scenario), before in zip(scenarios, default, strict=True):
+            after = _fleet_gpus(*scenario, model)
+            if before is None or after is None:
+                infeasible += (after is None) != (before is None)
+                if after != before:
+                    changed.append((set_name, scenario, before, after))
+                continue
+            off_total += after
+            if after != before:
+                changed.append((set_name, scenario, before, after))
+                if biggest is None or abs(after / before - 1.0) > abs(biggest[1] / biggest[0] - 1.0):
+                    biggest = (before, after, scenario)
+        label = TERM_LABELS[term]
+        if biggest is None:
+            largest = "–"
+        else:
+            before, after, (workload_name, slo_s, rate, serving, cap) = biggest
+            largest = (
+                f"{after - before:+,d} GPUs ({(after / before - 1.0) * 100.0:+.0f}%): {workload_name}, "
+                f"{serving or 'default profile'}, {slo_s * 1e3:.0f} ms, {rate:g} req/s"
+            )
+        gpus = f"{total:,} → {off_total:,} ({(off_total / total - 1.0) * 100.0:+.1f}%)"
+        if infeasible:
+            gpus += f"; {infeasible} feasibility changed"
+        print(f"| {label} | {len(changed)} of {len(scenarios)} | {gpus} | {largest} |", flush=True)
+        details.append((label, changed))
+    for label, changed in details:
+        print(f"\n{label}: {len(changed)} fleets changed")
+        for set_name, (workload_name, slo_s, rate, serving, cap), before, after in changed:
+            profile = serving or "default profile"
+            where = f"{workload_name}, {profile}, {slo_s * 1e3:.0f} ms, {rate:g} req/s, cap {cap}"
+            print(f"  {set_name}: {where}: {before} → {after} GPUs")
+    print(f"\n<!-- {time.perf_counter() - started:.0f} s -->")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -324,7 +399,15 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="two scenarios, fewer requests")
     parser.add_argument("--no-search", action="store_true")
     parser.add_argument("--only", choices=tuple(SETS), default=None)
+    parser.add_argument(
+        "--ablate",
+        action="store_true",
+        help="re-plan every scenario with each correction switched off (no simulation)",
+    )
     args = parser.parse_args()
+    if args.ablate:
+        ablate({name: sets for name, sets in SETS.items() if args.only in (None, name)})
+        return
     if args.quick:
         args.pool_requests, args.search_requests, args.seeds = 20_000, 10_000, 2
     for name, (title, scenarios) in SETS.items():

@@ -12,17 +12,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleetopt.core.occupancy import (
+from fleetopt.core.engine.model import ENGINE
+from fleetopt.core.engine.occupancy import (
     local_drain_rate_per_s,
-    local_wait_given_wait_s,
     occupancy_state,
-    occupancy_state_one,
+    slot_wait_given_wait_s,
 )
 from fleetopt.core.poolstats import PoolStatistics
 from fleetopt.core.routing import Routing
-from fleetopt.core.service import ENGINE, PoolHardware
+from fleetopt.core.service import PoolHardware, PoolTargets
 from fleetopt.core.simulate import SimulatedPool, simulate_fleet
-from fleetopt.core.sizing import _engine_context, _engine_eval, _engine_ok_one, evaluate_pool, size_pool
+from fleetopt.core.sizing import evaluate_pool, size_pool
 from fleetopt.core.workload import workload_from_requests
 
 
@@ -57,22 +57,22 @@ def test_chain_matches_brute_force_at_50_digits(
     expected_wait, expected_busy = _brute_force_chain(
         rate, instances, slots, mean_iterations, base_s, per_sequence_s
     )
-    state = occupancy_state(rate, instances, slots, mean_iterations, base_s, per_sequence_s)
-    assert bool(state["stable"])
-    assert float(state["p_wait"]) == pytest.approx(expected_wait, rel=1e-9, abs=1e-300)
-    assert float(state["mean_busy"]) == pytest.approx(expected_busy, rel=1e-9)
-    stable, p_wait, _, mean_busy, _, _, _ = occupancy_state_one(
-        rate, instances, slots, mean_iterations, base_s, per_sequence_s
-    )
-    assert stable and p_wait == pytest.approx(expected_wait, rel=1e-9, abs=1e-300)
-    assert mean_busy == pytest.approx(expected_busy, rel=1e-9)
+    # the float path (one slot count) and the array path (a sweep over slot counts)
+    state = occupancy_state(rate, instances, np.array([1.0, slots]), mean_iterations, base_s, per_sequence_s)
+    assert bool(state.stable[1])
+    assert float(state.p_wait[1]) == pytest.approx(expected_wait, rel=1e-9, abs=1e-300)
+    assert float(state.mean_busy[1]) == pytest.approx(expected_busy, rel=1e-9)
+    one = occupancy_state(rate, instances, slots, mean_iterations, base_s, per_sequence_s)
+    assert one.stable and one.p_wait == pytest.approx(expected_wait, rel=1e-9, abs=1e-300)
+    assert one.mean_busy == pytest.approx(expected_busy, rel=1e-9)
 
 
 def test_unstable_pool_always_waits() -> None:
     """σ = λ·E[I]·t(s)/c ≥ 1: the queue grows without bound; P(wait) = 1 and the wait is infinite."""
-    state = occupancy_state(100.0, 1, 4, 50.0, 0.01, 0.01)  # σ = 100·50·0.05/4 = 62.5
-    assert not bool(state["stable"]) and float(state["p_wait"]) == 1.0
-    assert math.isinf(float(local_wait_given_wait_s(state["drain_rate_per_s"], 100.0, 1.0, 1.0)))
+    for slots in (4.0, np.array([4.0, 5.0])):  # σ = 100·50·0.05/4 = 62.5
+        state = occupancy_state(100.0, 1, slots, 50.0, 0.01, 0.01)
+        assert not np.any(state.stable) and np.all(state.p_wait == 1.0)
+        assert np.all(np.isinf(slot_wait_given_wait_s(state.drain_rate_per_s, 100.0, 1.0, 1.0)))
 
 
 @settings(max_examples=60, deadline=None)
@@ -90,11 +90,11 @@ def test_wait_probability_is_a_probability_and_falls_with_instances(
     args = (mean_iterations, base_s, per_sequence_s)
     here = occupancy_state(rate, instances, slots, *args)
     more = occupancy_state(rate, instances + 1, slots, *args)
-    p, p_more = float(here["p_wait"]), float(more["p_wait"])
+    p, p_more = float(here.p_wait), float(more.p_wait)
     assert 0.0 <= p <= 1.0 and 0.0 <= p_more <= 1.0
     assert p_more <= p + 1e-12
-    if bool(here["stable"]):
-        assert 0.0 <= float(here["mean_busy"]) <= instances * slots * (1 + 1e-12)
+    if bool(here.stable):
+        assert 0.0 <= float(here.mean_busy) <= instances * slots * (1 + 1e-12)
 
 
 def _workload():
@@ -155,16 +155,13 @@ def test_engine_sizing_meets_its_targets_and_is_minimal(rate, slo_s, cap, contex
         ttft_slo_s=slo_s, max_utilization=cap,
     )  # fmt: skip
     assert again.feasible and again.p99_ttft_s == pytest.approx(pool.p99_ttft_s, rel=1e-12)
-    ctx = _engine_context(rate, moments, hardware, ENGINE, slo_s, cap, None)
+    queue = ENGINE.pool_queue(rate, moments, hardware, context, PoolTargets(slo_s, cap))
     all_slots = np.arange(1.0, pool.kv_slot_limit + 1.0)
     if pool.instances > 1:
-        assert not _engine_eval(ctx, float(pool.instances - 1), all_slots)["ok"].any()
+        assert not queue.point(float(pool.instances - 1), all_slots).ok.any()
     # the scalar and the array evaluations agree point by point
-    ok = _engine_eval(ctx, float(pool.instances), all_slots)["ok"]
-    scalar = [
-        _engine_ok_one(ctx, float(pool.instances), float(s))
-        for s in all_slots[:: max(1, all_slots.size // 40)]
-    ]
+    ok = queue.point(float(pool.instances), all_slots).ok
+    scalar = [queue.passes(pool.instances, int(s))[0] for s in all_slots[:: max(1, all_slots.size // 40)]]
     assert list(ok[:: max(1, all_slots.size // 40)]) == scalar
     assert pool.slots_per_instance == int(all_slots[np.flatnonzero(ok)[-1]])
 
@@ -177,7 +174,7 @@ def test_a_pools_quantiles_are_computed_when_read_and_are_its_laws() -> None:
     import pickle
     from dataclasses import replace
 
-    from fleetopt.core.sizing import Deferred, _engine_eval_one
+    from fleetopt.core.sizing import Deferred
 
     hardware = _hardware()
     moments = _all_requests()
@@ -188,10 +185,8 @@ def test_a_pools_quantiles_are_computed_when_read_and_are_its_laws() -> None:
     pool = size_pool(**arguments)
     assert pool.feasible and pool.instances > 1
     assert isinstance(pool.__dict__["_deferred_p99_ttft_s"], Deferred)
-    law = _engine_eval_one(
-        _engine_context(400.0, moments, hardware, ENGINE, 1.0, 0.85, None),
-        float(pool.instances), float(pool.slots_per_instance),
-    )["law"]  # fmt: skip
+    queue = ENGINE.pool_queue(400.0, moments, hardware, 8192, PoolTargets(1.0, 0.85))
+    law = queue.law_at(pool.instances, pool.slots_per_instance)
     pickled = pickle.loads(pickle.dumps(size_pool(**arguments)))
     moved = replace(size_pool(**arguments))
     copied = copy.deepcopy(size_pool(**arguments))
@@ -264,7 +259,7 @@ def test_local_drain_rate_matches_a_least_loaded_simulation(instances, slots) ->
     assert local_sim == pytest.approx(local_formula, rel=0.12)
     assert local_formula >= pooled_formula
     # v = 1: the two-moment factor on the queue's build-up changes nothing
-    assert local_wait_given_wait_s(full_rate - rate, rate, instances, 1.0) == pytest.approx(local_formula)
+    assert slot_wait_given_wait_s(full_rate - rate, rate, instances, 1.0) == pytest.approx(local_formula)
     if instances >= 4:  # where it matters, the pooled queue is far off the least-loaded one
         assert local_sim > 1.2 * pooled_formula
 
@@ -302,7 +297,7 @@ def test_wait_given_a_wait_keeps_the_two_moment_factor_off_the_first_departure(
     outputs = rng.integers(100, 301, 100_000)
     variability = 0.5 * (1.0 + outputs.var() / outputs.mean() ** 2)
     _, local_sim, full_rate, rate = _conditional_waits(outputs, instances, slots, utilization)
-    formula = local_wait_given_wait_s(full_rate - rate, rate, instances, variability)
+    formula = slot_wait_given_wait_s(full_rate - rate, rate, instances, variability)
     assert local_sim == pytest.approx(formula, rel=0.10)
     factor_on_all = variability / local_drain_rate_per_s(full_rate - rate, rate, instances)
     assert factor_on_all < 0.85 * local_sim
@@ -312,17 +307,17 @@ def test_wait_given_a_wait_limits() -> None:
     """(1 + (v − 1)·σⁿ)/μ_JSQ: light queues wait n/μ(c) whatever v, heavy traffic v/μ_JSQ, v = 1 the
     local drain's own mean; ∞ when unstable; the float path and the array path agree."""
     full = 100.0
-    assert local_wait_given_wait_s(full - 1e-3, 1e-3, 8.0, 0.3) == pytest.approx(8.0 / full, rel=1e-9)
-    assert local_wait_given_wait_s(full - 1e-3, 1e-3, 8.0, 3.0) == pytest.approx(8.0 / full, rel=1e-9)
+    assert slot_wait_given_wait_s(full - 1e-3, 1e-3, 8.0, 0.3) == pytest.approx(8.0 / full, rel=1e-9)
+    assert slot_wait_given_wait_s(full - 1e-3, 1e-3, 8.0, 3.0) == pytest.approx(8.0 / full, rel=1e-9)
     heavy = local_drain_rate_per_s(full - 99.99, 99.99, 8.0)  # σⁿ = 0.9992
-    assert local_wait_given_wait_s(full - 99.99, 99.99, 8.0, 0.3) == pytest.approx(0.3 / heavy, rel=5e-3)
+    assert slot_wait_given_wait_s(full - 99.99, 99.99, 8.0, 0.3) == pytest.approx(0.3 / heavy, rel=5e-3)
     unit = 1.0 / local_drain_rate_per_s(2.0, 10.0, 4.0)
-    assert local_wait_given_wait_s(2.0, 10.0, 4.0, 1.0) == pytest.approx(unit, rel=1e-12)
-    assert local_wait_given_wait_s(-1.0, 10.0, 4.0, 1.0) == math.inf
+    assert slot_wait_given_wait_s(2.0, 10.0, 4.0, 1.0) == pytest.approx(unit, rel=1e-12)
+    assert slot_wait_given_wait_s(-1.0, 10.0, 4.0, 1.0) == math.inf
     cases = [(2.0, 10.0, 1.0, 0.75), (0.5, 50.0, 4.0, 1.5), (99.9, 0.1, 16.0, 0.2), (5.0, 0.0, 4.0, 3.0)]
     for drain, rate, n, v in cases:
-        scalar = local_wait_given_wait_s(drain, rate, n, v)
-        array = float(local_wait_given_wait_s(np.array([drain]), rate, n, v)[0])
+        scalar = slot_wait_given_wait_s(drain, rate, n, v)
+        array = float(slot_wait_given_wait_s(np.array([drain]), rate, n, v)[0])
         assert scalar == pytest.approx(array, rel=1e-14)
 
 

@@ -13,19 +13,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import nbinom
 
-import fleetopt.core.sizing as sizing
-from fleetopt.core.occupancy import (
+import fleetopt.core.engine.model as engine_model
+from fleetopt.core.engine.model import ENGINE
+from fleetopt.core.engine.occupancy import (
     negative_binomial_log_tail_bound,
-    negative_binomial_log_tail_bounds,
-    occupancy_state_one,
+    occupancy_state,
     prefill_stall_variance_factor,
     widened_chain,
 )
 from fleetopt.core.poolstats import PoolStatistics
 from fleetopt.core.routing import Routing
-from fleetopt.core.service import ENGINE, PoolHardware
+from fleetopt.core.service import PoolHardware, PoolTargets
 from fleetopt.core.simulate import SimulatedPool, simulate_fleet
-from fleetopt.core.sizing import _engine_context, _engine_eval, _engine_eval_one, _stall_factor
 from fleetopt.core.workload import workload_from_requests
 
 CHUNK_TOKENS = 2048
@@ -66,7 +65,7 @@ def test_tail_bound_is_an_upper_bound_of_the_exact_tail(r, x, above) -> None:
     assert bound <= 0.0
     if math.isfinite(exact):
         assert bound >= exact - 1e-9 * max(1.0, abs(exact))
-    array = negative_binomial_log_tail_bounds(np.array([r]), np.array([x]), np.array([c]))
+    array = negative_binomial_log_tail_bound(np.array([r]), np.array([x]), np.array([c]))
     assert float(array[0]) == pytest.approx(bound, rel=1e-12, abs=1e-12)
     assert negative_binomial_log_tail_bound(r, x, 0.5 * r * x / (1.0 - x)) == 0.0  # below the mean
 
@@ -120,12 +119,13 @@ def test_stall_factor_matches_the_simulated_occupancy_variance(prompt_share) -> 
     (measured: 5% and 3% low at u = 0.2 and 0.3), while the chain alone is 1.5–1.9 times too thin."""
     workload, hardware, moments, mean_input = _stall_pool()
     rate = prompt_share * INSTANCES / (3e-5 * mean_input)
-    ctx = _engine_context(rate, moments, hardware, ENGINE, 10.0, 1.0, None)
-    factor = _stall_factor(ctx, float(INSTANCES))
+    ctx = ENGINE.pool_queue(rate, moments, hardware, 65536, PoolTargets(10.0, 1.0))
+    factor = ctx.stall_factor(float(INSTANCES))
     assert factor == pytest.approx(
         1.0 + 2.0 * prompt_share + (rate / INSTANCES) ** 2 * ctx.prompt_square_work_s2
     )
-    _, _, _, _, x, r, _ = occupancy_state_one(*_chain_args(ctx, rate, 10**6))
+    chain = occupancy_state(*_chain_args(ctx, rate, 10**6))
+    x, r = chain.x, chain.r
     chain_variance = r * x / (1.0 - x) ** 2
     variances = []
     for trace in _simulate(workload, hardware, ctx, rate, 100_000, keep_requests=True).traces:
@@ -144,10 +144,10 @@ def test_stall_widening_moves_the_wait_probability_towards_the_simulation() -> N
     widening fixes the variance, not the shape of the tail beyond it)."""
     workload, hardware, moments, mean_input = _stall_pool()
     rate = 0.3 * INSTANCES / (3e-5 * mean_input)
-    ctx = _engine_context(rate, moments, hardware, ENGINE, 10.0, 1.0, None)
+    ctx = ENGINE.pool_queue(rate, moments, hardware, 65536, PoolTargets(10.0, 1.0))
     args = _chain_args(ctx, rate, 30)
-    chain = occupancy_state_one(*args)[1]
-    widened = occupancy_state_one(*args, _stall_factor(ctx, float(INSTANCES)))[1]
+    chain = occupancy_state(*args).p_wait
+    widened = occupancy_state(*args, ctx.stall_factor(float(INSTANCES))).p_wait
     simulated = _simulate(workload, hardware, ctx, rate, 30, keep_requests=False).pools[0].wait_probability
     assert chain < widened <= simulated.mean + simulated.ci95_half_width
     assert abs(math.log(simulated.mean / widened)) < 0.5 * abs(math.log(simulated.mean / chain))
@@ -167,23 +167,23 @@ def test_skipping_a_negligible_widening_changes_no_verdict(prompt_share, instanc
     pools where the skip applies."""
     _, hardware, moments, mean_input = _stall_pool()
     rate = prompt_share * instances / (3e-5 * mean_input)
-    probe = _engine_context(rate, moments, hardware, ENGINE, slo_s, 1.0, None)
+    probe = ENGINE.pool_queue(rate, moments, hardware, 65536, PoolTargets(slo_s, 1.0))
     u = rate / instances * probe.prompt_work_s
     args = (rate, float(instances), 1e9, moments.mean_iterations, probe.costs.base_s / (1.0 - u))
-    mean_busy = occupancy_state_one(*args, probe.decode_per_sequence_s / (1.0 - u))[3]
+    mean_busy = occupancy_state(*args, probe.decode_per_sequence_s / (1.0 - u)).mean_busy
     slots = float(max(1, round(headroom * mean_busy / instances)))
 
     def evaluate(negligible_log_wait):
-        with mock.patch.object(sizing, "NEGLIGIBLE_LOG_WAIT", negligible_log_wait):
-            ctx = _engine_context(rate, moments, hardware, ENGINE, slo_s, 1.0, None)
-            point = _engine_eval_one(ctx, float(instances), slots)
-            array = _engine_eval(ctx, float(instances), np.array([slots]))
-        return point, bool(array["ok"][0])
+        with mock.patch.object(engine_model, "NEGLIGIBLE_LOG_WAIT", negligible_log_wait):
+            ctx = ENGINE.pool_queue(rate, moments, hardware, 65536, PoolTargets(slo_s, 1.0))
+            point = ctx.at(instances, slots)
+            array = ctx.point(float(instances), np.array([slots]))
+        return point, bool(array.ok[0])
 
     (skipped, skipped_array), (full, full_array) = evaluate(-230.0), evaluate(-math.inf)
-    assert skipped["ok"] == full["ok"] == skipped_array == full_array
-    assert skipped["margin"] == pytest.approx(full["margin"], rel=1e-9, abs=1e-12)
-    assert skipped["p_wait"] == pytest.approx(full["p_wait"], rel=1e-9, abs=1e-99)
-    if full["law"] is not None:
-        tail = full["law"].survival_one(slo_s)
-        assert skipped["law"].survival_one(slo_s) == pytest.approx(tail, rel=1e-9, abs=1e-90)
+    assert skipped.ok == full.ok == skipped_array == full_array
+    assert skipped.margin == pytest.approx(full.margin, rel=1e-9, abs=1e-12)
+    assert skipped.p_wait == pytest.approx(full.p_wait, rel=1e-9, abs=1e-99)
+    if full.law is not None:
+        tail = full.law.survival_one(slo_s)
+        assert skipped.law.survival_one(slo_s) == pytest.approx(tail, rel=1e-9, abs=1e-90)

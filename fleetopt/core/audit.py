@@ -53,7 +53,7 @@ from fleetopt.core.savings import (
     rate_sensitivity_rows,
     threshold_sensitivity_rows,
 )
-from fleetopt.core.service import PoolHardware, slot_service_times
+from fleetopt.core.service import PoolHardware, get_service_model, slot_service_times
 from fleetopt.core.sizing import PoolSizing, evaluate_pool
 from fleetopt.core.workload import Workload
 from fleetopt.core.workload_stats import archetype_statistics
@@ -323,7 +323,7 @@ def pool_throughput_per_s(
     moments: PoolMoments, hardware: PoolHardware, slots: int, service_model: str
 ) -> float:
     """μ = s / E[S]: requests per second one instance of ``slots`` slots completes on ``moments``."""
-    times = slot_service_times(moments, hardware, np.array([slots]), service_model)
+    times = slot_service_times(moments, hardware, np.array([slots]), get_service_model(service_model))
     return float(slots / times.mean_service_s[0])
 
 

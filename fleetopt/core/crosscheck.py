@@ -268,11 +268,12 @@ def _simulated_pool(name: str, instances: int, slots: int, context: int, hw: Poo
 
 
 def simulation_model_for(service_model: str) -> str:
-    """The simulator model that checks a planner model: the iteration-level ``physical`` engine for
-    an occupancy-aware model (it has no request-level form), else the model itself."""
-    if service_model != PHYSICAL and get_service_model(service_model).occupancy_aware:
-        return PHYSICAL
-    return service_model
+    """The simulator model that checks a planner model (its
+    :attr:`fleetopt.core.servicemodel.ServiceModel.simulation_model`: the iteration-level
+    ``physical`` engine for a model without a request-level form, else the model itself)."""
+    if service_model == PHYSICAL:
+        return service_model
+    return get_service_model(service_model).simulation_model
 
 
 def _prediction(name: str, sizing: PoolSizing, hw: PoolHardware) -> PoolPrediction:

@@ -23,7 +23,7 @@ from functools import cached_property
 
 import numpy as np
 
-from fleetopt.core.ttft import PromptLevels
+from fleetopt.core.engine.ttft import PromptLevels
 from fleetopt.core.workload import Workload
 
 # Columns of the per-atom moment table, each multiplied by the atom's weight w.

@@ -20,21 +20,13 @@ where C itself underflows double precision (c = 10⁵, a = 85,000: C ≈ 1.7e-54
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from fleetopt.core.backends import ARRAYS, FLOATS, TINY
 from fleetopt.errors import ValidationError
-
-
-def _special() -> Any:
-    """scipy.special, imported on first use (~0.1 s of start-up that kv, profiles, … never need)."""
-    from scipy import special
-
-    return special
-
 
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 # atanh(v)-series cutoff for bd0: below it the all-positive series is used (no cancellation).
@@ -56,139 +48,6 @@ _LOWER_CF_MAX_TERMS = 1200
 # of up to 10⁵ servers never imports scipy (~0.12 s of start-up); above it scipy's Temme
 # expansion is both faster and more accurate near the mean.
 _OWN_CF_MAX_SHAPE = 1e5
-# The modified Lentz algorithm replaces a vanishing numerator or denominator by this.
-_TINY = 1e-300
-
-
-# ---------------------------------------------------------------------------------------------
-# Two backends for one set of formulas. Every formula below is written once, over a backend
-# ``xp``: ``FLOATS`` evaluates one point in plain Python floats (the sizing loops call it
-# thousands of times, and a numpy call costs ~1 µs of overhead per operation), ``ARRAYS`` many
-# points with numpy. ``xp.where`` picks between two already-computed values (both sides are
-# cheap and safe), ``xp.piecewise`` between two functions (a float computes only its own side;
-# an array computes each side on the points that take it).
-# ---------------------------------------------------------------------------------------------
-
-
-class FLOATS:
-    """Math on one point: ``math`` functions, Python branches (also used by :mod:`fleetopt.core.sizing`)."""
-
-    log = staticmethod(math.log)
-    log1p = staticmethod(math.log1p)
-    ceil = staticmethod(math.ceil)
-    exp = staticmethod(math.exp)
-    sqrt = staticmethod(math.sqrt)
-    lgamma = staticmethod(math.lgamma)
-    abs = staticmethod(abs)
-
-    @staticmethod
-    def minimum(x: float, y: float) -> float:
-        return y if y < x else x  # min(x, y), without the builtin's iterator (2× faster)
-
-    @staticmethod
-    def maximum(x: float, y: float) -> float:
-        return y if y > x else x  # max(x, y)
-
-    @staticmethod
-    def gammainc(s: float, x: float) -> float:
-        return float(_special().gammainc(s, x))
-
-    @staticmethod
-    def gammaincc(s: float, x: float) -> float:
-        return float(_special().gammaincc(s, x))
-
-    @staticmethod
-    def log_or_minus_inf(x: float) -> float:
-        """ln x, −inf at x = 0 (as numpy's log, without its warning)."""
-        return math.log(x) if x > 0 else -math.inf
-
-    @staticmethod
-    def not_tiny(x: float) -> float:
-        """x, or 1e-300 where |x| < 1e-300 (the guard of the modified Lentz algorithm)."""
-        return _TINY if abs(x) < _TINY else x
-
-    @staticmethod
-    def where(condition: bool, if_true: float, if_false: float) -> float:
-        return if_true if condition else if_false
-
-    @staticmethod
-    def all(condition: bool) -> bool:
-        return condition
-
-    @staticmethod
-    def largest(x: float) -> float:
-        return x
-
-    @staticmethod
-    def piecewise(
-        condition: bool, if_true: Callable[..., Any], if_false: Callable[..., Any], *args: float
-    ) -> Any:
-        return (if_true if condition else if_false)(FLOATS, *args)
-
-
-class ARRAYS:
-    """Math on arrays of points: numpy and scipy ufuncs, branches by mask."""
-
-    log = np.log
-    log1p = np.log1p
-    ceil = np.ceil
-    exp = np.exp
-    sqrt = np.sqrt
-
-    @staticmethod
-    def lgamma(x: np.ndarray) -> np.ndarray:
-        return _special().gammaln(x)
-
-    abs = np.abs
-    minimum = np.minimum
-    maximum = np.maximum
-
-    @staticmethod
-    def gammainc(s: np.ndarray, x: np.ndarray) -> np.ndarray:
-        return _special().gammainc(s, x)
-
-    @staticmethod
-    def gammaincc(s: np.ndarray, x: np.ndarray) -> np.ndarray:
-        return _special().gammaincc(s, x)
-
-    where = np.where
-    all = staticmethod(np.all)
-
-    @staticmethod
-    def log_or_minus_inf(x: np.ndarray) -> np.ndarray:
-        with np.errstate(divide="ignore"):
-            return np.log(x)
-
-    @staticmethod
-    def not_tiny(x: np.ndarray) -> np.ndarray:
-        return np.where(np.abs(x) < _TINY, _TINY, x)
-
-    @staticmethod
-    def largest(x: np.ndarray) -> float:
-        return float(x.max(initial=0.0))
-
-    @staticmethod
-    def piecewise(
-        condition: np.ndarray, if_true: Callable[..., Any], if_false: Callable[..., Any], *args: np.ndarray
-    ) -> Any:
-        """``if_true`` on the points where ``condition`` holds, ``if_false`` on the others; the
-        functions take (xp, *args) and return one array or a tuple of arrays. ``args``: arrays of
-        the shape of ``condition``, or floats (passed as they are)."""
-        out: tuple[np.ndarray, ...] | None = None
-        single = True
-        for mask, function in ((condition, if_true), (~condition, if_false)):
-            if not mask.any():
-                continue
-            value = function(ARRAYS, *(arg if isinstance(arg, float) else arg[mask] for arg in args))
-            single = not isinstance(value, tuple)
-            values = (value,) if single else value
-            if out is None:
-                out = tuple(np.empty(condition.shape) for _ in values)
-            for target, part in zip(out, values, strict=True):
-                target[mask] = part
-        if out is None:  # no points at all
-            return if_true(ARRAYS, *args)
-        return out[0] if single else out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -249,7 +108,7 @@ def _log_upper_gamma_ratio_cf(xp: Any, s: Any, x: Any) -> Any:
     it converges in under ten terms there.
     """
     b = x + 1.0 - s
-    c = 1.0 / _TINY
+    c = 1.0 / TINY
     d = 1.0 / b
     h = d
     for i in range(1, _CF_ITERATIONS):
@@ -400,6 +259,11 @@ def _wait_statistics(xp: Any, q: Any, servers: Any, rate: Any, service_rate: Any
     return xp.piecewise(
         stable, _stable_waits, _unstable_waits, log_no_wait, servers, rate, service_rate, variability
     )
+
+
+def peakedness(arrival_scv: float) -> float:
+    """z = (1 + C_a²)/2, the peakedness of an arrival stream with SCV C_a² (Whitt 1992): 1 for Poisson."""
+    return 0.5 * (1.0 + arrival_scv)
 
 
 def unchecked_wait_statistics(

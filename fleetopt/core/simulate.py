@@ -52,10 +52,10 @@ from fleetopt.errors import ValidationError
 
 #: The simulator's own iteration-level engine, beside every planner service model.
 PHYSICAL = "physical"
-#: What the simulator runs: the planner's request-level models, and the iteration-level engine
-#: (which also checks the occupancy-aware planner models, having no request-level form).
+#: What the simulator runs: the planner's request-level models (those simulated as themselves), and
+#: the iteration-level engine (which checks the planner models that have no request-level form).
 SERVICE_MODELS = (
-    *(name for name in PLANNER_SERVICE_MODELS if not get_service_model(name).occupancy_aware),
+    *(name for name in PLANNER_SERVICE_MODELS if get_service_model(name).simulation_model == name),
     PHYSICAL,
 )
 DISPATCH_POLICIES = ("pooled", "round-robin", "least-loaded")

@@ -17,7 +17,7 @@ not in proportion to the length of its iterations. The intake is modelled as a s
 follows the instance's own time (Poisson at f·λ_i per second) and a share 1 − f admitted as a
 Poisson number of requests with mean (1 − f)·λ_i·t̄ at every boundary (t̄ = t_d / (1 − u) the mean
 iteration, u = λ_i·τ·E[L_in] the share of time spent on prompts). f = 1 is one instance, or random
-dispatch; f for a least-loaded router is :func:`fleetopt.core.service.least_loaded_time_share`.
+dispatch; f for a least-loaded router is :func:`fleetopt.core.engine.router.least_loaded_time_share`.
 
 **Clusters.** An arrival during window iteration i (0 = the iteration in progress) has r = P + 1 − i
 window iterations left; its chunks add τ·c_m(L) to iterations i + 1 + m, and the time-driven
@@ -68,7 +68,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -297,7 +297,7 @@ class TtftCumulants:
       ``quiet_*`` cumulants (a prompt-free residual, the request's own prefill and first decode, T0);
       otherwise the rest, whose raw moments are the whole law's (``base_*``) less the quiet part's;
     - independently, with probability ``wait_probability`` the request waits for a slot, an
-      exponential wait of mean ``wait_mean_s`` (the chain's, :mod:`fleetopt.core.occupancy`).
+      exponential wait of mean ``wait_mean_s`` (the chain's, :mod:`fleetopt.core.engine.occupancy`).
 
     ``level_parts``: the same given the request's own prefill level P = k, one row per level, as
     (share of requests, mean, variance, third cumulant, quiet probability, quiet mean, quiet
@@ -372,7 +372,7 @@ class TtftCumulants:
         else:
             rows = self.level_parts
         p, m = self.wait_probability, self.wait_mean_s
-        exp_cumulants = (m, m * m, 2.0 * m**3)
+        m2, m3 = m * m, 2.0 * m**3
         parts = []
         for share, mean, var, third, w0, q_mean, q_var, q_third in rows:
             w0, quiet, rest = _quiet_and_rest(w0, (mean, var, third), (q_mean, q_var, q_third), array)
@@ -382,8 +382,7 @@ class TtftCumulants:
                 if not (drop_empty and p == 1.0):
                     parts.append((share * weight * (1.0 - p), *law))
                 if not (drop_empty and p == 0.0):
-                    waited = (a + b for a, b in zip(law, exp_cumulants, strict=True))
-                    parts.append((share * weight * p, *waited))
+                    parts.append((share * weight * p, law[0] + m, law[1] + m2, law[2] + m3))
         return parts
 
     def _part_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -436,9 +435,9 @@ class TtftCumulants:
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
                 return float(weight[keep] @ _shifted_gamma_survival(*(x[keep] for x in law), level_s))
         tail = 0.0
-        for weight, *law in self.components(drop_empty=True):
+        for weight, mean, variance, third in self.components(drop_empty=True):
             if weight > 1e-12:
-                tail += weight * _PreparedPart(*law).survival(level_s)
+                tail += weight * _PreparedPart(mean, variance, third).survival(level_s)
         return tail
 
     def exceeds(self, level_s: float, q: float) -> Any:
@@ -476,8 +475,9 @@ def _quiet_and_rest(w0: Any, whole: tuple, quiet: tuple, array: bool) -> tuple[A
     if not 1e-9 < w0 < 1.0 - 1e-9:
         w0 = 1.0 if w0 >= 1.0 - 1e-9 else 0.0
     if 0.0 < w0 < 1.0:  # (1 − w0 > 10⁻⁹: no division by zero)
-        raw_q, raw_w = _raw(*quiet), _raw(*whole)
-        rest = _cumulants(*((a - w0 * b) / (1.0 - w0) for a, b in zip(raw_w, raw_q, strict=True)))
+        (q1, q2, q3), (w1, w2, w3) = _raw(*quiet), _raw(*whole)
+        busy = 1.0 - w0
+        rest = _cumulants((w1 - w0 * q1) / busy, (w2 - w0 * q2) / busy, (w3 - w0 * q3) / busy)
         return w0, quiet, rest
     return w0, whole, whole
 
@@ -689,13 +689,23 @@ def ttft_cumulants(
             levels._clusters.clear()
         clusters = _cluster_lists if plain else _cluster_arrays
         memo = levels._clusters[key] = clusters(levels, tau_s, lam_time, depth)
+    # other requests with a chunk in the iteration in progress, on average (λ_i·t̄·E[P], and u more
+    # under its length bias): part of every level's ν
+    in_progress = lam * tbar * levels.mean_prefill_iterations + u
+    q1 = memo[0][1] if plain else tuple(memo[0][1].tolist())  # Q_1
+    exp = math.exp if isinstance(tbar, float) and plain else np.exp
+    window = _Window._make((
+        levels.chunk_tokens, q1, tau_s, t_d, lam, lam_time, tbar, per_boundary, b_,
+        (e_t, e_t2, e_t3, var_t, k3_t), in_progress, exp,
+    ))  # fmt: skip
     m1, m2, m3, quiet, z1, z2, z3, rows = (_level_sums_plain if plain else _level_sums_array)(
-        levels, memo, tau_s=tau_s, t_d=t_d, lam=lam, lam_time=lam_time, u=u, tbar=tbar,
-        per_boundary=per_boundary, b_=b_, moments_t=(e_t, e_t2, e_t3, var_t, k3_t), overhead_s=overhead_s,
-    )  # fmt: skip
+        levels, memo, window, overhead_s
+    )
     mean, var, third = _cumulants(m1, m2, m3)
-    if isinstance(quiet, float) and quiet == 0.0:
-        q_mean = q_var = q_third = 0.0
+    if isinstance(quiet, float):  # (one t_d: plain floats, no numpy warnings to silence)
+        q_mean, q_var, q_third = (
+            (0.0, 0.0, 0.0) if quiet == 0.0 else _cumulants(z1 / quiet, z2 / quiet, z3 / quiet)
+        )
     else:
         with np.errstate(divide="ignore", invalid="ignore"):
             q_mean, q_var, q_third = _cumulants(z1 / quiet, z2 / quiet, z3 / quiet)
@@ -717,89 +727,117 @@ def _cluster_lists(levels: PromptLevels, tau_s: float, lam_time: float, depth: i
     return q, q_sum, background
 
 
-def _level_sums_plain(
-    levels: PromptLevels, memo: tuple, *, tau_s: float, t_d: Any, lam: float, lam_time: float, u: float,
-    tbar: Any, per_boundary: Any, b_: float, moments_t: tuple, overhead_s: float,
-) -> tuple:  # fmt: skip
+class _Window(NamedTuple):
+    """What the law of every own level shares (:func:`ttft_cumulants`): the chunk size C, the
+    clusters' Q_1, τ, t_d, λ_i, f·λ_i, t̄, the per-boundary intake μ, the stationary iteration's
+    B (κ₂ = B·t̄), the length-biased iteration's moments (E[t], E[t²], E[t³], Var, κ₃) and the
+    other requests with a chunk in the iteration in progress (λ_i·t̄·E[P] + u); ``exp``: math's on
+    floats, numpy's where t_d is an array."""
+
+    chunk_tokens: int
+    q1: tuple
+    tau_s: float
+    t_d: Any
+    lam: float
+    lam_time: float
+    tbar: Any
+    per_boundary: Any
+    b_: float
+    moments_t: tuple
+    in_progress: Any
+    exp: Any
+
+
+def _level_law(
+    p: Any, y1: Any, y2: Any, y3: Any, qp: tuple, qs: tuple, before: tuple, bg: tuple | None, window: _Window
+) -> tuple:
+    """The law of TTFT given the request's own prefill level P = ``p``, without T0 and the slot wait
+    (module docstring): (c₁, c₂, c₃) its cumulants, the probability that no other request's prompt
+    touches the window, and the quiet part's (mean, variance, third cumulant). One level in plain
+    floats (or against an array of t_d), or a column of levels (numpy): the same formulas.
+
+    ``y1``–``y3``: E[y^i | P] of the last chunk; ``qp``, ``qs``, ``before``: the clusters' raw
+    moments Q_{p+1}, Σ_{i≤p+1} Q_i and Σ_{i≤p} Q_i (three each); ``bg``: the marks of the prompts
+    still prefilling from before (None: there are none); ``window``: what every level shares."""
+    chunk, q1, tau_s, t_d, lam, lam_time, tbar, per_boundary, b_, moments_t, in_progress, exp = window
+    e_t, e_t2, e_t3, var_t, k3_t = moments_t
+    tc = tau_s * chunk
+    prefilling = (p >= 1) * 1.0  # 1 where the request has a prompt to prefill (P ≥ 1)
+    own_tokens = prefilling * (p - 1.0) * chunk + y1  # (P − 1)⁺ full chunks and the last
+    # other requests that touch the window, on average (ν): those with a chunk in the iteration in
+    # progress (``in_progress``), the per-boundary intake at boundaries 1 … p + 1 and the
+    # time-driven arrivals during Ť and iterations 1 … p (the request's own chunks included)
+    others = in_progress + per_boundary * (p + 1.0) + lam_time * (e_t + p * tbar + tau_s * own_tokens)
+    still = exp(-others)
+    # quiet: Ť = t_d, so R = U·t_d; then p + 1 iterations of t_d and the request's own chunks
+    quiet_mean = t_d / 2.0 + (p + 1.0) * t_d + tau_s * own_tokens
+    quiet_var = t_d * t_d / 12.0 + tau_s**2 * (y2 - y1 * y1)
+    quiet_third = tau_s**3 * (y3 - 3.0 * y1 * y2 + 2.0 * y1**3)
+    # the residual R = U·Ť and the clusters of the arrivals during Ť (p + 1 iterations left)
+    g = 0.5 + lam_time * qp[0]
+    c1 = g * e_t
+    c2 = e_t2 / 12.0 + lam_time * qp[1] * e_t + g * g * var_t
+    c3 = (
+        lam_time * qp[2] * e_t
+        + 3.0 * g * ((e_t3 - e_t * e_t2) / 12.0 + lam_time * qp[1] * var_t)
+        + g**3 * k3_t
+    )
+    # the per-boundary intake at boundaries 1 … p + 1: Poisson(μ) clusters Q_{p+1}, …, Q_1
+    c1 = c1 + per_boundary * qs[0]
+    c2 = c2 + per_boundary * qs[1]
+    c3 = c3 + per_boundary * qs[2]
+    # the request's own decode time and chunks and the clusters they attract: iteration i = 1 … p
+    # carries t_d + τ·c_{i−1}, whose arrivals have p + 1 − i iterations left; iteration p + 1, t_d.
+    # The full chunks (iterations 1 … p − 1: r = p … 2), then the partial one y (r = 1), for p ≥ 1.
+    a1 = (
+        (p + 1.0) * t_d
+        + lam_time * t_d * before[0]
+        + prefilling * tc * ((p - 1.0) + lam_time * (before[0] - q1[0]))
+    )
+    a2 = lam_time * t_d * before[1] + prefilling * (tc * lam_time * (before[1] - q1[1]))
+    a3 = lam_time * t_d * before[2] + prefilling * (tc * lam_time * (before[2] - q1[2]))
+    b1 = prefilling * (tau_s * (1.0 + lam_time * q1[0]))
+    b2 = prefilling * (tau_s * lam_time * q1[1])
+    b3 = prefilling * (tau_s * lam_time * q1[2])
+    o1, o2, o3 = _conditional_raw(a1, b1, a2, b2, a3, b3, y1, y2, y3)
+    c1 = c1 + o1
+    c2 = c2 + o2 - o1 * o1
+    c3 = c3 + o3 - 3.0 * o1 * o2 + 2.0 * o1**3
+    if bg is not None:
+        # Requests admitted before the iteration in progress and still prefilling (λ_i·t̄ per lag):
+        # each also has a full chunk in that iteration, so under its length bias they are more
+        # (E[tB]/E[t]) and covary with Ť (second order, through the joint cumulants of (t, B)).
+        joint = lam * tc * bg[0]  # κ₁₁(t, B)/t̄
+        cov = joint * (tbar - b_) + lam * tc * tc * bg[0]  # Cov(Ť, B) under the length bias
+        c1 = c1 + lam * tbar * bg[0] + joint
+        c2 = c2 + lam * tbar * bg[1] + lam * tc * bg[1] - joint * joint + 2.0 * g * cov
+        c3 = c3 + lam * tbar * bg[2]
+    return c1, c2, c3, still, quiet_mean, quiet_var, quiet_third
+
+
+def _level_sums_plain(levels: PromptLevels, memo: tuple, window: _Window, overhead_s: float) -> tuple:
     """The per-level part of :func:`ttft_cumulants`, one prefill level at a time in plain floats (or
     over an array of t_d): Σ_P w_P·(E[X], E[X²], E[X³]) of the law without T0 and the slot wait, the
     quiet probability and the quiet part's raw moments weighted by it, and the law by level
     (:attr:`TtftCumulants.level_parts`, T0 = ``overhead_s`` in its means). ``memo``:
-    :func:`_cluster_lists`."""
-    e_t, e_t2, e_t3, var_t, k3_t = moments_t
-    tc = tau_s * levels.chunk_tokens
+    :func:`_cluster_lists`; ``window``: what the law of every level shares."""
     q, q_sum, background = memo
-    q1 = q[1]
     m1 = m2 = m3 = 0.0
     z1 = z2 = z3 = 0.0  # raw moments of the quiet part, weighted by its probability
     quiet = 0.0
     rows = []  # per own level: its share and its law (see TtftCumulants.level_parts)
-    exp = math.exp if isinstance(tbar, float) else np.exp
-    # other requests that touch a request's window, on average (ν, by own level below): those with
-    # a chunk in the iteration in progress (λ_i·t̄·E[P], and u more under its length bias)
-    in_progress = lam * tbar * levels.mean_prefill_iterations + u
-    for k, w, y1, y2, y3 in levels._chunk_rows:
-        p = k  # own prefill iterations; the first token comes at the end of iteration p + 1
-        qp = q[p + 1]
-        own_tokens = max(p - 1, 0) * levels.chunk_tokens + y1
-        # + the per-boundary intake at boundaries 1 … p + 1 + the time-driven arrivals during Ť and
-        # iterations 1 … p (the request's own chunks included)
-        others = in_progress + per_boundary * (p + 1) + lam_time * (e_t + p * tbar + tau_s * own_tokens)
-        still = exp(-others)
-        # quiet: Ť = t_d, so R = U·t_d; then p + 1 iterations of t_d and the request's own chunks
-        quiet_mean = t_d / 2.0 + (p + 1) * t_d + tau_s * own_tokens
-        quiet_var = t_d * t_d / 12.0 + tau_s**2 * (y2 - y1 * y1)
-        quiet_third = tau_s**3 * (y3 - 3 * y1 * y2 + 2 * y1**3)
+    for p, w, y1, y2, y3 in levels._chunk_rows:
+        bg = None if background is None else background[p]
+        c1, c2, c3, still, quiet_mean, quiet_var, quiet_third = _level_law(
+            p, y1, y2, y3, q[p + 1], q_sum[p + 1], q_sum[p], bg, window
+        )
         r = _raw(quiet_mean, quiet_var, quiet_third)
         quiet = quiet + w * still
         z1 = z1 + w * still * r[0]
         z2 = z2 + w * still * r[1]
         z3 = z3 + w * still * r[2]
-        # the residual R = U·Ť and the clusters of the arrivals during Ť (p + 1 iterations left)
-        g = 0.5 + lam_time * qp[0]
-        c1 = g * e_t
-        c2 = e_t2 / 12.0 + lam_time * qp[1] * e_t + g * g * var_t
-        c3 = (
-            lam_time * qp[2] * e_t
-            + 3.0 * g * ((e_t3 - e_t * e_t2) / 12.0 + lam_time * qp[1] * var_t)
-            + g**3 * k3_t
-        )
-        # the per-boundary intake at boundaries 1 … p + 1: Poisson(μ) clusters Q_{p+1}, …, Q_1
-        qs = q_sum[p + 1]
-        c1 = c1 + per_boundary * qs[0]
-        c2 = c2 + per_boundary * qs[1]
-        c3 = c3 + per_boundary * qs[2]
-        # the request's own decode time and chunks and the clusters they attract: iteration i = 1 … p
-        # carries t_d + τ·c_{i−1}, whose arrivals have p + 1 − i iterations left; iteration p + 1, t_d
-        own = q_sum[p]
-        a1 = (p + 1) * t_d + lam_time * t_d * own[0]
-        a2 = lam_time * t_d * own[1]
-        a3 = lam_time * t_d * own[2]
-        b1 = b2 = b3 = 0.0
-        if p >= 1:
-            # full chunks (iterations 1 … p − 1: r = p … 2), then the partial one y (r = 1)
-            a1 = a1 + tc * ((p - 1) + lam_time * (own[0] - q1[0]))
-            a2 = a2 + tc * lam_time * (own[1] - q1[1])
-            a3 = a3 + tc * lam_time * (own[2] - q1[2])
-            b1, b2, b3 = tau_s * (1.0 + lam_time * q1[0]), tau_s * lam_time * q1[1], tau_s * lam_time * q1[2]
-        o1, o2, o3 = _conditional_raw(a1, b1, a2, b2, a3, b3, y1, y2, y3)
-        c1 = c1 + o1
-        c2 = c2 + o2 - o1 * o1
-        c3 = c3 + o3 - 3 * o1 * o2 + 2 * o1**3
-        if background is not None:
-            # Requests admitted before the iteration in progress and still prefilling (λ_i·t̄ per lag):
-            # each also has a full chunk in that iteration, so under its length bias they are more
-            # (E[tB]/E[t]) and covary with Ť (second order, through the joint cumulants of (t, B)).
-            bg = background[p]
-            joint = lam * tc * bg[0]  # κ₁₁(t, B)/t̄
-            cov = joint * (tbar - b_) + lam * tc * tc * bg[0]  # Cov(Ť, B) under the length bias
-            c1 = c1 + lam * tbar * bg[0] + joint
-            c2 = c2 + lam * tbar * bg[1] + lam * tc * bg[1] - joint * joint + 2.0 * g * cov
-            c3 = c3 + lam * tbar * bg[2]
         rows.append((w, c1 + overhead_s, c2, c3, still, quiet_mean + overhead_s, quiet_var, quiet_third))
-        r1 = c1
-        r2 = c2 + c1 * c1
-        r3 = c3 + 3 * c1 * c2 + c1**3
+        r1, r2, r3 = _raw(c1, c2, c3)
         m1 = m1 + w * r1
         m2 = m2 + w * r2
         m3 = m3 + w * r3
@@ -984,76 +1022,34 @@ def background_marks_array(
     return out.T
 
 
-def _level_sums_array(
-    levels: PromptLevels, memo: tuple, *, tau_s: float, t_d: Any, lam: float, lam_time: float, u: float,
-    tbar: Any, per_boundary: Any, b_: float, moments_t: tuple, overhead_s: float,
-) -> tuple:  # fmt: skip
+def _level_sums_array(levels: PromptLevels, memo: tuple, window: _Window, overhead_s: float) -> tuple:
     """:func:`_level_sums_plain` with numpy over the levels (a column of levels against an array of
     t_d); ``memo``: :func:`_cluster_arrays`."""
-    e_t, e_t2, e_t3, var_t, k3_t = moments_t
     q, q_sum, background = memo
     k_all, w, y1, y2, y3 = levels.level_arrays()
     own = k_all.astype(np.intp)
-    sweep = isinstance(tbar, np.ndarray) and tbar.ndim > 0
+    sweep = isinstance(window.tbar, np.ndarray) and window.tbar.ndim > 0
 
     def column(x: np.ndarray) -> np.ndarray:
         return x[:, None] if sweep else x
 
-    p, y1, y2, y3 = column(k_all), column(y1), column(y2), column(y3)
-    chunk = levels.chunk_tokens
-    tc = tau_s * chunk
-    q1_0, q1_1, q1_2 = q[1].tolist()
-    qp = q[own + 1]
-    qp0, qp1, qp2 = column(qp[:, 0]), column(qp[:, 1]), column(qp[:, 2])
-    in_progress = lam * tbar * levels.mean_prefill_iterations + u
-    own_tokens = np.maximum(p - 1.0, 0.0) * chunk + y1
-    others = in_progress + per_boundary * (p + 1.0) + lam_time * (e_t + p * tbar + tau_s * own_tokens)
-    still = np.exp(-others)
+    def columns(moments: np.ndarray) -> tuple:
+        return tuple(column(moments[:, j]) for j in range(3))
+
+    c1, c2, c3, still, quiet_mean, quiet_var, quiet_third = _level_law(
+        column(k_all), column(y1), column(y2), column(y3), columns(q[own + 1]), columns(q_sum[own + 1]),
+        columns(q_sum[own]), columns(background), window,
+    )  # fmt: skip
     weighted_still = column(w) * still
-    quiet_mean = t_d / 2.0 + (p + 1.0) * t_d + tau_s * own_tokens
-    quiet_var = t_d * t_d / 12.0 + tau_s**2 * (y2 - y1 * y1)
-    quiet_third = tau_s**3 * (y3 - 3.0 * y1 * y2 + 2.0 * y1**3)
-    quiet_raw = _raw(quiet_mean, quiet_var, quiet_third)
     quiet = weighted_still.sum(axis=0)
-    z1, z2, z3 = ((weighted_still * r).sum(axis=0) for r in quiet_raw)
-    # the residual and the clusters of the arrivals during Ť
-    g = 0.5 + lam_time * qp0
-    c1 = g * e_t
-    c2 = e_t2 / 12.0 + lam_time * qp1 * e_t + g * g * var_t
-    c3 = lam_time * qp2 * e_t + 3.0 * g * ((e_t3 - e_t * e_t2) / 12.0 + lam_time * qp1 * var_t) + g**3 * k3_t
-    # the per-boundary intake at boundaries 1 … p + 1
-    qs = q_sum[own + 1]
-    c1 = c1 + per_boundary * column(qs[:, 0])
-    c2 = c2 + per_boundary * column(qs[:, 1])
-    c3 = c3 + per_boundary * column(qs[:, 2])
-    # the request's own decode time and chunks and their clusters
-    before = q_sum[own]
-    own0, own1, own2 = column(before[:, 0]), column(before[:, 1]), column(before[:, 2])
-    prefilling = column((k_all >= 1).astype(np.float64))
-    a1 = (p + 1.0) * t_d + lam_time * t_d * own0 + prefilling * tc * ((p - 1.0) + lam_time * (own0 - q1_0))
-    a2 = lam_time * t_d * own1 + prefilling * (tc * lam_time * (own1 - q1_1))
-    a3 = lam_time * t_d * own2 + prefilling * (tc * lam_time * (own2 - q1_2))
-    b1 = prefilling * (tau_s * (1.0 + lam_time * q1_0))
-    b2 = prefilling * (tau_s * lam_time * q1_1)
-    b3 = prefilling * (tau_s * lam_time * q1_2)
-    o1, o2, o3 = _conditional_raw(a1, b1, a2, b2, a3, b3, y1, y2, y3)
-    c1 = c1 + o1
-    c2 = c2 + o2 - o1 * o1
-    c3 = c3 + o3 - 3.0 * o1 * o2 + 2.0 * o1**3
-    # the prompts still prefilling from before
-    bg0, bg1, bg2 = column(background[:, 0]), column(background[:, 1]), column(background[:, 2])
-    joint = lam * tc * bg0
-    cov = joint * (tbar - b_) + lam * tc * tc * bg0
-    c1 = c1 + lam * tbar * bg0 + joint
-    c2 = c2 + lam * tbar * bg1 + lam * tc * bg1 - joint * joint + 2.0 * g * cov
-    c3 = c3 + lam * tbar * bg2
+    z1, z2, z3 = ((weighted_still * r).sum(axis=0) for r in _raw(quiet_mean, quiet_var, quiet_third))
     # (einsum, not BLAS: a levels × t_d product past ~10⁴ entries would wake OpenBLAS's threads)
-    m1, m2, m3 = (np.einsum("k,k...->...", w, r) for r in (c1, c2 + c1 * c1, c3 + 3.0 * c1 * c2 + c1**3))
+    m1, m2, m3 = (np.einsum("k,k...->...", w, r) for r in _raw(c1, c2, c3))
     by_level = (c1 + overhead_s, c2, c3, still, quiet_mean + overhead_s, quiet_var)
     if not sweep:
         rows = LevelColumns((w, *by_level, quiet_third))
         return float(m1), float(m2), float(m3), float(quiet), float(z1), float(z2), float(z3), rows
-    shape = (w.size, np.shape(tbar)[0])
+    shape = (w.size, np.shape(window.tbar)[0])
     rows = LevelColumns((w, *(np.broadcast_to(x, shape) for x in by_level), quiet_third[:, 0]))
     return m1, m2, m3, quiet, z1, z2, z3, rows
 
