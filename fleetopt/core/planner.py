@@ -43,7 +43,7 @@ MAX_POOLS = 8
 
 #: The most prefill iterations (⌈longest prompt / prefill_chunk_tokens⌉) the engine model's TTFT
 #: law is evaluated for. Its cost grows about with the square of the iterations (numpy over levels
-#: and lags, :mod:`fleetopt.core.ttft`): a full plan takes ~0.2 s at 26, ~1.5–2 s at 103, ~13 s at
+#: and lags, :mod:`fleetopt.core.engine.ttft`): a full plan takes ~0.2 s at 26, ~1.5–2 s at 103, ~13 s at
 #: 1,028 and ~25 s at 2,017 on a 2-core VM (benchmarks/bench_ttft.py); 2,048 covers 1M-token
 #: prompts in 512-token chunks. Past it a chunk is refused with what would work (a few-token chunk
 #: on long prompts would run for hours).

@@ -55,7 +55,7 @@ class PoolMoments:
         prefill_quantile_fraction: where the q-quantile falls inside its prefill level P_q, in
             (0, 1]: the share of that level's weight needed to reach q (1 when not computed).
         prompt_levels: the prompt lengths by prefill level (weights and the moments of the last
-            chunk), for the ``engine`` model's TTFT law (:mod:`fleetopt.core.ttft`); None when not
+            chunk), for the ``engine`` model's TTFT law (:mod:`fleetopt.core.engine.ttft`); None when not
             asked for.
         decode_above: ``decode_above(t)`` = (E[L_out; L > t], E[L_out·L; L > t]) over the pool's
             requests (L the routed total, tokens): what the engine model's KV-read floor needs
