@@ -28,6 +28,9 @@ HOURS_PER_YEAR = 8760.0
 PAPER_GPU_HOUR_USD = 2.21
 #: The compression bands γ the planner sweeps by default: 1.0, 1.1, …, 2.0.
 DEFAULT_GAMMAS = tuple(round(1.0 + 0.1 * k, 1) for k in range(11))
+#: The largest share of a prompt Compress-and-Route may cut (Routing.max_cut_fraction): 1 = no cap
+#: (the papers' rule: any band request with L_out < B is compressed to B − L_out).
+DEFAULT_MAX_CUT_FRACTION = 1.0
 #: Pools a plan may use by default (the papers' short/long split).
 DEFAULT_POOL_COUNT = 2
 #: vLLM's default gpu_memory_utilization (pool-routing §4.7).
