@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-SLOW_S = 5.0
+SLOW_S = 3.0
 
 
 def prompt_texts(body: dict) -> list[str]:
@@ -69,7 +69,10 @@ class MockPool:
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout test)
+                    pass
 
             def do_GET(self) -> None:
                 self._send(200, {"object": "list", "data": [{"id": "mock", "object": "model"}]})
@@ -169,3 +172,25 @@ class MockPool:
         if self.server is not None:
             self.server.shutdown()
             self.server.server_close()
+
+
+def prose_corpus(repo) -> str:
+    """English prose from the project's own docs: their paragraphs of plain text (no tables, code,
+    headings or lists), in order."""
+    kept = []
+    for page in sorted((repo / "docs").glob("*.md")):
+        fenced = False
+        for line in page.read_text(encoding="utf-8").splitlines():
+            if line.startswith("```"):
+                fenced = not fenced
+                continue
+            plain = line.strip()
+            if fenced or len(plain) < 40 or plain[0] in "|#-*>0123456789<!" or "`" in plain or "|" in plain:
+                continue
+            kept.append(plain)
+    return " ".join(kept)
+
+
+def code_corpus(repo) -> str:
+    """Python source: the project's own core modules."""
+    return "\n".join(p.read_text(encoding="utf-8") for p in sorted((repo / "fleetopt" / "core").glob("*.py")))

@@ -56,8 +56,9 @@ _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-
 _CODE_LINE = re.compile(
     r"^\s*(?:def |class |import |from \S+ import|#include|function\b|return\b|public |private |"
     r"static |const |let |var |fn |func |package |using |if\s*\(|for\s*\(|while\s*\(|}|\{|//|/\*|\*/|"
-    r"#!|@\w+|SELECT |select |CREATE |[A-Za-z_][\w.]*\s*(?:=|\+=|-=|:=)\s*\S.*;?\s*$)",
-    re.M,
+    r"#!|#\s|@\w+|\"\"\"|elif\b|else\b|try:|except\b|finally:|with |async |await |raise |yield\b|"
+    r"assert |lambda\b|SELECT |select |CREATE |[A-Za-z_][\w.\[\]]*\s*(?:=|\+=|-=|:=)\s*\S)"
+    r"|^\s{2,}\S.*(?:[:(\[{,;]|\)|\]|})\s*$",
 )
 _STRUCTURED_LINE = re.compile(
     r'^\s*(?:[\[\]{}],?|"[^"\n]{1,80}"\s*:|[\w.-]{1,40}:\s|-\s+[\w"\'].*:|<[/!?]?[A-Za-z][^>\n]*>|\|.*\||'
@@ -79,9 +80,12 @@ def classify_text(text: str) -> str:
     """The content category of ``text``: ``cjk``, ``code``, ``structured`` or ``prose``.
 
     O(1) in the text's length (it reads a sample of at most 6,000 characters): CJK when a fifth of
-    the non-space characters are CJK; code when a fenced block is present or a third of the
-    non-blank lines look like code (keywords, braces, assignments, comments); structured when
-    half of them look like JSON, YAML, XML, tables, CSV or log lines; prose otherwise.
+    the non-space characters are CJK; code when a fenced block is present, when lines that look
+    like code (keywords, braces, assignments, comments, indented lines ending in code punctuation) hold
+    25% of the characters, or when code
+    symbols ({ } ; = ( ) [ ] < >) are 8% of them; structured when lines of JSON, YAML, XML, tables,
+    CSV or logs (each at most 300 characters) hold half of the characters, or the text is a JSON
+    object or array; prose otherwise.
     """
     sample = _sample(text)
     letters = len(sample) - sample.count(" ") - sample.count("\n")
@@ -89,16 +93,25 @@ def classify_text(text: str) -> str:
         return "prose"
     if len(_CJK.findall(sample)) >= 0.2 * letters:
         return "cjk"
-    lines = [line for line in sample.split("\n") if line.strip()]
-    if not lines:
-        return "prose"
     if _FENCE in sample:
         return "code"
-    code = len(_CODE_LINE.findall(sample))
+    code_chars = structured_chars = total = 0
+    for line in sample.split("\n"):
+        size = len(line.strip())
+        if not size:
+            continue
+        total += size
+        if _CODE_LINE.match(line):
+            code_chars += size
+        elif size <= 300 and _STRUCTURED_LINE.match(line):
+            structured_chars += size
+    stripped = sample.strip()
+    if stripped[:1] in ("{", "[") and stripped[-1:] in ("}", "]") and code_chars < 0.25 * total:
+        return "structured"  # a JSON object or array
     symbols = sum(sample.count(c) for c in "{};=()[]<>")
-    if code >= max(2, len(lines) / 3) or symbols > 0.08 * letters:
+    if code_chars >= 0.25 * total or symbols > 0.08 * letters:
         return "code"
-    if len(_STRUCTURED_LINE.findall(sample)) >= max(2, len(lines) / 2):
+    if structured_chars >= 0.5 * total:
         return "structured"
     return "prose"
 

@@ -112,7 +112,7 @@ def litellm_document(
                     "model": f"{LITELLM_VLLM_PROVIDER}/{model}",
                     "api_base": _openai_base(url),
                 },
-                "model_info": {"fleetopt_pool": pool.name, "max_input_tokens": pool.context_tokens},
+                "model_info": {"fleetopt_pool": pool.name},
             }
         )
         pools.append(
@@ -148,7 +148,9 @@ def litellm_document(
     return {
         "model_list": model_list,
         "router_settings": router_settings,
-        "litellm_settings": {"callbacks": [LITELLM_CALLBACK]},
+        # the plugin learns from the backends' usage; LiteLLM's own token counts need no tokenizer
+        # download from the Hugging Face Hub (which an air-gapped cluster cannot reach)
+        "litellm_settings": {"callbacks": [LITELLM_CALLBACK], "disable_hf_tokenizer_download": True},
         "callback_settings": {"fleetopt": settings},
         # LiteLLM refuses to start without a master key: it reads it from the environment
         "general_settings": {"master_key": "os.environ/LITELLM_MASTER_KEY"},
