@@ -98,7 +98,10 @@ def gateway(tmp_path_factory):
     run = plan_workload("azure-2023", ttft_slo_s=0.5, arrival_rate_per_s=1000)
     routing = run.plan.best.routing
     contexts = routing.context_tokens(65_536)
-    pools = [MockPool(name, ctx, count, PER_MESSAGE).start() for name, ctx in zip(run.plan.best.pool_names, contexts)]
+    pools = [
+        MockPool(name, ctx, count, PER_MESSAGE).start()
+        for name, ctx in zip(run.plan.best.pool_names, contexts, strict=True)
+    ]
     workdir = tmp_path_factory.mktemp("gateway")
     plan_file = _plan_file(run, workdir)
     endpoints = tuple(f"{p.name}={p.url}" for p in pools)
@@ -109,7 +112,9 @@ def gateway(tmp_path_factory):
     metrics_port = _free_port()
     settings = config["callback_settings"]["fleetopt"]
     settings.update(
-        tokenizer={"tiktoken": "cl100k_base", "tokens_per_message": PER_MESSAGE}, seed=7, metrics_port=metrics_port
+        tokenizer={"tiktoken": "cl100k_base", "tokens_per_message": PER_MESSAGE},
+        seed=7,
+        metrics_port=metrics_port,
     )
     config["litellm_settings"]["request_timeout"] = 1  # MOCK-SLOW answers after SLOW_S
     config["router_settings"]["num_retries"] = 0
@@ -136,7 +141,9 @@ def gateway(tmp_path_factory):
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
             if proxy.poll() is not None:
-                pytest.fail(f"litellm exited with {proxy.returncode}: {(workdir / 'proxy.log').read_text()[-3000:]}")
+                pytest.fail(
+                    f"litellm exited with {proxy.returncode}: {(workdir / 'proxy.log').read_text()[-3000:]}"
+                )
             try:
                 with urllib.request.urlopen(f"{url}/health/liveliness", timeout=2) as r:
                     if r.status == 200:
@@ -207,7 +214,11 @@ def test_every_request_reaches_the_pool_the_planner_routes_it_to(gateway: Gatewa
     for k in range(40):
         kind = "code" if k % 5 == 4 else "prose"
         # lengths across the short pool, the C&R band and the long pool
-        tokens = int(rng.choice([rng.integers(20, b - 600), rng.integers(b - 300, top - 100), rng.integers(top, top + 2000)]))
+        tokens = int(
+            rng.choice(
+                [rng.integers(20, b - 600), rng.integers(b - 300, top - 100), rng.integers(top, top + 2000)]
+            )
+        )
         max_tokens = None if k % 7 == 3 else int(rng.integers(16, 400))
         marker = f"REQ-{'S' if stream else 'J'}{k:03d}"
         cases.append((marker, kind, tokens, max_tokens))
@@ -226,7 +237,9 @@ def test_every_request_reaches_the_pool_the_planner_routes_it_to(gateway: Gatewa
     names = [p.name for p in gateway.pools]
     for (marker, kind, _, max_tokens), content, (status, payload) in results:
         assert status == 200, (marker, payload[:500])
-        hits = [(name, r) for name in names for r in served[name] if marker in r["body"]["messages"][0]["content"]]
+        hits = [
+            (name, r) for name in names for r in served[name] if marker in r["body"]["messages"][0]["content"]
+        ]
         assert len(hits) == 1, f"{marker} served {len(hits)} times"
         name, request = hits[0]
         prompt_tokens = gateway.count(content) + PER_MESSAGE
@@ -257,16 +270,22 @@ BAD = {
     "malformed JSON": (b'{"model": "' + MODEL.encode() + b'", "messages": [', 400),
     "missing messages": (json.dumps({"model": MODEL, "max_tokens": 5}).encode(), 400),
     "non-string text part": (
-        json.dumps({"model": MODEL, "messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}]}).encode(),
+        json.dumps(
+            {"model": MODEL, "messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}]}
+        ).encode(),
         400,
     ),
     "unknown content part": (
-        json.dumps({"model": MODEL, "messages": [{"role": "user", "content": [{"type": "hologram"}]}]}).encode(),
+        json.dumps(
+            {"model": MODEL, "messages": [{"role": "user", "content": [{"type": "hologram"}]}]}
+        ).encode(),
         400,
     ),
     "message not an object": (json.dumps({"model": MODEL, "messages": ["hello"]}).encode(), 400),
     "max_tokens not a number": (
-        json.dumps({"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": "many"}).encode(),
+        json.dumps(
+            {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": "many"}
+        ).encode(),
         400,
     ),
 }
@@ -280,13 +299,18 @@ def test_bad_input_gets_a_clear_http_error_and_reaches_no_pool(gateway: Gateway,
     assert got == status, payload
     assert "error" in json.loads(payload)
     assert {p.name: len(p.requests) + len(p.refused) for p in gateway.pools} == before
-    assert gateway.post({"model": MODEL, "messages": [{"role": "user", "content": "still up?"}], "max_tokens": 5})[0] == 200
+    assert (
+        gateway.post(
+            {"model": MODEL, "messages": [{"role": "user", "content": "still up?"}], "max_tokens": 5}
+        )[0]
+        == 200
+    )
 
 
 def test_media_goes_to_the_last_pool_and_a_prompt_longer_than_every_pool_is_refused(gateway: Gateway) -> None:
     image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
-    body = {"model": MODEL, "max_tokens": 8,
-            "messages": [{"role": "user", "content": [{"type": "text", "text": "MEDIA-1 what is this?"}, image]}]}  # fmt: skip
+    content = [{"type": "text", "text": "MEDIA-1 what is this?"}, image]
+    body = {"model": MODEL, "max_tokens": 8, "messages": [{"role": "user", "content": content}]}
     status, payload = gateway.post(body)
     assert status == 200 and json.loads(payload)["choices"][0]["message"]["content"].startswith("pool=long")
     before = {p.name: len(p.requests) for p in gateway.pools}
@@ -305,7 +329,9 @@ def test_backend_errors_and_timeouts_come_back_as_errors_and_free_the_slot(gatew
         {"model": MODEL, "messages": [{"role": "user", "content": "MOCK-SLOW please"}], "max_tokens": 5}
     )
     assert status in (408, 500, 504) and "error" in json.loads(payload)
-    ok = gateway.post({"model": MODEL, "messages": [{"role": "user", "content": "after the errors"}], "max_tokens": 5})
+    ok = gateway.post(
+        {"model": MODEL, "messages": [{"role": "user", "content": "after the errors"}], "max_tokens": 5}
+    )
     assert ok[0] == 200
     with urllib.request.urlopen(gateway.metrics_url, timeout=10) as response:
         metrics = response.read().decode()

@@ -24,6 +24,7 @@ Our choices where the paper is silent (docs/gateway.md):
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Mapping
@@ -66,6 +67,8 @@ _STRUCTURED_LINE = re.compile(
     re.M,
 )
 _FENCE = "```"
+#: Texts up to this long that look like a JSON document are parsed to make sure.
+_JSON_PARSE_CHARS = 1_000_000
 
 
 def _sample(text: str) -> str:
@@ -105,8 +108,8 @@ def classify_text(text: str) -> str:
             code_chars += size
         elif size <= 300 and _STRUCTURED_LINE.match(line):
             structured_chars += size
-    stripped = sample.strip()
-    if stripped[:1] in ("{", "[") and stripped[-1:] in ("}", "]") and code_chars < 0.25 * total:
+    stripped = text.strip()
+    if stripped[:1] in ("{", "[") and stripped[-1:] in ("}", "]") and _is_json(stripped):
         return "structured"  # a JSON object or array
     symbols = sum(sample.count(c) for c in "{};=()[]<>")
     if code_chars >= 0.25 * total or symbols > 0.08 * letters:
@@ -114,6 +117,16 @@ def classify_text(text: str) -> str:
     if structured_chars >= 0.5 * total:
         return "structured"
     return "prose"
+
+
+def _is_json(text: str) -> bool:
+    if len(text) > _JSON_PARSE_CHARS:
+        return True  # a large bracketed document: parsing it would cost more than routing it
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
 
 
 @dataclass
