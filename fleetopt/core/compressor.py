@@ -73,10 +73,6 @@ def split_sentences(text: str) -> list[str]:
     return pieces
 
 
-def _words(sentence: str) -> list[str]:
-    return [w for w in _WORD.findall(sentence.lower()) if w not in _STOP]
-
-
 def sentence_scores(sentences: list[str]) -> np.ndarray:
     """The composite score of every sentence (FleetOpt §5.2's weights; module docstring)."""
     n = len(sentences)
@@ -86,18 +82,19 @@ def sentence_scores(sentences: list[str]) -> np.ndarray:
         return np.ones(1)
     from scipy import sparse
 
-    vocabulary: dict[str, int] = {}
-    rows: list[int] = []
-    cols: list[int] = []
-    lengths = np.zeros(n)
-    for i, sentence in enumerate(sentences):
-        words = _words(sentence)
-        lengths[i] = len(words)
-        for w in words:
-            rows.append(i)
-            cols.append(vocabulary.setdefault(w, len(vocabulary)))
-    counts = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, max(1, len(vocabulary))))
+    per_sentence = [_WORD.findall(sentence.lower()) for sentence in sentences]
+    flat = [w for words in per_sentence for w in words]
+    vocabulary = {w: i for i, w in enumerate(dict.fromkeys(flat))}
+    columns = np.fromiter(map(vocabulary.__getitem__, flat), dtype=np.int64, count=len(flat))
+    rows = np.repeat(np.arange(n), [len(words) for words in per_sentence])
+    counts = sparse.csr_matrix((np.ones(len(flat)), (rows, columns)), shape=(n, max(1, len(vocabulary))))
     counts.sum_duplicates()
+    stop = [vocabulary[w] for w in _STOP if w in vocabulary]
+    if stop:  # stop words say nothing about which sentence matters: drop their columns
+        keep = np.ones(counts.shape[1], dtype=bool)
+        keep[stop] = False
+        counts = counts[:, keep]
+    lengths = np.asarray(counts.sum(axis=1)).ravel()
     present = counts.copy()
     present.data[:] = 1.0
     df = np.asarray(present.sum(axis=0)).ravel()
