@@ -21,6 +21,7 @@ from fleetopt.core.planner import FleetPlan, PlanOptions
 from fleetopt.core.service import PoolHardware
 from fleetopt.core.workload import Workload
 from fleetopt.defaults import (
+    DEFAULT_COMPRESSIBILITY,
     DEFAULT_GAMMAS,
     DEFAULT_LONG_CONTEXT_TOKENS,
     DEFAULT_MAX_UTILIZATION,
@@ -194,7 +195,7 @@ def plan_workload(
     long_context_tokens: int = DEFAULT_LONG_CONTEXT_TOKENS,
     b_short_candidates: Sequence[int] | None = None,
     gammas: Sequence[float] = DEFAULT_GAMMAS,
-    compressibility: float = 1.0,
+    compressibility: float = DEFAULT_COMPRESSIBILITY,
     service_model: str = DEFAULT_SERVICE_MODEL,
     max_utilization: float = DEFAULT_MAX_UTILIZATION,
     tpot_slo_s: float | None = None,

@@ -28,6 +28,7 @@ from fleetopt.core.service import PoolHardware, PoolShare, ServiceModel, get_ser
 from fleetopt.core.sizing import PoolSizing, evaluate_pool, size_pool
 from fleetopt.core.workload import Workload
 from fleetopt.defaults import (
+    DEFAULT_COMPRESSIBILITY,
     DEFAULT_GAMMAS,
     DEFAULT_LONG_CONTEXT_TOKENS,
     DEFAULT_MAX_CUT_FRACTION,
@@ -71,7 +72,7 @@ class PlanOptions:
     long_context_tokens: int = DEFAULT_LONG_CONTEXT_TOKENS
     b_short_candidates: tuple[int, ...] | None = None
     gammas: tuple[float, ...] = DEFAULT_GAMMAS
-    compressibility: float = 1.0
+    compressibility: float = DEFAULT_COMPRESSIBILITY
     max_cut_fraction: float = DEFAULT_MAX_CUT_FRACTION
     service_model: str = DEFAULT_SERVICE_MODEL
     max_utilization: float = DEFAULT_MAX_UTILIZATION
