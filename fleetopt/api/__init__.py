@@ -693,6 +693,8 @@ _LAZY: dict[str, str] = {
     "ExportRun": "export",
     "export_context": "export",
     "export_plan": "export",
+    "GatewayEffect": "gateway",
+    "simulate_gateway_effect": "gateway",
 }
 
 

@@ -305,3 +305,60 @@ def gateway_file(target: str, context: ExportContext, options: ExportOptions, ga
     if target == "litellm":
         return litellm_yaml(context, options, endpoints)
     return semantic_router_yaml(context, options, endpoints, gateway.max_output_tokens)
+
+
+def gateway_effect_document(effect: Any, plan_label: str) -> dict[str, Any]:
+    """``fleetopt simulate --gateway`` as data: counts and each pool's share and P99, exact vs gateway."""
+    counts = effect.counts
+    n = max(1, counts.requests)
+    pools = {}
+    for k, name in enumerate(effect.pool_names):
+        exact, noisy = effect.exact.pools[k], effect.gateway.pools[k]
+        pools[name] = {
+            "share_exact": exact.routed_fraction.mean,
+            "share_gateway": noisy.routed_fraction.mean,
+            "p99_ttft_exact_s": exact.ttft_p99_s.mean,
+            "p99_ttft_gateway_s": noisy.ttft_p99_s.mean,
+            "p99_ttft_gateway_ci95_s": noisy.ttft_p99_s.ci95_half_width,
+        }
+    model = effect.model
+    return {
+        "kind": "fleetopt-gateway-simulation",
+        "plan": plan_label,
+        "bytes_model": {
+            "category_shares": dict(model.category_shares),
+            "bytes_per_token": dict(model.bytes_per_token),
+            "ratio_cv": model.ratio_cv,
+            "warm": model.warm,
+        },
+        "requests": counts.requests,
+        "misrouted": counts.misrouted,
+        "misrouted_fraction": counts.misrouted / n,
+        "rejected": counts.rejected,
+        "spilled": counts.spilled,
+        "sent_larger": counts.sent_larger,
+        "compressed": counts.compressed,
+        "by_category": counts.by_category,
+        "pools": pools,
+    }
+
+
+def gateway_effect_text(data: Mapping[str, Any]) -> str:
+    """``gateway_effect_document`` in words and a small table."""
+    n = max(1, data["requests"])
+    lines = [
+        f"Through a gateway estimating prompt tokens from bytes ({data['plan']}, "
+        f"{data['requests']:,} requests):",
+        f"  misrouted (sent to a pool too short, retried on the next): {data['misrouted']:,} "
+        f"({data['misrouted'] / n:.2%}); sent to a larger pool than needed: {data['sent_larger']:,} "
+        f"({data['sent_larger'] / n:.2%}); spilled: {data['spilled']:,}; rejected (longer than every pool): "
+        f"{data['rejected']:,}; compressed: {data['compressed']:,}",
+        f"  {'pool':<12} {'share exact':>12} {'via gateway':>12} {'P99 TTFT exact':>15} {'via gateway':>18}",
+    ]
+    for name, pool in data["pools"].items():
+        lines.append(
+            f"  {name:<12} {pool['share_exact']:12.2%} {pool['share_gateway']:12.2%} "
+            f"{pool['p99_ttft_exact_s'] * 1e3:12.1f} ms {pool['p99_ttft_gateway_s'] * 1e3:9.1f} ± "
+            f"{pool['p99_ttft_gateway_ci95_s'] * 1e3:.1f} ms"
+        )
+    return "\n".join(lines)
