@@ -194,3 +194,78 @@ def prose_corpus(repo) -> str:
 def code_corpus(repo) -> str:
     """Python source: the project's own core modules."""
     return "\n".join(p.read_text(encoding="utf-8") for p in sorted((repo / "fleetopt" / "core").glob("*.py")))
+
+
+def free_port() -> int:
+    """A free TCP port on loopback."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def litellm_tiktoken_cache() -> str:
+    """LiteLLM's bundled tiktoken files (cl100k_base offline), found without importing LiteLLM."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("litellm")
+    assert spec is not None and spec.origin is not None
+    return str(Path(spec.origin).parent / "litellm_core_utils" / "tokenizers")
+
+
+def start_litellm(config_path, workdir, repo, key: str, timeout_s: float = 120.0):
+    """Start ``litellm --config`` on a free loopback port; (process, URL, log path). Raises
+    RuntimeError when it exits or does not answer /health/liveliness within ``timeout_s``."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import urllib.request
+    from pathlib import Path
+
+    port = free_port()
+    env = {
+        **os.environ,
+        "LITELLM_MASTER_KEY": key,
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # no fetch of the price list at start-up
+        "HF_HUB_OFFLINE": "1",  # LiteLLM counts streamed tokens with the model's tokenizer: no download
+        "TIKTOKEN_CACHE_DIR": litellm_tiktoken_cache(),
+        "PYTHONPATH": os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")]),
+    }
+    script = Path(sys.executable).parent / "litellm"
+    command = [str(script)] if script.exists() else [shutil.which("litellm") or "litellm"]
+    log_path = Path(workdir) / f"litellm-{port}.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [*command, "--config", str(config_path), "--host", "127.0.0.1", "--port", str(port)],
+            env=env, stdout=log, stderr=subprocess.STDOUT, cwd=workdir,
+        )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"litellm exited with {process.returncode}: {log_path.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/health/liveliness", timeout=2) as response:
+                if response.status == 200:
+                    return process, url, log_path
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            stop_process(process)
+            raise RuntimeError(f"litellm did not start in {timeout_s:.0f} s: {log_path.read_text()[-3000:]}")
+        time.sleep(0.25)
+
+
+def stop_process(process) -> None:
+    """Terminate a process we started (kill it if it does not stop in 15 s)."""
+    import subprocess
+
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=15)

@@ -18,11 +18,6 @@ import functools
 import json
 import os
 import secrets
-import shutil
-import socket
-import subprocess
-import sys
-import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -34,7 +29,15 @@ import pytest
 pytest.importorskip("litellm")
 tiktoken = pytest.importorskip("tiktoken")
 
-from gateway_mocks import MockPool, code_corpus, prose_corpus  # noqa: E402
+from gateway_mocks import (  # noqa: E402
+    MockPool,
+    code_corpus,
+    free_port,
+    litellm_tiktoken_cache,
+    prose_corpus,
+    start_litellm,
+    stop_process,
+)
 
 from fleetopt.core.routing import Routing  # noqa: E402
 
@@ -45,18 +48,6 @@ MODEL = "meta-llama/Llama-3.1-70B-Instruct"
 PER_MESSAGE = 4  # chat-template tokens per message, the same for the gateway and the mock "model"
 START_TIMEOUT_S = 120.0
 REQUEST_TIMEOUT_S = 60.0
-
-
-def _litellm_tiktoken_cache() -> str:
-    import litellm
-
-    return str(Path(litellm.__file__).parent / "litellm_core_utils" / "tokenizers")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Gateway:
@@ -89,7 +80,7 @@ def gateway(tmp_path_factory):
     from fleetopt.api import export_plan, plan_workload
     from fleetopt.render.gateway import GatewayOptions
 
-    os.environ["TIKTOKEN_CACHE_DIR"] = _litellm_tiktoken_cache()
+    os.environ["TIKTOKEN_CACHE_DIR"] = litellm_tiktoken_cache()
     encoding = tiktoken.get_encoding("cl100k_base")
 
     def count(text: str) -> int:
@@ -109,7 +100,7 @@ def gateway(tmp_path_factory):
     import yaml
 
     config = yaml.safe_load(exported)
-    metrics_port = _free_port()
+    metrics_port = free_port()
     settings = config["callback_settings"]["fleetopt"]
     settings.update(
         tokenizer={"tiktoken": "cl100k_base", "tokens_per_message": PER_MESSAGE},
@@ -120,48 +111,17 @@ def gateway(tmp_path_factory):
     config["router_settings"]["num_retries"] = 0
     config_path = workdir / "litellm.yaml"
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
-    port = _free_port()
     key = "sk-" + secrets.token_hex(24)
-    env = {
-        **os.environ,
-        "LITELLM_MASTER_KEY": key,
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-        "HF_HUB_OFFLINE": "1",  # LiteLLM counts streamed tokens with the model's tokenizer: no download
-        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
-    }
-    script = Path(sys.executable).parent / "litellm"
-    command = [str(script)] if script.exists() else [shutil.which("litellm") or "litellm"]
-    log = open(workdir / "proxy.log", "wb")  # noqa: SIM115 - closed below
-    proxy = subprocess.Popen(
-        [*command, "--config", str(config_path), "--host", "127.0.0.1", "--port", str(port)],
-        env=env, stdout=log, stderr=subprocess.STDOUT, cwd=workdir,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            if proxy.poll() is not None:
-                pytest.fail(
-                    f"litellm exited with {proxy.returncode}: {(workdir / 'proxy.log').read_text()[-3000:]}"
-                )
-            try:
-                with urllib.request.urlopen(f"{url}/health/liveliness", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"litellm did not start in {START_TIMEOUT_S:.0f} s")
-            time.sleep(0.25)
-        yield Gateway(url, key, pools, f"http://127.0.0.1:{metrics_port}/metrics", routing, count)
-    finally:
-        proxy.terminate()
         try:
-            proxy.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proxy.kill()
-            proxy.wait(timeout=15)
-        log.close()
+            proxy, url, _ = start_litellm(config_path, workdir, REPO, key, START_TIMEOUT_S)
+        except RuntimeError as exc:
+            pytest.fail(str(exc))
+        try:
+            yield Gateway(url, key, pools, f"http://127.0.0.1:{metrics_port}/metrics", routing, count)
+        finally:
+            stop_process(proxy)
+    finally:
         for pool in pools:
             pool.stop()
 
