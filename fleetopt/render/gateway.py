@@ -165,7 +165,7 @@ def litellm_yaml(
     band = settings.get("compress_and_route")
     header = [
         f"fleetopt {__version__} export --to litellm: {context.plan_label}",
-        "The LiteLLM proxy config of the plan (docs/deploy.md#litellm): pip install 'fleetopt[gateway]',",
+        "The LiteLLM proxy config of the plan (docs/gateway.md): pip install 'fleetopt[gateway]',",
         "then LITELLM_MASTER_KEY=sk-… litellm --config litellm.yaml. Clients ask for the served model;",
         "the plugin picks the pool by token budget (prompt + max_tokens; no max_tokens: the last pool)",
         "and spills a request to the next larger pool when its pool has every slot busy.",
