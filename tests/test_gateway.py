@@ -404,3 +404,52 @@ def test_the_planner_and_the_core_never_import_litellm() -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True).stdout
     assert out.strip() == "[]"
+
+
+# -- routing noise in the simulator ---------------------------------------------------------------------
+
+
+def test_gateway_noise_with_an_exact_estimate_changes_nothing_and_a_short_one_misroutes() -> None:
+    from fleetopt.core.gateway_sim import BytesModel, gateway_route
+
+    rng = np.random.default_rng(0)
+    inputs = rng.integers(100, 12_000, 5000)
+    outputs = rng.integers(1, 500, 5000)
+    routing = Routing((4096,), 1.0, 0.0)
+    contexts = routing.context_tokens(65_536)
+    exact_pool, _, _ = routing.route(inputs + outputs, inputs, outputs, np.zeros(5000))
+    # every request's ratio is its category's, and the estimator already knows it: no noise
+    perfect = BytesModel(ratio_cv=0.0, bias=0.0, warm=True)
+    pool, _, total, counts = gateway_route(routing, contexts, inputs, outputs, np.zeros(5000), rng, perfect)
+    assert counts.misrouted == counts.rejected == counts.spilled == 0
+    assert counts.sent_larger <= 0.001 * inputs.size  # ⌈bytes / c⌉ rounds up by at most a token
+    assert np.mean(pool == exact_pool) > 0.999 and (total == inputs + outputs).all()
+    # a cold estimator that believes CJK is 4 bytes per token under-counts it by half: misroutes
+    cjk = BytesModel(category_shares={"cjk": 1.0}, warm=False)
+    pool, _, total, counts = gateway_route(routing, contexts, inputs, outputs, np.zeros(5000), rng, cjk)
+    assert counts.misrouted > 0 and (pool >= np.searchsorted(contexts, total)).all()  # none left too short
+
+
+def test_simulate_gateway_reports_misrouting_and_each_pools_p99(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from fleetopt.cli import app
+
+    runner = CliRunner()
+    plan = tmp_path / "plan.yaml"
+    made = runner.invoke(
+        app,
+        ["plan", "--cdf", "azure-2023", "--slo", "500ms", "--rate", "100", "--service-model", "lockstep",
+         "--serving", "llama-3-70b-a100-80gb-tp8", "--rate-basis", "mean", "-o", str(plan)],
+    )  # fmt: skip
+    assert made.exit_code == 0, made.output
+    result = runner.invoke(
+        app,
+        ["simulate", "--plan", str(plan), "--gateway", "--requests", "4000", "--seeds", "1", "-f", "json"],
+    )
+    assert result.exit_code == 0, result.output
+    data = yaml.safe_load(result.stdout)
+    assert data["requests"] == 4000 and set(data["pools"]) == {"short", "long"}
+    assert 0 <= data["misrouted"] < 4000 and data["rejected"] == 0
+    shares = [p["share_gateway"] for p in data["pools"].values()]
+    assert sum(shares) == pytest.approx(1.0)
