@@ -453,3 +453,20 @@ def test_simulate_gateway_reports_misrouting_and_each_pools_p99(tmp_path) -> Non
     assert 0 <= data["misrouted"] < 4000 and data["rejected"] == 0
     shares = [p["share_gateway"] for p in data["pools"].values()]
     assert sum(shares) == pytest.approx(1.0)
+
+
+def test_a_configured_tokenizer_counts_exactly(tmp_path) -> None:
+    tokenizers = pytest.importorskip("tokenizers")
+    from tokenizers.models import WordLevel
+    from tokenizers.pre_tokenizers import Whitespace
+
+    vocab = {"[UNK]": 0, **{w: i + 1 for i, w in enumerate("the plan sizes each pool".split())}}
+    tokenizer = tokenizers.Tokenizer(WordLevel(vocab, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = Whitespace()
+    path = tmp_path / "tokenizer.json"
+    tokenizer.save(str(path))
+    settings = _settings(tokenizer={"huggingface_file": str(path), "tokens_per_message": 3})
+    router = TokenBudgetRouter(gateway_config(settings))
+    text = "the plan sizes each pool " * 800  # 4,000 words: 4,000 tokens + 3
+    assert router.route(_chat(text, 93)).pool == "short"  # 4,003 + 93 = 4,096
+    assert router.route(_chat(text + "pool", 93)).outcome in ("compressed", "fallback")  # 4,097: the band
