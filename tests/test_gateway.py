@@ -14,7 +14,9 @@ import pytest
 import yaml
 from hypothesis import given
 from hypothesis import strategies as st
+from typer.testing import CliRunner
 
+from fleetopt.cli import app as _app
 from fleetopt.core.compressor import (
     KEEP_FIRST,
     KEEP_LAST,
@@ -31,6 +33,7 @@ from fleetopt.gateway.router import GatewayError, TokenBudgetRouter
 
 REPO = Path(__file__).resolve().parents[1]
 MODEL = "meta-llama/Llama-3.1-70B-Instruct"
+_runner = CliRunner()
 
 
 # -- the estimator -----------------------------------------------------------------------------------
@@ -283,11 +286,22 @@ def plans(tmp_path_factory) -> dict[str, Path]:
     paths = {}
     for name, extra in (("cr", ["--compressibility", "1"]), ("plain", [])):
         path = out / f"{name}.yaml"
-        subprocess.run(
-            [sys.executable, "-m", "fleetopt", "plan", "--cdf", "azure-2023", "--slo", "500ms",
-             "--rate", "1000", "--output", str(path), *extra],
-            check=True, capture_output=True,
-        )  # fmt: skip
+        done = _runner.invoke(
+            _app,
+            [
+                "plan",
+                "--cdf",
+                "azure-2023",
+                "--slo",
+                "500ms",
+                "--rate",
+                "1000",
+                "--output",
+                str(path),
+                *extra,
+            ],
+        )
+        assert done.exit_code == 0, done.output
         paths[name] = path
     return paths
 
@@ -431,20 +445,15 @@ def test_gateway_noise_with_an_exact_estimate_changes_nothing_and_a_short_one_mi
 
 
 def test_simulate_gateway_reports_misrouting_and_each_pools_p99(tmp_path) -> None:
-    from typer.testing import CliRunner
-
-    from fleetopt.cli import app
-
-    runner = CliRunner()
     plan = tmp_path / "plan.yaml"
-    made = runner.invoke(
-        app,
+    made = _runner.invoke(
+        _app,
         ["plan", "--cdf", "azure-2023", "--slo", "500ms", "--rate", "100", "--service-model", "lockstep",
          "--serving", "llama-3-70b-a100-80gb-tp8", "--rate-basis", "mean", "-o", str(plan)],
     )  # fmt: skip
     assert made.exit_code == 0, made.output
-    result = runner.invoke(
-        app,
+    result = _runner.invoke(
+        _app,
         ["simulate", "--plan", str(plan), "--gateway", "--requests", "4000", "--seeds", "1", "-f", "json"],
     )
     assert result.exit_code == 0, result.output
