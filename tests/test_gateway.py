@@ -479,3 +479,19 @@ def test_a_configured_tokenizer_counts_exactly(tmp_path) -> None:
     text = "the plan sizes each pool " * 800  # 4,000 words: 4,000 tokens + 3
     assert router.route(_chat(text, 93)).pool == "short"  # 4,003 + 93 = 4,096
     assert router.route(_chat(text + "pool", 93)).outcome in ("compressed", "fallback")  # 4,097: the band
+
+
+def test_shadow_compression_measures_p_c_without_changing_requests() -> None:
+    settings = _settings(shadow_compression={"gamma": 1.9, "max_cut_fraction": 0.5})
+    del settings["compress_and_route"]  # the plan does not compress
+    router = TokenBudgetRouter(gateway_config(settings))
+    prose = " ".join(
+        f"Sentence {i} says something about queues, pools and the cost of GPUs." for i in range(250)
+    )
+    code = (REPO / "fleetopt" / "core" / "planner.py").read_text()[:16_000]
+    for text in (prose, code):
+        routed = router.route(_chat(text, 200))
+        assert routed.pool == "long" and routed.body_updates == {}  # routed as planned, untouched
+    assert (
+        router.metrics.counts["shadow_band", "yes"] == 1 and router.metrics.counts["shadow_band", "no"] == 1
+    )

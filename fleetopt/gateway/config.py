@@ -25,8 +25,9 @@ MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,199}$")
 
 _TOP = {
     "kind", "schema_version", "model", "pools", "compress_and_route", "estimator", "tokenizer",
-    "seed", "metrics_port", "metrics_address", "in_flight_timeout_s", "plan",
+    "seed", "metrics_port", "metrics_address", "in_flight_timeout_s", "plan", "shadow_compression",
 }  # fmt: skip
+_SHADOW = {"gamma", "max_cut_fraction"}
 _POOL = {"name", "model_group", "max_budget_tokens", "max_in_flight"}
 _BAND = {"gamma", "compressibility", "max_cut_fraction"}
 _ESTIMATOR = {"decay", "bias", "cold_start_bytes_per_token", "cold_start_deviation_fraction"}
@@ -61,6 +62,8 @@ class GatewayConfig:
     metrics_port: int | None = None
     metrics_address: str = "127.0.0.1"
     in_flight_timeout_s: float = 600.0
+    shadow_gamma: float | None = None
+    shadow_max_cut_fraction: float = 1.0
 
     @property
     def context_tokens(self) -> tuple[int, ...]:
@@ -194,5 +197,13 @@ def gateway_config(document: Any, source: str = "callback_settings.fleetopt") ->
     if doc.get("in_flight_timeout_s") is not None:
         extra["in_flight_timeout_s"] = _number(
             source, "in_flight_timeout_s", doc["in_flight_timeout_s"], 1.0, 86400.0
+        )
+    if doc.get("shadow_compression") is not None:
+        shadow = _mapping(source, "shadow_compression", doc["shadow_compression"], _SHADOW)
+        if len(pools) < 2:
+            raise ValidationError(f"{source}: shadow_compression needs two or more pools")
+        extra["shadow_gamma"] = _number(source, "shadow_compression.gamma", shadow.get("gamma"), 1.0, 1e6)
+        extra["shadow_max_cut_fraction"] = _number(
+            source, "shadow_compression.max_cut_fraction", shadow.get("max_cut_fraction", 1.0), 1e-9, 1.0
         )
     return GatewayConfig(model=model, pools=tuple(pools), routing=routing, **extra)

@@ -11,7 +11,10 @@ installed (the ``gateway`` extra installs it).
 - ``fleetopt_gateway_estimate_error_tokens{category}``: a histogram of estimated − actual prompt
   tokens (negative: the estimate was short);
 - ``fleetopt_gateway_bytes_per_token{category}``: the estimator's ĉ;
-- ``fleetopt_gateway_in_flight{pool}``: requests in flight.
+- ``fleetopt_gateway_in_flight{pool}``: requests in flight;
+- ``fleetopt_gateway_shadow_band_total{compressible}``: with ``shadow_compression``, band requests
+  the plan does not compress, and whether the compressor could have (yes / no): their ratio is the
+  p_c of this traffic for ``fleetopt plan --compressibility``.
 """
 
 from __future__ import annotations
@@ -56,6 +59,10 @@ class GatewayMetrics:
                 "fleetopt_gateway_bytes_per_token", "The estimator's ratio", ["category"], registry=r
             )
             self._load = p.Gauge("fleetopt_gateway_in_flight", "Requests in flight", ["pool"], registry=r)
+            self._shadow = p.Counter(
+                "fleetopt_gateway_shadow_band", "Band requests and whether they could be compressed",
+                ["compressible"], registry=r,
+            )  # fmt: skip
 
     def routed(self, pool: str, outcome: str, in_flight: int) -> None:
         self.counts["requests", pool, outcome] += 1
@@ -100,6 +107,11 @@ class GatewayMetrics:
     def ratio(self, category: str, bytes_per_token: float) -> None:
         if self.registry is not None:
             self._ratio.labels(category).set(bytes_per_token)
+
+    def shadow(self, compressible: bool) -> None:
+        self.counts["shadow_band", "yes" if compressible else "no"] += 1
+        if self.registry is not None:
+            self._shadow.labels("yes" if compressible else "no").inc()
 
     def serve(self, port: int, address: str = "127.0.0.1") -> None:
         """Serve ``/metrics`` on ``address:port`` (a thread of prometheus_client's)."""

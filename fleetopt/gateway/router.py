@@ -238,11 +238,34 @@ class TokenBudgetRouter:
             return self._admit(
                 fallback, decision, "fallback", {}, prompt_bytes, category, prompt_tokens, True
             )
+        if self.config.shadow_gamma is not None and max_tokens is not None:
+            self._shadow(body, call_type, texts, prompt_tokens, max_tokens, category, tool_bytes)
         outcome = "spilled" if decision.outcome is Outcome.SPILLED else "routed"
         assert decision.pool_index is not None
         return self._admit(
             decision.pool_index, decision, outcome, {}, prompt_bytes, category, prompt_tokens, True
         )
+
+    def _shadow(
+        self, body: dict, call_type: str, texts: list[_Text], prompt_tokens: int, max_tokens: int,
+        category: str, tool_bytes: int,
+    ) -> None:  # fmt: skip
+        """Shadow compression (``shadow_compression`` in the settings): for a request in the band
+        (B, ⌊γB⌋] that the plan does not compress, count whether the compressor could have brought it
+        to B − max_tokens within the cap — the p_c of this traffic, measured — without changing it."""
+        b = self.config.pools[0].max_budget_tokens
+        budget = prompt_tokens + max_tokens
+        gamma = self.config.shadow_gamma
+        assert gamma is not None
+        if not (b < budget <= math.floor(gamma * b)):
+            return
+        cut_ok = max_tokens < b and budget - b <= self.config.shadow_max_cut_fraction * prompt_tokens
+        updates = None
+        if cut_ok:
+            updates, _, _ = self._compress(
+                body, call_type, texts, prompt_tokens, b - max_tokens, category, tool_bytes
+            )
+        self.metrics.shadow(updates is not None)
 
     def _optimistic_tokens(self, prompt_bytes: int, category: str) -> int | None:
         """The estimate with the bias the other way (ĉ + γσ̂): None with an exact tokenizer."""
