@@ -39,6 +39,8 @@ class FleetoptRouter(CustomLogger):
         super().__init__()
         self._settings = settings
         self._router: TokenBudgetRouter | None = None
+        if settings is not None or (getattr(litellm, "callback_settings", None) or {}).get("fleetopt"):
+            self.router  # noqa: B018 - the proxy loads its callbacks at start-up: a bad config fails there
 
     @property
     def router(self) -> TokenBudgetRouter:
