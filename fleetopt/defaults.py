@@ -28,6 +28,19 @@ HOURS_PER_YEAR = 8760.0
 PAPER_GPU_HOUR_USD = 2.21
 #: The compression bands γ the planner sweeps by default: 1.0, 1.1, …, 2.0.
 DEFAULT_GAMMAS = tuple(round(1.0 + 0.1 * k, 1) for k in range(11))
+#: The largest share of a prompt Compress-and-Route may cut (Routing.max_cut_fraction; 1 = the papers'
+#: rule, no cap). 20%: the largest cut at which FleetOpt §5.2's compressor keeps the fidelity of the
+#: paper's own evidence (Table 7's p10: ROUGE-L recall 0.783, TF-IDF cosine 0.963) on real English of
+#: 2K–8K tokens — p10 0.784 and 0.969 at 20%, 0.730 and 0.956 at 25% (benchmarks/bench_compressor.py,
+#: docs/gateway.md). Without it γ = 2 would cut up to half of a prompt.
+DEFAULT_MAX_CUT_FRACTION = 0.2
+#: The share p_c of compressible band requests the planner assumes are compressed: 0, Compress-and-Route
+#: off. Only fleetopt's LiteLLM plugin compresses prompts (export --to litellm); how many band requests
+#: it can compress depends on their content (never code or structured data: 44% of the Azure 2023
+#: band is its code trace) and the cut they need, which a token-length log does not say. A plan that
+#: relies on compression is a choice (--compressibility, measured with the plugin's counters), not a
+#: default (docs/planner.md).
+DEFAULT_COMPRESSIBILITY = 0.0
 #: Pools a plan may use by default (the papers' short/long split).
 DEFAULT_POOL_COUNT = 2
 #: vLLM's default gpu_memory_utilization (pool-routing §4.7).

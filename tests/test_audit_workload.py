@@ -40,7 +40,14 @@ def _hardware():
 def _audit(name: str, service_model: str = "lockstep", b_short: int | None = None, sweeps: bool = False):
     hw = _hardware()
     options = WorkloadAuditOptions(
-        plan=PlanOptions(arrival_rate_per_s=1000.0, ttft_slo_s=0.5, service_model=service_model),
+        # the audit's defaults (api/audit.py): the papers' C&R, p_c = 1 and no cap on the cut
+        plan=PlanOptions(
+            arrival_rate_per_s=1000.0,
+            ttft_slo_s=0.5,
+            service_model=service_model,
+            compressibility=1.0,
+            max_cut_fraction=1.0,
+        ),
         b_short_tokens=b_short,
         rates_per_s=None if sweeps else (),
         sweep_thresholds=sweeps,

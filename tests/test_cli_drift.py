@@ -127,7 +127,7 @@ def test_markdown_report_puts_the_verdict_first(plans) -> None:
     lines = result.stdout.splitlines()
     assert lines[0].startswith("### fleetopt drift — **DRIFT: ") and lines[0].endswith(" (exit 1)**")
     assert any(line.startswith("- the total-token distribution moved") for line in lines)
-    assert any(line.startswith("| long | 3 × 16 |") for line in lines)
+    assert any(line.startswith("| long | 4 × 16 |") for line in lines)
     assert "| workload | planned | today | change |" in lines
 
 

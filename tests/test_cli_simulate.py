@@ -175,5 +175,5 @@ def test_plan_validate_table_prints_the_plan_then_the_simulation() -> None:
             "--serving", "llama-3-70b-a100-80gb-tp8", "--rate-basis", "mean", "--validate"]  # fmt: skip
     result = runner.invoke(app, [*args, "--sim-requests", "20000", "--sim-seeds", "2"])
     assert result.exit_code == 0, result.output
-    assert "Simulation of the plan (B = 1,536, γ = 1.7, p_c = 1)" in result.stdout
-    assert "short pool: 120 × 180 slots" in result.stdout
+    assert "Simulation of the plan (B = 2,048, γ = 1, p_c = 0)" in result.stdout
+    assert "short pool: 119 × 141 slots" in result.stdout

@@ -127,9 +127,11 @@ def test_fleet_sim_accounting_misses_compressed_requests_and_the_report_says_so(
     p_c = 1: the simulated short pool saturates while the plan predicts ≤ 0.85."""
     run = plan_workload(
         "azure", ttft_slo_s=SLO_S, arrival_rate_per_s=RATE_PER_S, service_model="fleet-sim",
-        b_short_candidates=[4096], gammas=[2.0],
+        b_short_candidates=[4096], gammas=[2.0], compressibility=1.0,
     )  # fmt: skip
     setup = setup_from_plan(run.plan)
+    # the papers' rule, no cap on the cut: every band request with L_out < B is compressed
+    setup = replace(setup, routing=replace(setup.routing, max_cut_fraction=1.0))
     report = crosscheck_setup(setup, run.workload, service_model="fleet-sim", requests=100_000, seeds=(1, 2))
     short = report.pools[0]
     assert short.prediction.utilization <= 0.85
@@ -234,14 +236,14 @@ def test_longest_service_routes_compressed_requests_at_total_b() -> None:
             ]
         )
     setup = CrossCheckSetup(
-        tuple(pools), Routing.two_pool(1000, 2.0, 1.0), 1.0, 100.0, 0.85, 0.99, 8192, "lockstep"
+        tuple(pools), Routing.two_pool(1000, 2.0, 1.0, 1.0), 1.0, 100.0, 0.85, 0.99, 8192, "lockstep"
     )
     assert longest_service_s(workload, setup, "lockstep") == pytest.approx(1008 * 0.018)
-    no_long = replace(setup, routing=Routing.two_pool(1000, 2.0, 1.0))
+    no_long = replace(setup, routing=Routing.two_pool(1000, 2.0, 1.0, 1.0))
     short_only = _pool_workload(workload, 0, 2000)
     assert longest_service_s(short_only, no_long, "lockstep") == pytest.approx(302 * 0.018)
     # p_c = 0: L = 1500 is not compressed and goes long at its own lengths, ⌈1200/512⌉ + 300 = 303
-    uncompressed = replace(setup, routing=Routing.two_pool(1000, 2.0, 0.0))
+    uncompressed = replace(setup, routing=Routing.two_pool(1000, 2.0, 0.0, 1.0))
     assert longest_service_s(short_only, uncompressed, "lockstep") == pytest.approx(303 * 0.018)
     # N = ⌈1.25 · λ · S_max / 0.5⌉, floored at 100,000
     assert default_request_count(workload, setup, 1.0, "lockstep") == 100_000

@@ -45,11 +45,14 @@ VLLM_FLAGS = {
 
 @pytest.fixture(scope="module")
 def readme_plan(tmp_path_factory) -> Path:
-    """The README's plan: azure-2023, 500 ms P99 TTFT, 1,000 req/s, default profile."""
+    """The README's plan (azure-2023, 500 ms P99 TTFT, 1,000 req/s, default profile) at B = 4,096 with
+    Compress-and-Route (p_c = 1, the cut capped), so that the exports carry a C&R band."""
     path = tmp_path_factory.mktemp("plan") / "plan.yaml"
     result = runner.invoke(
-        app, ["plan", "--cdf", "azure-2023", "--slo", "500ms", "--rate", "1000", "-o", str(path)]
-    )
+        app,
+        ["plan", "--cdf", "azure-2023", "--slo", "500ms", "--rate", "1000", "--b-short", "4096",
+         "--compressibility", "1", "-o", str(path)],
+    )  # fmt: skip
     assert result.exit_code == 0, result.output
     return path
 
@@ -381,9 +384,10 @@ def test_the_router_file_of_the_readme_plan_reads_back(readme_plan: Path, tmp_pa
         ("short", 4096, short.instances, "http://fleetopt-short:8000"),
         ("long", 65536, long.instances, "http://fleetopt-long:8000"),
     ]
-    # a 4,800-token request with 200 output tokens is in the C&R band (4,096, ⌊γ·4,096⌋]: compressed
+    # a 4,600-token prompt with 200 output tokens is in the C&R band (4,096, ⌊γ·4,096⌋] and needs a
+    # 15% cut (within the 20% cap): compressed; a 4,800-token one without max_tokens goes long
     assert plan.fleet.routing.band_top_tokens >= 4800
-    assert config.route(4800, 200, coin=0.5) == ("short", 3896)
+    assert config.route(4600, 200, coin=0.5) == ("short", 3896)
     assert config.route(4800, None, coin=0.5) == ("long", 4800)
     assert config.route(70_000, 10, coin=0.5) == (None, 70_000)
 
@@ -508,7 +512,7 @@ def test_a_plan_whose_profile_is_gone_or_changed_is_refused(readme_plan: Path, t
 
 
 def test_plan_export_prints_or_writes_the_export(tmp_path: Path) -> None:
-    base = ["plan", "--cdf", "azure-2023", "--slo", "500ms", "--rate", "1000"]
+    base = ["plan", "--cdf", "azure-2023", "--slo", "500ms", "--rate", "1000", "--b-short", "4096"]
     printed = runner.invoke(app, [*base, "--export", "vllm"], env={"COLUMNS": "100"})
     assert printed.exit_code == 0, printed.output
     assert "Best fleet:" in printed.stdout and printed.stdout.count("vllm serve ") == 2

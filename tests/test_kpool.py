@@ -42,7 +42,7 @@ SMALL_LONG = PoolHardware(
 
 # -- Routing --------------------------------------------------------------------------------
 def test_route_sends_each_request_to_the_pool_its_total_selects_and_compresses_the_band() -> None:
-    routing = Routing((100, 300, 1000), gamma=2.0, compressibility=0.5)
+    routing = Routing((100, 300, 1000), gamma=2.0, compressibility=0.5, max_cut_fraction=1.0)  # papers' rule
     totals = np.array([50, 100, 101, 150, 150, 150, 250, 300, 301, 1000, 1001])
     outputs = np.array([10, 10, 10, 20, 20, 120, 10, 10, 10, 10, 10])
     inputs = totals - outputs
@@ -54,6 +54,17 @@ def test_route_sends_each_request_to_the_pool_its_total_selects_and_compresses_t
     assert index.tolist() == [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 3]
     assert new_totals.tolist() == [50, 100, 100, 100, 150, 150, 250, 300, 301, 1000, 1001]
     assert new_inputs.tolist() == [40, 90, 90, 80, 130, 30, 240, 290, 291, 990, 991]
+
+
+def test_the_cap_compresses_only_requests_whose_cut_is_within_it() -> None:
+    routing = Routing((100, 300), gamma=2.0, compressibility=1.0, max_cut_fraction=0.2)
+    totals, outputs = np.array([110, 120, 126, 130]), np.array([10, 0, 0, 40])
+    # cuts 10/100 = 10%, 20/120 = 16.7%, 26/126 = 20.6% (over), 30/90 = 33% (over)
+    index, new_inputs, _ = routing.route(totals, totals - outputs, outputs, np.zeros(4))
+    assert index.tolist() == [0, 0, 1, 1]
+    assert new_inputs.tolist() == [90, 100, 126, 90]
+    with pytest.raises(ValidationError, match="max cut"):
+        Routing((100,), 1.5, 1.0, 0.0)
 
 
 def test_routing_refuses_unordered_boundaries_and_a_band_past_the_second_pool() -> None:
@@ -94,7 +105,8 @@ def _hand_shares(pairs, routing: Routing, chunk: int):
         total = l_in + l_out
         own = int(np.searchsorted(routing.boundaries_tokens, total, side="left"))
         parts = [(own, 1.0, l_in)]
-        if b < total <= routing.gamma * b and l_out < b:
+        # the C&R band, compressible: L_out < B and the cut L − B at most the cap's share of L_in
+        if b < total <= routing.gamma * b and l_out < b and total - b <= routing.max_cut_fraction * l_in:
             p_c = routing.compressibility
             parts = [(0, p_c, b - l_out), (own, 1.0 - p_c, l_in)]
         for pool, share, prompt in parts:
@@ -108,15 +120,24 @@ pairs_strategy = st.lists(st.tuples(st.integers(1, 5000), st.integers(1, 300)), 
 
 
 @settings(max_examples=30, deadline=None)
-@given(pairs_strategy, st.sampled_from([1.0, 1.5, 2.0]), st.sampled_from([0.0, 0.4, 1.0]))
-def test_lockstep_pool_shares_of_three_pools_match_a_request_by_request_sum(pairs, gamma, p_c) -> None:
+@given(
+    pairs_strategy,
+    st.sampled_from([1.0, 1.5, 2.0]),
+    st.sampled_from([0.0, 0.4, 1.0]),
+    st.sampled_from([0.1, 0.2, 0.5, 1.0]),
+)
+def test_lockstep_pool_shares_of_three_pools_match_a_request_by_request_sum(pairs, gamma, p_c, cut) -> None:
     inputs, outputs = np.array(pairs).T
     workload = workload_from_requests(inputs, outputs, name="random")
     options = PlanOptions(
-        arrival_rate_per_s=10.0, ttft_slo_s=1.0, long_context_tokens=8192, compressibility=p_c
+        arrival_rate_per_s=10.0,
+        ttft_slo_s=1.0,
+        long_context_tokens=8192,
+        compressibility=p_c,
+        max_cut_fraction=cut,
     )
     planner = Planner(workload, SMALL, SMALL, options)
-    routing = Routing((1000, 2000, 4000), gamma, p_c)
+    routing = Routing((1000, 2000, 4000), gamma, p_c, cut)
     fractions, mean_iterations = _hand_shares(pairs, routing, SMALL.prefill_chunk_tokens)
     shares = [planner.pool_share(routing, k) for k in range(4)]
     assert [s.traffic_fraction for s in shares] == pytest.approx(fractions.tolist(), abs=1e-12)

@@ -225,13 +225,24 @@ def test_a_pool_whose_p99_hardly_falls_with_more_instances_is_flagged() -> None:
     still within 5% of it, and the planned 1,022 instances were 64% more than the 623 that meet
     the SLO in simulation although the P99 there was predicted within 1%. The plan says so; the
     README plan (Azure 2023, 500 ms, 1,000 req/s), whose P99 climbs steeply below its size, does not."""
-    from fleetopt.api import plan_workload
+    from fleetopt.api import arrival_basis, plan_workload, profile_search_path, resolve_pool_hardware_pair
     from fleetopt.defaults import FLAT_TTFT_FRACTION
+    from fleetopt.io.documents.build_plan import plan_document
+    from fleetopt.io.documents.typed import to_document
+    from fleetopt.io.workloads import load_workload
 
-    flat = plan_workload(
-        "agent-heavy", ttft_slo_s=1.0, arrival_rate_per_s=200.0, serving="qwen3-32b-h100-80gb-tp4-vllm",
-        rate_basis="mean",
-    ).document  # fmt: skip
+    # the scenario as it was planned then: C&R with p_c = 1 and the papers' uncapped cut (with the
+    # default no-compression plan or the 20% cap this SLO has no feasible fleet at all)
+    workload = load_workload("agent-heavy")
+    short_hw, long_hw = resolve_pool_hardware_pair(
+        "qwen3-32b-h100-80gb-tp4-vllm", None, None, None, profile_search_path(None)
+    )
+    arrivals = arrival_basis(workload, 200.0, "mean", 60.0)
+    options = PlanOptions(
+        arrival_rate_per_s=200.0, ttft_slo_s=1.0, compressibility=1.0, max_cut_fraction=1.0, rate_basis="mean"
+    )
+    plan = plan_fleet(workload, short_hw, long_hw, options)
+    flat = to_document(plan_document(plan, workload, {"workload": "agent-heavy"}, arrivals=arrivals))
     short = flat["best"]["pools"]["short"]
     assert short["binding_constraint"] == "ttft"
     assert short["fewer_instances"] == short["instances"] - round(0.1 * short["instances"])

@@ -297,7 +297,7 @@ def test_routing_fractions_equal_alpha_prime() -> None:
     result = simulate_fleet(
         workload,
         pools,
-        Routing.two_pool(1500, 2.0, 0.6),
+        Routing.two_pool(1500, 2.0, 0.6, 1.0),
         arrival_rate_per_s=100.0,
         requests=50_000,
         warmup_fraction=0.0,
@@ -325,7 +325,7 @@ def test_band_requests_with_long_outputs_are_never_compressed() -> None:
     result = simulate_fleet(
         workload,
         pools,
-        Routing.two_pool(1000, 2.0, 1.0),
+        Routing.two_pool(1000, 2.0, 1.0, 1.0),
         arrival_rate_per_s=5.0,
         requests=20_000,
         warmup_fraction=0.0,
@@ -502,7 +502,7 @@ def test_compiled_and_interpreted_physical_engines_give_the_same_trace(dispatch:
         with pytest.MonkeyPatch.context() as patch:
             patch.setenv(engines.JIT_ENV, jit)
             traces[jit] = simulate_fleet(
-                workload, pools, Routing.two_pool(2048, 1.5, 1.0), arrival_rate_per_s=40.0,
+                workload, pools, Routing.two_pool(2048, 1.5, 1.0, 1.0), arrival_rate_per_s=40.0,
                 service_model="physical", dispatch=dispatch, requests=4_000, seeds=(5,), keep_requests=True,
             ).traces  # fmt: skip
     assert (traces["1"][0].slot_start_s > traces["1"][0].arrival_s).mean() > 0.05  # queueing happened

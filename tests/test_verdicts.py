@@ -122,7 +122,7 @@ def lockstep_plan(tmp_path_factory) -> Path:
 
 
 def test_strict_exits_1_on_inconclusive_and_the_report_says_inconclusive(lockstep_plan: Path) -> None:
-    args = ["simulate", "--plan", str(lockstep_plan), "--requests", "2000", "--seeds", "2"]
+    args = ["simulate", "--plan", str(lockstep_plan), "--requests", "1000", "--seeds", "2"]
     relaxed = runner.invoke(app, [*args, "-f", "json"])
     assert relaxed.exit_code == 0
     data = json.loads(relaxed.stdout)
@@ -143,7 +143,7 @@ def test_plan_validate_strict_exits_1_after_printing_and_writing(tmp_path: Path)
     output = tmp_path / "plan.yaml"
     args = ["plan", "--cdf", "azure-2023", "--slo", "500ms", "--rate", "1000", "--service-model", "lockstep",
             "--serving", "llama-3-70b-a100-80gb-tp8", "--rate-basis", "mean", "--validate", "--sim-requests",
-            "2000", "--sim-seeds", "2", "-o", str(output)]  # fmt: skip
+            "1000", "--sim-seeds", "2", "-o", str(output)]  # fmt: skip
     assert runner.invoke(app, args).exit_code == 0
     strict = runner.invoke(app, [*args, "--strict"])
     assert strict.exit_code == 1 and output.is_file()

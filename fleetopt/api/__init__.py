@@ -21,6 +21,7 @@ from fleetopt.core.planner import FleetPlan, PlanOptions
 from fleetopt.core.service import PoolHardware
 from fleetopt.core.workload import Workload
 from fleetopt.defaults import (
+    DEFAULT_COMPRESSIBILITY,
     DEFAULT_GAMMAS,
     DEFAULT_LONG_CONTEXT_TOKENS,
     DEFAULT_MAX_UTILIZATION,
@@ -189,7 +190,7 @@ def plan_workload(
     long_context_tokens: int = DEFAULT_LONG_CONTEXT_TOKENS,
     b_short_candidates: Sequence[int] | None = None,
     gammas: Sequence[float] = DEFAULT_GAMMAS,
-    compressibility: float = 1.0,
+    compressibility: float = DEFAULT_COMPRESSIBILITY,
     service_model: str = DEFAULT_SERVICE_MODEL,
     max_utilization: float = DEFAULT_MAX_UTILIZATION,
     tpot_slo_s: float | None = None,
@@ -693,6 +694,8 @@ _LAZY: dict[str, str] = {
     "check_plan_drift_live": "observe",
     "ProductionCalibration": "observe",
     "calibrate_from_prometheus": "observe",
+    "GatewayEffect": "gateway",
+    "simulate_gateway_effect": "gateway",
 }
 
 

@@ -142,7 +142,7 @@ def audit_workload_from_options(
     Defaults: SLO DEFAULT_AUDIT_SLO, the rate of ``fleetopt plan`` (observed, else
     DEFAULT_RATE_PER_S), PAPER_SERVING (the audit is the papers' estimates, on their calibration),
     DEFAULT_LONG_CONTEXT_TOKENS, the lockstep service model,
-    DEFAULT_MAX_UTILIZATION, p_c = 1.
+    DEFAULT_MAX_UTILIZATION, p_c = 1 and no cap on the cut (the papers' C&R rule).
     """
     from fleetopt.core.audit import HomogeneousInfeasible, WorkloadAuditOptions, audit_workload
     from fleetopt.defaults import DEFAULT_MAX_UTILIZATION
@@ -165,6 +165,7 @@ def audit_workload_from_options(
         long_context_tokens=DEFAULT_LONG_CONTEXT_TOKENS if long_context is None else long_context,
         b_short_candidates=b_values,
         compressibility=p_c,
+        max_cut_fraction=1.0,  # the papers' C&R rule, as p_c = 1: the audit is the papers' estimates
         service_model=service_model or "lockstep",
         max_utilization=DEFAULT_MAX_UTILIZATION if max_utilization is None else max_utilization,
     )

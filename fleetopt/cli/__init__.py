@@ -32,7 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "export": (
         "fleetopt.cli.export",
-        "Turn a plan into what deploys it: vLLM commands, the router file, Kubernetes and KEDA manifests.",
+        "Turn a plan into what deploys it: vLLM commands, router and gateway configs, Kubernetes and KEDA.",
     ),
     "audit": (
         "fleetopt.cli.audit",

@@ -16,13 +16,17 @@ class ExportTarget(str, enum.Enum):
 
     vllm = "vllm"
     router = "router"
+    litellm = "litellm"
+    semantic_router = "semantic-router"
     kubernetes = "kubernetes"
     markdown = "markdown"
 
 
 TO_HELP = (
-    "vllm (a `vllm serve` command per pool), router (the routing rule as YAML), kubernetes (Deployments "
-    "and Services) or markdown (a one-page summary); repeat for several."
+    "vllm (a `vllm serve` command per pool), router (the routing rule as YAML), litellm (a LiteLLM proxy "
+    "config with fleetopt's routing plugin), semantic-router (a vLLM Semantic Router config, plans "
+    "without compression), kubernetes (Deployments and Services) or markdown (a one-page summary); repeat "
+    "for several."
 )
 OUTPUT_DIR_HELP = (
     "write the files into this folder (created if missing; each file atomically); default: print."
@@ -71,9 +75,20 @@ def export(
         help="Add --custom-histogram-buckets (pool boundaries and the SLO as bucket edges); needs a vLLM "
         "with that flag (vllm-project/vllm pull request 48867, not in a release yet).",
     ),
+    endpoint: list[str] = typer.Option(
+        [],
+        "--endpoint",
+        metavar="POOL=URL",
+        help="With --to litellm or semantic-router: a pool's vLLM server (default: its Kubernetes Service).",
+    ),
+    max_output_tokens: int | None = typer.Option(
+        None,
+        "--max-output-tokens",
+        help="With --to semantic-router: the most max_tokens clients send (it routes on prompt tokens only).",
+    ),
     profiles_dir: Path | None = PROFILES_DIR_OPTION,
 ) -> None:
-    """Turn a plan into what deploys it: vLLM commands, the router file, Kubernetes and KEDA manifests."""
+    """Turn a plan into what deploys it: vLLM commands, router and gateway configs, Kubernetes and KEDA."""
     from fleetopt.io.plans import read_plan
 
     plan_file = read_plan(plan)
@@ -82,8 +97,14 @@ def export(
         model_id=model_id, profiles_dir=profiles_dir,
         options=export_options(name_prefix, namespace, image, hf_token_secret, prometheus_url, burst_headroom,
                                histogram_buckets),
-        plan_label=str(plan),
+        plan_label=str(plan), gateway=_gateway_options(endpoint, max_output_tokens),
     )  # fmt: skip
+
+
+def _gateway_options(endpoints: list[str], max_output_tokens: int | None):
+    from fleetopt.render.gateway import GatewayOptions
+
+    return GatewayOptions(tuple(endpoints), max_output_tokens)
 
 
 def export_options(
@@ -126,6 +147,7 @@ def write_export(
     profiles_dir: Path | None = None,
     plan_label: str | None = None,
     echo_written: bool = True,
+    gateway=None,
 ) -> None:
     """Export and print the files, or write them into ``output_dir`` (never over an input file)."""
     from fleetopt.io.plans import refuse_overwriting_input, write_files_atomically
@@ -133,7 +155,7 @@ def write_export(
 
     run = export_plan(
         plan_file, targets, options=options, keda=keda, profiles_dir=profiles_dir, model_id=model_id,
-        plan_label=plan_label,
+        plan_label=plan_label, gateway=gateway,
     )  # fmt: skip
     for note in run.notes:
         typer.echo(f"note: {note}", err=True)

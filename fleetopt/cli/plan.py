@@ -88,7 +88,10 @@ def plan(
         None, "--gamma", help="Fix γ, or a comma list. Default: 1.0, 1.1, …, 2.0."
     ),
     compressibility: str = typer.Option(
-        "1", "--compressibility", help="p_c: share of borderline requests C&R compresses, e.g. 0.75 or 75%."
+        "0",
+        "--compressibility",
+        help="p_c: share of borderline requests C&R compresses, e.g. 0.75 or 75% (default 0: no compression; "
+        "only export --to litellm deploys it).",
     ),
     service_model: str = typer.Option(
         DEFAULT_SERVICE_MODEL,

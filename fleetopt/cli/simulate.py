@@ -83,9 +83,26 @@ def simulate(
         help="Exit 1 on FAIL (a pool breaks the SLO) and on INCONCLUSIVE (too few requests, or a P99 "
         "interval straddling the SLO); the report is printed first.",
     ),
+    gateway: bool = typer.Option(
+        False,
+        "--gateway",
+        help="Also route through a gateway that estimates prompt tokens from bytes (pool-routing Algorithm "
+        "1, spillover on): misrouted, rejected and spilled requests and each pool's P99 against exact "
+        "routing (docs/gateway.md).",
+    ),
     fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
     """Simulate a plan's fleet and compare utilization, TTFT, wait and TPOT with its predictions."""
+    if gateway:
+        from fleetopt.api import simulate_gateway_effect
+        from fleetopt.render.gateway import gateway_effect_document, gateway_effect_text
+        from fleetopt.render.output import emit
+
+        effect = simulate_gateway_effect(plan, requests=requests or 50_000, seeds=seeds or 2)
+        emit(gateway_effect_document(effect, str(plan)), fmt, lambda console, data: console.print(
+            gateway_effect_text(data), highlight=False, markup=False, soft_wrap=True
+        ))  # fmt: skip
+        return
     from fleetopt.api import crosscheck_plan_file
     from fleetopt.io.units import parse_duration_s
     from fleetopt.render.output import emit

@@ -28,8 +28,10 @@ from fleetopt.core.service import PoolHardware, PoolShare, ServiceModel, get_ser
 from fleetopt.core.sizing import PoolSizing, evaluate_pool, size_pool
 from fleetopt.core.workload import Workload
 from fleetopt.defaults import (
+    DEFAULT_COMPRESSIBILITY,
     DEFAULT_GAMMAS,
     DEFAULT_LONG_CONTEXT_TOKENS,
+    DEFAULT_MAX_CUT_FRACTION,
     DEFAULT_MAX_UTILIZATION,
     DEFAULT_POOL_COUNT,
     DEFAULT_QUANTILE,
@@ -70,7 +72,8 @@ class PlanOptions:
     long_context_tokens: int = DEFAULT_LONG_CONTEXT_TOKENS
     b_short_candidates: tuple[int, ...] | None = None
     gammas: tuple[float, ...] = DEFAULT_GAMMAS
-    compressibility: float = 1.0
+    compressibility: float = DEFAULT_COMPRESSIBILITY
+    max_cut_fraction: float = DEFAULT_MAX_CUT_FRACTION
     service_model: str = DEFAULT_SERVICE_MODEL
     max_utilization: float = DEFAULT_MAX_UTILIZATION
     quantile: float = DEFAULT_QUANTILE
@@ -111,6 +114,8 @@ class PlanOptions:
             raise ValidationError(f"max utilization: {self.max_utilization!r} must be in (0, 1]")
         if not (0 <= self.compressibility <= 1):
             raise ValidationError(f"compressibility: {self.compressibility!r} must be in [0, 1]")
+        if not (0 < self.max_cut_fraction <= 1):
+            raise ValidationError(f"max cut: {self.max_cut_fraction!r} must be in (0, 1]")
         if not (0 < self.quantile < 1):
             raise ValidationError(f"quantile: {self.quantile!r} must be in (0, 1)")
         get_service_model(self.service_model)
@@ -316,7 +321,8 @@ class Planner:
 
     def routing(self, b_short_tokens: int | None, gamma: float = 1.0) -> Routing:
         """The two-pool routing at (B, γ) with the options' p_c (one pool when B is None)."""
-        return Routing.two_pool(b_short_tokens, gamma, self.options.compressibility)
+        o = self.options
+        return Routing.two_pool(b_short_tokens, gamma, o.compressibility, o.max_cut_fraction)
 
     # -- traffic --------------------------------------------------------------------------
     def pool_hardware(self, routing: Routing) -> tuple[PoolHardware, ...]:
@@ -331,7 +337,7 @@ class Planner:
         if not bounds:
             return ("homogeneous",)
         top = routing.pool_ranges[index][1]
-        return (index, bounds[0], routing.gamma, routing.compressibility, top)
+        return (index, bounds[0], routing.gamma, routing.compressibility, routing.max_cut_fraction, top)
 
     def _hardware(self, last: bool) -> PoolHardware:
         """The last (long-context) pool and the homogeneous fleet run on the long profile, the rest
@@ -540,7 +546,9 @@ class Planner:
                 for j in range(i + 1, m):
                     if math.floor(gamma * b1) > bounds[j]:
                         continue
-                    routing = Routing((b1, bounds[j]), gamma, self.options.compressibility)
+                    routing = Routing(
+                        (b1, bounds[j]), gamma, self.options.compressibility, self.options.max_cut_fraction
+                    )
                     pools = (self.sized_pool(routing, 0), self.sized_pool(routing, 1))
                     score = _score(pools)
                     if score is not None:
@@ -568,7 +576,9 @@ class Planner:
                     best_path = closed if best_path is None or closed < best_path else best_path
         if best_path is None:
             return None
-        routing = Routing(best_path[3], best_path[2], self.options.compressibility)
+        routing = Routing(
+            best_path[3], best_path[2], self.options.compressibility, self.options.max_cut_fraction
+        )
         return self.fleet(routing, f"{pool_count}-pool")
 
     # -- the sweep ------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from functools import cached_property
 import numpy as np
 
 from fleetopt.core.engine.ttft import PromptLevels
+from fleetopt.core.routing import compressible as can_compress
 from fleetopt.core.workload import Workload
 
 # Columns of the per-atom moment table, each multiplied by the atom's weight w.
@@ -400,7 +401,7 @@ class PoolStatistics:
         positive = np.add.reduceat(self._weights, runs) > 0 if runs.size else np.zeros(0, dtype=bool)
         positive_index = np.where(positive, np.arange(runs.size), -1)
         self._last_positive = np.concatenate(([-1], np.maximum.accumulate(positive_index)))
-        self._bands: dict[int, _CompressionBand] = {}
+        self._bands: dict[tuple[int, float], _CompressionBand] = {}
         self._ranges: dict[tuple[int, int, float, bool, bool], PoolMoments] = {}
         self._cdf: dict[int, float] = {}
 
@@ -482,6 +483,7 @@ class PoolStatistics:
         quantile: float = 0.99,
         *,
         prompt_levels: bool = False,
+        max_cut_fraction: float = 1.0,
     ):
         """The short pool: L ≤ B, plus a share p_c of the compressible band B < L ≤ γB, compressed.
 
@@ -494,7 +496,7 @@ class PoolStatistics:
         histogram, prompts = self._histogram.level_sums(-1, b, self._check_prompt_levels(prompt_levels))
         max_total = self._max_total_between(0, i_b)
         if compressibility > 0 and hi > b:
-            band = self._band(b, hi)
+            band = self._band(b, hi, max_cut_fraction)
             band_sums = band.compressed_sums(hi)
             if band_sums[_W] > 0:
                 sums = sums + compressibility * band_sums
@@ -523,6 +525,7 @@ class PoolStatistics:
         hi_tokens: float = math.inf,
         *,
         prompt_levels: bool = False,
+        max_cut_fraction: float = 1.0,
     ):
         """The pool above B: γB < L ≤ ``hi_tokens``, plus the band requests that were not
         compressed (original lengths). The band must end by ``hi_tokens`` (γB ≤ hi).
@@ -542,7 +545,7 @@ class PoolStatistics:
         histogram, prompts = self._histogram.level_sums(hi, top, self._check_prompt_levels(prompt_levels))
         max_total = self._max_total_between(i_hi, i_end)
         if hi > b:
-            band = self._band(b, hi)
+            band = self._band(b, hi, max_cut_fraction)
             stay = 1.0 - compressibility
             # with p_c = 1 nothing compressible stays: its terms would add 0·x = +0.0 to sums ≥ 0
             # (the same numbers), so they are neither added nor built
@@ -568,7 +571,7 @@ class PoolStatistics:
         def decode_above(t: float) -> np.ndarray:
             tail = self._decode_sums(max(hi, t), top)
             if hi > b:  # the band requests that stay, at their own lengths in (max(B, t), γB]
-                band = self._band(b, hi)
+                band = self._band(b, hi, max_cut_fraction)
                 for name, share in (("_incompressible", 1.0), ("_original", stay)):
                     if share > 0:
                         table = getattr(band, name)
@@ -578,24 +581,28 @@ class PoolStatistics:
 
         return self._moments(sums, histogram, prompts, quantile, max_total, decode_above)
 
-    def compressible_fraction(self, b_short_tokens: int, gamma: float) -> float:
-        """Share of all requests in B < L ≤ γB with L_out < B (those C&R can compress)."""
+    def compressible_fraction(
+        self, b_short_tokens: int, gamma: float, max_cut_fraction: float = 1.0
+    ) -> float:
+        """Share of all requests in B < L ≤ γB that C&R can compress (L_out < B, the cut within the
+        cap: :func:`fleetopt.core.routing.compressible`)."""
         b = int(b_short_tokens)
         hi = _floor_tokens(gamma * b)
-        return float(self._band(b, hi).original_sums(hi)[_W]) if hi > b else 0.0
+        return float(self._band(b, hi, max_cut_fraction).original_sums(hi)[_W]) if hi > b else 0.0
 
     # -- helpers ----------------------------------------------------------------------------
-    def _band(self, b_short_tokens: int, hi_tokens: int) -> _CompressionBand:
-        """The band above B, covering totals up to at least ``hi_tokens`` (kept per B).
+    def _band(self, b_short_tokens: int, hi_tokens: int, max_cut_fraction: float = 1.0) -> _CompressionBand:
+        """The band above B, covering totals up to at least ``hi_tokens`` (kept per B and cap).
 
         Built up to max(hi, 2B) so that a γ ≤ 2 sweep builds each B's band once; a wider γ
         rebuilds it (at least twice as wide).
         """
-        band = self._bands.get(b_short_tokens)
+        key = (b_short_tokens, float(max_cut_fraction))
+        band = self._bands.get(key)
         if band is None or band.hi_tokens < hi_tokens:
             covered = band.hi_tokens if band is not None else b_short_tokens
-            band = _CompressionBand(self, b_short_tokens, max(hi_tokens, 2 * covered))
-            self._bands[b_short_tokens] = band
+            band = _CompressionBand(self, b_short_tokens, max(hi_tokens, 2 * covered), max_cut_fraction)
+            self._bands[key] = band
         return band
 
     def _max_total_between(self, i0: int, i1: int) -> int:
@@ -648,8 +655,8 @@ class PoolStatistics:
 
 
 class _CompressionBand:
-    """Sums over the atoms in B < L ≤ ``hi_tokens``, split into those C&R can compress (L_out < B)
-    and not; queries must stay within ``hi_tokens``.
+    """Sums over the atoms in B < L ≤ ``hi_tokens``, split into those C&R can compress (L_out < B
+    and the cut within the cap) and not; queries must stay within ``hi_tokens``.
 
     Compressible atoms are counted twice, as compressed (L_in' = B − L_out) and as they are; all
     tables and histograms are keyed by the ORIGINAL total, so that (B, γB] selects the band. Each
@@ -657,13 +664,15 @@ class _CompressionBand:
     at a time (nothing is kept per atom), so every γ is a lookup.
     """
 
-    def __init__(self, stats: PoolStatistics, b_short_tokens: int, hi_tokens: int):
+    def __init__(
+        self, stats: PoolStatistics, b_short_tokens: int, hi_tokens: int, max_cut_fraction: float = 1.0
+    ):
         start, end = stats._index(b_short_tokens), stats._index(hi_tokens)
         self.hi_tokens = hi_tokens
         totals = stats._totals[start:end]
         outputs = stats.workload.output_tokens[start:end]
         prefill = stats._prefill[start:end]
-        compressible = outputs < b_short_tokens
+        compressible = can_compress(b_short_tokens, totals, outputs, max_cut_fraction)
         weights = np.where(compressible, stats._weights[start:end], 0.0)
         fixed_weights = np.where(compressible, 0.0, stats._weights[start:end])
         self.totals = totals

@@ -232,11 +232,14 @@ class ServiceModel(ABC):
         b, gamma, p_c = routing.boundaries_tokens[0], routing.gamma, routing.compressibility
         levels = self.uses_prompt_levels
         if index == 0:
-            moments = stats.short_pool(b, gamma, p_c, quantile, prompt_levels=levels)
+            moments = stats.short_pool(
+                b, gamma, p_c, quantile, prompt_levels=levels, max_cut_fraction=routing.max_cut_fraction
+            )
         else:
             moments = stats.long_pool(
-                b, gamma, p_c, quantile, hi_tokens=routing.pool_ranges[1][1], prompt_levels=levels
-            )
+                b, gamma, p_c, quantile, hi_tokens=routing.pool_ranges[1][1], prompt_levels=levels,
+                max_cut_fraction=routing.max_cut_fraction,
+            )  # fmt: skip
         return PoolShare(moments.traffic_fraction, moments)
 
     def range_share(

@@ -563,8 +563,13 @@ def simulate_fleet(
     keep_requests: bool = False,
     progress: ProgressCallback | None = None,
     arrivals: ArrivalSpec | None = None,
+    gateway: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None,
 ) -> SimulationResult:
     """Simulate ``requests`` fleet arrivals per seed through the routed pools.
+
+    ``gateway(rng, arrival_s, inputs, outputs, coin)``, when given, routes the requests instead of
+    ``routing.route`` (a gateway that estimates prompt lengths, :mod:`fleetopt.core.gateway_sim`):
+    it returns each request's pool (−1: rejected, served by no pool), prompt and total tokens.
 
     Lengths are drawn independently by atom weight from ``workload`` (a Workload keeps
     aggregated atoms only, so a log's own (time, length) pairing is not available). Arrivals are
@@ -640,7 +645,10 @@ def simulate_fleet(
         outputs = np.maximum(1, workload.output_tokens[atoms])
         inputs = np.maximum(0, total - outputs)  # a zero-output request is served with one token
         total = inputs + outputs
-        pool_index, inputs, total = routing.route(total, inputs, outputs, coin)
+        if gateway is None:
+            pool_index, inputs, total = routing.route(total, inputs, outputs, coin)
+        else:  # a gateway's routing (fleetopt.core.gateway_sim); pool −1: served by none
+            pool_index, inputs, total = gateway(rng, arrival, inputs, outputs, coin)
         measured_all = np.arange(count) >= warmup
         window = (float(arrival[warmup]), float(arrival[-1]))
         windows.append(window[1] - window[0])

@@ -161,8 +161,10 @@ class RouterConfig:
     def route(self, prompt_tokens: int, max_tokens: int | None, coin: float) -> tuple[str | None, int]:
         """The pool a request goes to and its prompt tokens after C&R (None: longer than every pool).
 
-        ``coin`` is one uniform [0, 1) draw: a request in the C&R band is compressed when coin < p_c.
-        The rule of docs/deploy.md, step by step, from the file's own numbers.
+        ``coin`` is one uniform [0, 1) draw: a request in the C&R band is compressed when coin < p_c
+        and its cut is within the cap (``Routing.max_cut_fraction``: schema version 1 does not carry
+        it, so the planner's default applies). The rule of docs/deploy.md, step by step, from the
+        file's own numbers.
         """
         if max_tokens is None:
             last = self.pools[-1]
@@ -171,7 +173,13 @@ class RouterConfig:
         band_top = self.routing.band_top_tokens
         if band_top is not None and len(self.pools) > 1:
             first = self.pools[0].max_budget_tokens
-            if first < budget <= band_top and max_tokens < first and coin < self.routing.compressibility:
+            within_cap = budget - first <= self.routing.max_cut_fraction * prompt_tokens
+            if (
+                first < budget <= band_top
+                and max_tokens < first
+                and within_cap
+                and coin < self.routing.compressibility
+            ):
                 return self.pools[0].name, first - max_tokens
         for pool in self.pools:
             if budget <= pool.max_budget_tokens:

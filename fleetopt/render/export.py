@@ -18,7 +18,7 @@ from fleetopt.io.names import check_resource_name
 # -- export: a plan as vLLM commands, a router file, Kubernetes and KEDA manifests, markdown -----
 
 #: ``fleetopt export --to`` targets, in the order their files are written and printed.
-EXPORT_TARGETS = ("vllm", "router", "kubernetes", "markdown")
+EXPORT_TARGETS = ("vllm", "router", "litellm", "semantic-router", "kubernetes", "markdown")
 
 
 @dataclass(frozen=True)
@@ -95,11 +95,13 @@ def export_plan(
     profiles_dir: Path | None = None,
     model_id: str | None = None,
     plan_label: str | None = None,
+    gateway: Any = None,
 ) -> ExportRun:
     """The files of each export target for a plan read by :func:`fleetopt.io.plans.read_plan` (or
     built by ``fleetopt plan``): ``vllm-<pool>.sh``, ``router.yaml``, ``kubernetes.yaml`` (and
     ``keda.yaml`` with ``keda``), ``plan.md``. ``options``: a
-    :class:`fleetopt.render.deploy.ExportOptions`."""
+    :class:`fleetopt.render.deploy.ExportOptions`; ``gateway``: a
+    :class:`fleetopt.render.gateway.GatewayOptions` (``litellm.yaml``, ``semantic-router.yaml``)."""
     from fleetopt.render import deploy
 
     options = options or deploy.ExportOptions()
@@ -132,6 +134,12 @@ def export_plan(
                 files[f"vllm-{pool.name}.sh"] = deploy.vllm_script(context, pool, options)
         elif target == "router":
             files["router.yaml"] = deploy.router_yaml(context, options)
+        elif target in ("litellm", "semantic-router"):
+            from fleetopt.render import gateway as gateway_render
+
+            files[gateway_render.GATEWAY_FILES[target]] = gateway_render.gateway_file(
+                target, context, options, gateway or gateway_render.GatewayOptions()
+            )
         elif target == "kubernetes":
             header = [
                 f"fleetopt {__version__} export --to kubernetes: {label}",
