@@ -38,8 +38,8 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from gateway_mocks import MockPool, prose_corpus, start_litellm, stop_process  # noqa: E402
 
-from fleetopt.gateway.config import gateway_config  # noqa: E402
 from fleetopt.gateway.router import TokenBudgetRouter  # noqa: E402
+from fleetopt.io.gateway_config import gateway_config  # noqa: E402
 
 MODEL = "meta-llama/Llama-3.1-70B-Instruct"
 

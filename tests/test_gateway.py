@@ -28,8 +28,8 @@ from fleetopt.core.dispatch import Outcome, decide
 from fleetopt.core.estimator import TokenEstimator, classify_text
 from fleetopt.core.routing import Routing
 from fleetopt.errors import ValidationError
-from fleetopt.gateway.config import gateway_config
 from fleetopt.gateway.router import GatewayError, TokenBudgetRouter
+from fleetopt.io.gateway_config import gateway_config
 
 REPO = Path(__file__).resolve().parents[1]
 MODEL = "meta-llama/Llama-3.1-70B-Instruct"

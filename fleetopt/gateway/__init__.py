@@ -1,6 +1,6 @@
 """fleetopt's gateway plugin: the plan's routing on a real gateway (``pip install 'fleetopt[gateway]'``).
 
-- :mod:`fleetopt.gateway.config`: the plugin's settings (``callback_settings.fleetopt`` of
+- :mod:`fleetopt.io.gateway_config`: the plugin's settings (``callback_settings.fleetopt`` of
   ``litellm.yaml``), checked into the planner's ``Routing``;
 - :mod:`fleetopt.gateway.router`: the decision for each request (estimate or count the prompt,
   route by token budget, compress, spill), no LiteLLM needed;

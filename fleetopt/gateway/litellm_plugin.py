@@ -24,8 +24,8 @@ from fastapi import HTTPException
 from litellm.integrations.custom_logger import CustomLogger
 
 from fleetopt.errors import ValidationError
-from fleetopt.gateway.config import gateway_config
 from fleetopt.gateway.router import GatewayError, TokenBudgetRouter
+from fleetopt.io.gateway_config import gateway_config
 
 log = logging.getLogger("fleetopt.gateway")
 _ID_KEY = "fleetopt_request_id"

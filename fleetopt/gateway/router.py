@@ -23,8 +23,8 @@ from typing import Any
 from fleetopt.core.compressor import compress_text
 from fleetopt.core.dispatch import Decision, Outcome, decide
 from fleetopt.core.estimator import CATEGORIES, TokenEstimator, classify_text
-from fleetopt.gateway.config import GatewayConfig
 from fleetopt.gateway.metrics import GatewayMetrics
+from fleetopt.io.gateway_config import GatewayConfig
 
 log = logging.getLogger("fleetopt.gateway")
 

@@ -3,7 +3,7 @@
 - ``litellm.yaml``: the LiteLLM proxy config (``litellm --config litellm.yaml``): one model group
   per pool (``hosted_vllm`` deployments at the pools' endpoints), the fleetopt plugin as a
   callback with the plan's routing in ``callback_settings.fleetopt`` (read by
-  :func:`fleetopt.gateway.config.gateway_config`), the served model name aliased to the last pool
+  :func:`fleetopt.io.gateway_config.gateway_config`), the served model name aliased to the last pool
   (what holds any request if the plugin is bypassed) and context-window fallbacks from each pool
   to the next larger one (a request the estimate sent too short is retried there, not lost);
 - ``semantic-router.yaml``: vLLM Semantic Router's canonical v0.3 config (``vllm-sr config
@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 from fleetopt import __version__
 from fleetopt.errors import ValidationError
-from fleetopt.gateway.config import GATEWAY_KIND, GATEWAY_SCHEMA_VERSION, MODEL_NAME, gateway_config
+from fleetopt.io.gateway_config import GATEWAY_KIND, GATEWAY_SCHEMA_VERSION, MODEL_NAME, gateway_config
 from fleetopt.render.deploy import ExportContext, ExportOptions, pool_endpoint
 
 #: The LiteLLM provider prefix of a vLLM OpenAI-compatible server.
