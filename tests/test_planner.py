@@ -256,7 +256,8 @@ def test_a_pool_whose_p99_hardly_falls_with_more_instances_is_flagged() -> None:
     )
     steep = plan_workload("azure-2023", ttft_slo_s=0.5, arrival_rate_per_s=1000.0).document
     assert not [w for w in steep["warnings"] if w["kind"] == "ttft_flat_in_instances"]
-    assert steep["best"]["pools"]["short"]["p99_ttft_fewer_instances_s"] > 1.5 * 0.5
+    fewer_p99 = steep["best"]["pools"]["short"]["p99_ttft_fewer_instances_s"]
+    assert fewer_p99 is None or fewer_p99 > 1.5 * 0.5  # null: unstable there (an unbounded P99)
 
 
 def test_a_pool_whose_p99_is_set_by_the_slot_wait_is_flagged() -> None:
