@@ -11,7 +11,7 @@ from typing import Any
 
 from fleetopt import __version__
 from fleetopt.api import profile_search_path
-from fleetopt.errors import ValidationError
+from fleetopt.errors import ValidationError, excerpt
 
 # -- export: a plan as vLLM commands, a router file, Kubernetes and KEDA manifests, markdown -----
 
@@ -36,8 +36,8 @@ class ExportRun:
 def _check_resource_name(value: str, option: str, longest: int) -> None:
     if not _RESOURCE_NAME.match(value) or len(value) > longest:
         raise ValidationError(
-            f"{option}: {value!r} is not a Kubernetes name: lowercase letters, digits and '-', starting "
-            f"with a letter, at most {longest} characters"
+            f"{option}: {excerpt(value)} is not a Kubernetes name: lowercase letters, digits and '-', "
+            f"starting with a letter, at most {longest} characters"
         )
 
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from fleetopt.core.workload import window_microseconds
-from fleetopt.errors import ValidationError
+from fleetopt.errors import ValidationError, excerpt
 
 if TYPE_CHECKING:
     from fleetopt.core.workload import Workload
@@ -84,7 +84,7 @@ class WindowCounts:
         full = (float(times.max()) - start) // window_s
         if full < 1:
             return None
-        _check_window_count(full, window_s)
+        check_window_count(full, window_s)
         full = int(full)
         index = np.floor((times - start) / window_s).astype(np.int64)
         counts = np.bincount(index[index < full], minlength=full)
@@ -102,14 +102,17 @@ class WindowCounts:
 
 def _check_window(window_s: float) -> None:
     if not (window_s > 0 and math.isfinite(window_s)):
-        raise ValidationError(f"rate window: {window_s!r} s must be a positive, finite duration")
+        raise ValidationError(f"rate window: {excerpt(window_s)} s must be a positive, finite duration")
 
 
-def _check_window_count(windows: float, window_s: float) -> None:
+def check_window_count(windows: float, window_s: float) -> None:
+    """Refuse a profile of more than :data:`MAX_WINDOWS` windows (the one bound on every array sized
+    by a log's span: a single timestamp centuries from the rest would otherwise ask for gigabytes)."""
     if windows > MAX_WINDOWS:
         raise ValidationError(
-            f"rate window: the arrivals span {windows:,.0f} windows of {window_s:g} s, more than the "
-            f"{MAX_WINDOWS:,} a profile holds; use a longer --rate-window (or --rate-basis mean)"
+            f"rate window: the arrivals span {windows * window_s:,.0f} s, {windows:,.0f} windows of "
+            f"{window_s:g} s, more than the {MAX_WINDOWS:,} a rate profile holds: check the log's "
+            "timestamps (one far from the others, or a unit off by 1000×), or use a longer --rate-window"
         )
 
 
@@ -121,9 +124,9 @@ def workload_window_counts(workload: Workload, window_s: float) -> WindowCounts 
     span = workload.arrival_span
     if workload.arrival_times_s is not None and workload.arrival_times_s.size > 1:
         times = workload.arrival_times_s
-        _check_window_count((float(times[-1]) - float(times[0])) / window_s, window_s)
+        check_window_count((float(times[-1]) - float(times[0])) / window_s, window_s)
     elif span is not None:
-        _check_window_count(span.span_s / window_s, window_s)
+        check_window_count(span.span_s / window_s, window_s)
     if workload.arrival_times_s is None and (workload.arrival_windows is None or span is None):
         window_microseconds(window_s)  # the check a log's window gets
         return None  # a CDF: no clock
@@ -154,7 +157,7 @@ def parse_rate_basis(text: str) -> str:
     if match and 0.0 < float(match.group(1)) < 100.0:
         return f"p{float(match.group(1)):g}"
     raise ValidationError(
-        f"--rate-basis: {text!r} is not allowed; use mean, peak, or pNN (a percentile of the windowed "
+        f"--rate-basis: {excerpt(text)} is not allowed; use mean, peak, or pNN (a percentile of the windowed "
         "rates, e.g. p99)"
     )
 
@@ -358,7 +361,7 @@ def replay_at_rate(
     times = np.sort(np.asarray(times_s, dtype=np.float64))
     times = times - times[0]
     if not (rate_factor > 0 and math.isfinite(rate_factor)):
-        raise ValidationError(f"replay: rate factor {rate_factor!r} must be a positive, finite number")
+        raise ValidationError(f"replay: rate factor {excerpt(rate_factor)} must be a positive, finite number")
     span = float(times[-1])
     period = span + (span / (times.size - 1) if times.size > 1 and span > 0 else 1.0)
     copies = max(1, math.ceil(rate_factor - 1e-12))
@@ -429,7 +432,9 @@ class ArrivalSpec:
 
     def __post_init__(self) -> None:
         if self.kind not in ARRIVAL_PROCESSES:
-            raise ValidationError(f"--arrivals: {self.kind!r} is not one of {', '.join(ARRIVAL_PROCESSES)}")
+            raise ValidationError(
+                f"--arrivals: {excerpt(self.kind)} is not one of {', '.join(ARRIVAL_PROCESSES)}"
+            )
         if self.kind == "replay" and (self.times_s is None or np.asarray(self.times_s).size < 2):
             raise ValidationError("arrivals: a replay needs at least 2 arrival times")
         if self.kind == "profile" and self.counts is None:

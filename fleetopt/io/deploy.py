@@ -17,7 +17,7 @@ from typing import Any
 
 from fleetopt.core.routing import Routing
 from fleetopt.core.service import PoolHardware
-from fleetopt.errors import NotFoundError, ValidationError
+from fleetopt.errors import NotFoundError, ValidationError, excerpt
 from fleetopt.io.files import read_text
 from fleetopt.io.yamlio import safe_load
 
@@ -79,8 +79,8 @@ def engine_settings(
         serving, model, gpu = resolve_serving(hardware.serving_name, dirs)
     except NotFoundError as exc:
         raise NotFoundError(
-            f"{source}: the plan's serving profile {hardware.serving_name!r} is not on the profile path "
-            f"({exc}); pass the folder it is in with --profiles-dir"
+            f"{source}: the plan's serving profile {excerpt(hardware.serving_name)} is not on the profile "
+            f"path ({exc}); pass the folder it is in with --profiles-dir"
         ) from None
     sizing = serving_kv_sizing(serving, model, gpu)
     planned = {
@@ -198,12 +198,12 @@ def router_from_document(document: Any, source: str = "router") -> RouterConfig:
         raise ValidationError(f"{source}: not a fleetopt router file (expected kind: {ROUTER_KIND})")
     if document.get("schema_version") != ROUTER_SCHEMA_VERSION:
         raise ValidationError(
-            f"{source}: schema_version {document.get('schema_version')!r} is not supported "
+            f"{source}: schema_version {excerpt(document.get('schema_version'))} is not supported "
             f"(this fleetopt reads version {ROUTER_SCHEMA_VERSION})"
         )
 
     def fail(field: str, value: Any, allowed: str) -> None:
-        raise ValidationError(f"{source}: {field} = {value!r} is invalid; expected {allowed}")
+        raise ValidationError(f"{source}: {field} = {excerpt(value)} is invalid; expected {allowed}")
 
     budget = document.get("budget")
     if not isinstance(budget, dict) or budget.get("without_max_tokens") != WITHOUT_MAX_TOKENS:

@@ -31,8 +31,9 @@ from typing import Any
 import numpy as np
 
 from fleetopt.core.calibrate import Benchmark
-from fleetopt.errors import ValidationError
-from fleetopt.io.files import read_text
+from fleetopt.errors import ValidationError, excerpt
+from fleetopt.io.files import long_csv_fields, read_text
+from fleetopt.io.yamlio import DuplicateKeyError, json_loads
 
 MEASUREMENT_FORMATS = ("silicon-csv", "vllm-bench", "guidellm")
 _SILICON_COLUMNS = ("batch_size", "isl", "osl", "silicon_ttft_ms", "silicon_tpot_ms")
@@ -125,13 +126,15 @@ def detect_measurement_format(text: str, path: Path) -> str:
     stripped = text.lstrip()
     if stripped.startswith("{"):
         try:
-            document = json.loads(text)
+            document = json_loads(text)
         except RecursionError:
             raise ValidationError(f"{path}: JSON nested too deeply to be a benchmark result") from None
         except json.JSONDecodeError as exc:
             raise ValidationError(
                 f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
             ) from None
+        except DuplicateKeyError as exc:
+            raise ValidationError(f"{path}: {exc}") from None
         if isinstance(document, dict) and isinstance(document.get("benchmarks"), list):
             return "guidellm"
         if isinstance(document, dict) and "mean_ttft_ms" in document:
@@ -155,27 +158,32 @@ def _positive(value: Any, where: str) -> float:
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise ValidationError(f"{where} = {value!r} is not a number") from None
+        raise ValidationError(f"{where} = {excerpt(value)} is not a number") from None
     if not (number > 0 and np.isfinite(number)):
-        raise ValidationError(f"{where} = {value!r} is invalid; expected a number > 0")
+        raise ValidationError(f"{where} = {excerpt(value)} is invalid; expected a number > 0")
     return number
 
 
 def _silicon_points(text: str, path: Path, row_filter: RowFilter) -> list[tuple]:
     points = []
-    for number, row in enumerate(csv.DictReader(io.StringIO(text)), start=2):
-        if (row.get("mode") or "").strip() != "agg" or not row_filter.matches(row):
-            continue
-        where = f"{path}, line {number}"
-        concurrency, isl, osl, ttft_ms, tpot_ms = (
-            _positive(row[column], f"{where}: {column}") for column in _SILICON_COLUMNS
-        )
-        points.append((concurrency, isl, osl, ttft_ms / 1e3, tpot_ms / 1e3, f"{path.name}:{number}"))
+    reader = csv.DictReader(io.StringIO(text))
+    with long_csv_fields():
+        try:
+            for number, row in enumerate(reader, start=2):
+                if (row.get("mode") or "").strip() != "agg" or not row_filter.matches(row):
+                    continue
+                where = f"{path}, line {number}"
+                concurrency, isl, osl, ttft_ms, tpot_ms = (
+                    _positive(row[column], f"{where}: {column}") for column in _SILICON_COLUMNS
+                )
+                points.append((concurrency, isl, osl, ttft_ms / 1e3, tpot_ms / 1e3, f"{path.name}:{number}"))
+        except csv.Error as exc:
+            raise ValidationError(f"{path}, line {reader.line_num}: not valid CSV ({exc})") from None
     return points
 
 
 def _vllm_points(text: str, path: Path, row_filter: RowFilter) -> list[tuple]:
-    document = json.loads(text)
+    document = json_loads(text)
     missing = [
         key
         for key in (
@@ -218,7 +226,7 @@ def _successful_mean(metrics: dict, key: str, where: str) -> float:
 
 def _guidellm_points(text: str, path: Path, row_filter: RowFilter) -> list[tuple]:
     points = []
-    for index, benchmark in enumerate(json.loads(text)["benchmarks"]):
+    for index, benchmark in enumerate(json_loads(text)["benchmarks"]):
         where = f"{path}, benchmarks[{index}]"
         metrics = benchmark.get("metrics") if isinstance(benchmark, dict) else None
         if not isinstance(metrics, dict):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime
 import hashlib
-import json
 import math
 import os
 from dataclasses import asdict, dataclass
@@ -24,9 +23,9 @@ from fleetopt.core.planner import PlanOptions
 from fleetopt.core.routing import Routing, pool_names
 from fleetopt.core.service import PoolHardware
 from fleetopt.core.workload import Workload, weighted_sum
-from fleetopt.errors import ValidationError
+from fleetopt.errors import ValidationError, excerpt
 from fleetopt.io.files import read_text
-from fleetopt.io.yamlio import safe_load
+from fleetopt.io.yamlio import json_loads, safe_load
 
 if TYPE_CHECKING:  # the drift types are built only when a plan is read back (drift, simulate)
     from fleetopt.core.drift import PlannedFleet, PlannedPool, WorkloadSummary
@@ -383,7 +382,7 @@ def _load_document(path: Path) -> Any:
     text = read_text(path, "plan ")
     try:
         if path.suffix.lower() == ".json":
-            return json.loads(text)
+            return json_loads(text)
 
         return safe_load(text)
     except Exception as exc:  # json.JSONDecodeError, yaml.YAMLError: a truncated or mangled file
@@ -622,7 +621,7 @@ class _FieldReader:
             raise ValidationError(
                 f"{self.source}: {field} is missing (the file may be truncated); expected {allowed}"
             )
-        raise ValidationError(f"{self.source}: {field} = {value!r} is invalid; expected {allowed}")
+        raise ValidationError(f"{self.source}: {field} = {excerpt(value)} is invalid; expected {allowed}")
 
     @staticmethod
     def _leaf(field: str) -> str:
