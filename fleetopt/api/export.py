@@ -18,6 +18,16 @@ from fleetopt.errors import ValidationError, excerpt
 #: ``fleetopt export --to`` targets, in the order their files are written and printed.
 EXPORT_TARGETS = ("vllm", "router", "kubernetes", "markdown")
 _RESOURCE_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+#: A Secret's name: a DNS-1123 subdomain (Kubernetes' validation for most object names).
+_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+#: A container image reference (the distribution/reference grammar: [host[:port]/]path[:tag][@digest]).
+_PATH_PART = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_IMAGE = re.compile(
+    rf"^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?(?::[0-9]+)?/)?{_PATH_PART}(?:/{_PATH_PART})*"
+    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$"
+)
+#: An http(s) URL without spaces, quotes or backslashes (KEDA's serverAddress).
+_HTTP_URL = re.compile(r"^https?://[A-Za-z0-9.\-]+(?::[0-9]{1,5})?(?:/[^\s\"'\\<>`]*)?$")
 
 
 @dataclass(frozen=True)
@@ -34,11 +44,16 @@ class ExportRun:
 
 
 def _check_resource_name(value: str, option: str, longest: int) -> None:
-    if not _RESOURCE_NAME.match(value) or len(value) > longest:
+    if not _RESOURCE_NAME.fullmatch(value) or len(value) > longest:
         raise ValidationError(
             f"{option}: {excerpt(value)} is not a Kubernetes name: lowercase letters, digits and '-', "
             f"starting with a letter, at most {longest} characters"
         )
+
+
+def _check_option_text(value: str, option: str, pattern: re.Pattern, longest: int, allowed: str) -> None:
+    if not pattern.fullmatch(value) or len(value) > longest:
+        raise ValidationError(f"{option}: {excerpt(value)} is not allowed; expected {allowed}")
 
 
 def export_context(
@@ -122,6 +137,18 @@ def export_plan(
     _check_resource_name(options.name_prefix, "--name-prefix", 63 - len("-pool-8"))
     if options.namespace is not None:
         _check_resource_name(options.namespace, "--namespace", 63)
+    _check_option_text(
+        options.image, "--image", _IMAGE, 255, "a container image reference such as vllm/vllm-openai:v0.11.0"
+    )
+    if options.hf_token_secret is not None:
+        _check_option_text(
+            options.hf_token_secret, "--hf-token-secret", _SUBDOMAIN, 253,
+            "a Kubernetes Secret name (lowercase letters, digits, '-' and '.')",
+        )  # fmt: skip
+    _check_option_text(
+        options.prometheus_url, "--prometheus-url", _HTTP_URL, 2048,
+        "an http:// or https:// URL without spaces or quotes",
+    )  # fmt: skip
     label = plan_label or plan_file.source.removeprefix("plan ")
     files: dict[str, str] = {}
     notes: list[str] = []
