@@ -125,8 +125,23 @@ class _FleetoptGroup(typer.core.TyperGroup):
             formatter.write_dl(rows)
 
     def invoke(self, ctx):
+        from fleetopt.cli.signals import Interrupted, interruptible, received
+
         try:
-            return super().invoke(ctx)
+            with interruptible():
+                return super().invoke(ctx)
+        except Interrupted as exc:
+            _interrupted(exc)
+        except Exception as exc:
+            signal_received = received()
+            if signal_received is not None and not _is_cli_control(exc):
+                _interrupted(signal_received)  # e.g. DuckDB's own error for the query it interrupted
+            self._fail(exc)
+
+    def _fail(self, exc: Exception) -> NoReturn:
+        """Report an error of the command (not a signal) and exit: 1, or 70 for a bug."""
+        try:
+            raise exc
         except FleetoptError as exc:
             typer.echo(f"Error: {error_text(exc)}", err=True)
             raise typer.Exit(1) from None
@@ -177,6 +192,18 @@ _DEBUG = {"on": False}
 #: The longest error message printed (a safety net: messages show user values through
 #: fleetopt.errors.excerpt, which bounds each one).
 MAX_MESSAGE_CHARS = 4000
+
+
+def _interrupted(exc: Any) -> NoReturn:
+    """A command stopped by SIGINT or SIGTERM (fleetopt.cli.signals.Interrupted): what it wrote and
+    left unchanged, and exit 128 + the signal's number."""
+    from fleetopt.io.files import WRITTEN
+
+    try:
+        typer.echo(f"Error: {exc.message(WRITTEN)}", err=True)
+    except OSError:
+        pass
+    raise typer.Exit(exc.exit_code) from None
 
 
 def error_text(exc: BaseException) -> str:

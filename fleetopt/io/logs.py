@@ -18,6 +18,7 @@ file, the careful line-by-line reader) which row and field is wrong.
 from __future__ import annotations
 
 import re
+import weakref
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -183,12 +184,27 @@ def container_from_name(location: str) -> str | None:
 # --------------------------------------------------------------------------- the DuckDB session
 
 
+#: The DuckDB connections alive (so a signal can interrupt their queries: interrupt_queries).
+_CONNECTIONS: weakref.WeakSet = weakref.WeakSet()
+
+
+def interrupt_queries() -> None:
+    """Interrupt every running DuckDB query (from any thread: fleetopt.cli.signals' watcher); the
+    query raises in the thread that runs it."""
+    for connection in list(_CONNECTIONS):
+        try:
+            connection.interrupt()
+        except Exception:  # noqa: BLE001 - a connection closed meanwhile
+            pass
+
+
 def connect(*, ordered: bool = False):
     """A DuckDB connection in UTC (naive date-times are UTC), with the usual credential chain for
     ``s3://`` paths when they are used. ``ordered`` keeps file order (row numbers for errors)."""
     import duckdb
 
     connection = duckdb.connect(":memory:")
+    _CONNECTIONS.add(connection)
     connection.execute("SET TimeZone = 'UTC'")
     connection.execute("SET enable_progress_bar = false")
     if not ordered:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ import numpy as np
 
 from fleetopt.core.summary import LogSummary, SummarySource, make_summary
 from fleetopt.errors import ValidationError, excerpt
+from fleetopt.io.files import atomic_output
 from fleetopt.io.logs import MAX_REQUEST_TOKENS, SUMMARY_COLUMNS, connect, engine_message, sql_string
 from fleetopt.io.yamlio import json_loads
 
@@ -370,8 +370,9 @@ def summary_document(summary: LogSummary) -> dict[str, Any]:
 
 
 def write_summary(summary: LogSummary, path: Path, inputs: list[str] = ()) -> None:
-    """Write a summary atomically (a temporary file in the same folder, then a rename), as
-    Parquet, JSON or CSV by the path's suffix. Never replaces one of ``inputs``."""
+    """Write a summary atomically (fleetopt.io.files.atomic_output: a hidden temporary file in the
+    same folder with the umask's mode, as plans are, then a rename), as Parquet, JSON or CSV by the
+    path's suffix. Never replaces one of ``inputs``."""
     path = Path(path)
     fmt = summary_format_for(path)
     target = path.expanduser().resolve() if path.parent.exists() else path
@@ -381,23 +382,14 @@ def write_summary(summary: LogSummary, path: Path, inputs: list[str] = ()) -> No
             raise ValidationError(
                 f"--output {path}: that is the input file {item}; write the summary elsewhere"
             )
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise ValidationError(f"--output {path}: the folder {folder} does not exist")
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=folder)
-    os.close(handle)
-    try:
+    with atomic_output(path) as temporary:
         if fmt == "json":
             with open(temporary, "w", encoding="utf-8") as stream:
                 json.dump(summary_document(summary), stream, separators=(",", ":"))
                 stream.flush()
                 os.fsync(stream.fileno())
         else:
-            _copy_table(summary, temporary, fmt)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+            _copy_table(summary, str(temporary), fmt)
 
 
 def _copy_table(summary: LogSummary, path: str, fmt: str) -> None:
@@ -430,5 +422,8 @@ def _copy_table(summary: LogSummary, path: str, fmt: str) -> None:
         "CASE WHEN timed THEN last_us END, n, CAST(source AS VARCHAR), "
         "CASE WHEN timed THEN CAST(clock AS VARCHAR) END FROM summary_logs"
     )
+    # DuckDB writes into our temporary file itself (no tmp_<name> file of its own beside it, which a
+    # killed command would leave for a later glob to pick up)
     options = "FORMAT parquet, COMPRESSION zstd" if fmt == "parquet" else "FORMAT csv, HEADER true"
+    options += ", USE_TMP_FILE false"
     connection.execute(f"COPY ({query}) TO {sql_string(path)} ({options})")
