@@ -377,10 +377,19 @@ def _base_type(kind: str) -> str:
 
 
 def token_sql(column: str, kind: str) -> str:
-    """A token column as a number (text is read as a number where it is one, else NULL: invalid)."""
+    """A token column as a number (text is read as a number where it is one, else NULL: invalid).
+    A boolean is never a token count (DuckDB casts true to 1): NULL, so its rows are refused."""
     base = _base_type(kind)
     if base in _INTEGER_TYPES or base in _FLOAT_TYPES or base.startswith("DECIMAL"):
         return sql_identifier(column)
+    if base == "BOOLEAN":
+        return f"CAST(CASE WHEN {sql_identifier(column)} IS NULL THEN NULL END AS DOUBLE)"
+    if base == "JSON":  # a JSON value: a number, or text that reads as one (not true/false)
+        quoted = sql_identifier(column)
+        return (
+            f"CASE WHEN json_type({quoted}) IN ('BOOLEAN', 'NULL') THEN NULL "
+            f"ELSE TRY_CAST(json_extract_string({quoted}, '$') AS DOUBLE) END"
+        )
     return f"TRY_CAST({sql_identifier(column)} AS DOUBLE)"
 
 

@@ -469,6 +469,13 @@ def _planned_pool(
         get.fail(f"{where}.gpus_per_instance", gpus, f"the profile's {hardware.gpus_per_instance}")
     instances = get.integer(pool, f"{where}.instances")
     slots = get.integer(pool, f"{where}.slots_per_instance", minimum=1 if instances > 0 else 0)
+    context = get.integer(pool, f"{where}.context_tokens", minimum=1)
+    if slots > max(1, hardware.max_slots(context)):  # what vLLM's KV cache (and max_num_seqs) holds
+        get.fail(
+            f"{where}.slots_per_instance",
+            slots,
+            f"at most the {hardware.max_slots(context):,} the profile holds",
+        )
     from fleetopt.core.drift import PlannedPool
 
     return PlannedPool(
@@ -476,7 +483,7 @@ def _planned_pool(
         hardware=hardware,
         instances=instances,
         slots_per_instance=slots,
-        context_tokens=get.integer(pool, f"{where}.context_tokens", minimum=1),
+        context_tokens=context,
         planned_arrival_rate_per_s=get.number(pool, f"{where}.arrival_rate_per_s", optional=True),
         planned_utilization=get.number(pool, f"{where}.utilization", optional=True),
         planned_p99_ttft_s=get.number(pool, f"{where}.p99_ttft_s", optional=True),

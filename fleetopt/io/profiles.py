@@ -58,6 +58,7 @@ class ModelProfile:
     source_file: str
     max_context_tokens: int | None = None
     huggingface_id: str | None = None
+    attention_heads: int | None = None
 
     def kv_bytes_per_token(self, kv_dtype: str | None = None) -> int:
         """KV bytes per token of one copy of the cache (no tensor parallelism), pool-routing Eq. 1."""
@@ -242,6 +243,12 @@ _MODEL_FIELDS: tuple[_Field, ...] = (
     _Field("source", _text, _TEXT + " saying where the numbers come from"),
     _Field("kv_formula", _choice(kv.KV_FORMULAS), "one of gqa, mla"),
     _whole_field("layers", 1, "transformer layers"),
+    _whole_field(
+        "attention_heads",
+        1,
+        "query heads, num_attention_heads; tensor parallelism must divide them",
+        required=False,
+    ),  # fmt: skip
     _whole_field("kv_heads", 1, "KV heads; gqa only", required=False),
     _whole_field("head_dim", 1, "head dimension; gqa only", required=False),
     _whole_field("kv_lora_rank", 1, "MLA latent rank; mla only", required=False),
@@ -454,6 +461,7 @@ def _model_from(path: Path, name: str, data: Mapping[str, Any]) -> ModelProfile:
         source_file=str(path),
         max_context_tokens=c["max_context_tokens"],
         huggingface_id=c["huggingface_id"],
+        attention_heads=c["attention_heads"],
     )
 
 
@@ -697,6 +705,7 @@ def kv_sizing(
 
     Raises ValidationError (naming ``context``) when weights and activations leave no KV memory.
     """
+    check_tensor_parallel(model, tensor_parallel, context)
     weight_dtype = weight_dtype or model.weight_dtype
     kv_dtype = kv_dtype or model.kv_dtype
     per_token_model = model.kv_bytes_per_token(kv_dtype)
@@ -745,6 +754,21 @@ def kv_sizing(
         kv_capacity_tokens_per_instance=capacity_tokens,
         kv_block_tokens=kv_block_tokens,
     )
+
+
+def check_tensor_parallel(model: ModelProfile, tensor_parallel: int, context: str = "") -> None:
+    """Refuse a tensor-parallel size vLLM refuses for ``model`` (fleetopt.core.kv.tensor_parallel_problem:
+    TP divides the attention heads, and the KV heads or a multiple of them)."""
+    problem = kv.tensor_parallel_problem(
+        tensor_parallel, model.attention_heads, model.kv_heads, model.kv_formula
+    )
+    if problem is not None:
+        sizes = kv.valid_tensor_parallel_sizes(model.attention_heads, model.kv_heads, model.kv_formula)
+        where = f"{context}: " if context else ""
+        raise ValidationError(
+            f"{where}tensor parallel size {tensor_parallel} does not fit {model.name}: {problem}, and vLLM "
+            f"refuses it; use {', '.join(map(str, sizes))} ({model.source_file})"
+        )
 
 
 def serving_kv_sizing(serving: ServingProfile, model: ModelProfile, gpu: GpuProfile) -> KvSizing:

@@ -136,6 +136,8 @@ def _numbers(values: np.ndarray) -> np.ndarray:
     array = np.asarray(values)
     if array.dtype.kind in "iuf":
         return array.astype(np.float64)
+    if array.dtype.kind == "b":  # a boolean column counts nothing (float(True) would be 1)
+        return np.full(array.shape, np.nan)
     return np.array([_number(v) for v in array], dtype=np.float64)
 
 
@@ -152,6 +154,8 @@ def _whole_or_none(values: np.ndarray, mask: np.ndarray, name: str, label: str) 
 
 
 def _number(value: Any) -> float:
+    if isinstance(value, (bool, np.bool_)):
+        return np.nan
     try:
         return float(value) if value is not None else np.nan
     except (TypeError, ValueError):
