@@ -14,8 +14,9 @@ from __future__ import annotations
 import reprlib
 from typing import Any
 
-#: The most characters :func:`excerpt` shows of one value.
-EXCERPT_CHARS = 80
+#: The most characters :func:`excerpt` shows of one string (a long path fits; a value of megabytes
+#: does not).
+EXCERPT_CHARS = 200
 
 
 class FleetoptError(Exception):

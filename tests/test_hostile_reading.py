@@ -234,7 +234,7 @@ def test_a_field_over_pythons_csv_limit_is_a_message_not_exit_70(tmp_path: Path,
     log.write_text("input_tokens,output_tokens\n" + body)
     result = runner.invoke(app, ["workload", "show", str(log)])
     assert result.exit_code == 1, result.output
-    assert message in result.stderr and len(result.stderr) < 300
+    assert message in result.stderr and len(result.stderr) < 600
     assert "(140,000 characters)" in result.stderr or "140" not in body[:10]
 
 
@@ -314,9 +314,9 @@ def test_excerpt_bounds_and_escapes_any_value() -> None:
     assert excerpt("ok") == "'ok'"
     assert excerpt("a\nb\x1b[2J\u2028c\x85") == "'a\\nb\\x1b[2J\\u2028c\\x85'"
     long = excerpt("x" * 10**6)
-    assert len(long) < 120 and long.endswith("(1,000,000 characters)")
+    assert len(long) < 260 and long.endswith("(1,000,000 characters)")
     nested: list = []
     for _ in range(10_000):
         nested = [nested] * 3  # 3¹⁰⁰⁰⁰ leaves if walked
-    assert len(excerpt(nested)) < 200
+    assert len(excerpt(nested)) <= 400
     assert printable("π = 3.14, 名前") == "π = 3.14, 名前"  # printable text of any script unchanged

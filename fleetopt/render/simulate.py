@@ -107,6 +107,8 @@ def crosscheck_document(report: CrossCheckReport) -> dict[str, Any]:
                 "ci95_half_width": _measured(c.ci95_half_width),
                 "error_pct": c.error_pct,
             }
+            if c.analytical_rate_per_s is not None:  # a replay or profile: the rate it is predicted at
+                entry[key]["analytical_rate_per_s"] = c.analytical_rate_per_s
         low, high = row.p99_ttft_interval_s
         entry["p99_ttft_interval_s"] = [_measured(low), _measured(high)]
         entry["verdict"] = row.verdict.value
@@ -163,8 +165,10 @@ def crosscheck_run_document(check: CrossCheck, plan_path: str | None = None) -> 
         document["notes"].append(
             f"arrivals: the log's {'arrival times' if check.arrival_process == 'replay' else 'rate profile'} "
             f"at {check.rate_factor:.4g} × its own rate (mean {check.mean_rate_per_s:,.4g} req/s), on its "
-            "own time scale; the analytical column is the plan's prediction at the rate it was sized for "
-            f"({setup.arrival_rate_per_s:,.4g} req/s)"
+            "own time scale; analytical utilization and TPOT are the pools re-evaluated window by window "
+            "over that profile and averaged (time averages, at its mean rate), the P99s the plan's "
+            f"predictions at the rate it was sized for ({setup.arrival_rate_per_s:,.4g} req/s: the busiest "
+            "stretches set them)"
         )
     if check.reevaluated_for_other_workload:
         document["notes"].insert(
@@ -311,8 +315,9 @@ def draw_crosscheck(console: Console, data: Mapping[str, Any]) -> None:
         table.add_column("error")
         for key, label in _LABELS.items():
             row = pool[key]
+            at = row.get("analytical_rate_per_s")
             table.add_row(
-                label,
+                label if at is None or row["analytical"] is None else f"{label} (at {fmt_num(at)} req/s)",
                 _value(key, row["analytical"]),
                 _value(key, row["simulated"]) + _half_width(key, row["ci95_half_width"], row["simulated"]),
                 _error(row["error_pct"]),
