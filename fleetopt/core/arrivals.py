@@ -12,7 +12,12 @@ Definitions (docs/planner.md, "The rate a plan sizes for"):
   peak, peak/mean and the index of dispersion Var/E of the counts (Cox & Lewis 1966, §4.5;
   :class:`fleetopt.core.workload_stats.RateProfile`).
 * Rate basis: ``mean``, ``peak`` or ``pNN`` (the NN-th percentile of the windowed rates); a plan
-  sizes every pool at mean × max(1, basis / mean), so it never sizes below the mean.
+  sizes every pool at mean × max(1, basis / mean), so it never sizes below the mean. The basis is
+  read from the profile with its Poisson counting noise taken out (:func:`denoised_counts`: each
+  window's posterior mean intensity under the windows' own nonparametric prior, empirical Bayes):
+  a log's busiest window is partly chance (the winner's curse of a maximum), and chance that does
+  not grow with the traffic, so scaled to ``--rate`` it would be paid for as if it were the
+  traffic's shape (docs/math.md, "Counting noise in the rate profile").
 * Within-window dispersion at scale τ = window/J: the windows are cut into J sub-windows, and
   D(τ) = Σ_k Σ_j (n_kj − N_k/J)² / Σ_k N_k(1 − 1/J), with N_k the window's count and n_kj its
   sub-window counts. For Poisson arrivals whose rate is constant within each window, E[D] = 1
@@ -60,7 +65,8 @@ _MICROSECONDS_PER_S = 1_000_000
 
 @dataclass(frozen=True, eq=False)
 class WindowCounts:
-    """Arrivals counted in consecutive full windows of ``window_s`` seconds.
+    """Arrivals counted in consecutive full windows of ``window_s`` seconds (whole numbers; a
+    :func:`denoised_counts` profile holds expected counts, not whole).
 
     ``origin_epoch_s``: the Unix time of the first window's start when the log's clock is UTC,
     else None.
@@ -160,6 +166,49 @@ def parse_rate_basis(text: str) -> str:
         f"--rate-basis: {excerpt(text)} is not allowed; use mean, peak, or pNN (a percentile of the windowed "
         "rates, e.g. p99)"
     )
+
+
+#: Support points of the prior of window intensities (:func:`denoised_counts`), spaced evenly in √λ
+#: (the Poisson variance-stabilizing scale) between the smallest and largest count, and the EM
+#: iterations that fit their weights (the posterior means settle long before the weights do: 60 points
+#: and 300 iterations move no tested peak factor by more than 0.001 against 100 and 1,000).
+NOISE_PRIOR_POINTS = 60
+NOISE_EM_ITERATIONS = 300
+
+
+def denoised_counts(counts: WindowCounts) -> WindowCounts:
+    """The windows' expected counts with the Poisson counting noise taken out (float counts): the
+    profile a plan scales to its rate (docs/math.md, "Counting noise in the rate profile").
+
+    Each window's count is N_k ~ Poisson(Λ_k); its estimate is the posterior mean E[Λ_k | N_k]
+    under the windows' own prior G of intensities, estimated from all the counts — empirical Bayes
+    (Robbins 1956) with G the nonparametric maximum-likelihood mixing distribution (Kiefer &
+    Wolfowitz 1956) on a fixed grid, fitted by EM (Laird 1978, JASA 73:805–811). A count far above
+    what G says windows reach is mostly chance and pulled in; a plateau of busy windows keeps its
+    level. The busiest window of the counts overstates the busiest intensity (the winner's curse of
+    a maximum); empirical-Bayes posterior means remove that selection bias (Efron 2011, JASA
+    106:1602–1614). Poisson traffic gives a profile within a few per cent of flat; a profile that
+    swings far beyond its noise keeps its shape."""
+    values = np.asarray(counts.counts, dtype=np.float64)
+    if values.size < 2 or not float(values.max()) > float(values.min()):
+        return WindowCounts(counts.window_s, values.copy(), counts.origin_epoch_s)
+    distinct, index, multiplicity = np.unique(values, return_inverse=True, return_counts=True)
+    low, high = np.sqrt(max(float(distinct[0]), 1e-9)), np.sqrt(float(distinct[-1]))
+    grid = np.linspace(low, high, NOISE_PRIOR_POINTS) ** 2
+    # Poisson likelihood up to a factor per count (which EM and the posterior do not see)
+    log_likelihood = distinct[:, None] * np.log(grid)[None, :] - grid[None, :]
+    likelihood = np.exp(log_likelihood - log_likelihood.max(axis=1, keepdims=True))
+    share = multiplicity / multiplicity.sum()
+    weights = np.full(grid.size, 1.0 / grid.size)
+    for _ in range(NOISE_EM_ITERATIONS):
+        updated = weights * ((likelihood / (likelihood @ weights)[:, None]) * share[:, None]).sum(axis=0)
+        converged = float(np.abs(updated - weights).max()) < 1e-10
+        weights = updated
+        if converged:
+            break
+    posterior = likelihood * weights
+    means = (posterior @ grid) / posterior.sum(axis=1)
+    return WindowCounts(counts.window_s, means[index], counts.origin_epoch_s)
 
 
 def basis_rate_per_s(counts: WindowCounts, basis: str) -> float:
