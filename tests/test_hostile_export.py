@@ -195,6 +195,21 @@ def test_a_hostile_cdf_path_through_plan_export(tmp_path: Path, stub_bin: Path) 
     assert not list(tmp_path.rglob("PWNED"))
 
 
+def test_a_plan_file_reads_back_the_names_it_was_given(tmp_path: Path) -> None:
+    """A --cdf path with NEL (U+0085) and U+2028 went into the plan's YAML raw inside single quotes:
+    read back, NEL came out as a space, so the plan named a file that does not exist. Every YAML
+    fleetopt writes now double-quotes such a string with escapes (io/yamlio.dump_yaml)."""
+    from fleetopt.io.data import bundled_dir
+    from fleetopt.io.yamlio import safe_load
+
+    cdf = tmp_path / "we\u0085ird\u2028x\u2029y.cdf.json"
+    shutil.copy(bundled_dir("workloads") / "azure.cdf.json", cdf)
+    plan = tmp_path / "plan.yaml"
+    result = runner.invoke(app, ["plan", "--cdf", str(cdf), "--slo", "1s", "--rate", "40", "-o", str(plan)])
+    assert result.exit_code == 0, result.output
+    assert safe_load(plan.read_text(encoding="utf-8"))["inputs"]["workload"] == str(cdf)
+
+
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [

@@ -385,11 +385,10 @@ def measured_profile_yaml(
             "leave_one_out_ttft_max_abs_pct_error": _median_max(leave_one_out[1])[1],
         }
     profile["fit"] = fit_block
-    import yaml
-
     from fleetopt.errors import printable
+    from fleetopt.io.yamlio import dump_yaml
 
-    body = yaml.safe_dump(profile, sort_keys=False, allow_unicode=True, width=96)
+    body = dump_yaml(profile, width=96)
     return f"# {printable(title)}\n{body}"
 
 

@@ -11,7 +11,8 @@ arbitrary objects). Before any value is built, the document's node graph is chec
 * no key twice in one mapping (YAML 1.2 forbids it; PyYAML keeps the last silently).
 
 JSON documents are read by :func:`json_loads`, which refuses a key given twice in one object
-(Python's ``json`` keeps the last silently).
+(Python's ``json`` keeps the last silently). Every YAML document fleetopt writes (plans, exported
+files, measured profiles) goes through :func:`dump_yaml`, so what it writes it reads back as it was.
 """
 
 from __future__ import annotations
@@ -107,3 +108,24 @@ def json_loads(text: str | bytes) -> Any:
     """``json.loads`` that refuses an object with a key given twice (:class:`DuplicateKeyError`, a
     ValueError, as json's own errors are)."""
     return json.loads(text, object_pairs_hook=_unique_pairs)
+
+
+def dump_yaml(document: Any, *, width: int | None = None) -> str:
+    """Block-style YAML from PyYAML's serializer (keys in their order), without anchors or aliases
+    (:func:`safe_load` refuses them; a document repeating an equal object writes it twice). A string
+    holding anything but printable characters (a line break, U+2028, U+2029, NEL, a control
+    character) is written double-quoted with escapes: PyYAML writes them raw inside single quotes,
+    where a reader folds a line break into a space and reads NEL back as a space."""
+    import yaml
+
+    class Dumper(yaml.SafeDumper):
+        def ignore_aliases(self, data: Any) -> bool:
+            return True
+
+    def text(dumper: yaml.SafeDumper, value: str) -> Any:
+        style = None if value.isprintable() else '"'
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+    Dumper.add_representer(str, text)
+    options: dict[str, Any] = {} if width is None else {"width": width}
+    return yaml.dump(document, Dumper=Dumper, sort_keys=False, allow_unicode=True, **options)

@@ -316,21 +316,11 @@ _ROUTER_HEADER = """\
 
 def _yaml(document: Mapping[str, Any]) -> str:
     """Block-style YAML from PyYAML's serializer, without anchors or aliases (manifests repeat equal
-    probes on purpose). A string holding anything but printable characters (a line break, U+2028,
-    U+2029, NEL, a control character) is written double-quoted with escapes: PyYAML would write
-    some of them raw inside single quotes, where a reader folds them into spaces."""
-    import yaml
+    probes on purpose), any string that is not all printable double-quoted with escapes
+    (:func:`fleetopt.io.yamlio.dump_yaml`)."""
+    from fleetopt.io.yamlio import dump_yaml
 
-    class ExportDumper(yaml.SafeDumper):
-        def ignore_aliases(self, data: Any) -> bool:
-            return True
-
-    def text(dumper: yaml.SafeDumper, value: str) -> Any:
-        style = None if value.isprintable() else '"'
-        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-    ExportDumper.add_representer(str, text)
-    return yaml.dump(dict(document), Dumper=ExportDumper, sort_keys=False, allow_unicode=True)
+    return dump_yaml(dict(document))
 
 
 def router_yaml(context: ExportContext, options: ExportOptions) -> str:
