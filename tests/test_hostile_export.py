@@ -58,11 +58,8 @@ TARGETS = ["--to", "vllm", "--to", "router", "--to", "kubernetes", "--keda", "--
 
 
 @pytest.fixture(scope="module")
-def plan_text(tmp_path_factory) -> str:
-    path = tmp_path_factory.mktemp("plan") / "plan.yaml"
-    result = runner.invoke(app, ["plan", "--cdf", "azure", "--slo", "1s", "--rate", "40", "-o", str(path)])
-    assert result.exit_code == 0, result.output
-    return path.read_text()
+def plan_text(azure_plan_40: Path) -> str:
+    return azure_plan_40.read_text()
 
 
 @pytest.fixture(scope="module")

@@ -123,11 +123,8 @@ def test_a_boolean_is_not_a_token_count(tmp_path: Path, name: str, content: str 
 
 
 @pytest.fixture(scope="module")
-def plan(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("plan") / "plan.yaml"
-    result = runner.invoke(app, ["plan", "--cdf", "azure", "--slo", "1s", "--rate", "40", "-o", str(path)])
-    assert result.exit_code == 0, result.output
-    return path
+def plan(azure_plan_40: Path) -> Path:
+    return azure_plan_40
 
 
 def test_a_hundred_thousand_seeds_are_refused_up_front(plan: Path) -> None:

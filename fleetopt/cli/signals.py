@@ -96,7 +96,12 @@ def interruptible() -> Iterator[None]:
     _RECEIVED["command"] = signals
 
     def handler(signum: int, frame: object) -> None:
-        raise Interrupted(signum, tuple(WRITING))
+        # recorded as well as raised: DuckDB runs this handler itself while a query runs
+        # (PyErr_CheckSignals), swallows the exception and raises its own "Query interrupted",
+        # possibly before the watcher thread has read the signal
+        interrupted = Interrupted(signum, tuple(WRITING))
+        signals.append(interrupted)
+        raise interrupted
 
     previous = {number: signal.signal(number, handler) for number in _SIGNALS}
     read_end, write_end = os.pipe()
