@@ -320,3 +320,65 @@ def test_excerpt_bounds_and_escapes_any_value() -> None:
         nested = [nested] * 3  # 3¹⁰⁰⁰⁰ leaves if walked
     assert len(excerpt(nested)) <= 400
     assert printable("π = 3.14, 名前") == "π = 3.14, 名前"  # printable text of any script unchanged
+
+
+LONG_NUMBER = "9" * 5000  # more digits than Python converts (4,300)
+
+
+def test_duckdbs_csv_sniffer_does_not_read_a_long_number_as_bignum(tmp_path: Path) -> None:
+    """DuckDB's sniffer typed a column holding a long digit string BIGNUM, whose parse is quadratic
+    (a 280,000-digit field took 8 s, a 2 MB one minutes, before the careful reader said what was
+    wrong); the reader's candidate types leave BIGNUM out."""
+    import duckdb
+
+    from fleetopt.io.logs import LogSource
+
+    log = tmp_path / "log.csv"
+    log.write_text(f"input_tokens,output_tokens\n10,5\n{LONG_NUMBER},5\n")
+    relation = LogSource(label=str(log), files=(str(log),), container="csv").relation()
+    types = dict(
+        duckdb.connect().execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()[i][:2] for i in (0, 1)
+    )
+    assert types == {"input_tokens": "DOUBLE", "output_tokens": "BIGINT"}
+    result = runner.invoke(app, ["workload", "show", str(log)])
+    assert result.exit_code == 1
+    assert (
+        "line 3: input_tokens = '9999" in result.stderr
+        and "(5,000 characters) is not a whole number" in result.stderr
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        (
+            "log.csv",
+            f"input_tokens,output_tokens,timestamp\n10,5,0\n10,5,{LONG_NUMBER}\n",
+            "line 3: timestamp = '9999",
+        ),
+        (
+            "log.jsonl",
+            f'{{"input_length": 10, "output_length": 5}}\n'
+            f'{{"input_length": {LONG_NUMBER}, "output_length": 5}}\n',
+            "line 2: input_length = 'inf' is not a whole number",
+        ),
+        (
+            "models/m.yaml",
+            f"model: llama-3-70b\nattention_heads: {LONG_NUMBER}\n",
+            "line 2, column 18: a whole number of 5,000 characters",
+        ),
+    ],
+    ids=["csv-time", "jsonl-tokens", "yaml-profile"],
+)
+def test_a_number_longer_than_python_converts_is_a_message_not_exit_70(
+    tmp_path: Path, name: str, content: str, message: str
+) -> None:
+    """int() refuses more than 4,300 digits: a CSV time or a YAML whole number that long was an
+    internal error (exit 70); in JSON Lines it was 'not a JSON object'."""
+    path = tmp_path / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(content)
+    command = ["profiles", "show", str(path)] if name.endswith(".yaml") else ["workload", "show", str(path)]
+    result = runner.invoke(app, command)
+    assert result.exit_code == 1, result.output
+    assert message in result.stderr and len(result.stderr) < 600

@@ -184,6 +184,13 @@ def container_from_name(location: str) -> str | None:
 # --------------------------------------------------------------------------- the DuckDB session
 
 
+#: The column types DuckDB's CSV sniffer may choose: its defaults (DuckDB 2.0) without BIGNUM, whose
+#: parse of a long digit string is quadratic (a 280,000-digit field took 8 s, a 2 MB one minutes);
+#: such a field is read as DOUBLE (inf) and refused as a token count or a time.
+CSV_TYPE_CANDIDATES = (
+    "['BOOLEAN', 'BIGINT', 'HUGEINT', 'DOUBLE', 'TIME', 'DATE', 'TIMESTAMP', 'TIMESTAMPTZ', 'VARCHAR']"
+)
+
 #: The DuckDB connections alive (so a signal can interrupt their queries: interrupt_queries).
 _CONNECTIONS: weakref.WeakSet = weakref.WeakSet()
 
@@ -259,7 +266,10 @@ class LogSource:
         if self.container == "parquet":
             return f"read_parquet({files})"
         if self.container == "csv":
-            return f"read_csv({files}, header = true, delim = ',', quote = '\"'{compression})"
+            return (
+                f"read_csv({files}, header = true, delim = ',', quote = '\"'{compression}, "
+                f"auto_type_candidates = {CSV_TYPE_CANDIDATES})"
+            )
         json_format = "newline_delimited" if self.container == "jsonl" else "auto"
         if self.layout == "otlp":
             return _otlp_relation(files, json_format, compression)

@@ -1009,11 +1009,13 @@ def _parse_time(value: str, column: str, scale_s: float, path: Path, line: int) 
         return "utc", seconds * MICROSECONDS_PER_S + int(fraction)
     per_unit_us = scale_s * MICROSECONDS_PER_S
     if _INTEGER_PATTERN.match(text):
-        number = int(text)
+        # a number of more digits than any clock's (2⁶² ns has 22) is out of range before int() sees
+        # it: Python refuses more than 4,300 digits, and converts in quadratic time
+        number = int(text) if len(text) <= 40 else 2**80
         moment = number * round(per_unit_us) if per_unit_us >= 1 else int(number / round(1 / per_unit_us))
         if abs(moment) > 2**62:
             raise ValidationError(
-                f"{path}, line {line}: {column} = {text} is out of range for an arrival time "
+                f"{path}, line {line}: {column} = {excerpt(value)} is out of range for an arrival time "
                 "(at most 2⁶² µs, about 146,000 years, from the clock's zero)"
             )
         return "number", moment

@@ -8,7 +8,8 @@ arbitrary objects). Before any value is built, the document's node graph is chec
 * no anchors and aliases (``&a``/``*a``, merge keys ``<<: *a``): fleetopt never writes them, and
   a few nested aliases expand a 1 KB file into gigabytes (a "billion laughs" document) that any
   later use — even an error message quoting the value — would have to walk;
-* no key twice in one mapping (YAML 1.2 forbids it; PyYAML keeps the last silently).
+* no key twice in one mapping (YAML 1.2 forbids it; PyYAML keeps the last silently);
+* no whole number of more than 100 digits (Python refuses to convert more than 4,300).
 
 JSON documents are read by :func:`json_loads`, which refuses a key given twice in one object
 (Python's ``json`` keeps the last silently). Every YAML document fleetopt writes (plans, exported
@@ -29,9 +30,17 @@ def _yaml_error(message: str, mark: Any) -> Exception:
     return yaml.MarkedYAMLError(problem=f"line {mark.line + 1}, column {mark.column + 1}: {message}")
 
 
+#: The most digits a whole number in a YAML or JSON document may have (Python refuses to convert
+#: more than 4,300 — an internal error — and converts a long one in quadratic time; fleetopt's
+#: largest numbers have about 20).
+MAX_INTEGER_DIGITS = 100
+_INT_TAG = "tag:yaml.org,2002:int"
+
+
 def _check_nodes(root: Any) -> None:
-    """Refuse a node reached twice (an alias) and a mapping key given twice, walking the composed
-    node graph once (each node visited once: the walk stops at the first alias)."""
+    """Refuse a node reached twice (an alias), a mapping key given twice and a whole number of more
+    than :data:`MAX_INTEGER_DIGITS` digits, walking the composed node graph once (each node visited
+    once: the walk stops at the first alias)."""
     import yaml
 
     seen: set[int] = set()
@@ -69,6 +78,12 @@ def _check_nodes(root: Any) -> None:
                 stack.append(value)
         elif isinstance(node, yaml.SequenceNode):
             stack.extend(node.value)
+        elif node.tag == _INT_TAG and len(node.value) > MAX_INTEGER_DIGITS:
+            raise _yaml_error(
+                f"a whole number of {len(node.value):,} characters; fleetopt reads whole numbers of at "
+                f"most {MAX_INTEGER_DIGITS} digits",
+                node.start_mark,
+            )
 
 
 def safe_load(text: str) -> Any:
@@ -104,10 +119,17 @@ def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return document
 
 
+def _integer(text: str) -> int | float:
+    """A JSON whole number; one of more than :data:`MAX_INTEGER_DIGITS` digits is read as a float
+    (inf past 1e308), as JSON reads ``1e999``, and refused by the check of its field."""
+    return int(text) if len(text) <= MAX_INTEGER_DIGITS else float(text)
+
+
 def json_loads(text: str | bytes) -> Any:
     """``json.loads`` that refuses an object with a key given twice (:class:`DuplicateKeyError`, a
-    ValueError, as json's own errors are)."""
-    return json.loads(text, object_pairs_hook=_unique_pairs)
+    ValueError, as json's own errors are) and reads a whole number too long to be one of fleetopt's
+    as a float (:func:`_integer`)."""
+    return json.loads(text, object_pairs_hook=_unique_pairs, parse_int=_integer)
 
 
 def dump_yaml(document: Any, *, width: int | None = None) -> str:
