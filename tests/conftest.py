@@ -1,4 +1,4 @@
-"""Shared fixtures: the ``../shared`` material (skipped cleanly when it is absent)."""
+"""Shared fixtures: the ``../shared`` material (skipped cleanly when it is absent), a small plan."""
 
 from __future__ import annotations
 
@@ -29,3 +29,17 @@ def shared_dir() -> Path:
     if not (SHARED_DIR / "reference" / "FACTS.md").is_file():
         pytest.skip("../shared is not available")
     return SHARED_DIR
+
+
+@pytest.fixture(scope="session")
+def azure_plan_40(tmp_path_factory) -> Path:
+    """A small two-pool plan (``plan --cdf azure --slo 1s --rate 40``), read-only: copy it to edit."""
+    from typer.testing import CliRunner
+
+    from fleetopt.cli import app
+
+    path = tmp_path_factory.mktemp("azure-plan-40") / "plan.yaml"
+    arguments = ["plan", "--cdf", "azure", "--slo", "1s", "--rate", "40", "-o", str(path)]
+    result = CliRunner().invoke(app, arguments)
+    assert result.exit_code == 0, result.output
+    return path

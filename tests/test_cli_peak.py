@@ -42,10 +42,15 @@ def test_the_table_states_the_basis_with_the_peak_to_mean_ratio() -> None:
     assert result.exit_code == 0, result.output
     text = " ".join(result.stdout.split())
     assert "mean 1,000 req/s (given)" in text
+    from fleetopt.core.arrivals import WindowCounts, denoised_counts
+
+    profile = denoised_counts(WindowCounts(60.0, counts)).counts
+    sizing = profile.max() / profile.mean()
     assert (
         f"rate basis (peak): sized for the peak 1-min window and its bursts within windows: "
-        f"{1000 * ratio:,.0f} req/s, {ratio:.3f} × the mean 1,000 req/s "
-        f"(the log's peak/mean {ratio:.2f})" in text
+        f"{1000 * sizing:,.0f} req/s, {sizing:.3f} × the mean 1,000 req/s "
+        f"(the log's peak window ran {ratio:.3f} × its mean; {ratio - sizing:.3g} × of that was Poisson "
+        "counting noise, which does not grow with the traffic, and is left out)" in text
     )
     assert "arrival SCV C_a²" in text
 
@@ -56,7 +61,14 @@ def test_the_document_carries_the_basis_and_a_mean_plan_of_a_bursty_log_warns() 
     peak = _plan_json("--cdf", "azure-2023-code", "--slo", "500ms", "--rate", "1000")
     basis = peak["inputs"]["rate_basis"]
     assert basis["basis"] == "peak" and basis["window_s"] == 60.0 and basis["overdispersed"] is True
-    assert basis["factor"] == pytest.approx(basis["peak_to_mean_ratio"]) == pytest.approx(ratio, rel=1e-9)
+    assert (
+        basis["observed_factor"]
+        == pytest.approx(basis["peak_to_mean_ratio"])
+        == pytest.approx(ratio, rel=1e-9)
+    )
+    # the factor sized on leaves the busiest minute's counting noise out (test_counting_noise.py)
+    assert 1 < basis["factor"] < ratio
+    assert basis["counting_noise_factor"] == pytest.approx(ratio - basis["factor"])
     assert basis["profile"]["windows"] == counts.size
     assert peak["inputs"]["arrival_rate_per_s"] == 1000 and peak["inputs"][
         "sizing_rate_per_s"

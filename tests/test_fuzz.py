@@ -1,17 +1,21 @@
 """Fuzzing every command with generated and mutated inputs (issue 17).
 
 Properties, for every input: the exit code is 0, 1 or 2 (70 would be an internal error, a bug);
-no traceback reaches the output; the input file is never changed; a failed command leaves no
-output file behind. The default run is a few seconds; ``FLEETOPT_FUZZ=deep pytest tests/test_fuzz.py``
-runs 75× more examples.
+no traceback and no terminal escape reach the output; the input file is never changed; a failed
+command leaves no output file behind; what export writes parses (bash -n, YAML) and runs nothing.
+The default run is a few seconds; ``FLEETOPT_FUZZ=deep pytest tests/test_fuzz.py`` runs 75× more
+examples.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -47,7 +51,10 @@ PROFILE = (
 )
 JUNK = st.sampled_from(
     [b"", b"\x00", b"\xff\xfe", b"nan", b"-1", b"1e308", b"99999999999999999999", b'"', b",,,", b"\n\n",
-     b"[[[[", b"}", b"inf", b"0", b"\t", b";", "é".encode(), b"\r\n", b"null", b"true"]
+     b"[[[[", b"}", b"inf", b"0", b"\t", b";", "é".encode(), b"\r\n", b"null", b"true",
+     # hostile text (issue 34): YAML anchors, aliases, merge keys and document markers, line separators
+     # a reader may fold, a shell substitution, a terminal escape
+     b"&a ", b"*a", b"<<: *a", b"\n---\n", "\u2028".encode(), "\x85".encode(), b"$(touch PWNED)", b"\x1b[2J"]
 )  # fmt: skip
 
 
@@ -77,6 +84,7 @@ def _run(args: list[str], inputs: list[Path], outputs: list[Path] = ()) -> None:
     text = result.output + (result.stderr if result.stderr_bytes is not None else "")
     assert result.exit_code in (0, 1, 2), f"exit {result.exit_code}: {text[:400]}"
     assert "Traceback" not in text, (args, text[-500:])
+    assert "\x1b" not in text, (args, text[-500:])  # no terminal escape from an input reaches the terminal
     for path, content in before.items():
         assert path.read_bytes() == content, f"{path} was changed"
     if result.exit_code != 0:
@@ -124,8 +132,16 @@ def test_plan_files_through_drift_simulate_and_export(tmp_path: Path, plan_text:
     path.write_bytes(data.draw(mutated(plan_text)))
     _run(["drift", "--plan", str(path), "--cdf", "azure", "--rate", "20"], [path])
     _run(["simulate", "--plan", str(path), "--requests", "300", "--seeds", "1", "-f", "json"], [path])
+    out = tmp_path / "deploy"
+    shutil.rmtree(out, ignore_errors=True)
     _run(["export", "--plan", str(path), "--to", "vllm", "--to", "router", "--to", "kubernetes", "--keda",
-          "--to", "markdown"], [path])  # fmt: skip
+          "--to", "markdown", "-o", str(out)], [path])  # fmt: skip
+    for script in out.glob("*.sh"):
+        checked = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
+        assert checked.returncode == 0, (script.read_text()[:2000], checked.stderr)
+    for document in out.glob("*.yaml"):
+        list(yaml.safe_load_all(document.read_text(encoding="utf-8")))
+    assert not list(tmp_path.rglob("PWNED"))
 
 
 @FUZZ

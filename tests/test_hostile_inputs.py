@@ -202,7 +202,7 @@ def test_an_integer_timestamp_beyond_the_clock_is_one_error(tmp_path: Path) -> N
     result = runner.invoke(app, ["plan", "--cdf", str(log), "--slo", "1s", "--rate", "20"])
     assert result.exit_code == 1
     assert result.stderr == (
-        f"Error: {log}, line 2: timestamp = 99999999999999999999500 is out of range for an arrival "
+        f"Error: {log}, line 2: timestamp = '99999999999999999999500' is out of range for an arrival "
         "time (at most 2⁶² µs, about 146,000 years, from the clock's zero)\n"
     )
 

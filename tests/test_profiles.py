@@ -185,8 +185,9 @@ def test_unknown_key_is_rejected_with_exact_message(tmp_path: Path) -> None:
         profiles.load_model("m", (tmp_path,))
     assert str(err.value) == (
         f"{path}: unknown field 'num_layers' (value 80); allowed fields: display_name, source, kv_formula, "
-        "layers, kv_heads, head_dim, kv_lora_rank, qk_rope_head_dim, parameters_total_billions, "
-        "parameters_active_billions, weight_dtype, kv_dtype, max_context_tokens, huggingface_id"
+        "layers, attention_heads, kv_heads, head_dim, kv_lora_rank, qk_rope_head_dim, "
+        "parameters_total_billions, parameters_active_billions, weight_dtype, kv_dtype, max_context_tokens, "
+        "huggingface_id"
     )
 
 

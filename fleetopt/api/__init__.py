@@ -55,12 +55,15 @@ DEFAULT_RATE_WINDOW_S = 60.0
 class ArrivalBasis:
     """What a plan sizes for, from the workload's arrivals (:mod:`fleetopt.core.arrivals`).
 
-    ``basis``: ``mean``, ``peak`` or ``pNN``; ``factor``: sizing rate / mean rate (≥ 1);
-    ``counts`` and ``profile``: the log's window counts and rate profile (None for a CDF or a log
-    without timestamps); ``dispersion``: the within-window index of dispersion curve used for each
-    pool's C_a² (empty on the mean basis: Poisson); ``overdispersed``: the window counts fail
-    Fisher's index-of-dispersion test for Poisson at the 1% level (the log is bursty at the window
-    scale, which a mean-rate plan ignores).
+    ``basis``: ``mean``, ``peak`` or ``pNN``; ``factor``: sizing rate / mean rate (≥ 1), read from
+    the profile with its Poisson counting noise taken out (``sizing_counts``,
+    :func:`fleetopt.core.arrivals.denoised_counts`); ``observed_factor``: the same basis of the
+    profile as observed, noise included. ``counts`` and ``profile``: the
+    log's window counts and rate profile (None for a CDF or a log without timestamps);
+    ``dispersion``: the within-window index of dispersion curve used for each pool's C_a² (empty on
+    the mean basis: Poisson); ``overdispersed``: the window counts fail Fisher's index-of-dispersion
+    test for Poisson at the 1% level (the log is bursty at the window scale, which a mean-rate plan
+    ignores).
     """
 
     basis: str
@@ -71,10 +74,18 @@ class ArrivalBasis:
     profile: Any  # fleetopt.core.arrivals.RateProfile | None
     dispersion: tuple[tuple[float, float], ...]
     overdispersed: bool
+    observed_factor: float = 1.0
+    sizing_counts: Any = None  # fleetopt.core.arrivals.WindowCounts | None: the denoised profile
 
     @property
     def sizing_rate_per_s(self) -> float:
         return self.mean_rate_per_s * self.factor
+
+    @property
+    def counting_noise_factor(self) -> float:
+        """How much of the observed basis over the mean was Poisson counting noise, left out:
+        observed factor − factor (0 on the mean basis)."""
+        return max(0.0, self.observed_factor - self.factor)
 
 
 def arrival_basis(
@@ -85,6 +96,7 @@ def arrival_basis(
     the dispersion curve behind each pool's C_a² (only off the mean basis)."""
     from fleetopt.core.arrivals import (
         basis_factor,
+        denoised_counts,
         dispersion_curve,
         parse_rate_basis,
         rate_profile_of,
@@ -115,7 +127,9 @@ def arrival_basis(
     dispersion: tuple[tuple[float, float], ...] = ()
     if basis != "mean":
         dispersion = dispersion_curve(workload, rate_window_s)
-    factor = basis_factor(counts, basis) if basis != "mean" else 1.0
+    sizing_counts = denoised_counts(counts) if counts is not None else None
+    factor = basis_factor(sizing_counts, basis) if basis != "mean" else 1.0
+    observed = basis_factor(counts, basis) if basis != "mean" else 1.0
     return ArrivalBasis(
         basis,
         float(rate_window_s),
@@ -125,6 +139,8 @@ def arrival_basis(
         profile,
         dispersion,
         overdispersed,
+        observed_factor=observed,
+        sizing_counts=sizing_counts,
     )
 
 
@@ -257,7 +273,7 @@ def plan_workload(
     if schedule_window_s is not None and plan.best is not None:
         from fleetopt.core.schedule import build_schedule
 
-        schedule = build_schedule(planner, plan.best, arrivals.counts, schedule_window_s)
+        schedule = build_schedule(planner, plan.best, arrivals.sizing_counts, schedule_window_s)
     document = to_document(
         plan_document(
             plan,

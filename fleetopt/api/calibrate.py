@@ -61,8 +61,6 @@ def calibrate_from_files(
     if prefill_chunk_tokens < 1:
         raise ValidationError(f"--chunk: {prefill_chunk_tokens} must be ≥ 1 token")
     measurements = read_measurements(files, row_filter)
-    fit = fit_iteration_model(measurements.benchmark, prefill_chunk_tokens)
-    leave_one_out = leave_one_out_errors(measurements.benchmark, prefill_chunk_tokens)
     dirs = profile_search_path(profiles_dir)
     if output is not None:
         from fleetopt.io.plans import refuse_overwriting_input
@@ -72,8 +70,13 @@ def calibrate_from_files(
         missing = [flag for flag, value in needed if value is None]
         if missing:
             raise ValidationError(f"--output: a serving profile needs {', '.join(missing)}")
-        load_model(model, dirs)
-        load_gpu(gpu, dirs)
+    if model is not None and gpu is not None:
+        _check_against_hardware(
+            measurements, load_model(model, dirs), load_gpu(gpu, dirs), tensor_parallel or 1,
+            weight_dtype, prefill_chunk_tokens,
+        )  # fmt: skip
+    fit = fit_iteration_model(measurements.benchmark, prefill_chunk_tokens)
+    leave_one_out = leave_one_out_errors(measurements.benchmark, prefill_chunk_tokens)
     description = f"{', '.join(sorted(set(measurements.formats)))}; {measurements.row_filter.describe()}"
     text = measured_profile_yaml(
         title="A serving profile measured with fleetopt calibrate.",
@@ -88,6 +91,36 @@ def calibrate_from_files(
             load_serving(candidate, dirs)  # the profile must load as written
         write_document_atomically(Path(output), text)
     return CalibrationRun(measurements, fit, leave_one_out, text, None if output is None else str(output))
+
+
+def _check_against_hardware(
+    measurements: Any, model: Any, gpu: Any, tensor_parallel: int, weight_dtype: str | None, chunk: int
+) -> None:
+    """Refuse a tensor-parallel size vLLM refuses for the model, and rows faster than the instance
+    can physically be (fleetopt.core.calibrate.physical_floors)."""
+    from fleetopt.core import kv
+    from fleetopt.core.calibrate import physical_floors
+    from fleetopt.io.measurements import check_physical
+    from fleetopt.io.profiles import check_tensor_parallel
+
+    check_tensor_parallel(model, tensor_parallel, "--tp")
+    if weight_dtype is not None:  # the rows' precision is known
+        bytes_per_weight, peak, dtype = (
+            kv.DTYPE_BYTES[weight_dtype],
+            gpu.peak_flops_per_s(weight_dtype),
+            weight_dtype,
+        )
+    else:  # any quantization the engine may have used: the floor of the smallest weights, fastest peak
+        peaks = [p for p in (gpu.peak_flops_fp8_per_s, gpu.peak_flops_bf16_per_s) if p is not None]
+        bytes_per_weight, peak, dtype = min(kv.DTYPE_BYTES.values()), max(peaks, default=None), "any"
+    floors = physical_floors(
+        measurements.benchmark, chunk,
+        parameters_active=model.parameter_count_active,
+        weight_bytes_active=model.parameter_count_active * bytes_per_weight,
+        peak_flops_per_s=None if peak is None else tensor_parallel * peak,
+        memory_bandwidth_bytes_per_s=tensor_parallel * gpu.memory_bandwidth_bytes_per_s,
+    )  # fmt: skip
+    check_physical(measurements, floors, f"{model.name} ({dtype} weights) on {tensor_parallel} × {gpu.name}")
 
 
 def check_calibration(

@@ -95,20 +95,25 @@ def crosscheck_setup_run(
     window is not checked against smoother traffic): the scale whose profile a replay keeps in
     common across its copies (below it their bursts are independent) and a profile follows.
 
-    Replay and profile keep the plan's own predictions (made at its sizing rate): the simulated
-    traffic has no one rate to re-evaluate them at.
+    Replay and profile swing around their mean, so each figure is compared with a prediction at a
+    like rate: utilization and mean TPOT (time averages) with the pools re-evaluated at the simulated
+    mean (Poisson), the P99 TTFT and wait (set by the busiest stretches) with the plan's own
+    predictions at the rate it was sized for; the report says which rate each is for.
 
     ``seeds`` (default :data:`DEFAULT_SEEDS`): a replay or profile covers the log once per seed, so
     a pool with little traffic may measure fewer requests than a P99 interval needs; by default
     it then runs as many seeds as its rarest pool needs for that (expected from the plan's pool
     rates, with 10% margin), at most :data:`MAX_AUTO_SEEDS`.
     """
+    import numpy as np
+
     from fleetopt.core.arrivals import ArrivalSpec, WindowCounts, workload_window_counts
     from fleetopt.core.crosscheck import (
         WARMUP_MARGIN,
         crosscheck_setup,
         longest_service_s,
         reevaluate,
+        reevaluate_over_profile,
         simulation_model_for,
     )
     from fleetopt.core.service import SERVICE_MODEL_REGISTRY
@@ -193,9 +198,18 @@ def crosscheck_setup_run(
         )
     if seeds is None:
         seeds = _seeds_for_rarest_pool(setup, spec)
+    # the time averages' like prediction: over the simulated rate profile, window by window
+    profile = workload_window_counts(workload, window_s) if spec.kind == "replay" else spec.counts
+    if profile is None or not profile.counts.sum() > 0:
+        mean_setup = reevaluate(setup, workload, mean, analytical_model)
+    else:
+        expected = factor * np.asarray(profile.counts, dtype=np.float64)
+        if requests is not None:  # only the windows the first ``requests`` arrivals cover
+            expected = expected[: int(np.searchsorted(np.cumsum(expected), requests)) + 1]
+        mean_setup = reevaluate_over_profile(setup, workload, expected / profile.window_s, analytical_model)
     report = crosscheck_setup(
         setup, workload, service_model=service_model, dispatch=dispatch,
-        seeds=tuple(range(1, seeds + 1)), progress=progress, arrivals=spec,
+        seeds=tuple(range(1, seeds + 1)), progress=progress, arrivals=spec, mean_setup=mean_setup,
     )  # fmt: skip
     return CrossCheck(
         report, workload.name, process, reevaluated_for_other_workload, mean_rate_per_s=mean,

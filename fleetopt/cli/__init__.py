@@ -20,7 +20,7 @@ import typer.core
 
 from fleetopt import __version__
 from fleetopt.cli.params import lighten_param, lighten_params
-from fleetopt.errors import FleetoptError
+from fleetopt.errors import FleetoptError, printable
 
 #: Every command, in the order ``fleetopt --help`` lists them: name → (module, one-line help).
 #: Adding a command is one line here and a module with ``register(app)``; the help line must be
@@ -133,16 +133,31 @@ class _FleetoptGroup(typer.core.TyperGroup):
             formatter.write_dl(rows)
 
     def invoke(self, ctx):
+        from fleetopt.cli.signals import Interrupted, interruptible, received
+
         try:
-            return super().invoke(ctx)
+            with interruptible():
+                return super().invoke(ctx)
+        except Interrupted as exc:
+            _interrupted(exc)
+        except Exception as exc:
+            signal_received = received()
+            if signal_received is not None and not _is_cli_control(exc):
+                _interrupted(signal_received)  # e.g. DuckDB's own error for the query it interrupted
+            self._fail(exc)
+
+    def _fail(self, exc: Exception) -> NoReturn:
+        """Report an error of the command (not a signal) and exit: 1, or 70 for a bug."""
+        try:
+            raise exc
         except FleetoptError as exc:
-            typer.echo(f"Error: {exc}", err=True)
+            typer.echo(f"Error: {error_text(exc)}", err=True)
             raise typer.Exit(1) from None
         except RecursionError:
             typer.echo("Error: an input is nested too deeply to read", err=True)
             raise typer.Exit(1) from None
         except OSError as exc:  # the environment: a full disk, a closed pipe, a missing permission
-            where = f" ({exc.filename})" if exc.filename else ""
+            where = f" ({printable(str(exc.filename))})" if exc.filename else ""
             try:
                 typer.echo(
                     f"Error: cannot write the output or read a file{where}: {exc.strerror or exc}", err=True
@@ -157,9 +172,9 @@ class _FleetoptGroup(typer.core.TyperGroup):
             if _DEBUG["on"] or _is_cli_control(exc):
                 raise
             typer.echo(
-                f"Error: internal error ({type(exc).__name__}: {exc}) — this is a bug in fleetopt "
-                f"{__version__}; please report it with the command you ran (rerun with --debug for the "
-                "traceback)",
+                f"Error: internal error ({type(exc).__name__}: {error_text(exc)}) — this is a bug in "
+                f"fleetopt {__version__}; please report it with the command you ran (rerun with --debug for "
+                "the traceback)",
                 err=True,
             )
             raise typer.Exit(INTERNAL_ERROR_EXIT) from None
@@ -180,6 +195,32 @@ app = typer.Typer(
 #: or drift's unusable input); 70 is EX_SOFTWARE of BSD's sysexits.h.
 INTERNAL_ERROR_EXIT = 70
 _DEBUG = {"on": False}
+
+
+#: The longest error message printed (a safety net: messages show user values through
+#: fleetopt.errors.excerpt, which bounds each one).
+MAX_MESSAGE_CHARS = 4000
+
+
+def _interrupted(exc: Any) -> NoReturn:
+    """A command stopped by SIGINT or SIGTERM (fleetopt.cli.signals.Interrupted): what it wrote and
+    left unchanged, and exit 128 + the signal's number."""
+    from fleetopt.io.files import WRITTEN
+
+    try:
+        typer.echo(f"Error: {exc.message(WRITTEN)}", err=True)
+    except OSError:
+        pass
+    raise typer.Exit(exc.exit_code) from None
+
+
+def error_text(exc: BaseException) -> str:
+    """An exception's message as the terminal gets it: control characters and escape sequences
+    escaped (fleetopt.errors.printable), at most MAX_MESSAGE_CHARS characters."""
+    text = printable(str(exc))
+    if len(text) > MAX_MESSAGE_CHARS:
+        text = f"{text[:MAX_MESSAGE_CHARS]}… ({len(text):,} characters)"
+    return text
 
 
 def _is_cli_control(exc: BaseException) -> bool:

@@ -150,7 +150,9 @@ def drift(
                 plan, cdf, arrival_rate_per_s=rate, tolerances=tolerances, reader_options=reader
             )
     except FleetoptError as exc:
-        typer.echo(f"Error: {exc}", err=True)
+        from fleetopt.cli import error_text
+
+        typer.echo(f"Error: {error_text(exc)}", err=True)
         raise typer.Exit(EXIT_BAD_INPUT) from None
 
     data = run.document(str(plan), "live metrics" if cdf is None else cdf)

@@ -73,7 +73,8 @@ def export(
         False,
         "--histogram-buckets",
         help="Add --custom-histogram-buckets (pool boundaries and the SLO as bucket edges); needs a vLLM "
-        "with that flag (vllm-project/vllm pull request 48867, not in a release yet).",
+        "with that flag: releases after v0.30 (vllm-project/vllm pull request 48867, merged October 2026; "
+        "0.33 has it). An older vLLM refuses to start with it.",
     ),
     endpoint: list[str] = typer.Option(
         [],

@@ -262,11 +262,12 @@ def plan(
             typer.echo(f"schedule written to {schedule_csv}")
     if export:
         import json
+        import shlex
 
         from fleetopt.cli.export import write_export
         from fleetopt.io.plans import plan_file_from_document
 
-        label = str(output) if output is not None else f"fleetopt plan --cdf {cdf}"
+        label = str(output) if output is not None else f"fleetopt plan --cdf {shlex.quote(cdf)}"
         plan_file = plan_file_from_document(json.loads(dumps(document, "json")), f"plan of {cdf}")
         write_export(
             plan_file, [t.value for t in export], keda=keda, output_dir=output_dir,

@@ -77,12 +77,15 @@ def show(
         ),
     )
     data = summarize_workload(loaded, b_short_tokens=b_short, rate_window_s=window_s)
-    from fleetopt.core.arrivals import dispersion_curve, workload_window_counts
+    from fleetopt.core.arrivals import basis_factor, denoised_counts, dispersion_curve, workload_window_counts
     from fleetopt.errors import ValidationError
 
     if data.get("rate_profile") is not None:  # burstiness below the window, at the scales a queue sees
         curve = dispersion_curve(loaded, window_s)
         data["rate_profile"]["within_window_dispersion"] = [list(point) for point in curve]
+        counts = workload_window_counts(loaded, window_s)
+        if counts is not None:  # the peak a plan sizes for: its counting noise taken out
+            data["rate_profile"]["sizing_peak_to_mean_ratio"] = basis_factor(denoised_counts(counts), "peak")
     if plot:
         try:
             counts = workload_window_counts(loaded, window_s)

@@ -178,6 +178,36 @@ def fit_iteration_model(
     )  # fmt: skip
 
 
+def physical_floors(
+    benchmark: Benchmark,
+    prefill_chunk_tokens: int,
+    *,
+    parameters_active: float | None,
+    weight_bytes_active: float | None,
+    peak_flops_per_s: float | None,
+    memory_bandwidth_bytes_per_s: float | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(TPOT floor, TTFT floor) of each row, seconds: what the instance cannot beat (0 where a
+    number is unknown). Every iteration reads the active weights at least once, W ≥ active weight
+    bytes / bandwidth, so TPOT ≥ W; a prompt takes P = ⌈isl / chunk⌉ iterations and 2 FLOPs per
+    active parameter per token at the dense peak (Kaplan et al. 2020, §2.1 — the floors of the
+    engine model's iteration_costs, with the active rather than all weights, so that they bound an
+    MoE at low concurrency too), and the two overlap at best: TTFT ≥ max(P·W, 2·N_active·isl / F)."""
+    isl = np.asarray(benchmark.input_tokens, dtype=np.float64)
+    weights_s = (
+        weight_bytes_active / memory_bandwidth_bytes_per_s
+        if weight_bytes_active and memory_bandwidth_bytes_per_s
+        else 0.0
+    )
+    flops_s_per_token = (
+        2.0 * parameters_active / peak_flops_per_s if parameters_active and peak_flops_per_s else 0.0
+    )
+    prefill_iterations = np.ceil(isl / prefill_chunk_tokens)
+    tpot_floor = np.full(isl.shape, weights_s)
+    ttft_floor = np.maximum(prefill_iterations * weights_s, flops_s_per_token * isl)
+    return tpot_floor, ttft_floor
+
+
 def subset(benchmark: Benchmark, keep: np.ndarray) -> Benchmark:
     """The rows of ``benchmark`` where ``keep`` (a boolean mask) holds."""
     return Benchmark(

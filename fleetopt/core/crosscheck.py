@@ -129,12 +129,15 @@ class CrossCheckSetup:
 
 @dataclass(frozen=True)
 class Comparison:
-    """One metric of one pool: analytical prediction vs simulated mean ± 95% half-width."""
+    """One metric of one pool: analytical prediction vs simulated mean ± 95% half-width.
+    ``analytical_rate_per_s``: the fleet rate the prediction is for, when it differs by metric (a
+    replay or profile: means at the simulated mean, tails at the plan's sizing rate)."""
 
     analytical: float | None
     simulated: float
     ci95_half_width: float
     error_pct: float | None
+    analytical_rate_per_s: float | None = None
 
 
 class PoolVerdict(Enum):
@@ -430,6 +433,39 @@ def reevaluate(
     )
 
 
+#: The most distinct rates :func:`reevaluate_over_profile` evaluates a profile at (windows grouped by
+#: rate into this many equal-count groups, each at its mean rate).
+PROFILE_RATE_GROUPS = 16
+
+
+def reevaluate_over_profile(
+    setup: CrossCheckSetup, workload: Workload, window_rates_per_s: np.ndarray, service_model: str
+) -> CrossCheckSetup:
+    """The pools' time-averaged predictions over a rate profile (a replay's or profile's windows, at
+    the simulated scale): utilization averaged over the windows (each lasts as long), the mean TPOT
+    averaged over them weighted by their rate (by the tokens they decode). Like with like for a
+    simulation whose rate swings: both are nonlinear in the rate (iterations slow as batches fill),
+    so the prediction at the mean rate is not the mean of the predictions. The windows are grouped
+    by rate into at most :data:`PROFILE_RATE_GROUPS` equal-count groups, each evaluated at its mean
+    (:func:`reevaluate`); the returned setup's rate is the profile's mean."""
+    rates = np.sort(np.asarray(window_rates_per_s, dtype=np.float64))
+    rates = rates[rates > 0]
+    if rates.size == 0:
+        raise ValidationError("profile: no window with arrivals to evaluate the pools at")
+    groups = [g for g in np.array_split(rates, min(PROFILE_RATE_GROUPS, rates.size)) if g.size]
+    evaluated = [
+        (float(g.mean()), g.size, reevaluate(setup, workload, float(g.mean()), service_model)) for g in groups
+    ]
+    windows = float(sum(size for _, size, _ in evaluated))
+    pools = []
+    for index, base in enumerate(evaluated[0][2].pools):
+        utilization = sum(size * e.pools[index].utilization for _, size, e in evaluated) / windows
+        flow = sum(size * rate for rate, size, _ in evaluated)
+        tpot = sum(size * rate * e.pools[index].tpot_s for rate, size, e in evaluated) / flow
+        pools.append(replace(base, utilization=utilization, tpot_s=tpot))
+    return replace(evaluated[0][2], pools=tuple(pools), arrival_rate_per_s=float(rates.mean()))
+
+
 # --------------------------------------------------------------------------------------------
 # Run length
 # --------------------------------------------------------------------------------------------
@@ -498,39 +534,53 @@ def default_request_count(
 # --------------------------------------------------------------------------------------------
 
 
-def _comparison(analytical: float | None, simulated: float, half_width: float) -> Comparison:
+def _comparison(
+    analytical: float | None, simulated: float, half_width: float, rate_per_s: float | None = None
+) -> Comparison:
     error = None
     if analytical is not None and math.isfinite(analytical) and math.isfinite(simulated) and simulated != 0:
         error = 100.0 * (analytical - simulated) / simulated
     if analytical is not None and not math.isfinite(analytical):
         analytical = None
-    return Comparison(analytical, simulated, half_width, error)
+    return Comparison(analytical, simulated, half_width, error, rate_per_s)
 
 
 def compare(
-    setup: CrossCheckSetup, result: SimulationResult, alone: dict[int, tuple[int, float]] | None = None
+    setup: CrossCheckSetup,
+    result: SimulationResult,
+    alone: dict[int, tuple[int, float]] | None = None,
+    mean_setup: CrossCheckSetup | None = None,
 ) -> CrossCheckReport:
     """Analytical vs simulated, per pool, with the findings (see the module docstring). ``alone``:
     for the pools whose summary comes from a simulation of their own stream, (requests the fleet
-    run measured, that simulation's shortest warm-up in seconds)."""
+    run measured, that simulation's shortest warm-up in seconds).
+
+    ``mean_setup``: the same pools re-evaluated at the simulated mean rate (a replay or a profile,
+    whose rate swings around its mean): time-averaged figures — utilization and mean TPOT — are
+    compared with it, like with like, and tails — P99 TTFT and wait, set by the busiest stretches —
+    with ``setup``'s predictions at the rate the plan was sized for, the promise being checked; each
+    comparison says its rate."""
     alone = alone or {}
     slo = setup.ttft_slo_s
     rows: list[PoolCrossCheck] = []
     findings: list[Finding] = []
+    tail_rate = None if mean_setup is None else setup.arrival_rate_per_s
+    mean_rate = None if mean_setup is None else mean_setup.arrival_rate_per_s
     for index, (prediction, summary) in enumerate(zip(setup.pools, result.pools, strict=True)):
+        at_mean = prediction if mean_setup is None else mean_setup.pools[index]
         metrics = {
             "utilization": _comparison(
-                prediction.utilization, summary.utilization.mean, summary.utilization.ci95_half_width
+                at_mean.utilization, summary.utilization.mean, summary.utilization.ci95_half_width, mean_rate
             ),
             "p50_ttft_s": _comparison(None, summary.ttft_p50_s.mean, summary.ttft_p50_s.ci95_half_width),
             "p99_ttft_s": _comparison(
-                prediction.p99_ttft_s, summary.ttft_p99_s.mean, summary.ttft_p99_s.ci95_half_width
+                prediction.p99_ttft_s, summary.ttft_p99_s.mean, summary.ttft_p99_s.ci95_half_width, tail_rate
             ),
             "p99_wait_s": _comparison(
-                prediction.p99_wait_s, summary.wait_p99_s.mean, summary.wait_p99_s.ci95_half_width
+                prediction.p99_wait_s, summary.wait_p99_s.mean, summary.wait_p99_s.ci95_half_width, tail_rate
             ),
             "tpot_s": _comparison(
-                prediction.tpot_s, summary.tpot_mean_s.mean, summary.tpot_mean_s.ci95_half_width
+                at_mean.tpot_s, summary.tpot_mean_s.mean, summary.tpot_mean_s.ci95_half_width, mean_rate
             ),
         }
         served = summary.requests_served
@@ -579,10 +629,8 @@ def compare(
                     alone[index][1] if index in alone else min(result.warmup_s),
                 )
             )
-        if served and utilization.simulated >= 0.99 and prediction.utilization < 0.99:
-            findings.append(
-                Finding(FindingKind.OVERLOADED, name, utilization.simulated, prediction.utilization)
-            )
+        if served and utilization.simulated >= 0.99 and at_mean.utilization < 0.99:
+            findings.append(Finding(FindingKind.OVERLOADED, name, utilization.simulated, at_mean.utilization))
         rows.append(
             PoolCrossCheck(
                 prediction=prediction,
@@ -635,6 +683,7 @@ def crosscheck_setup(
     arrival_times_s: np.ndarray | None = None,
     progress: ProgressCallback | None = None,
     arrivals: ArrivalSpec | None = None,
+    mean_setup: CrossCheckSetup | None = None,
 ) -> CrossCheckReport:
     """Simulate the setup's fleet and compare it with its predictions.
 
@@ -643,7 +692,8 @@ def crosscheck_setup(
     :func:`default_request_count`. ``arrivals``: a replay or profile at the plan's time scale
     (:class:`fleetopt.core.arrivals.ArrivalSpec`), which sets its own length and warm-up. The
     predictions are used as they are: call :func:`reevaluate` first when the simulated traffic or
-    model differs from the one they were computed for.
+    model differs from the one they were computed for. ``mean_setup`` (a replay or profile): the
+    pools re-evaluated at the simulated mean, for the time-averaged comparisons (:func:`compare`).
     """
     if arrivals is not None and arrivals.kind != "poisson":
         result = simulate_fleet(
@@ -651,7 +701,7 @@ def crosscheck_setup(
             service_model=service_model, dispatch=dispatch, seeds=seeds, progress=progress,
             arrivals=arrivals,
         )  # fmt: skip
-        return compare(setup, result)
+        return compare(setup, result, mean_setup=mean_setup)
     rate = (
         setup.arrival_rate_per_s
         if arrival_rate_per_s is None and arrival_times_s is None

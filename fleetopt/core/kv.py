@@ -59,6 +59,46 @@ def mla_kv_bytes_per_token(layers: int, kv_lora_rank: int, qk_rope_head_dim: int
     return (kv_lora_rank + qk_rope_head_dim) * layers * kv_dtype_bytes
 
 
+def tensor_parallel_problem(
+    tensor_parallel: int, attention_heads: int | None, kv_heads: int | None, kv_formula: str = "gqa"
+) -> str | None:
+    """Why vLLM refuses ``tensor_parallel`` for a model (None when it accepts it; a count that is not
+    known is not checked).
+
+    vLLM's rule (vllm-project/vllm): the attention heads are split evenly over the GPUs —
+    ``ModelConfig.verify_with_parallel_config`` (vllm/config/model.py) raises "Total number of
+    attention heads (…) must be divisible by tensor parallel size (…)"; the KV heads of a GQA model
+    are split evenly when there are at least TP of them, and otherwise each is replicated on
+    TP / kv_heads GPUs, which must be whole — ``QKVParallelLinear.__init__``
+    (vllm/model_executor/layers/linear.py, commit 0036d38d): ``divide(total_num_kv_heads, tp_size)``
+    or ``num_kv_head_replicas = divide(tp_size, total_num_kv_heads)``, ``divide`` asserting
+    divisibility. MLA's latent is not split by heads (only the attention heads are).
+    """
+    if attention_heads is not None and attention_heads % tensor_parallel:
+        return f"its {attention_heads} attention heads are not divisible by {tensor_parallel}"
+    if kv_formula != "gqa" or kv_heads is None:
+        return None
+    if kv_heads >= tensor_parallel and kv_heads % tensor_parallel:
+        return f"its {kv_heads} KV heads are not divisible by {tensor_parallel}"
+    if kv_heads < tensor_parallel and tensor_parallel % kv_heads:
+        return (
+            f"{tensor_parallel} is not a multiple of its {kv_heads} KV heads (vLLM replicates each KV "
+            "head on TP / kv_heads GPUs)"
+        )
+    return None
+
+
+def valid_tensor_parallel_sizes(
+    attention_heads: int | None, kv_heads: int | None, kv_formula: str = "gqa", largest: int = 64
+) -> list[int]:
+    """The tensor-parallel sizes up to ``largest`` that vLLM accepts for the model."""
+    return [
+        tp
+        for tp in range(1, largest + 1)
+        if tensor_parallel_problem(tp, attention_heads, kv_heads, kv_formula) is None
+    ]
+
+
 def kv_copies_per_instance(
     kv_formula: str, tensor_parallel: int, kv_heads: int | None = None, kv_head_layout: str = "even"
 ) -> float:

@@ -63,6 +63,13 @@ DEFAULT_SEEDS = (1, 2, 3)
 #: Requests per seed the simulator accepts: it keeps ~10 arrays of 8 bytes per request and, for
 #: ``physical``, Python lists per request (~100 bytes each), so 10⁷ is about 1 GB.
 MAX_REQUESTS = 10_000_000
+#: The most seeds (independent replications) one simulation runs: each re-runs the whole fleet,
+#: and 100 already narrow a confidence interval ~6× below the default 3 (1/√n).
+MAX_SEEDS = 100
+#: The longest simulated time, seconds (about 32 years): arrival and service times are float64
+#: seconds, which keep microseconds only below ~2⁵³ µs ≈ 9·10⁹ s; a Poisson run of N requests at rate
+#: λ spans N/λ (at 10⁻³⁰⁰ req/s every wait rounded to 0 and the fleet "met" its SLO).
+MAX_SIMULATED_SPAN_S = 1e9
 
 #: Progress callback: ``progress(requests_done, requests_total)`` over all seeds and pools.
 ProgressCallback = Callable[[int, int], None]
@@ -267,6 +274,22 @@ def _validate(
         raise ValidationError(f"warm-up fraction: {warmup_fraction!r} must be in [0, 1)")
     if len(seeds) == 0:
         raise ValidationError("seeds: at least one seed is needed")
+    if len(seeds) > MAX_SEEDS:
+        raise ValidationError(
+            f"seeds: {len(seeds):,} is more than the {MAX_SEEDS} a simulation runs (each re-runs the whole "
+            f"fleet; {MAX_SEEDS} already narrow the intervals ~6× below 3): use fewer seeds or more requests"
+        )
+    if (
+        arrival_times_s is None
+        and arrival_rate_per_s is not None
+        and requests / arrival_rate_per_s > MAX_SIMULATED_SPAN_S
+    ):
+        raise ValidationError(
+            f"arrival rate: {arrival_rate_per_s:g} req/s spreads {requests:,} requests over "
+            f"{requests / arrival_rate_per_s:.3g} s, beyond the {MAX_SIMULATED_SPAN_S:.0e} s (about 32 "
+            f"years) a simulation keeps to the microsecond; simulate at least "
+            f"{requests / MAX_SIMULATED_SPAN_S:.3g} req/s (or fewer requests)"
+        )
     if len(pools) != routing.pool_count:
         raise ValidationError(
             f"pools: a routing with {len(routing.boundaries_tokens)} boundaries takes {routing.pool_count} "

@@ -397,6 +397,9 @@ def _full_window_counts(
     low, high = -(-first_us // window_us), last_us // window_us
     if high - low < 1:
         return None
+    from fleetopt.core.arrivals import check_window_count
+
+    check_window_count(high - low, window_us / MICROSECONDS_PER_S)
     per_window = counts_between_edges(moments_us, counts, np.arange(low, high + 1) * window_us)
     if per_window is None:  # moments out of order: bin them one by one
         index = np.floor_divide(moments_us, window_us) - low

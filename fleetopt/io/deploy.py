@@ -10,6 +10,7 @@ for, so a gateway that loads the file routes every request as the plan assumed.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 
 from fleetopt.core.routing import Routing
 from fleetopt.core.service import PoolHardware
-from fleetopt.errors import NotFoundError, ValidationError
+from fleetopt.errors import NotFoundError, ValidationError, excerpt
 from fleetopt.io.documents.router import (  # the file's fields: fleetopt schema router
     ROUTER_KIND,
     ROUTER_SCHEMA_VERSION,
@@ -80,9 +81,19 @@ def engine_settings(
         serving, model, gpu = resolve_serving(hardware.serving_name, dirs)
     except NotFoundError as exc:
         raise NotFoundError(
-            f"{source}: the plan's serving profile {hardware.serving_name!r} is not on the profile path "
-            f"({exc}); pass the folder it is in with --profiles-dir"
+            f"{source}: the plan's serving profile {excerpt(hardware.serving_name)} is not on the profile "
+            f"path ({exc}); pass the folder it is in with --profiles-dir"
         ) from None
+    for what, in_plan, in_profile in (
+        ("model", hardware.model_name, model.name),
+        ("GPU", hardware.gpu_name, gpu.name),
+    ):
+        if in_plan != in_profile:
+            raise ValidationError(
+                f"{source}: the plan says its {what} is {excerpt(in_plan)}, but serving profile "
+                f"{serving.name} ({serving.source_file}) runs {excerpt(in_profile)}: the plan was edited or "
+                "the profile changed; re-run fleetopt plan"
+            )
     sizing = serving_kv_sizing(serving, model, gpu)
     planned = {
         "tensor parallel size": (hardware.gpus_per_instance, serving.tensor_parallel),
@@ -97,6 +108,8 @@ def engine_settings(
                 f"{in_profile:,}, the plan was made with {in_plan:,}: re-run fleetopt plan"
             )
     checkpoint = model_id or model.huggingface_id
+    if model_id is not None:
+        check_model_id(model_id, "--model-id")
     if checkpoint is None:
         raise ValidationError(
             f"{source}: model profile {model.name} ({model.source_file}) has no huggingface_id; "
@@ -133,6 +146,23 @@ def engine_settings(
         max_context_tokens=model.max_context_tokens,
         notes=tuple(notes),
     )
+
+
+#: What ``vllm serve`` loads: a Hugging Face id (organization/name, the model profiles' rule), or a
+#: local folder (an absolute path or one starting with ./) of printable characters, no spaces.
+_MODEL_ID = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*|\.{0,2}/[^\s\\]+)$")
+
+
+def check_model_id(value: str, option: str) -> str:
+    """``value`` when it is a Hugging Face id or a local path ``vllm serve`` can load, else a
+    ValidationError (the id goes into shell scripts, manifests and the router file)."""
+    if not (_MODEL_ID.fullmatch(value) and value.isprintable() and len(value) <= 512):
+        raise ValidationError(
+            f"{option}: {excerpt(value)} is not a model vllm serve loads: a Hugging Face id "
+            "organization/name (letters, digits, '.', '_', '-') or a local path starting with / or ./, "
+            "without spaces"
+        )
+    return value
 
 
 # --------------------------------------------------------------------------------------- router
@@ -207,13 +237,13 @@ def router_from_document(document: Any, source: str = "router") -> RouterConfig:
         raise ValidationError(f"{source}: not a fleetopt router file (expected kind: {ROUTER_KIND})")
     if document.get("schema_version") != ROUTER_SCHEMA_VERSION:
         raise ValidationError(
-            f"{source}: schema_version {document.get('schema_version')!r} is not supported "
+            f"{source}: schema_version {excerpt(document.get('schema_version'))} is not supported "
             f"(this fleetopt reads version {ROUTER_SCHEMA_VERSION})"
         )
     from_document(RouterDocument, document, source)  # every field's type, and no unknown one
 
     def fail(field: str, value: Any, allowed: str) -> None:
-        raise ValidationError(f"{source}: {field} = {value!r} is invalid; expected {allowed}")
+        raise ValidationError(f"{source}: {field} = {excerpt(value)} is invalid; expected {allowed}")
 
     budget = document.get("budget")
     if not isinstance(budget, dict) or budget.get("without_max_tokens") != WITHOUT_MAX_TOKENS:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fleetopt.errors import ValidationError
+from fleetopt.errors import ValidationError, excerpt
 
 
 @dataclass(frozen=True)
@@ -171,7 +171,7 @@ def log_format(name: str | None) -> LogFormat | None:
         return None
     preset = LOG_FORMATS.get(name.strip().lower())
     if preset is None:
-        raise ValidationError(f"unknown log format {name!r} (allowed: {', '.join(LOG_FORMATS)})")
+        raise ValidationError(f"unknown log format {excerpt(name)} (allowed: {', '.join(LOG_FORMATS)})")
     return preset
 
 
@@ -181,5 +181,7 @@ def time_unit_seconds(name: str | None) -> float | None:
         return None
     unit = TIME_UNITS.get(name.strip().lower().replace("µs", "us"))
     if unit is None:
-        raise ValidationError(f"--time-unit: {name!r} is not a time unit (allowed: {', '.join(TIME_UNITS)})")
+        raise ValidationError(
+            f"--time-unit: {excerpt(name)} is not a time unit (allowed: {', '.join(TIME_UNITS)})"
+        )
     return unit

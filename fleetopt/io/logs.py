@@ -17,8 +17,8 @@ file, the careful line-by-line reader) which row and field is wrong.
 
 from __future__ import annotations
 
-import glob as globbing
 import re
+import weakref
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from fleetopt.core.workload import MICROSECONDS_PER_S
-from fleetopt.errors import ValidationError
+from fleetopt.errors import ValidationError, excerpt
 from fleetopt.io.log_formats import LogFormat
 
 #: The most tokens one side of one request may have (no model has a context near this; it keeps
@@ -55,10 +55,111 @@ def is_pattern(location: str) -> bool:
     return bool(_GLOB.search(location))
 
 
+#: The most files a glob may match (each is read, or summarized, as part of one log).
+MAX_GLOB_FILES = 10_000
+#: The most folders a glob may look into before it is refused (``/usr/**/*.py`` would walk the
+#: whole tree).
+MAX_GLOB_FOLDERS = 20_000
+
+
 def expand_local(location: str) -> list[Path]:
-    """The files a local glob matches, sorted (a ValidationError when it matches none)."""
-    matches = sorted(Path(p) for p in globbing.glob(str(Path(location).expanduser()), recursive=True))
-    files = [p for p in matches if p.is_file()]
+    """The files a local glob matches, sorted, each real file once: two matches that are the same
+    file (a ``latest -> d2`` symlink beside ``d2``, or ``**`` reaching a folder twice) count once,
+    by its resolved path. ``*``, ``?`` and ``[…]`` match within one path component, ``**`` any
+    number of folders; names starting with a dot match only a pattern that starts with one (as
+    ``glob`` and the shell). Refused with a ValidationError: no match; a symlink loop on the way
+    (a folder that contains itself); more than :data:`MAX_GLOB_FILES` files or
+    :data:`MAX_GLOB_FOLDERS` folders looked into."""
+    import fnmatch
+    import os
+    import stat
+
+    pattern = Path(location).expanduser()
+    parts = pattern.parts
+    fixed = next((k for k, part in enumerate(parts) if _GLOB.search(part)), len(parts))
+    root = Path(*parts[:fixed]) if fixed else Path(".")
+    rest = parts[fixed:]
+    matches: dict[str, Path] = {}
+    folders = [0]
+
+    def too_many(what: str, limit: int) -> ValidationError:
+        return ValidationError(
+            f"{location}: the pattern reaches more than {limit:,} {what}, more than fleetopt "
+            "reads as one log; narrow it (or summarize the parts with fleetopt workload summarize and "
+            "merge the summaries)"
+        )
+
+    def entries(folder: Path) -> list[os.DirEntry]:
+        folders[0] += 1
+        if folders[0] > MAX_GLOB_FOLDERS:
+            raise too_many("folders", MAX_GLOB_FOLDERS)
+        try:
+            with os.scandir(folder) as listing:
+                return sorted(listing, key=lambda entry: entry.name)
+        except OSError:
+            return []
+
+    def enter(folder: Path, ancestors: frozenset) -> frozenset | None:
+        """The ancestors with ``folder`` added, or None when it is not a folder; a ValidationError
+        when ``folder`` is one of its own ancestors (a symlink loop)."""
+        try:
+            info = folder.stat()
+        except OSError:
+            return None
+        if not stat.S_ISDIR(info.st_mode):
+            return None
+        identity = (info.st_dev, info.st_ino)
+        if identity in ancestors:
+            raise ValidationError(
+                f"{location}: {folder} is a symlink loop (a folder inside itself); "
+                "fleetopt does not follow it: remove the link or narrow the pattern"
+            )
+        return ancestors | {identity}
+
+    def add(path: Path) -> None:
+        if path.is_file():
+            matches.setdefault(os.path.realpath(path), path)
+            if len(matches) > MAX_GLOB_FILES:
+                raise too_many("files", MAX_GLOB_FILES)
+
+    def step(child: Path, index: int, ancestors: frozenset) -> None:
+        """Continue the match at ``child`` with the pattern's part ``index`` (a file ends it)."""
+        if index == len(rest):
+            add(child)
+            return
+        below = enter(child, ancestors)
+        if below is not None:
+            walk(child, index, below)
+
+    def walk(folder: Path, index: int, ancestors: frozenset) -> None:
+        """Match the pattern from its part ``index`` inside ``folder`` (``ancestors``: the folders
+        on the way, ``folder`` included)."""
+        part = rest[index]
+        if part == "**":
+            if index + 1 < len(rest):
+                walk(folder, index + 1, ancestors)  # ** as no folder at all
+            for entry in entries(folder):
+                if entry.name.startswith("."):
+                    continue
+                child = folder / entry.name
+                if entry.is_dir():
+                    step(child, index, ancestors)
+                elif index + 1 == len(rest):
+                    add(child)
+            return
+        if not _GLOB.search(part):
+            step(folder / part, index + 1, ancestors)
+            return
+        for entry in entries(folder):
+            if (not entry.name.startswith(".") or part.startswith(".")) and fnmatch.fnmatchcase(
+                entry.name, part
+            ):
+                step(folder / entry.name, index + 1, ancestors)
+
+    start = enter(root, frozenset())
+    if start is not None and rest:
+        walk(root, 0, start)
+    files = sorted(matches.values())
     if not files:
         raise ValidationError(f"{location}: the pattern matches no file")
     return files
@@ -83,12 +184,34 @@ def container_from_name(location: str) -> str | None:
 # --------------------------------------------------------------------------- the DuckDB session
 
 
+#: The column types DuckDB's CSV sniffer may choose: its defaults (DuckDB 2.0) without BIGNUM, whose
+#: parse of a long digit string is quadratic (a 280,000-digit field took 8 s, a 2 MB one minutes);
+#: such a field is read as DOUBLE (inf) and refused as a token count or a time.
+CSV_TYPE_CANDIDATES = (
+    "['BOOLEAN', 'BIGINT', 'HUGEINT', 'DOUBLE', 'TIME', 'DATE', 'TIMESTAMP', 'TIMESTAMPTZ', 'VARCHAR']"
+)
+
+#: The DuckDB connections alive (so a signal can interrupt their queries: interrupt_queries).
+_CONNECTIONS: weakref.WeakSet = weakref.WeakSet()
+
+
+def interrupt_queries() -> None:
+    """Interrupt every running DuckDB query (from any thread: fleetopt.cli.signals' watcher); the
+    query raises in the thread that runs it."""
+    for connection in list(_CONNECTIONS):
+        try:
+            connection.interrupt()
+        except Exception:  # noqa: BLE001 - a connection closed meanwhile
+            pass
+
+
 def connect(*, ordered: bool = False):
     """A DuckDB connection in UTC (naive date-times are UTC), with the usual credential chain for
     ``s3://`` paths when they are used. ``ordered`` keeps file order (row numbers for errors)."""
     import duckdb
 
     connection = duckdb.connect(":memory:")
+    _CONNECTIONS.add(connection)
     connection.execute("SET TimeZone = 'UTC'")
     connection.execute("SET enable_progress_bar = false")
     if not ordered:
@@ -125,7 +248,8 @@ class LogSource:
 
     ``label``: the log as the user named it (messages); ``files``: local files or URLs;
     ``container``: csv, jsonl, json or parquet; ``layout``: table, otlp or arrays;
-    ``gzip``: the files are gzip-compressed (local files: by their magic bytes).
+    ``gzip``: the files are gzip-compressed (local files: by their magic bytes);
+    ``content_bytes``: each local gzip file's decompressed size, measured (None otherwise).
     """
 
     label: str
@@ -133,6 +257,7 @@ class LogSource:
     container: str
     layout: str = "table"
     gzip: bool = False
+    content_bytes: tuple[int, ...] | None = None
 
     def relation(self) -> str:
         """DuckDB SQL of the raw rows (a table function call, or a subquery for nested layouts)."""
@@ -141,7 +266,10 @@ class LogSource:
         if self.container == "parquet":
             return f"read_parquet({files})"
         if self.container == "csv":
-            return f"read_csv({files}, header = true, delim = ',', quote = '\"'{compression})"
+            return (
+                f"read_csv({files}, header = true, delim = ',', quote = '\"'{compression}, "
+                f"auto_type_candidates = {CSV_TYPE_CANDIDATES})"
+            )
         json_format = "newline_delimited" if self.container == "jsonl" else "auto"
         if self.layout == "otlp":
             return _otlp_relation(files, json_format, compression)
@@ -231,7 +359,9 @@ def pick_column(
             return header.index(given)
         if given.strip().lower() in lowered:
             return lowered.index(given.strip().lower())
-        raise ValidationError(f"{label}: no column {given!r} for {role} (columns found: {', '.join(header)})")
+        raise ValidationError(
+            f"{label}: no column {excerpt(given)} for {role} (columns found: {', '.join(header)})"
+        )
     for candidate in candidates:
         if candidate.lower() in lowered:
             return lowered.index(candidate.lower())
@@ -257,10 +387,19 @@ def _base_type(kind: str) -> str:
 
 
 def token_sql(column: str, kind: str) -> str:
-    """A token column as a number (text is read as a number where it is one, else NULL: invalid)."""
+    """A token column as a number (text is read as a number where it is one, else NULL: invalid).
+    A boolean is never a token count (DuckDB casts true to 1): NULL, so its rows are refused."""
     base = _base_type(kind)
     if base in _INTEGER_TYPES or base in _FLOAT_TYPES or base.startswith("DECIMAL"):
         return sql_identifier(column)
+    if base == "BOOLEAN":
+        return f"CAST(CASE WHEN {sql_identifier(column)} IS NULL THEN NULL END AS DOUBLE)"
+    if base == "JSON":  # a JSON value: a number, or text that reads as one (not true/false)
+        quoted = sql_identifier(column)
+        return (
+            f"CASE WHEN json_type({quoted}) IN ('BOOLEAN', 'NULL') THEN NULL "
+            f"ELSE TRY_CAST(json_extract_string({quoted}, '$') AS DOUBLE) END"
+        )
     return f"TRY_CAST({sql_identifier(column)} AS DOUBLE)"
 
 
@@ -323,7 +462,7 @@ def resolve_log(
         if fallback:
             return None
         raise UnreadableLog(
-            f"{source.label}: cannot be read as {_layout_words(source)} ({_first_line(exc)})"
+            f"{source.label}: cannot be read as {_layout_words(source)} ({engine_message(exc)})"
         ) from None
     if not columns:
         if fallback:
@@ -402,9 +541,23 @@ def _layout_words(source: LogSource) -> str:
     return {"csv": "CSV", "jsonl": "JSON lines", "json": "JSON", "parquet": "Parquet"}[source.container]
 
 
-def _first_line(exc: BaseException) -> str:
+#: The most characters of a DuckDB error message an error of fleetopt quotes.
+_ENGINE_MESSAGE_CHARS = 600
+
+
+def engine_message(exc: BaseException) -> str:
+    """What DuckDB said, as one line: its lines joined (a message may break mid-sentence, as the
+    one about a missing extension does), without the SQL context it appends (``LINE 1: …``: our
+    query, not the user's input), cut at a word boundary past :data:`_ENGINE_MESSAGE_CHARS`."""
     text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    if not text:
+        return type(exc).__name__
+    text = re.split(r"\n\s*LINE \d+:", text, maxsplit=1)[0]
+    text = " ".join(part.strip() for part in text.splitlines() if part.strip())
+    if len(text) > _ENGINE_MESSAGE_CHARS:
+        cut = text.rfind(" ", 0, _ENGINE_MESSAGE_CHARS)
+        text = text[: cut if cut > _ENGINE_MESSAGE_CHARS // 2 else _ENGINE_MESSAGE_CHARS] + " …"
+    return text
 
 
 # --------------------------------------------------------------------------- the requests query
@@ -542,7 +695,7 @@ def load_requests(log: ResolvedLog, connection=None) -> LogRequests:
     except ValidationError:
         raise
     except Exception as exc:  # duckdb.Error: a value DuckDB cannot convert, a malformed file
-        raise UnreadableLog(f"{log.source.label}: {_first_line(exc)}") from None
+        raise UnreadableLog(f"{log.source.label}: {engine_message(exc)}") from None
     keys, arrivals = table.pop("atom"), table.pop("arrival_us")
     invalid = max(_missing(keys), _missing(arrivals) if with_times else 0)
     if invalid:
@@ -579,7 +732,7 @@ def load_rows(log: ResolvedLog, connection=None) -> dict[str, np.ndarray]:
     except ValidationError:
         raise
     except Exception as exc:  # duckdb.Error
-        raise UnreadableLog(f"{log.source.label}: {_first_line(exc)}") from None
+        raise UnreadableLog(f"{log.source.label}: {engine_message(exc)}") from None
     good = np.ma.filled(table["valid"], False).astype(bool)
     if not good.all():
         raise InvalidRows(log.source.label, int((~good).sum()))
@@ -641,8 +794,6 @@ IN_MEMORY_SUMMARY_ROWS = 32_000_000
 
 #: Bytes read from the head of a text log to learn its bytes per row (:func:`estimated_rows`).
 _ROW_SAMPLE_BYTES = 1 << 20
-#: A text log compresses at most this many times (gzip), which bounds its rows by its size.
-_GZIP_EXPANSION = 12
 #: The fewest bytes one request takes in a text log (a CSV row ``1,1,1`` and its line end).
 _MIN_ROW_BYTES = 6
 
@@ -650,8 +801,8 @@ _MIN_ROW_BYTES = 6
 def estimated_rows(source: LogSource, connection) -> int | None:
     """About how many rows the log has, or None when that cannot be told cheaply (a URL, a JSON
     document): Parquet files count them in their footers; a local CSV or JSON lines file has its
-    size over the mean bytes per line of its first MiB; a gzip-compressed one at most 12× its size
-    over 6 bytes a row."""
+    size over the mean bytes per line of its first MiB; a gzip-compressed one its measured
+    decompressed size (``content_bytes``) over 6 bytes a row."""
     if any(is_remote(f) for f in source.files):
         return None
     if source.container == "parquet":
@@ -667,10 +818,11 @@ def estimated_rows(source: LogSource, connection) -> int | None:
         return None
     total = 0
     try:
-        for name in source.files:
+        for index, name in enumerate(source.files):
             size = Path(name).stat().st_size
             if source.gzip:
-                total += size * _GZIP_EXPANSION // _MIN_ROW_BYTES
+                known = source.content_bytes[index] if source.content_bytes is not None else None
+                total += (size * 12 if known is None else known) // _MIN_ROW_BYTES
                 continue
             with open(name, "rb") as stream:
                 head = stream.read(_ROW_SAMPLE_BYTES)
@@ -724,7 +876,7 @@ def summarize_log(log: ResolvedLog, window_us: int | None, source: str, connecti
     except ValidationError:
         raise
     except Exception as exc:  # duckdb.Error
-        raise UnreadableLog(f"{log.source.label}: {_first_line(exc)}") from None
+        raise UnreadableLog(f"{log.source.label}: {engine_message(exc)}") from None
     records = np.asarray(table["record"])
     counts = np.asarray(table["n"], dtype=np.int64)
     missing = np.ma.getmaskarray(table["key"])
@@ -780,7 +932,7 @@ def first_invalid_row(log: ResolvedLog) -> str:
     try:
         row = connection.execute(query).fetchone()
     except Exception as exc:  # noqa: BLE001 - no row can be located: say what DuckDB said
-        return f"{log.source.label}: {_first_line(exc)}"
+        return f"{log.source.label}: {engine_message(exc)}"
     if row is None:
         return f"{log.source.label}: a row is not a valid request"
     number, input_value, output_value, arrival, input_text, output_text, time_text = row
@@ -803,10 +955,12 @@ def first_invalid_row(log: ResolvedLog) -> str:
 def token_problem(value: Any, text: str | None) -> str | None:
     """What is wrong with one token count (``value`` as read, ``text`` as written), or None."""
     if value is None:
-        return "missing (no token count)" if text is None else f"{text!r} is not a whole number of tokens"
+        return (
+            "missing (no token count)" if text is None else f"{excerpt(text)} is not a whole number of tokens"
+        )
     number = float(value)
     if not np.isfinite(number) or number != np.floor(number):
-        return f"{text!r} is not a whole number of tokens"
+        return f"{excerpt(text)} is not a whole number of tokens"
     if number < 0:
         return f"{int(number)} is negative (token counts are ≥ 0)"
     if number > MAX_REQUEST_TOKENS:

@@ -31,8 +31,9 @@ from typing import Any
 import numpy as np
 
 from fleetopt.core.calibrate import Benchmark
-from fleetopt.errors import ValidationError
-from fleetopt.io.files import read_text
+from fleetopt.errors import ValidationError, excerpt
+from fleetopt.io.files import long_csv_fields, read_text
+from fleetopt.io.yamlio import DuplicateKeyError, json_loads
 
 MEASUREMENT_FORMATS = ("silicon-csv", "vllm-bench", "guidellm")
 _SILICON_COLUMNS = ("batch_size", "isl", "osl", "silicon_ttft_ms", "silicon_tpot_ms")
@@ -113,6 +114,8 @@ def read_measurements(paths: Sequence[str | Path], row_filter: RowFilter | None 
         raise ValidationError(
             f"calibrate: no usable rows in {', '.join(str(p) for p in paths)} ({row_filter.describe()})"
         )
+    for concurrency, isl, osl, ttft_s, tpot_s, label in points:
+        _check_plausible(concurrency, isl, osl, ttft_s, tpot_s, label)
     columns = list(zip(*points, strict=True))
     benchmark = Benchmark(*(np.asarray(c, dtype=np.float64) for c in columns[:5]))
     return Measurements(
@@ -120,18 +123,74 @@ def read_measurements(paths: Sequence[str | Path], row_filter: RowFilter | None 
     )
 
 
+#: The range a measured mean TTFT or TPOT must lie in, seconds (1 µs to 1 h): no engine serves a
+#: model faster or slower; outside it the row is a unit error or a broken benchmark (one row of 1e308
+#: or 1e-300 collapsed the least-squares fit to zeros).
+PLAUSIBLE_LATENCY_S = (1e-6, 3600.0)
+#: The most concurrent requests a benchmark row may claim.
+MAX_CONCURRENCY = 1_000_000
+
+
+def _check_plausible(
+    concurrency: float, isl: float, osl: float, ttft_s: float, tpot_s: float, label: str
+) -> None:
+    """Refuse a benchmark point no engine could have produced (ValidationError naming the row)."""
+    from fleetopt.io.logs import MAX_REQUEST_TOKENS
+
+    low, high = PLAUSIBLE_LATENCY_S
+    for name, value in (("TTFT", ttft_s), ("TPOT", tpot_s)):
+        if not low <= value <= high:
+            raise ValidationError(
+                f"{label}: mean {name} {value * 1e3:.4g} ms is outside what any engine measures (1 µs to "
+                "1 h): a unit error or a broken benchmark; fix or drop the row"
+            )
+    if not 1 <= concurrency <= MAX_CONCURRENCY:
+        raise ValidationError(f"{label}: concurrency {concurrency:g} must be from 1 to {MAX_CONCURRENCY:,}")
+    for name, value in (("prompt", isl), ("output", osl)):
+        if not 1 <= value <= MAX_REQUEST_TOKENS:
+            raise ValidationError(
+                f"{label}: mean {name} length {value:g} tokens must be from 1 to {MAX_REQUEST_TOKENS:,}"
+            )
+
+
+def check_physical(measurements: Measurements, floors: tuple[np.ndarray, np.ndarray], what: str) -> None:
+    """Refuse a row faster than the hardware can be (``floors``: fleetopt.core.calibrate.physical_floors
+    per row; ``what`` names the instance and model for the message)."""
+    benchmark = measurements.benchmark
+    for name, measured, floor in (
+        ("TPOT", benchmark.tpot_s, floors[0]),
+        ("TTFT", benchmark.ttft_s, floors[1]),
+    ):
+        below = np.flatnonzero(measured < floor)
+        if below.size:
+            k = int(below[0])
+            detail = (
+                "every iteration reads the active weights once"
+                if name == "TPOT"
+                else f"a {benchmark.input_tokens[k]:,.0f}-token prompt at 2 FLOPs per active parameter per "
+                "token"
+            )
+            raise ValidationError(
+                f"{measurements.labels[k]}: mean {name} {measured[k] * 1e3:.4g} ms is below the "
+                f"{floor[k] * 1e3:.4g} ms {what} needs at the least ({detail}, at the GPU's peak): a "
+                "measurement error, or the row of another model or GPU; fix or drop it"
+            )
+
+
 def detect_measurement_format(text: str, path: Path) -> str:
     """``silicon-csv``, ``vllm-bench`` or ``guidellm`` from the content."""
     stripped = text.lstrip()
     if stripped.startswith("{"):
         try:
-            document = json.loads(text)
+            document = json_loads(text)
         except RecursionError:
             raise ValidationError(f"{path}: JSON nested too deeply to be a benchmark result") from None
         except json.JSONDecodeError as exc:
             raise ValidationError(
                 f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
             ) from None
+        except DuplicateKeyError as exc:
+            raise ValidationError(f"{path}: {exc}") from None
         if isinstance(document, dict) and isinstance(document.get("benchmarks"), list):
             return "guidellm"
         if isinstance(document, dict) and "mean_ttft_ms" in document:
@@ -155,27 +214,32 @@ def _positive(value: Any, where: str) -> float:
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise ValidationError(f"{where} = {value!r} is not a number") from None
+        raise ValidationError(f"{where} = {excerpt(value)} is not a number") from None
     if not (number > 0 and np.isfinite(number)):
-        raise ValidationError(f"{where} = {value!r} is invalid; expected a number > 0")
+        raise ValidationError(f"{where} = {excerpt(value)} is invalid; expected a number > 0")
     return number
 
 
 def _silicon_points(text: str, path: Path, row_filter: RowFilter) -> list[tuple]:
     points = []
-    for number, row in enumerate(csv.DictReader(io.StringIO(text)), start=2):
-        if (row.get("mode") or "").strip() != "agg" or not row_filter.matches(row):
-            continue
-        where = f"{path}, line {number}"
-        concurrency, isl, osl, ttft_ms, tpot_ms = (
-            _positive(row[column], f"{where}: {column}") for column in _SILICON_COLUMNS
-        )
-        points.append((concurrency, isl, osl, ttft_ms / 1e3, tpot_ms / 1e3, f"{path.name}:{number}"))
+    reader = csv.DictReader(io.StringIO(text))
+    with long_csv_fields():
+        try:
+            for number, row in enumerate(reader, start=2):
+                if (row.get("mode") or "").strip() != "agg" or not row_filter.matches(row):
+                    continue
+                where = f"{path}, line {number}"
+                concurrency, isl, osl, ttft_ms, tpot_ms = (
+                    _positive(row[column], f"{where}: {column}") for column in _SILICON_COLUMNS
+                )
+                points.append((concurrency, isl, osl, ttft_ms / 1e3, tpot_ms / 1e3, f"{path.name}:{number}"))
+        except csv.Error as exc:
+            raise ValidationError(f"{path}, line {reader.line_num}: not valid CSV ({exc})") from None
     return points
 
 
 def _vllm_points(text: str, path: Path, row_filter: RowFilter) -> list[tuple]:
-    document = json.loads(text)
+    document = json_loads(text)
     missing = [
         key
         for key in (
@@ -218,7 +282,7 @@ def _successful_mean(metrics: dict, key: str, where: str) -> float:
 
 def _guidellm_points(text: str, path: Path, row_filter: RowFilter) -> list[tuple]:
     points = []
-    for index, benchmark in enumerate(json.loads(text)["benchmarks"]):
+    for index, benchmark in enumerate(json_loads(text)["benchmarks"]):
         where = f"{path}, benchmarks[{index}]"
         metrics = benchmark.get("metrics") if isinstance(benchmark, dict) else None
         if not isinstance(metrics, dict):
@@ -262,14 +326,6 @@ def measured_profile_yaml(
     errors of each row predicted from the others, or None; ``description``: what the rows are."""
     tpot_med, tpot_max = _median_max(fit.tpot_pct_errors)
     ttft_med, ttft_max = _median_max(fit.ttft_pct_errors)
-    lines = [
-        f"# {title}",
-        f"model: {model}",
-        f"gpu: {gpu}",
-        f"tensor_parallel: {tensor_parallel}",
-        "calibration: measured",
-        "source: >-",
-    ]
     text = (
         f"Fitted to {fit.rows} measured benchmark points ({description}) by bounded least squares on "
         f"relative TPOT and TTFT errors of the closed-loop model in fleetopt/core/calibrate.py "
@@ -282,27 +338,32 @@ def measured_profile_yaml(
         f"{activation_reserve_gb:g} GB "
         "per-GPU activation reserve (assumed)."
     )
-    lines += _wrap(text, "  ")
-    lines += [
-        f"iteration_base_ms: {fit.iteration_base_s * 1e3:.4g}",
-        f"iteration_per_slot_ms: {max(fit.iteration_per_slot_s * 1e3, 1e-6):.4g}",
-        f"prefill_per_token_us: {fit.prefill_per_token_s * 1e6:.4g}",
-    ]
+    profile: dict[str, Any] = {
+        "model": model,
+        "gpu": gpu,
+        "tensor_parallel": int(tensor_parallel),
+        "calibration": "measured",
+        "source": text,
+        "iteration_base_ms": _short(fit.iteration_base_s * 1e3),
+        # (> 0: the profile's reader requires a positive H)
+        "iteration_per_slot_ms": _short(max(fit.iteration_per_slot_s * 1e3, 1e-6)),
+        "prefill_per_token_us": _short(fit.prefill_per_token_s * 1e6),
+    }
     if fit.iteration_per_kv_token_s > 0:
-        lines.append(f"iteration_per_kv_token_ns: {fit.iteration_per_kv_token_s * 1e9:.4g}")
-    lines += [
-        f"ttft_overhead_ms: {fit.ttft_overhead_s * 1e3:.4g}",
-        f"prefill_chunk_tokens: {fit.prefill_chunk_tokens}",
-        "calibration_context_tokens: 8192",
-        "kv_block_tokens: 16",
-        "kv_capacity: memory",
-        f"gpu_memory_utilization: {memory_utilization:g}",
-        f"activation_reserve_gb_per_gpu: {activation_reserve_gb:g}",
-    ]
+        profile["iteration_per_kv_token_ns"] = _short(fit.iteration_per_kv_token_s * 1e9)
+    profile |= {
+        "ttft_overhead_ms": _short(fit.ttft_overhead_s * 1e3),
+        "prefill_chunk_tokens": int(fit.prefill_chunk_tokens),
+        "calibration_context_tokens": 8192,
+        "kv_block_tokens": 16,
+        "kv_capacity": "memory",
+        "gpu_memory_utilization": float(memory_utilization),
+        "activation_reserve_gb_per_gpu": float(activation_reserve_gb),
+    }
     if max_num_seqs is not None:
-        lines.append(f"max_num_seqs: {max_num_seqs}")
+        profile["max_num_seqs"] = int(max_num_seqs)
     if weight_dtype is not None:
-        lines.append(f"weight_dtype: {weight_dtype}")
+        profile["weight_dtype"] = weight_dtype
     fit_block = {
         "source": ", ".join(Path(source).name for source in measurements.sources),
         "formats": ", ".join(sorted(set(measurements.formats))),
@@ -310,7 +371,7 @@ def measured_profile_yaml(
         "filter": measurements.row_filter.describe(),
         "method": "bounded linear least squares (scipy lsq_linear, BVLS) on relative TPOT and TTFT errors",
         "date": date,
-        "benchmark_prefill_overlap_us": float(f"{fit.benchmark_prefill_overlap_s * 1e6:.4g}"),
+        "benchmark_prefill_overlap_us": _short(fit.benchmark_prefill_overlap_s * 1e6),
         "tpot_median_abs_pct_error": tpot_med,
         "tpot_max_abs_pct_error": tpot_max,
         "ttft_median_abs_pct_error": ttft_med,
@@ -323,12 +384,15 @@ def measured_profile_yaml(
             "leave_one_out_ttft_median_abs_pct_error": _median_max(leave_one_out[1])[0],
             "leave_one_out_ttft_max_abs_pct_error": _median_max(leave_one_out[1])[1],
         }
-    lines.append("fit:")
-    lines += [f"  {key}: {json.dumps(value, ensure_ascii=False)}" for key, value in fit_block.items()]
-    return "\n".join(lines) + "\n"
+    profile["fit"] = fit_block
+    from fleetopt.errors import printable
+    from fleetopt.io.yamlio import dump_yaml
+
+    body = dump_yaml(profile, width=96)
+    return f"# {printable(title)}\n{body}"
 
 
-def _wrap(text: str, indent: str, width: int = 96) -> list[str]:
-    import textwrap
-
-    return [indent + line for line in textwrap.wrap(text, width - len(indent))]
+def _short(value: float) -> float:
+    """``value`` to 4 significant digits, as a float (the serializer writes it so YAML reads a
+    float back: ``1.0e-06``, where ``f"{value:g}"`` wrote ``1e-06``, which YAML 1.1 reads as text)."""
+    return float(f"{value:.4g}")

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import datetime
 import hashlib
-import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -25,7 +23,7 @@ from fleetopt.core.planner import PlanOptions
 from fleetopt.core.routing import Routing, pool_names
 from fleetopt.core.service import PoolHardware
 from fleetopt.core.workload import Workload, weighted_sum
-from fleetopt.errors import ValidationError
+from fleetopt.errors import ValidationError, excerpt
 from fleetopt.io.documents.plan import (
     PLAN_KIND,
     READABLE_SCHEMA_VERSIONS,
@@ -39,9 +37,9 @@ from fleetopt.io.documents.plan import (
     WorkloadReader,
     read_plan_document,
 )
-from fleetopt.io.documents.typed import excerpt, from_document
-from fleetopt.io.files import read_text
-from fleetopt.io.yamlio import safe_load
+from fleetopt.io.documents.typed import from_document
+from fleetopt.io.files import read_text, write_document_atomically, write_files_atomically  # noqa: F401
+from fleetopt.io.yamlio import json_loads, safe_load
 
 if TYPE_CHECKING:  # the drift types are built only when a plan is read back (drift, simulate)
     from fleetopt.core.drift import PlannedFleet, PlannedPool, WorkloadSummary
@@ -116,86 +114,6 @@ def refuse_overwriting_input(output: Path, inputs: list[str], message: str | Non
         if source.is_file() and source.resolve() == target:
             default = f"--output {output}: that is the input file {{input}}; write the plan elsewhere"
             raise ValidationError((message or default).format(input=item))
-
-
-def _create_temporary(folder: Path, name: str) -> tuple[int, Path]:
-    """A new file beside ``name`` in ``folder``, created with mode 0666 minus the umask (0644 by
-    default, as any editor or ``cp`` would make it; ``tempfile.mkstemp`` would make it 0600)."""
-    import secrets
-
-    for _ in range(100):
-        temporary = folder / f".{name}.{secrets.token_hex(6)}.tmp"
-        try:
-            return os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), temporary
-        except FileExistsError:
-            continue
-    raise FileExistsError(f"no free temporary name beside {name} in {folder}")
-
-
-def _write_temporary(folder: Path, name: str, text: str) -> Path:
-    """``text`` in a new temporary file beside ``name``, flushed to disk (a full disk fails here)."""
-    handle, temporary = _create_temporary(folder, name)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    return temporary
-
-
-def write_document_atomically(path: Path, text: str, option: str = "--output") -> None:
-    """Write ``text`` to ``path`` via a temporary file in the same folder and an atomic rename.
-
-    The file gets mode 0666 minus the umask (0644 by default); a failure leaves ``path`` as it was.
-    """
-    path = Path(path)
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise ValidationError(f"{option} {path}: the folder {folder} does not exist")
-    write_files_atomically(folder, {path.name: text}, option=option, create_folder=False)
-
-
-def write_files_atomically(
-    folder: Path, files: dict[str, str], *, option: str = "--output-dir", create_folder: bool = True
-) -> list[Path]:
-    """Write every ``{name: text}`` into ``folder``, all or nothing as far as a file system allows.
-
-    Every file is written to a temporary file first (so a full disk or a bad permission changes
-    nothing); only then are they renamed into place, each rename atomic. Modes follow the umask.
-    Raises ValidationError naming ``option`` and the file.
-    """
-    folder = Path(folder)
-    if not folder.is_dir():
-        if not create_folder or folder.exists():
-            raise ValidationError(f"{option} {folder}: the folder does not exist")
-        try:
-            folder.mkdir(parents=True)
-        except OSError as exc:
-            raise ValidationError(f"{option} {folder}: cannot create it ({exc.strerror or exc})") from None
-    written: dict[str, Path] = {}
-    try:
-        for name, text in files.items():
-            try:
-                written[name] = _write_temporary(folder, name, text)
-            except OSError as exc:
-                raise ValidationError(
-                    f"{option} {folder / name}: not written ({exc.strerror or exc}); nothing was changed"
-                ) from None
-        targets = []
-        for name, temporary in written.items():
-            target = folder / name
-            try:
-                os.replace(temporary, target)
-            except OSError as exc:
-                raise ValidationError(f"{option} {target}: not written ({exc.strerror or exc})") from None
-            targets.append(target)
-        return targets
-    finally:
-        for temporary in written.values():
-            temporary.unlink(missing_ok=True)
 
 
 def plan_format_for(path: Path) -> str:
@@ -389,7 +307,7 @@ def _load_document(path: Path) -> Any:
     text = read_text(path, "plan ")
     try:
         if path.suffix.lower() == ".json":
-            return json.loads(text)
+            return json_loads(text)
 
         return safe_load(text)
     except Exception as exc:  # json.JSONDecodeError, yaml.YAMLError: a truncated or mangled file
@@ -512,6 +430,11 @@ def _planned_pool(
     if pool.instances > 0 and pool.slots_per_instance < 1:
         allowed = "an integer ≥ 1 (the pool has instances)"
         check.fail(f"{where}.slots_per_instance", pool.slots_per_instance, allowed)
+    most = hardware.max_slots(pool.context_tokens)
+    if pool.slots_per_instance > max(1, most):  # what vLLM's KV cache (and max_num_seqs) holds
+        check.fail(
+            f"{where}.slots_per_instance", pool.slots_per_instance, f"at most the {most:,} the profile holds"
+        )
     from fleetopt.core.drift import PlannedPool
 
     return PlannedPool(

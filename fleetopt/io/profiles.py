@@ -19,7 +19,7 @@ from typing import Any
 
 from fleetopt.core import kv
 from fleetopt.core.service import PoolHardware
-from fleetopt.errors import NotFoundError, ValidationError
+from fleetopt.errors import NotFoundError, ValidationError, excerpt
 from fleetopt.io.profile_cache import cached_parse
 from fleetopt.io.yamlio import safe_load
 
@@ -58,6 +58,7 @@ class ModelProfile:
     source_file: str
     max_context_tokens: int | None = None
     huggingface_id: str | None = None
+    attention_heads: int | None = None
 
     def kv_bytes_per_token(self, kv_dtype: str | None = None) -> int:
         """KV bytes per token of one copy of the cache (no tensor parallelism), pool-routing Eq. 1."""
@@ -242,6 +243,12 @@ _MODEL_FIELDS: tuple[_Field, ...] = (
     _Field("source", _text, _TEXT + " saying where the numbers come from"),
     _Field("kv_formula", _choice(kv.KV_FORMULAS), "one of gqa, mla"),
     _whole_field("layers", 1, "transformer layers"),
+    _whole_field(
+        "attention_heads",
+        1,
+        "query heads, num_attention_heads; tensor parallelism must divide them",
+        required=False,
+    ),  # fmt: skip
     _whole_field("kv_heads", 1, "KV heads; gqa only", required=False),
     _whole_field("head_dim", 1, "head dimension; gqa only", required=False),
     _whole_field("kv_lora_rank", 1, "MLA latent rank; mla only", required=False),
@@ -390,20 +397,22 @@ def _validate(path: Path, kind: str, data: Mapping[str, Any]) -> dict[str, Any]:
     for key in data:
         if key not in fields:
             raise ValidationError(
-                f"{path}: unknown field {key!r} (value {data[key]!r}); allowed fields: {', '.join(fields)}"
+                f"{path}: unknown field {excerpt(key)} (value {excerpt(data[key])}); allowed fields: "
+                f"{', '.join(fields)}"
             )
     cleaned: dict[str, Any] = {}
     for key, spec in fields.items():
         if key not in data or data[key] is None:
             if spec.required:
-                raise ValidationError(f"{path}: missing field {key!r}; it must be {spec.allowed}")
+                raise ValidationError(f"{path}: missing field {excerpt(key)}; it must be {spec.allowed}")
             cleaned[key] = None
             continue
         try:
             cleaned[key] = spec.check(data[key])
         except _Bad:
             raise ValidationError(
-                f"{path}: field {key!r} = {data[key]!r} is not allowed; it must be {spec.allowed}"
+                f"{path}: field {excerpt(key)} = {excerpt(data[key])} is not allowed; it must be "
+                f"{spec.allowed}"
             ) from None
     return cleaned
 
@@ -414,10 +423,11 @@ def _only_with(
     """Require ``keys`` when ``holds`` and forbid them otherwise."""
     for key in keys:
         if holds and cleaned[key] is None:
-            raise ValidationError(f"{path}: missing field {key!r}; it is required when {condition}")
+            raise ValidationError(f"{path}: missing field {excerpt(key)}; it is required when {condition}")
         if not holds and cleaned[key] is not None:
             raise ValidationError(
-                f"{path}: field {key!r} = {cleaned[key]!r} is not allowed; it applies only when {condition}"
+                f"{path}: field {excerpt(key)} = {excerpt(cleaned[key])} is not allowed; it applies only "
+                f"when {condition}"
             )
 
 
@@ -430,8 +440,9 @@ def _model_from(path: Path, name: str, data: Mapping[str, Any]) -> ModelProfile:
     active = c["parameters_active_billions"] if c["parameters_active_billions"] is not None else total
     if active > total:
         raise ValidationError(
-            f"{path}: field 'parameters_active_billions' = {data['parameters_active_billions']!r} "
-            f"is not allowed; it must be ≤ parameters_total_billions ({data['parameters_total_billions']!r})"
+            f"{path}: field 'parameters_active_billions' = {excerpt(data['parameters_active_billions'])} "
+            "is not allowed; it must be ≤ parameters_total_billions "
+            f"({excerpt(data['parameters_total_billions'])})"
         )
     return ModelProfile(
         name=name,
@@ -450,6 +461,7 @@ def _model_from(path: Path, name: str, data: Mapping[str, Any]) -> ModelProfile:
         source_file=str(path),
         max_context_tokens=c["max_context_tokens"],
         huggingface_id=c["huggingface_id"],
+        attention_heads=c["attention_heads"],
     )
 
 
@@ -537,7 +549,7 @@ _KIND_WORD = {"models": "model", "gpus": "GPU", "serving": "serving"}
 
 def _check_kind(kind: str) -> str:
     if kind not in KINDS:
-        raise ValidationError(f"profile kind {kind!r} is not known; use one of {', '.join(KINDS)}")
+        raise ValidationError(f"profile kind {excerpt(kind)} is not known; use one of {', '.join(KINDS)}")
     return kind
 
 
@@ -569,13 +581,13 @@ def _find(kind: str, name_or_path: str | Path, dirs: Sequence[Path]) -> tuple[Pa
     if is_profile_path(name_or_path):
         path = Path(name_or_path).expanduser()
         if not path.is_file():
-            raise NotFoundError(f"{_KIND_WORD[kind]} profile file {str(path)!r} does not exist")
+            raise NotFoundError(f"{_KIND_WORD[kind]} profile file {excerpt(str(path))} does not exist")
         return path, path.stem
     files = _files_of(kind, dirs)
     name = str(name_or_path)
     if name not in files:
         known = ", ".join(sorted(files)) or "(none)"
-        raise NotFoundError(f"no {_KIND_WORD[kind]} profile named {name!r}; known: {known}")
+        raise NotFoundError(f"no {_KIND_WORD[kind]} profile named {excerpt(name)}; known: {known}")
     return files[name], name
 
 
@@ -636,11 +648,13 @@ def find_serving(
             f"{p.name} ({p.model_name} on {p.gpu_name}, TP {p.tensor_parallel})" for p in profiles
         )
         raise NotFoundError(
-            f"no serving profile for model {model!r} on GPU {gpu!r}{tp_text}; known: {known or '(none)'}"
+            f"no serving profile for model {excerpt(model)} on GPU {excerpt(gpu)}{tp_text}; "
+            f"known: {known or '(none)'}"
         )
     names = ", ".join(f"{p.name} (TP {p.tensor_parallel})" for p in matches)
     raise ValidationError(
-        f"several serving profiles for model {model!r} on GPU {gpu!r}: {names}; pick one with --serving NAME"
+        f"several serving profiles for model {excerpt(model)} on GPU {excerpt(gpu)}: {names}; pick one "
+        "with --serving NAME"
     )
 
 
@@ -691,6 +705,7 @@ def kv_sizing(
 
     Raises ValidationError (naming ``context``) when weights and activations leave no KV memory.
     """
+    check_tensor_parallel(model, tensor_parallel, context)
     weight_dtype = weight_dtype or model.weight_dtype
     kv_dtype = kv_dtype or model.kv_dtype
     per_token_model = model.kv_bytes_per_token(kv_dtype)
@@ -739,6 +754,21 @@ def kv_sizing(
         kv_capacity_tokens_per_instance=capacity_tokens,
         kv_block_tokens=kv_block_tokens,
     )
+
+
+def check_tensor_parallel(model: ModelProfile, tensor_parallel: int, context: str = "") -> None:
+    """Refuse a tensor-parallel size vLLM refuses for ``model`` (fleetopt.core.kv.tensor_parallel_problem:
+    TP divides the attention heads, and the KV heads or a multiple of them)."""
+    problem = kv.tensor_parallel_problem(
+        tensor_parallel, model.attention_heads, model.kv_heads, model.kv_formula
+    )
+    if problem is not None:
+        sizes = kv.valid_tensor_parallel_sizes(model.attention_heads, model.kv_heads, model.kv_formula)
+        where = f"{context}: " if context else ""
+        raise ValidationError(
+            f"{where}tensor parallel size {tensor_parallel} does not fit {model.name}: {problem}, and vLLM "
+            f"refuses it; use {', '.join(map(str, sizes))} ({model.source_file})"
+        )
 
 
 def serving_kv_sizing(serving: ServingProfile, model: ModelProfile, gpu: GpuProfile) -> KvSizing:

@@ -17,15 +17,16 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from fleetopt.core.summary import LogSummary, SummarySource, make_summary
-from fleetopt.errors import ValidationError
-from fleetopt.io.logs import MAX_REQUEST_TOKENS, SUMMARY_COLUMNS, connect, sql_string
+from fleetopt.errors import ValidationError, excerpt
+from fleetopt.io.files import atomic_output
+from fleetopt.io.logs import MAX_REQUEST_TOKENS, SUMMARY_COLUMNS, connect, engine_message, sql_string
+from fleetopt.io.yamlio import json_loads
 
 #: The JSON document's marker and version.
 SUMMARY_JSON_KEY = "fleetopt_summary"
@@ -55,7 +56,7 @@ def is_summary_header(columns: list[str]) -> bool:
 def read_summary_json(data: bytes, label: str) -> LogSummary:
     """A summary from its JSON document."""
     try:
-        document = json.loads(data.decode("utf-8-sig"))
+        document = json_loads(data.decode("utf-8-sig"))
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise ValidationError(f"{label}: not a valid summary JSON document ({exc})") from None
     if not isinstance(document, dict) or document.get(SUMMARY_JSON_KEY) != SUMMARY_JSON_VERSION:
@@ -135,6 +136,8 @@ def _numbers(values: np.ndarray) -> np.ndarray:
     array = np.asarray(values)
     if array.dtype.kind in "iuf":
         return array.astype(np.float64)
+    if array.dtype.kind == "b":  # a boolean column counts nothing (float(True) would be 1)
+        return np.full(array.shape, np.nan)
     return np.array([_number(v) for v in array], dtype=np.float64)
 
 
@@ -151,6 +154,8 @@ def _whole_or_none(values: np.ndarray, mask: np.ndarray, name: str, label: str) 
 
 
 def _number(value: Any) -> float:
+    if isinstance(value, (bool, np.bool_)):
+        return np.nan
     try:
         return float(value) if value is not None else np.nan
     except (TypeError, ValueError):
@@ -196,7 +201,7 @@ def summary_from_table(table: dict[str, np.ndarray], label: str) -> LogSummary:
     records = _records(lowered["record"])
     unknown = sorted(set(records) - {"tokens", "window", "log"})
     if unknown:
-        raise ValidationError(f"{label}: record {str(unknown[0])!r} is not one of tokens, window, log")
+        raise ValidationError(f"{label}: record {excerpt(str(unknown[0]))} is not one of tokens, window, log")
     logs = records == "log"
     sources = [None if v is None else str(v) for v in _plain(_rows(lowered["source"], logs))]
     clocks = [None if v is None else str(v) for v in _plain(_rows(lowered["clock"], logs))]
@@ -212,8 +217,20 @@ def _build_summary(
     clocks: list[str | None],
     label: str,
 ) -> LogSummary:
-    """Check the table's values (every token value a token count, every request timed) and build
-    the summary from its token, window and log rows."""
+    """Check the table's values (every count n a whole number ≥ 0, every token value a token
+    count, every request timed) and build the summary from its token, window and log rows."""
+    counts = _numbers(lowered["n"])
+    for mask, record in ((tokens, "tokens"), (windows, "window"), (logs, "log")):
+        values = counts[mask]
+        with np.errstate(invalid="ignore"):
+            bad = np.flatnonzero(~np.isfinite(values) | (values < 0) | (values != np.round(values)))
+        if bad.size:
+            value = values[bad[0]]
+            shown = "missing" if np.isnan(value) else f"{value:g}"
+            raise ValidationError(
+                f"{label}: a {record} row's count n is {shown}; every row's n must be a whole number "
+                "of requests ≥ 0"
+            )
     bad_tokens, untimed = _invalid_counts(lowered, tokens, windows)
     if bad_tokens or untimed:
         parts = []
@@ -232,7 +249,7 @@ def _build_summary(
     def ints(name: str, mask: np.ndarray) -> np.ndarray:
         values = _numbers(lowered[name])[mask]
         if np.isnan(values).any():
-            raise ValidationError(f"{label}: a {name} value is missing")
+            raise ValidationError(f"{label}: a value of {name} is missing")
         if (values != np.round(values)).any():
             raise ValidationError(f"{label}: {name} must hold whole numbers")
         raw = lowered[name]
@@ -314,7 +331,7 @@ def read_summary_table(files: list[str], container: str, label: str) -> LogSumma
                 f"SELECT record FROM {source.relation()} "
                 f"WHERE {record} NOT IN ('tokens', 'window', 'log') LIMIT 1"
             ).fetchone()[0]
-            raise ValidationError(f"{label}: record {example!r} is not one of tokens, window, log")
+            raise ValidationError(f"{label}: record {excerpt(example)} is not one of tokens, window, log")
         log_rows = connection.execute(
             f"SELECT CAST(source AS VARCHAR), CAST(clock AS VARCHAR) FROM {source.relation()} "
             f"WHERE {record} = 'log'"
@@ -322,8 +339,7 @@ def read_summary_table(files: list[str], container: str, label: str) -> LogSumma
     except ValidationError:
         raise
     except Exception as exc:  # duckdb.Error
-        text = str(exc).strip().splitlines()
-        raise ValidationError(f"{label}: cannot read the summary ({text[0] if text else exc})") from None
+        raise ValidationError(f"{label}: cannot read the summary ({engine_message(exc)})") from None
     code = np.asarray(table["code"])
     return _build_summary(
         table, code == 0, code == 1, code == 2, [r[0] for r in log_rows], [r[1] for r in log_rows], label
@@ -358,8 +374,9 @@ def summary_document(summary: LogSummary) -> dict[str, Any]:
 
 
 def write_summary(summary: LogSummary, path: Path, inputs: list[str] = ()) -> None:
-    """Write a summary atomically (a temporary file in the same folder, then a rename), as
-    Parquet, JSON or CSV by the path's suffix. Never replaces one of ``inputs``."""
+    """Write a summary atomically (fleetopt.io.files.atomic_output: a hidden temporary file in the
+    same folder with the umask's mode, as plans are, then a rename), as Parquet, JSON or CSV by the
+    path's suffix. Never replaces one of ``inputs``."""
     path = Path(path)
     fmt = summary_format_for(path)
     target = path.expanduser().resolve() if path.parent.exists() else path
@@ -369,23 +386,14 @@ def write_summary(summary: LogSummary, path: Path, inputs: list[str] = ()) -> No
             raise ValidationError(
                 f"--output {path}: that is the input file {item}; write the summary elsewhere"
             )
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise ValidationError(f"--output {path}: the folder {folder} does not exist")
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=folder)
-    os.close(handle)
-    try:
+    with atomic_output(path) as temporary:
         if fmt == "json":
             with open(temporary, "w", encoding="utf-8") as stream:
                 json.dump(summary_document(summary), stream, separators=(",", ":"))
                 stream.flush()
                 os.fsync(stream.fileno())
         else:
-            _copy_table(summary, temporary, fmt)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+            _copy_table(summary, str(temporary), fmt)
 
 
 def _copy_table(summary: LogSummary, path: str, fmt: str) -> None:
@@ -418,5 +426,8 @@ def _copy_table(summary: LogSummary, path: str, fmt: str) -> None:
         "CASE WHEN timed THEN last_us END, n, CAST(source AS VARCHAR), "
         "CASE WHEN timed THEN CAST(clock AS VARCHAR) END FROM summary_logs"
     )
+    # DuckDB writes into our temporary file itself (no tmp_<name> file of its own beside it, which a
+    # killed command would leave for a later glob to pick up)
     options = "FORMAT parquet, COMPRESSION zstd" if fmt == "parquet" else "FORMAT csv, HEADER true"
+    options += ", USE_TMP_FILE false"
     connection.execute(f"COPY ({query}) TO {sql_string(path)} ({options})")

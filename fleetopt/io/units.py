@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 
-from fleetopt.errors import ValidationError
+from fleetopt.errors import ValidationError, excerpt
 
 _DURATION_UNITS_S = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
 _NUMBER = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
@@ -22,12 +22,12 @@ def parse_duration_s(text: str, *, field: str = "duration") -> float:
     match = _DURATION_RE.match(str(text))
     if not match:
         raise ValidationError(
-            f"{field}: {text!r} is not a duration; write a number with a unit, e.g. 500ms or 0.5s "
+            f"{field}: {excerpt(text)} is not a duration; write a number with a unit, e.g. 500ms or 0.5s "
             f"(units: {', '.join(_DURATION_UNITS_S)})"
         )
     value_s = float(match.group(1)) * _DURATION_UNITS_S[match.group(2)]
     if not math.isfinite(value_s) or value_s <= 0:
-        raise ValidationError(f"{field}: {text!r} must be a positive, finite duration")
+        raise ValidationError(f"{field}: {excerpt(text)} must be a positive, finite duration")
     return value_s
 
 
@@ -37,11 +37,13 @@ def parse_fraction(text: str, *, field: str = "fraction", allow_above_one: bool 
     try:
         value = float(raw[:-1]) / 100.0 if raw.endswith("%") else float(raw)
     except ValueError:
-        raise ValidationError(f"{field}: {text!r} is not a number or percentage (e.g. 10% or 0.1)") from None
+        raise ValidationError(
+            f"{field}: {excerpt(text)} is not a number or percentage (e.g. 10% or 0.1)"
+        ) from None
     upper = math.inf if allow_above_one else 1.0
     if not (0.0 <= value <= upper) or not math.isfinite(value):
         allowed = "≥ 0" if allow_above_one else "in [0, 1] (0% to 100%)"
-        raise ValidationError(f"{field}: {text!r} must be {allowed}")
+        raise ValidationError(f"{field}: {excerpt(text)} must be {allowed}")
     return value
 
 
@@ -53,9 +55,9 @@ def parse_number_list(text: str, *, field: str, integer: bool = False) -> list[f
         try:
             value = float(part)
         except ValueError:
-            raise ValidationError(f"{field}: {part!r} in {text!r} is not a number") from None
+            raise ValidationError(f"{field}: {excerpt(part)} in {excerpt(text)} is not a number") from None
         if integer and value != int(value):
-            raise ValidationError(f"{field}: {part!r} in {text!r} must be a whole number")
+            raise ValidationError(f"{field}: {excerpt(part)} in {excerpt(text)} must be a whole number")
         values.append(int(value) if integer else value)
     return values
 

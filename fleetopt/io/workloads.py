@@ -44,8 +44,9 @@ from fleetopt.core.workload import (
     workload_from_counts,
     workload_from_requests,
 )
-from fleetopt.errors import NotFoundError, ValidationError
-from fleetopt.io.yamlio import safe_load
+from fleetopt.errors import NotFoundError, ValidationError, excerpt
+from fleetopt.io.files import gunzip_checked, long_csv_fields
+from fleetopt.io.yamlio import DuplicateKeyError, json_loads, safe_load
 
 if TYPE_CHECKING:  # the log modules load only when a log is read (start-up of CDF commands)
     from fleetopt.io.log_formats import LogFormat
@@ -185,7 +186,9 @@ def reader_options_for(
 ) -> ReaderOptions:
     """Checked reader options (an unknown format, preset or unit is a ValidationError)."""
     if input_format is not None and input_format not in INPUT_FORMATS:
-        raise ValidationError(f"unknown input format {input_format!r} (allowed: {', '.join(INPUT_FORMATS)})")
+        raise ValidationError(
+            f"unknown input format {excerpt(input_format)} (allowed: {', '.join(INPUT_FORMATS)})"
+        )
     return ReaderOptions(
         input_format=input_format,
         log_format=log_format_option(log_format, input_format),
@@ -304,21 +307,28 @@ def _json_document_kind(text: bytes) -> str:
 _HEAD_BYTES = 1 << 16
 
 
-def _read_head(path: Path) -> bytes:
-    """The first 64 KiB of a file's content (of its decompressed content when gzip-compressed)."""
+def _read_head(path: Path, size: int = _HEAD_BYTES) -> bytes:
+    """The first ``size`` bytes of a file's content (of its decompressed content when
+    gzip-compressed; a truncated gzip stream gives what it holds)."""
     try:
         with open(path, "rb") as stream:
-            head = stream.read(_HEAD_BYTES)
+            head = stream.read(size)
+            if head[:2] != b"\x1f\x8b":
+                return head
+            decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            out, data = bytearray(), head
+            while len(out) < size and not decompressor.eof:
+                out += decompressor.decompress(data, size - len(out))
+                data = decompressor.unconsumed_tail or stream.read(_HEAD_BYTES)
+                if not data:
+                    break
+            return bytes(out)
     except FileNotFoundError:
         raise NotFoundError(f"{path}: no such file") from None
+    except zlib.error as exc:
+        raise ValidationError(f"{path}: not a valid gzip file ({exc})") from None
     except OSError as exc:
         raise ValidationError(f"{path}: cannot read ({exc.strerror})") from None
-    if head[:2] == b"\x1f\x8b":
-        try:
-            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, _HEAD_BYTES)
-        except zlib.error as exc:
-            raise ValidationError(f"{path}: not a valid gzip file ({exc})") from None
-    return head
 
 
 def _is_gzip(path: Path) -> bool:
@@ -338,12 +348,7 @@ def _read_bytes(path: Path) -> bytes:
     except OSError as exc:
         raise ValidationError(f"{path}: cannot read ({exc.strerror})") from None
     if data[:2] == b"\x1f\x8b":
-        try:
-            import gzip
-
-            data = gzip.decompress(data)
-        except (OSError, EOFError) as exc:
-            raise ValidationError(f"{path}: not a valid gzip file ({exc})") from None
+        data = gunzip_checked(path, data)
     if not data or data.isspace():
         raise ValidationError(f"{path}: the file is empty")
     _check_text(data, path)
@@ -431,7 +436,7 @@ def _locate(name_or_path: str, options: ReaderOptions) -> _Place:
     if is_remote(name_or_path) or is_pattern(name_or_path):
         return _locate_many(name_or_path, options)
     raise NotFoundError(
-        f"workload {name_or_path!r} is neither a file nor a bundled workload "
+        f"workload {excerpt(name_or_path)} is neither a file nor a bundled workload "
         f"(bundled: {', '.join(names) if names else 'none'})"
     )
 
@@ -445,7 +450,7 @@ def _locate_file(path: Path, label: str, name: str, options: ReaderOptions) -> _
             "summary", label, name, options, path=path, read_summary=lambda: read_summary_file(path, head)
         )
     if fmt not in LOG_INPUT_FORMATS:
-        raise ValidationError(f"{path}: format {fmt!r} is not a request log")
+        raise ValidationError(f"{path}: format {excerpt(fmt)} is not a request log")
     if fmt == "azure" and options.log_format is None:
         options = dataclasses.replace(options, log_format=log_format_option(None, "azure"))
     source = _log_source(label, [str(path)], fmt, _is_gzip(path))
@@ -496,6 +501,8 @@ def read_summary_file(path: Path, head: bytes | None = None):
     head = _read_head(path) if head is None else head
     if head[:4] == b"PAR1":
         return read_summary_table([str(path)], "parquet", str(path))
+    if _is_gzip(path):
+        gunzip_checked(path)  # its size, checked before DuckDB reads it
     text = _skip_leading_space(head)
     if text[:1] == b"{":
         first_line = text[: text.find(b"\n")] if b"\n" in text else text
@@ -510,12 +517,25 @@ def read_summary_file(path: Path, head: bytes | None = None):
 
 
 def _log_source(label: str, files: list[str], fmt: str, gzip_compressed: bool) -> LogSource:
+    """The DuckDB source of local files or URLs; local gzip-compressed files are measured first
+    (their decompressed size, refused past :data:`fleetopt.io.files.MAX_GZIP_RATIO`× their own)."""
     container = "csv" if fmt in ("azure", "csv") else fmt
     if container not in ("csv", "jsonl", "json", "parquet"):
-        raise ValidationError(f"{label}: format {fmt!r} is not a request log")
-    from fleetopt.io.logs import LogSource
+        raise ValidationError(f"{label}: format {excerpt(fmt)} is not a request log")
+    from fleetopt.io.logs import LogSource, is_remote
 
-    return LogSource(label=label, files=tuple(files), container=container, gzip=gzip_compressed)
+    content_bytes = None
+    if gzip_compressed and not any(is_remote(f) for f in files):
+        content_bytes = tuple(
+            gunzip_checked(Path(f)) if _is_gzip(Path(f)) else Path(f).stat().st_size for f in files
+        )
+    return LogSource(
+        label=label,
+        files=tuple(files),
+        container=container,
+        gzip=gzip_compressed,
+        content_bytes=content_bytes,
+    )
 
 
 def _load_bundled(name: str, split_model) -> Workload:
@@ -548,7 +568,7 @@ def _load_bundled(name: str, split_model) -> Workload:
 def _datetime_us(text: str, where: Path) -> int:
     kind, moment = _parse_time(text, "time_origin", 1.0, where, 0)
     if kind != "utc":
-        raise ValidationError(f"{where}: time_origin = {text!r} is not a date-time")
+        raise ValidationError(f"{where}: time_origin = {excerpt(text)} is not a date-time")
     return moment
 
 
@@ -632,7 +652,7 @@ def _parse_cdf_json(data: bytes, path: Path) -> tuple[np.ndarray, np.ndarray, di
         'or an object with a "cdf" list of such pairs'
     )
     try:
-        document = json.loads(data.decode("utf-8-sig"))
+        document = json_loads(data.decode("utf-8-sig"))
     except json.JSONDecodeError as exc:
         raise ValidationError(
             f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
@@ -686,7 +706,9 @@ def _parse_cdf_csv(data: bytes, path: Path) -> tuple[np.ndarray, np.ndarray]:
             try:
                 values.append(float(field))
             except ValueError:
-                raise ValidationError(f"{path}, line {number}: {column} {field!r} is not a number") from None
+                raise ValidationError(
+                    f"{path}, line {number}: {column} {excerpt(field)} is not a number"
+                ) from None
         rows.append((values[0], values[1], f"line {number}"))
     if not rows:
         raise ValidationError(f"{path}: the CDF has no rows (only a header)")
@@ -745,9 +767,25 @@ def _name_units(container: str) -> dict[str, float]:
     return {"timestamp": JSONL_TIMESTAMP_SCALE_S} if container == "jsonl" else {}
 
 
+#: The longest first line (header) of a CSV log fleetopt reads, bytes.
+MAX_HEADER_BYTES = 16 << 20
+
+
 def _check_csv_head(head: bytes, path: Path) -> None:
-    """A CSV's header problems and an empty body, named before any reading (docs/workloads.md)."""
+    """A CSV's header problems and an empty body, named before any reading (docs/workloads.md).
+    A header (or first row) that runs past the 64 KiB head is read further, up to
+    :data:`MAX_HEADER_BYTES`, so a wide file is judged on its whole header."""
     text_start = _skip_leading_space(head)
+    body_start = text_start.find(b"\n")
+    if (body_start < 0 or _NON_SPACE.search(text_start, body_start + 1) is None) and len(head) >= _HEAD_BYTES:
+        head = _read_head(path, MAX_HEADER_BYTES)
+        text_start = _skip_leading_space(head)
+        body_start = text_start.find(b"\n")
+        if body_start < 0 and len(head) >= MAX_HEADER_BYTES:
+            raise ValidationError(
+                f"{path}: the first line (the header) is longer than {MAX_HEADER_BYTES >> 20} MiB; not a "
+                "CSV request log fleetopt reads"
+            )
     header = [c.strip() for c in _split_header(_first_line(text_start))]
     if not header:
         raise ValidationError(f"{path}: the file is empty")
@@ -758,10 +796,13 @@ def _check_csv_head(head: bytes, path: Path) -> None:
                     f"{path}: the columns are separated by {word}, not commas; fleetopt reads "
                     "comma-separated files (convert it, e.g. with `tr`)"
                 )
-    repeated = sorted({name for name in header if [c.lower() for c in header].count(name.lower()) > 1})
-    if repeated:
-        raise ValidationError(f"{path}: column {repeated[0]!r} appears more than once in the header")
-    body_start = text_start.find(b"\n")
+    lowered = [c.lower() for c in header]
+    if len(set(lowered)) < len(lowered):
+        seen: set[str] = set()
+        repeated = next(
+            name for name, low in zip(header, lowered, strict=True) if low in seen or seen.add(low)
+        )
+        raise ValidationError(f"{path}: column {excerpt(repeated)} appears more than once in the header")
     if body_start < 0 or _NON_SPACE.search(text_start, body_start + 1) is None:
         raise ValidationError(f"{path}: no requests (only a header)")
 
@@ -925,7 +966,7 @@ def _parse_token(value: str, column: str, path: Path, line: int) -> int:
             as_float = math.nan
         if not (math.isfinite(as_float) and as_float.is_integer()):
             raise ValidationError(
-                f"{path}, line {line}: {column} = {value!r} is not a whole number of tokens"
+                f"{path}, line {line}: {column} = {excerpt(value)} is not a whole number of tokens"
             ) from None
         number = int(as_float)
     if number < 0:
@@ -951,9 +992,13 @@ def _parse_time(value: str, column: str, scale_s: float, path: Path, line: int) 
         try:
             datetime.date(year, month, day)
         except ValueError:
-            raise ValidationError(f"{path}, line {line}: {column} = {value!r} is not a valid date") from None
+            raise ValidationError(
+                f"{path}, line {line}: {column} = {excerpt(value)} is not a valid date"
+            ) from None
         if hour > 23 or minute > 59 or second > 60:
-            raise ValidationError(f"{path}, line {line}: {column} = {value!r} is not a valid time of day")
+            raise ValidationError(
+                f"{path}, line {line}: {column} = {excerpt(value)} is not a valid time of day"
+            )
         fraction = (match.group(7) or "")[:6].ljust(6, "0")
         seconds = ((_days_from_civil(year, month, day) * 24 + hour) * 60 + minute) * 60 + second
         zone = match.group(8)
@@ -964,11 +1009,13 @@ def _parse_time(value: str, column: str, scale_s: float, path: Path, line: int) 
         return "utc", seconds * MICROSECONDS_PER_S + int(fraction)
     per_unit_us = scale_s * MICROSECONDS_PER_S
     if _INTEGER_PATTERN.match(text):
-        number = int(text)
+        # a number of more digits than any clock's (2⁶² ns has 22) is out of range before int() sees
+        # it: Python refuses more than 4,300 digits, and converts in quadratic time
+        number = int(text) if len(text) <= 40 else 2**80
         moment = number * round(per_unit_us) if per_unit_us >= 1 else int(number / round(1 / per_unit_us))
         if abs(moment) > 2**62:
             raise ValidationError(
-                f"{path}, line {line}: {column} = {text} is out of range for an arrival time "
+                f"{path}, line {line}: {column} = {excerpt(value)} is out of range for an arrival time "
                 "(at most 2⁶² µs, about 146,000 years, from the clock's zero)"
             )
         return "number", moment
@@ -978,7 +1025,7 @@ def _parse_time(value: str, column: str, scale_s: float, path: Path, line: int) 
         number = math.nan
     if not math.isfinite(number) or abs(number * per_unit_us) > 2**62:
         raise ValidationError(
-            f"{path}, line {line}: {column} = {value!r} is neither a number nor a date-time "
+            f"{path}, line {line}: {column} = {excerpt(value)} is neither a number nor a date-time "
             "like 2023-11-16 18:15:46.680590"
         )
     scaled = number * per_unit_us
@@ -987,7 +1034,7 @@ def _parse_time(value: str, column: str, scale_s: float, path: Path, line: int) 
 
 def _arrival_ticks(moments: list[int], kinds: set[str], column: str, path: Path) -> np.ndarray:
     if len(kinds) > 1:
-        raise ValidationError(f"{path}: column {column!r} mixes date-times and numbers")
+        raise ValidationError(f"{path}: column {excerpt(column)} mixes date-times and numbers")
     return np.array(moments, dtype=np.int64)
 
 
@@ -1008,25 +1055,31 @@ def _read_csv_slow(
     import csv
 
     reader = csv.reader(io.StringIO(text))
-    next(reader)  # header
-    for row in reader:
-        line = reader.line_num
-        if not row or (len(row) == 1 and not row[0].strip()):
-            continue
-        if len(row) != field_count:
-            raise ValidationError(f"{path}, line {line}: expected {field_count} fields, found {len(row)}")
-        number_in = _parse_token(row[input_index], names[0], path, line)
-        number_out = _parse_token(row[output_index], names[1], path, line)
-        if number_in + number_out < 1:
-            raise ValidationError(
-                f"{path}, line {line}: {names[0]} + {names[1]} is 0 (a request has ≥ 1 token)"
-            )
-        inputs.append(number_in)
-        outputs.append(number_out)
-        if time_index is not None:
-            kind, moment = _parse_time(row[time_index], names[2], scale_s, path, line)
-            kinds.add(kind)
-            times.append(moment)
+    with long_csv_fields():
+        try:
+            next(reader)  # header
+            for row in reader:
+                line = reader.line_num
+                if not row or (len(row) == 1 and not row[0].strip()):
+                    continue
+                if len(row) != field_count:
+                    raise ValidationError(
+                        f"{path}, line {line}: expected {field_count} fields, found {len(row)}"
+                    )
+                number_in = _parse_token(row[input_index], names[0], path, line)
+                number_out = _parse_token(row[output_index], names[1], path, line)
+                if number_in + number_out < 1:
+                    raise ValidationError(
+                        f"{path}, line {line}: {names[0]} + {names[1]} is 0 (a request has ≥ 1 token)"
+                    )
+                inputs.append(number_in)
+                outputs.append(number_out)
+                if time_index is not None:
+                    kind, moment = _parse_time(row[time_index], names[2], scale_s, path, line)
+                    kinds.add(kind)
+                    times.append(moment)
+        except csv.Error as exc:
+            raise ValidationError(f"{path}, line {reader.line_num}: not valid CSV ({exc})") from None
     if not inputs:
         raise ValidationError(f"{path}: no requests (only a header)")
     return _careful_log(
@@ -1059,7 +1112,9 @@ def _read_jsonl(data: bytes, path: Path, options: ReaderOptions) -> RequestLog:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = json_loads(line)
+        except DuplicateKeyError as exc:
+            raise ValidationError(f"{path}, line {line_number}: {exc}") from None
         except (ValueError, RecursionError):
             raise ValidationError(f"{path}, line {line_number}: not a JSON object") from None
         if not isinstance(record, dict):
@@ -1076,7 +1131,7 @@ def _read_jsonl(data: bytes, path: Path, options: ReaderOptions) -> RequestLog:
         for key in (input_key, output_key):
             if key not in record:
                 raise ValidationError(
-                    f"{path}, line {line_number}: no field {key!r} (fields found: {', '.join(record)})"
+                    f"{path}, line {line_number}: no field {excerpt(key)} (fields found: {', '.join(record)})"
                 )
         values = []
         for key in (input_key, output_key):
@@ -1094,7 +1149,9 @@ def _read_jsonl(data: bytes, path: Path, options: ReaderOptions) -> RequestLog:
         if has_time is None:
             has_time = line_has_time
         if line_has_time != has_time:
-            raise ValidationError(f"{path}, line {line_number}: {time_key!r} is present on some lines only")
+            raise ValidationError(
+                f"{path}, line {line_number}: {excerpt(time_key)} is present on some lines only"
+            )
         if line_has_time:
             kind, moment = _parse_time(str(record[time_key]), time_key, scale_s, path, line_number)
             kinds.add(kind)
@@ -1102,7 +1159,7 @@ def _read_jsonl(data: bytes, path: Path, options: ReaderOptions) -> RequestLog:
     if not inputs:
         raise ValidationError(f"{path}: the file is empty")
     if options.time_column is not None and not has_time:
-        raise ValidationError(f"{path}: no field {options.time_column!r} for time")
+        raise ValidationError(f"{path}: no field {excerpt(options.time_column)} for time")
     return _careful_log(inputs, outputs, times if has_time else None, kinds, keys[2], path, epoch, options)
 
 

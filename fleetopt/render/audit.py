@@ -122,10 +122,31 @@ def workload_audit_document(
         "plot": plot_path,
         "pricing": {"hours_per_year": HOURS_PER_YEAR},
         "notes": ([SPLIT_ASSUMED_NOTE] if split_assumed else [])
+        + [audit_setting_note(audit.options.plan.service_model, audit.plan.short_hardware.serving_name)]
         + plan_notes(audit.plan)
         + [_note(audit, note) for note in audit.notes],
     }
     return to_jsonable(document)
+
+
+def audit_setting_note(service_model: str, serving: str) -> str:
+    """Why an audit's planner rows differ from ``fleetopt plan``'s fleet with the same flags."""
+    from fleetopt.defaults import DEFAULT_SERVICE_MODEL, DEFAULT_SERVING
+
+    setting = f"service model {service_model} and serving profile {serving}" + (
+        " (the papers' setting: Eq. 3 and their A100 calibration)" if service_model == "lockstep" else ""
+    )
+    differs = service_model != DEFAULT_SERVICE_MODEL or serving != DEFAULT_SERVING
+    return (
+        f"the audit prices the papers' estimates with {setting}, at the mean rate; fleetopt plan sizes with "
+        f"the {DEFAULT_SERVICE_MODEL} model and {DEFAULT_SERVING} unless told otherwise, and a log at its "
+        "busiest minute (--rate-basis), so "
+        + (
+            "its GPU counts differ from these (give --service-model and --serving here for that setting)"
+            if differs
+            else "its GPU counts differ from these on a log with timestamps"
+        )
+    )
 
 
 def _profile(hardware: Mapping[str, Any]) -> str:

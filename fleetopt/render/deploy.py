@@ -21,6 +21,7 @@ from typing import Any
 
 from fleetopt import __version__
 from fleetopt.core.routing import Routing
+from fleetopt.errors import printable
 from fleetopt.io.deploy import (
     ROUTER_KIND,
     ROUTER_SCHEMA_VERSION,
@@ -214,25 +215,32 @@ def vllm_script(context: ExportContext, pool: DeployPool, options: ExportOptions
     """A shell script that starts one instance of ``pool`` (run it on each of its instances)."""
     index = [p.name for p in context.pools].index(pool.name)
     command = ["vllm", "serve", *vllm_arguments(context, pool, options)]
-    lines = [
-        "#!/bin/sh",
-        f"# fleetopt {__version__} export --to vllm: {pool.name} pool of {context.plan_label}",
-        f"# {pool.instances:,} instances × {pool.gpus_per_instance} GPUs ({pool.gpu}); run this on each.",
-        f"# Serving profile {pool.serving_profile}.",
-        f"# It serves {_served_by(context, index)} (router.yaml).",
-        "# Flags checked against vLLM's CLI (vllm/engine/arg_utils.py, v0.11 series; docs/deploy.md).",
-        f"# At start-up vLLM logs 'Maximum concurrency for {pool.context_tokens:,} tokens per request: Nx':",
-        f"# N must be at least max_num_seqs = {pool.slots_per_instance:,} (the plan assumed "
+    comments = [
+        f"fleetopt {__version__} export --to vllm: {pool.name} pool of {context.plan_label}",
+        f"{pool.instances:,} instances × {pool.gpus_per_instance} GPUs ({pool.gpu}); run this on each.",
+        f"Serving profile {pool.serving_profile}.",
+        f"It serves {_served_by(context, index)} (router.yaml).",
+        "Flags checked against vLLM's CLI (vllm/engine/arg_utils.py, v0.11 series; docs/deploy.md).",
+        f"At start-up vLLM logs 'Maximum concurrency for {pool.context_tokens:,} tokens per request: Nx':",
+        f"N must be at least max_num_seqs = {pool.slots_per_instance:,} (the plan assumed "
         f"{pool.engine.kv_capacity_tokens:,} KV tokens per instance).",
     ]
-    lines += [f"# note: {note}" for note in pool_notes(context, pool)]
-    lines += [f"# {line}" for line in _metrics_comment(context, pool, options)]
-    lines.append(_shell_command(command))
-    return "\n".join(lines) + "\n"
+    comments += [f"note: {note}" for note in pool_notes(context, pool)]
+    comments += _metrics_comment(context, pool, options)
+    return "#!/bin/sh\n" + comment_lines(comments) + _shell_command(command) + "\n"
+
+
+def comment_lines(lines: Sequence[str]) -> str:
+    """``# line`` for each line, for a shell script or a YAML file: every character that could end
+    the comment (a line break — ``\\n``, ``\\r``, U+2028, U+2029, NEL — or any other control
+    character) is written escaped (fleetopt.errors.printable), so text from a file name or a plan
+    field stays inside its comment."""
+    return "".join(f"# {printable(line)}\n" for line in lines)
 
 
 def _shell_command(words: Sequence[str]) -> str:
-    """``words`` as one shell command, a flag and its value per line."""
+    """``words`` as one shell command, a flag and its value per line, every word through
+    ``shlex.quote`` (so the shell reads back exactly ``words``)."""
     first, rest = shlex.join(words[:3]), list(words[3:])
     lines = [first]
     while rest:
@@ -307,14 +315,12 @@ _ROUTER_HEADER = """\
 
 
 def _yaml(document: Mapping[str, Any]) -> str:
-    """Block-style YAML without anchors or aliases (manifests repeat equal probes on purpose)."""
-    import yaml
+    """Block-style YAML from PyYAML's serializer, without anchors or aliases (manifests repeat equal
+    probes on purpose), any string that is not all printable double-quoted with escapes
+    (:func:`fleetopt.io.yamlio.dump_yaml`)."""
+    from fleetopt.io.yamlio import dump_yaml
 
-    class NoAliases(yaml.SafeDumper):
-        def ignore_aliases(self, data: Any) -> bool:
-            return True
-
-    return yaml.dump(dict(document), Dumper=NoAliases, sort_keys=False, allow_unicode=True)
+    return dump_yaml(dict(document))
 
 
 def router_yaml(context: ExportContext, options: ExportOptions) -> str:
@@ -593,24 +599,26 @@ def keda_manifests(context: ExportContext, options: ExportOptions) -> tuple[list
 
 def manifests_yaml(manifests: Sequence[Mapping[str, Any]], header: Sequence[str]) -> str:
     """Kubernetes manifests as one multi-document YAML stream, after a comment header."""
-    comment = "".join(f"# {line}\n" for line in header)
     documents = [_yaml(m) for m in manifests]
-    return comment + "---\n" + "---\n".join(documents)
+    return comment_lines(header) + "---\n" + "---\n".join(documents)
 
 
 # -------------------------------------------------------------------------------------- markdown
 
 
 def plan_markdown(document: Mapping[str, Any], plan_label: str | None = None) -> str:
-    """A one-page summary of a plan for a design review or a pull request."""
+    """A one-page summary of a plan for a design review or a pull request. Every string that comes
+    from the plan (the workload's path, profile names, notes, a hand-edited field) goes through
+    :func:`fleetopt.render.markdown.md_text` (one line, markdown and HTML escaped); the export
+    command through :func:`md_code` with the plan's path shell-quoted."""
     from fleetopt.io.units import fmt_num, fmt_pct, fmt_seconds, fmt_usd
-    from fleetopt.render.markdown import md_bullets, md_table
+    from fleetopt.render.markdown import md_bullets, md_code, md_table, md_text
 
     inputs, best, savings = document["inputs"], document["best"], document["savings"]
     slo = fmt_seconds(inputs["ttft_slo_s"])
     lines = [
-        f"### fleetopt plan — {inputs['workload']} at {fmt_num(inputs['arrival_rate_per_s'])} req/s, "
-        f"P99 TTFT ≤ {slo}",
+        f"### fleetopt plan — {md_text(inputs['workload'])} at {fmt_num(inputs['arrival_rate_per_s'])} "
+        f"req/s, P99 TTFT ≤ {slo}",
         "",
     ]
     if best is None:
@@ -626,7 +634,7 @@ def plan_markdown(document: Mapping[str, Any], plan_label: str | None = None) ->
         f"**{fmt_usd(best['cost_per_year_usd'])}/year** ({shape}): "
         f"{fmt_pct(savings['vs_homogeneous'])} below the homogeneous fleet, "
         f"{fmt_pct(savings['vs_pool_routing'])} below pool routing. "
-        f"Service model {inputs['service_model']}, serving profile {short['serving_name']} "
+        f"Service model {md_text(inputs['service_model'])}, serving profile {md_text(short['serving_name'])} "
         f"(TP {short['gpus_per_instance']}, ${short['gpu_hour_usd']:g}/GPU-hour), utilization cap "
         f"{inputs['max_utilization']:.0%}.",
         "",
@@ -634,9 +642,9 @@ def plan_markdown(document: Mapping[str, Any], plan_label: str | None = None) ->
     if inputs.get("rate_basis"):
         from fleetopt.render.words import basis_sentence
 
-        lines += [f"Rate: {basis_sentence(inputs['rate_basis'])}.", ""]
+        lines += [f"Rate: {md_text(basis_sentence(inputs['rate_basis']))}.", ""]
     if best.get("routing"):
-        lines += [f"Routing: {best['routing']['rule']}.", ""]
+        lines += [f"Routing: {md_text(best['routing']['rule'])}.", ""]
     headers = ("pool", "instances × GPUs", "max_model_len", "max_num_seqs", "req/s", "utilization",
                "P99 TTFT", "TTFT headroom", "TPOT", "set by")  # fmt: skip
     rows = []
@@ -655,13 +663,13 @@ def plan_markdown(document: Mapping[str, Any], plan_label: str | None = None) ->
                 if headroom is None
                 else f"{fmt_seconds(headroom)} ({fmt_pct(pool['ttft_headroom_fraction'])})",
                 fmt_seconds(pool["iteration_s"]) if pool["instances"] else "–",
-                pool["binding_constraint"],
+                md_text(pool["binding_constraint"]),
             )
         )
     lines += md_table(headers, rows, align="lrrrrrrrrl") + [""]
     warnings = document.get("warnings") or []
     if warnings:
-        lines += ["**Headroom warnings**", ""] + md_bullets(w["message"] for w in warnings) + [""]
+        lines += ["**Headroom warnings**", ""] + md_bullets(md_text(w["message"]) for w in warnings) + [""]
     baselines = document["baselines"]
     rows = []
     for label, fleet in (
@@ -676,15 +684,15 @@ def plan_markdown(document: Mapping[str, Any], plan_label: str | None = None) ->
             (
                 label,
                 fmt_num(fleet["total_gpus"]) if fleet["feasible"] else "✗",
-                fmt_usd(fleet["cost_per_year_usd"]) if fleet["feasible"] else f"✗ {fleet['reason']}",
+                fmt_usd(fleet["cost_per_year_usd"]) if fleet["feasible"] else f"✗ {md_text(fleet['reason'])}",
             )
         )
     lines += md_table(("fleet", "GPUs", "$/year"), rows) + [""]
     if document["notes"]:
-        lines += md_bullets(document["notes"]) + [""]
-    source = plan_label or "plan.yaml"
+        lines += md_bullets(md_text(note) for note in document["notes"]) + [""]
+    command = f"fleetopt export --plan {shlex.quote(plan_label or 'plan.yaml')} --to vllm|router|kubernetes"
     lines.append(
-        f"<sub>fleetopt {document.get('fleetopt_version', __version__)}; deploy with "
-        f"`fleetopt export --plan {source} --to vllm|router|kubernetes`</sub>"
+        f"<sub>fleetopt {md_text(document.get('fleetopt_version', __version__))}; deploy with "
+        f"{md_code(command)}</sub>"
     )
     return "\n".join(lines) + "\n"

@@ -13,7 +13,7 @@ from typing import Any
 from fleetopt import __version__
 from fleetopt.errors import ValidationError
 from fleetopt.io.data import profile_search_path
-from fleetopt.io.names import check_resource_name
+from fleetopt.io.names import HTTP_URL, IMAGE, SUBDOMAIN, check_option_text, check_resource_name
 
 # -- export: a plan as vLLM commands, a router file, Kubernetes and KEDA manifests, markdown -----
 
@@ -117,6 +117,18 @@ def export_plan(
     check_resource_name(options.name_prefix, "--name-prefix", 63 - len("-pool-8"))
     if options.namespace is not None:
         check_resource_name(options.namespace, "--namespace", 63)
+    check_option_text(
+        options.image, "--image", IMAGE, 255, "a container image reference such as vllm/vllm-openai:v0.11.0"
+    )
+    if options.hf_token_secret is not None:
+        check_option_text(
+            options.hf_token_secret, "--hf-token-secret", SUBDOMAIN, 253,
+            "a Kubernetes Secret name (lowercase letters, digits, '-' and '.')",
+        )  # fmt: skip
+    check_option_text(
+        options.prometheus_url, "--prometheus-url", HTTP_URL, 2048,
+        "an http:// or https:// URL without spaces or quotes",
+    )  # fmt: skip
     label = plan_label or plan_file.source.removeprefix("plan ")
     files: dict[str, str] = {}
     notes: list[str] = []

@@ -68,9 +68,9 @@ def dumps(data: Mapping[str, Any], fmt: OutputFormat | str) -> str:
     if fmt is OutputFormat.json:
         return json.dumps(plain, indent=2, allow_nan=False) + "\n"
     if fmt is OutputFormat.yaml:
-        import yaml
+        from fleetopt.io.yamlio import dump_yaml
 
-        return yaml.safe_dump(plain, sort_keys=False, allow_unicode=True)
+        return dump_yaml(plain)
     raise ValueError(f"not a machine format: {fmt}")
 
 

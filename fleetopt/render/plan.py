@@ -172,8 +172,9 @@ def schedule_summary(schedule: ScheduleDocument) -> str:
     """GPU-hours of the schedule against the static (peak) fleet, per period."""
     dynamic, static = schedule.gpu_hours_per_period, schedule.static_gpu_hours_per_period
     saving = (static - dynamic) / static if static > 0 else None
+    period = _period_words(schedule.period_s).removeprefix("a ")  # "per day", not "per a day"
     return (
-        f"schedule: {dynamic:,.2f} GPU-hours per {_period_words(schedule.period_s)} against "
+        f"schedule: {dynamic:,.2f} GPU-hours per {period} against "
         f"{static:,.2f} for the static fleet ({fmt_pct(saving)} fewer); every window's instances are "
         "at most the static fleet's"
     )
@@ -354,5 +355,7 @@ def draw_plan(console: Console, document: PlanDocument | Mapping[str, Any]) -> N
         console.print(bullets(document.notes, marker="note: "))
     console.print(
         "GPUs = instances × GPUs per instance; $/year = GPUs × $/GPU-hour × 8,760. "
-        "TTFT = P99 slot wait + prefill + first decode under the service model."
+        "TTFT = P99 slot wait + prefill + first decode under the service model. "
+        "(fleetopt audit prices the papers' estimates in their setting — the lockstep model, the A100 "
+        "calibration, the mean rate — unless told otherwise, so its GPU counts differ from these.)"
     )

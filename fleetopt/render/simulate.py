@@ -150,8 +150,9 @@ def draw_crosscheck(console: Console, data: Mapping[str, Any]) -> None:
         table.add_column("error")
         for key, label in _LABELS.items():
             row = pool[key]
+            at = row.get("analytical_rate_per_s")
             table.add_row(
-                label,
+                label if at is None or row["analytical"] is None else f"{label} (at {fmt_num(at)} req/s)",
                 _value(key, row["analytical"]),
                 _value(key, row["simulated"]) + _half_width(key, row["ci95_half_width"], row["simulated"]),
                 _error(row["error_pct"]),

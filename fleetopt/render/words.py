@@ -14,7 +14,8 @@ from fleetopt.io.documents.words import duration_words
 def basis_sentence(basis: RateBasis | Mapping[str, Any]) -> str:
     """What a plan sized for, with the log's peak/mean (``basis``: the document's ``rate_basis``).
 
-    "sized for the peak 1-min window: 1,784 req/s, 1.784 × the mean 1,000 req/s (peak/mean 1.78)"
+    "sized for the peak 1-min window: 1,754 req/s, 1.754 × the mean 1,000 req/s (the log's peak
+    window ran 1.784 × its mean; 0.0306 × of that was Poisson counting noise, ... left out)"
     """
     if isinstance(basis, Mapping):
         basis = from_document(RateBasis, dict(basis), "plan", "inputs.rate_basis")
@@ -27,6 +28,13 @@ def basis_sentence(basis: RateBasis | Mapping[str, Any]) -> str:
         return f"sized for the mean rate {mean:,.4g} req/s{peak}"
     what = "peak" if name == "peak" else f"{name[1:]}th-percentile"
     bursts = " and its bursts within windows" if basis.arrival_dispersion else ""
+    noise, observed = basis.counting_noise_factor, basis.observed_factor
+    if noise is not None and observed is not None and noise >= 0.0005:
+        # how much of the log's basis over its mean was Poisson counting noise (left out)
+        peak = (
+            f" (the log's {what} window ran {observed:.4g} × its mean; {noise:.3g} × of that was Poisson "
+            "counting noise, which does not grow with the traffic, and is left out)"
+        )
     return (
         f"sized for the {what}{span}{bursts}: {sizing:,.4g} req/s, {basis.factor:.4g} × the mean "
         f"{mean:,.4g} req/s{peak}"

@@ -40,6 +40,8 @@ def crosscheck_document(report: CrossCheckReport) -> dict[str, Any]:
                 "ci95_half_width": finite_or_none(c.ci95_half_width),
                 "error_pct": c.error_pct,
             }
+            if c.analytical_rate_per_s is not None:  # a replay or profile: the rate it is predicted at
+                entry[key]["analytical_rate_per_s"] = c.analytical_rate_per_s
         low, high = row.p99_ttft_interval_s
         entry["p99_ttft_interval_s"] = [finite_or_none(low), finite_or_none(high)]
         entry["verdict"] = row.verdict.value
@@ -109,8 +111,10 @@ def crosscheck_run_document(
         document["notes"].append(
             f"arrivals: the log's {'arrival times' if arrival_process == 'replay' else 'rate profile'} "
             f"at {rate_factor:.4g} × its own rate (mean {mean_rate_per_s:,.4g} req/s), on its "
-            "own time scale; the analytical column is the plan's prediction at the rate it was sized for "
-            f"({setup.arrival_rate_per_s:,.4g} req/s)"
+            "own time scale; analytical utilization and TPOT are the pools re-evaluated window by window "
+            "over that profile and averaged (time averages, at its mean rate), the P99s the plan's "
+            f"predictions at the rate it was sized for ({setup.arrival_rate_per_s:,.4g} req/s: the busiest "
+            "stretches set them)"
         )
     if reevaluated_for_other_workload:
         document["notes"].insert(

@@ -189,6 +189,10 @@ def rate_basis_document(options: PlanOptions, arrivals: Any = None) -> RateBasis
         mean_rate_per_s=options.mean_rate_per_s,
         sizing_rate_per_s=options.arrival_rate_per_s,
         factor=options.basis_factor,
+        # the basis of the profile as observed, and how much of it was Poisson counting noise (left out
+        # of the factor: fleetopt.core.arrivals.denoised_counts)
+        observed_factor=getattr(arrivals, "observed_factor", None),
+        counting_noise_factor=getattr(arrivals, "counting_noise_factor", None),
         peak_to_mean_ratio=None if profile is None else profile.peak_to_mean_ratio,
         profile=profile,
         overdispersed=bool(getattr(arrivals, "overdispersed", False)),

@@ -163,7 +163,12 @@ class RateBasis(Document):
         window_s: the rate window, s (null without a rate profile).
         mean_rate_per_s: the mean arrival rate, req/s.
         sizing_rate_per_s: the rate every pool was sized for, req/s (mean × factor).
-        factor: sizing rate / mean rate (≥ 1).
+        factor: sizing rate / mean rate (≥ 1), read from the profile with its Poisson counting noise
+            taken out (:func:`fleetopt.core.arrivals.denoised_counts`).
+        observed_factor: the same basis of the profile as observed, noise included (null on a plan
+            written before it was recorded, or without a profile).
+        counting_noise_factor: observed_factor − factor: how much of the log's basis over its mean was
+            Poisson counting noise, left out of the sizing rate (null as observed_factor).
         peak_to_mean_ratio: the log's busiest window over its mean, whatever the basis (null without
             a profile).
         profile: the log's windowed rate profile (null without one).
@@ -177,6 +182,8 @@ class RateBasis(Document):
     mean_rate_per_s: float = field(exclusive_minimum=0)
     sizing_rate_per_s: float = field(exclusive_minimum=0)
     factor: float = field(minimum=1)
+    observed_factor: float | None = field(minimum=1, since=None)
+    counting_noise_factor: float | None = field(minimum=0, since=None)
     peak_to_mean_ratio: float | None = field(minimum=0)
     profile: "RateProfile | None"
     overdispersed: bool

@@ -25,13 +25,12 @@ import json
 import math
 import operator
 import re
-import reprlib
 import sys
 import types
 import typing
 from typing import Any, Literal
 
-from fleetopt.errors import ValidationError
+from fleetopt.errors import ValidationError, excerpt
 
 #: The JSON Schema dialect every published schema declares.
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -175,17 +174,6 @@ class _Fail(Exception):
 def finite_or_none(value: float | None) -> float | None:
     """A figure for a document: None when there is none or it is not finite (never NaN or ∞)."""
     return value if value is not None and math.isfinite(value) else None
-
-
-_EXCERPT = reprlib.Repr()
-_EXCERPT.maxlevel, _EXCERPT.maxlist, _EXCERPT.maxdict, _EXCERPT.maxstring, _EXCERPT.maxother = 2, 4, 4, 60, 60
-
-
-def excerpt(value: Any, limit: int = 80) -> str:
-    """``repr(value)``, bounded: a few items of a list or mapping, two levels deep, at most ``limit``
-    characters (an error never echoes, nor even formats, a whole document)."""
-    text = _EXCERPT.repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _join(path: str, key: str) -> str:
