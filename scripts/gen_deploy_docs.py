@@ -29,7 +29,7 @@ import yaml
 from typer.testing import CliRunner
 
 from fleetopt.cli import app
-from fleetopt.render.output import fmt_seconds
+from fleetopt.io.units import fmt_seconds
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "deploy.md"
 MARK = re.compile(r"<!-- generated: (?P<name>[\w-]+) -->(?P<body>.*?)<!-- /generated -->", re.S)

@@ -74,7 +74,7 @@ def stub_bin(tmp_path_factory) -> Path:
 
 def _intended_arguments(plan: Path) -> dict[str, list[str]]:
     """The argument vector fleetopt means each pool's script to pass (from the plan, not the file)."""
-    from fleetopt.api import export_context
+    from fleetopt.render.export import export_context
     from fleetopt.io.plans import read_plan
     from fleetopt.render.deploy import ExportOptions, vllm_arguments
 
@@ -239,8 +239,6 @@ def test_hand_edited_plan_text_reaches_the_markdown_escaped(
     document["inputs"]["workload"] = HOSTILE[3]
     document["best"]["routing"]["rule"] = "x\n# Owned\n<img src=x onerror=alert(1)>"
     document["notes"] = [HOSTILE[(0, 5)[k % 2]] for k in range(len(document["notes"]))]
-    for pool in document["best"]["pools"].values():
-        pool["binding_constraint"] = "a|b\nc"
     plan = tmp_path / "plan.yaml"
     plan.write_text(yaml.safe_dump(document, sort_keys=False))
     _export(plan, tmp_path / "out")
@@ -249,7 +247,14 @@ def test_hand_edited_plan_text_reaches_the_markdown_escaped(
     assert not re.search(r"(?<!\\)<img", markdown) and "\\<img" in markdown
     assert not re.search(r"^# Owned", markdown, re.M)
     rows = [line for line in markdown.splitlines() if line.startswith("| short ")]
-    assert rows and rows[0].count(" | ") == 9  # ten cells: the pipe in the edited field is escaped
+    assert rows and rows[0].count(" | ") == 9  # ten cells
+    # the table's one text cell is an enum of the plan schema: a pipe or a line break there is refused
+    for pool in document["best"]["pools"].values():
+        pool["binding_constraint"] = "a|b\nc"
+    plan.write_text(yaml.safe_dump(document, sort_keys=False))
+    refused = runner.invoke(app, ["export", "--plan", str(plan), *TARGETS, "-o", str(tmp_path / "out2")])
+    assert refused.exit_code == 1 and "binding_constraint" in refused.output
+    assert not (tmp_path / "out2").exists()
 
 
 @pytest.mark.parametrize(

@@ -92,7 +92,9 @@ def test_gpu_hours_per_period_reads_as_english(period_s: float, words: str) -> N
     """It said "GPU-hours per a day"."""
     from fleetopt.render.plan import schedule_summary
 
-    text = schedule_summary(
-        {"gpu_hours_per_period": 10.0, "static_gpu_hours_per_period": 20.0, "period_s": period_s}
+    from types import SimpleNamespace
+
+    text = schedule_summary(  # the three fields of a ScheduleDocument it reads
+        SimpleNamespace(gpu_hours_per_period=10.0, static_gpu_hours_per_period=20.0, period_s=period_s)
     )
     assert f"10.00 GPU-hours {words} against 20.00" in text
