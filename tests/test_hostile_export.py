@@ -74,9 +74,9 @@ def stub_bin(tmp_path_factory) -> Path:
 
 def _intended_arguments(plan: Path) -> dict[str, list[str]]:
     """The argument vector fleetopt means each pool's script to pass (from the plan, not the file)."""
-    from fleetopt.render.export import export_context
     from fleetopt.io.plans import read_plan
     from fleetopt.render.deploy import ExportOptions, vllm_arguments
+    from fleetopt.render.export import export_context
 
     context = export_context(read_plan(plan))
     return {pool.name: ["serve", *vllm_arguments(context, pool, ExportOptions())] for pool in context.pools}

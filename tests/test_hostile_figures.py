@@ -90,9 +90,9 @@ def test_the_audit_says_why_its_fleet_is_not_the_plans() -> None:
 )
 def test_gpu_hours_per_period_reads_as_english(period_s: float, words: str) -> None:
     """It said "GPU-hours per a day"."""
-    from fleetopt.render.plan import schedule_summary
-
     from types import SimpleNamespace
+
+    from fleetopt.render.plan import schedule_summary
 
     text = schedule_summary(  # the three fields of a ScheduleDocument it reads
         SimpleNamespace(gpu_hours_per_period=10.0, static_gpu_hours_per_period=20.0, period_s=period_s)
