@@ -65,6 +65,7 @@ def crosscheck_setup_run(
     reevaluated_for_other_workload: bool = False,
     arrivals: str | None = None,
     rate_window_s: float | None = None,
+    scheduler: str | None = None,
 ) -> CrossCheck:
     """Simulate a cross-check setup; re-evaluate its predictions first when the traffic or model differ.
 
@@ -100,7 +101,14 @@ def crosscheck_setup_run(
         simulation_model_for,
     )
     from fleetopt.core.service import SERVICE_MODEL_REGISTRY
-    from fleetopt.core.simulate import DISPATCH_POLICIES, PHYSICAL, SERVICE_MODELS
+    from fleetopt.core.simulate import (
+        DEFAULT_SCHEDULER,
+        DISPATCH_POLICIES,
+        PHYSICAL,
+        REQUEST_LEVEL_DISPATCH,
+        SCHEDULERS,
+        SERVICE_MODELS,
+    )
 
     process = _arrival_process(replay, arrivals)
     if service_model in SERVICE_MODEL_REGISTRY:
@@ -109,6 +117,17 @@ def crosscheck_setup_run(
         raise ValidationError(f"--service-model: {service_model!r} is not one of {', '.join(SERVICE_MODELS)}")
     if dispatch not in DISPATCH_POLICIES:
         raise ValidationError(f"--dispatch: {dispatch!r} is not one of {', '.join(DISPATCH_POLICIES)}")
+    if service_model != PHYSICAL and dispatch not in REQUEST_LEVEL_DISPATCH:
+        raise ValidationError(
+            f"--dispatch: {dispatch} reads an engine's KV cache or waiting queue, which the {service_model} "
+            f"model does not simulate; use --service-model {PHYSICAL} or one of "
+            f"{', '.join(REQUEST_LEVEL_DISPATCH)}"
+        )
+    if scheduler is not None and scheduler not in SCHEDULERS:
+        raise ValidationError(f"--scheduler: {scheduler!r} is not one of {', '.join(SCHEDULERS)}")
+    if scheduler is not None and service_model != PHYSICAL:
+        raise ValidationError(f"--scheduler: only the {PHYSICAL} service model schedules iterations")
+    scheduler = scheduler or DEFAULT_SCHEDULER
     if seeds is not None and seeds < 1:
         raise ValidationError(f"seeds: {seeds} must be ≥ 1")
     if requests is not None and requests < 2:
@@ -130,7 +149,7 @@ def crosscheck_setup_run(
         report = crosscheck_setup(
             setup, workload, service_model=service_model, dispatch=dispatch, requests=requests,
             seeds=tuple(range(1, (seeds or DEFAULT_SEEDS) + 1)), warmup_fraction=warmup_fraction,
-            arrival_rate_per_s=rate, progress=progress,
+            arrival_rate_per_s=rate, progress=progress, scheduler=scheduler,
         )  # fmt: skip
         return CrossCheck(report, workload.name, process, reevaluated_for_other_workload)
     if analytical_model != setup.analytical_model:
@@ -183,7 +202,7 @@ def crosscheck_setup_run(
         seeds = _seeds_for_rarest_pool(setup, spec)
     report = crosscheck_setup(
         setup, workload, service_model=service_model, dispatch=dispatch,
-        seeds=tuple(range(1, seeds + 1)), progress=progress, arrivals=spec,
+        seeds=tuple(range(1, seeds + 1)), progress=progress, arrivals=spec, scheduler=scheduler,
     )  # fmt: skip
     return CrossCheck(
         report, workload.name, process, reevaluated_for_other_workload, mean_rate_per_s=mean,
@@ -248,6 +267,7 @@ def crosscheck_plan_file(
     progress: Any = None,
     arrivals: str | None = None,
     rate_window_s: float | None = None,
+    scheduler: str | None = None,
 ) -> CrossCheck:
     """``fleetopt simulate --plan``: a plan file's fleet simulated on its own workload (or another).
 
@@ -285,5 +305,5 @@ def crosscheck_plan_file(
         setup, loaded, service_model=service_model or plan_file.options.service_model,
         dispatch=dispatch, requests=requests, seeds=seeds, warmup_fraction=warmup_fraction,
         arrival_rate_per_s=arrival_rate_per_s, progress=progress, reevaluated_for_other_workload=other,
-        arrivals=process, rate_window_s=rate_window_s,
+        arrivals=process, rate_window_s=rate_window_s, scheduler=scheduler,
     )  # fmt: skip

@@ -31,6 +31,7 @@ from fleetopt.core.planner import FleetPlan, Planner, PlanOptions
 from fleetopt.core.routing import Routing
 from fleetopt.core.service import LOCKSTEP, PoolHardware, get_service_model, iteration_costs
 from fleetopt.core.simulate import (
+    DEFAULT_SCHEDULER,
     PHYSICAL,
     ProgressCallback,
     SimulatedPool,
@@ -264,6 +265,8 @@ def _simulated_pool(name: str, instances: int, slots: int, context: int, hw: Poo
         physical_iteration_base_s=costs.base_s,
         kv_read_s_per_token=costs.kv_read_floor_s_per_token,
         ttft_overhead_s=hw.ttft_overhead_s,
+        kv_capacity_tokens=hw.kv_capacity_tokens,
+        kv_block_tokens=hw.kv_block_tokens,
     )
 
 
@@ -634,6 +637,7 @@ def crosscheck_setup(
     arrival_times_s: np.ndarray | None = None,
     progress: ProgressCallback | None = None,
     arrivals: ArrivalSpec | None = None,
+    scheduler: str = DEFAULT_SCHEDULER,
 ) -> CrossCheckReport:
     """Simulate the setup's fleet and compare it with its predictions.
 
@@ -648,7 +652,7 @@ def crosscheck_setup(
         result = simulate_fleet(
             workload, setup.simulated_pools, setup.routing, arrival_rate_per_s=None,
             service_model=service_model, dispatch=dispatch, seeds=seeds, progress=progress,
-            arrivals=arrivals,
+            arrivals=arrivals, scheduler=scheduler,
         )  # fmt: skip
         return compare(setup, result)
     rate = (
@@ -676,10 +680,11 @@ def crosscheck_setup(
         seeds=seeds,
         arrival_times_s=arrival_times_s,
         progress=progress,
+        scheduler=scheduler,
     )
     alone: dict[int, tuple[int, float]] = {}
     if requests is None and arrival_times_s is None and len(setup.pools) > 1:
-        result, alone = _thin_pools_alone(setup, workload, result, service_model, dispatch, seeds)
+        result, alone = _thin_pools_alone(setup, workload, result, service_model, dispatch, seeds, scheduler)
     return compare(setup, result, alone)
 
 
@@ -690,6 +695,7 @@ def _thin_pools_alone(
     service_model: str,
     dispatch: str,
     seeds: Sequence[int],
+    scheduler: str = DEFAULT_SCHEDULER,
 ) -> tuple[SimulationResult, dict[int, tuple[int, float]]]:
     """Each pool the fleet run measured on fewer than :data:`MIN_POOL_REQUESTS` requests per seed,
     simulated again on its own Poisson stream at its share of the fleet's rate
@@ -717,6 +723,7 @@ def _thin_pools_alone(
             measured_requests=MIN_POOL_REQUESTS, service_model=service_model, dispatch=dispatch,
             seeds=seeds, warmup_s=WARMUP_MARGIN * longest,
             max_requests=MAX_DEFAULT_REQUESTS_PHYSICAL if service_model == PHYSICAL else MAX_DEFAULT_REQUESTS,
+            scheduler=scheduler,
         )  # fmt: skip
         pools[index] = own_result.pools[0]
         alone[index] = (summary.requests_served, min(own_result.warmup_s))
