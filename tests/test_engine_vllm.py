@@ -274,3 +274,15 @@ def test_compiled_and_interpreted_engines_give_the_same_trace(scheduler: str, di
             assert np.array_equal(getattr(interpreted, field), getattr(compiled, field)), field
         preempted += int(compiled.preemptions.sum())
     assert (preempted > 0) == (scheduler == "vllm")  # the KV limit bites only under vllm
+
+
+def test_attention_cost_per_token_pair_runs_at_the_prompts_dense_rate() -> None:
+    """τ_a = τ·F_pair/(2·N): Llama-3.1-70B on 8× H100 (τ = 30.7 µs, N = 70.6e9, F_pair = 4·80·64·128):
+    5.70e-10 s per pair, so a token at 64K of context costs 30.7 µs + 37 µs. Zero without the geometry."""
+    from fleetopt.core.simulate import attention_s_per_token_pair
+
+    tau_a = attention_s_per_token_pair(30.7e-6, 70.6e9, 4 * 80 * 64 * 128)
+    assert tau_a == pytest.approx(30.7e-6 * 2_621_440 / 141.2e9, rel=1e-12)
+    assert tau_a * 65536 == pytest.approx(3.735e-5, rel=1e-3)
+    assert attention_s_per_token_pair(30.7e-6, 70.6e9, None) == 0.0
+    assert attention_s_per_token_pair(30.7e-6, None, 1e6) == 0.0

@@ -127,6 +127,15 @@ def test_deepseek_v3_is_mla() -> None:
     )
     assert model.kv_heads is None and model.head_dim is None
     assert model.kv_bytes_per_token() == kv.mla_kv_bytes_per_token(61, 512, 64, 2)
+    assert model.attention_flops_per_token_pair() is None  # MLA: no attention geometry recorded
+
+
+def test_attention_flops_per_token_pair_is_four_per_layer_head_and_head_dimension() -> None:
+    """Llama-3-70B: 80 layers × 64 query heads × 128 dims × 4 (QKᵀ and AV, 2 FLOPs per multiply-add)
+    = 2,621,440 FLOPs per (prompt token, context token) pair: at 8K of context 2.1e10 per token,
+    against 2·N ≈ 1.4e11 for its weights."""
+    model = profiles.load_model("llama-3-70b", BUNDLED)
+    assert model.attention_flops_per_token_pair() == 4 * 80 * 64 * 128 == 2_621_440
 
 
 def test_mi300x_memory_is_192e9_bytes() -> None:
@@ -185,8 +194,9 @@ def test_unknown_key_is_rejected_with_exact_message(tmp_path: Path) -> None:
         profiles.load_model("m", (tmp_path,))
     assert str(err.value) == (
         f"{path}: unknown field 'num_layers' (value 80); allowed fields: display_name, source, kv_formula, "
-        "layers, kv_heads, head_dim, kv_lora_rank, qk_rope_head_dim, parameters_total_billions, "
-        "parameters_active_billions, weight_dtype, kv_dtype, max_context_tokens, huggingface_id"
+        "layers, kv_heads, head_dim, attention_heads, kv_lora_rank, qk_rope_head_dim, "
+        "parameters_total_billions, parameters_active_billions, weight_dtype, kv_dtype, max_context_tokens, "
+        "huggingface_id"
     )
 
 
@@ -234,6 +244,13 @@ def test_missing_field_is_rejected_with_exact_message(tmp_path: Path) -> None:
             "missing field 'kv_heads'; it is required when kv_formula is gqa",
         ),
         (GOOD_MODEL + "parameters_active_billions: 2\n", "must be ≤ parameters_total_billions (1)"),
+        (
+            GOOD_MODEL.replace(
+                "kv_formula: gqa\nlayers: 2\nkv_heads: 1\nhead_dim: 4\n", "kv_formula: mla\nlayers: 2\n"
+            )
+            + "kv_lora_rank: 8\nqk_rope_head_dim: 4\nattention_heads: 8\n",
+            "field 'attention_heads' = 8 is not allowed; it applies only when kv_formula is gqa",
+        ),
         ("- a list\n", "a profile must be a YAML mapping"),
         ("layers: [\n", "not valid YAML at line"),
     ],

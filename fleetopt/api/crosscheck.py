@@ -38,6 +38,27 @@ class CrossCheck:
     rate_window_s: float | None = None
 
 
+def with_model_attention(setup: Any, dirs: Any = None) -> Any:
+    """A cross-check setup whose pools charge prompt chunks their attention over the cached context:
+    each pool's model looked up by name among the profiles (``dirs``: the bundled ones by default;
+    a model not found keeps prompt tokens at τ, whatever the context)."""
+    from fleetopt.api import profile_search_path
+    from fleetopt.core.crosscheck import with_attention
+    from fleetopt.io.profiles import load_model
+
+    flops: dict[str, float | None] = {}
+    for prediction in setup.pools:
+        name = prediction.hardware.model_name
+        if name not in flops:
+            try:
+                flops[name] = load_model(
+                    name, dirs or profile_search_path(None)
+                ).attention_flops_per_token_pair()
+            except FleetoptError:
+                flops[name] = None
+    return with_attention(setup, flops)
+
+
 def _arrival_process(replay: bool, arrivals: str | None) -> str:
     from fleetopt.core.arrivals import ARRIVAL_PROCESSES
 
@@ -137,6 +158,8 @@ def crosscheck_setup_run(
             f"--rate: {arrival_rate_per_s:g} req/s is not allowed; it must be > 0 and at most "
             f"{MAX_RATE_PER_S:g} req/s"
         )
+    if service_model == PHYSICAL:
+        setup = with_model_attention(setup)
     analytical_model = setup.analytical_model if service_model == PHYSICAL else service_model
     if process == "poisson":
         rate = setup.arrival_rate_per_s if arrival_rate_per_s is None else arrival_rate_per_s

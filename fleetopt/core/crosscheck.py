@@ -19,7 +19,7 @@ than the simulation shows). See docs/validation.md.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 
@@ -36,6 +36,7 @@ from fleetopt.core.simulate import (
     ProgressCallback,
     SimulatedPool,
     SimulationResult,
+    attention_s_per_token_pair,
     routed_pool_workload,
     simulate_fleet,
     simulate_pool_alone,
@@ -268,6 +269,22 @@ def _simulated_pool(name: str, instances: int, slots: int, context: int, hw: Poo
         kv_capacity_tokens=hw.kv_capacity_tokens,
         kv_block_tokens=hw.kv_block_tokens,
     )
+
+
+def with_attention(setup: CrossCheckSetup, flops_by_model: Mapping[str, float | None]) -> CrossCheckSetup:
+    """``setup`` with each pool's prompt attention cost (the ``vllm`` scheduler's τ_a,
+    :func:`fleetopt.core.simulate.attention_s_per_token_pair`) from its model's attention FLOPs per
+    token pair in ``flops_by_model`` (by model name; a model not in it keeps τ_a = 0)."""
+    pools = []
+    for prediction in setup.pools:
+        hw = prediction.hardware
+        tau_a = attention_s_per_token_pair(
+            iteration_costs(hw).per_prefill_token_s, hw.parameters_active, flops_by_model.get(hw.model_name)
+        )
+        pools.append(
+            replace(prediction, simulated=replace(prediction.simulated, attention_s_per_token_pair=tau_a))
+        )
+    return replace(setup, pools=tuple(pools))
 
 
 def simulation_model_for(service_model: str) -> str:

@@ -558,6 +558,20 @@ def quantile_interval(values: np.ndarray, quantile: float, confidence: float = 0
     return low, high
 
 
+def attention_s_per_token_pair(
+    per_prefill_token_s: float, parameters_active: float | None, flops_per_token_pair: float | None
+) -> float:
+    """τ_a = τ·F_pair / (2·N_active), seconds per (prompt token, context token) pair: a prompt token's
+    attention at the rate its dense compute runs (τ buys 2·N_active FLOPs; Kaplan et al. 2020, §2.1),
+    F_pair the attention FLOPs per pair (``ModelProfile.attention_flops_per_token_pair`` in
+    :mod:`fleetopt.io.profiles`). τ is at least the FLOP floor
+    (:func:`fleetopt.core.service.iteration_costs`), so the attention never runs faster than the
+    GPU's peak either. 0 without the model's attention geometry or parameters."""
+    if not flops_per_token_pair or not parameters_active:
+        return 0.0
+    return per_prefill_token_s * flops_per_token_pair / (2.0 * parameters_active)
+
+
 def iteration_settings(pool: SimulatedPool, scheduler: str = DEFAULT_SCHEDULER) -> IterationSettings:
     """How the ``physical`` engine schedules ``pool``'s iterations under ``scheduler``.
 

@@ -58,6 +58,16 @@ class ModelProfile:
     source_file: str
     max_context_tokens: int | None = None
     huggingface_id: str | None = None
+    attention_heads: int | None = None
+
+    def attention_flops_per_token_pair(self) -> float | None:
+        """FLOPs of one prompt token's attention to one token of its context, over all layers:
+        4·layers·attention_heads·head_dim (QKᵀ and the weighted sum of V, two FLOPs per multiply-add;
+        Chowdhery et al. 2022, "PaLM", Appendix B: 6N + 12·L·H·Q·T training FLOPs per token is
+        2N + 4·L·H·Q·T forward). None without the query heads (or for MLA)."""
+        if self.attention_heads is None or self.head_dim is None:
+            return None
+        return 4.0 * self.layers * self.attention_heads * self.head_dim
 
     def kv_bytes_per_token(self, kv_dtype: str | None = None) -> int:
         """KV bytes per token of one copy of the cache (no tensor parallelism), pool-routing Eq. 1."""
@@ -244,6 +254,7 @@ _MODEL_FIELDS: tuple[_Field, ...] = (
     _whole_field("layers", 1, "transformer layers"),
     _whole_field("kv_heads", 1, "KV heads; gqa only", required=False),
     _whole_field("head_dim", 1, "head dimension; gqa only", required=False),
+    _whole_field("attention_heads", 1, "query (attention) heads; gqa only", required=False),
     _whole_field("kv_lora_rank", 1, "MLA latent rank; mla only", required=False),
     _whole_field("qk_rope_head_dim", 1, "MLA RoPE key dimension; mla only", required=False),
     _Field("parameters_total_billions", _number(above=0), "a number > 0 (billions of parameters)"),
@@ -425,6 +436,8 @@ def _model_from(path: Path, name: str, data: Mapping[str, Any]) -> ModelProfile:
     c = _validate(path, "models", data)
     is_mla = c["kv_formula"] == "mla"
     _only_with(path, c, ("kv_heads", "head_dim"), "kv_formula is gqa", not is_mla)
+    if is_mla and c["attention_heads"] is not None:
+        _only_with(path, c, ("attention_heads",), "kv_formula is gqa", False)
     _only_with(path, c, ("kv_lora_rank", "qk_rope_head_dim"), "kv_formula is mla", is_mla)
     total = c["parameters_total_billions"]
     active = c["parameters_active_billions"] if c["parameters_active_billions"] is not None else total
@@ -450,6 +463,7 @@ def _model_from(path: Path, name: str, data: Mapping[str, Any]) -> ModelProfile:
         source_file=str(path),
         max_context_tokens=c["max_context_tokens"],
         huggingface_id=c["huggingface_id"],
+        attention_heads=c["attention_heads"],
     )
 
 
