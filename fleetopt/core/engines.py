@@ -55,6 +55,7 @@ def _compiled(kernel: Callable[..., Any]) -> Callable[..., Any]:
         if not _COMPILED:  # once per process: the helpers compile into the kernels that call them
             for helper in _KERNEL_HELPERS:
                 register_jitable(helper)
+
         compiled = _COMPILED[kernel.__name__] = numba.njit(cache=True, nogil=True)(kernel)
     return compiled
 
@@ -339,9 +340,9 @@ _NI = 22
 # Columns of the per-instance float state ``fst``.
 _SEG_T, _ITER_S, _CUR_T, _EXTRA, _EXCESS, _EXTRA_UNSCHEDULED, _WHEN = range(7)
 _NF = 7
-# Columns of the per-request state ``req``.
-_COMPUTED, _GENERATED, _SCHED, _BLOCKS, _IS_DECODING = range(5)
-_NR = 5
+# Columns of a running request's row in its instance's ``slot`` array.
+_S_REQ, _S_COMP, _S_GEN, _S_SCHED, _S_BLOCKS, _S_DEC, _S_PROMPT, _S_OUT = range(8)
+_NS = 8
 # counters[...]: free slots of the pool, idle-heap size, events, pooled queue head/tail/length
 _FREE, _IDLE_SIZE, _EVENTS, _POOL_HEAD, _POOL_TAIL, _POOL_LEN = range(6)
 
@@ -583,9 +584,9 @@ def _chunk_excess_s(
 
 
 def _complete_iteration(
-    i: int, now: float, prompts: np.ndarray, outputs: np.ndarray, extra: np.ndarray, offset: int,
-    ist: np.ndarray, fst: np.ndarray, req: np.ndarray, running: np.ndarray, counters: np.ndarray,
-    first_token: np.ndarray, departure: np.ndarray, record: np.ndarray, record_from_s: float,
+    i: int, now: float, offset: int, ist: np.ndarray, fst: np.ndarray, slot: np.ndarray,
+    slot_extra: np.ndarray, counters: np.ndarray, first_token: np.ndarray, departure: np.ndarray,
+    record: np.ndarray, record_from_s: float,
 ) -> int:  # fmt: skip
     """Instance ``i``'s iteration ends at ``now``: every scheduled request has computed its tokens; a
     request that has computed all it knows samples a token (its first, or its last: it leaves).
@@ -605,40 +606,39 @@ def _complete_iteration(
     nrun = ist[i, _NRUN]
     leaving = 0
     for j in range(nrun):
-        r = running[i, j]
-        tokens = req[r, _SCHED]
+        tokens = slot[i, j, _S_SCHED]
         if tokens == 0:
             continue
-        computed = req[r, _COMPUTED] + tokens
-        req[r, _COMPUTED] = computed
-        if computed == prompts[r] + req[r, _GENERATED]:
-            generated = req[r, _GENERATED] + 1
-            req[r, _GENERATED] = generated
+        computed = slot[i, j, _S_COMP] + tokens
+        slot[i, j, _S_COMP] = computed
+        if computed == slot[i, j, _S_PROMPT] + slot[i, j, _S_GEN]:
+            generated = slot[i, j, _S_GEN] + 1
+            slot[i, j, _S_GEN] = generated
             if generated == 1 + offset:
-                first_token[r] = now
-            if generated >= outputs[r] + offset:
+                first_token[slot[i, j, _S_REQ]] = now
+            if generated >= slot[i, j, _S_OUT] + offset:
                 leaving += 1
-            elif req[r, _IS_DECODING] == 0:
-                req[r, _IS_DECODING] = 1
+            elif slot[i, j, _S_DEC] == 0:
+                slot[i, j, _S_DEC] = 1
                 ist[i, _DECODING] += 1
-                fst[i, _EXTRA] += extra[r]
+                fst[i, _EXTRA] += slot_extra[i, j]
                 ist[i, _CHANGED] = 1
     if leaving == 0:
         return 0
     kept = 0
     for j in range(nrun):
-        r = running[i, j]
-        if req[r, _GENERATED] >= outputs[r] + offset:
-            departure[r] = now
-            if req[r, _IS_DECODING] == 1:
-                req[r, _IS_DECODING] = 0
+        if slot[i, j, _S_GEN] >= slot[i, j, _S_OUT] + offset:
+            departure[slot[i, j, _S_REQ]] = now
+            if slot[i, j, _S_DEC] == 1:
                 ist[i, _DECODING] -= 1
-                fst[i, _EXTRA] -= extra[r]
-            ist[i, _FREE_BLOCKS] += req[r, _BLOCKS]
-            ist[i, _USED_BLOCKS] -= req[r, _BLOCKS]
-            req[r, _BLOCKS] = 0
+                fst[i, _EXTRA] -= slot_extra[i, j]
+            ist[i, _FREE_BLOCKS] += slot[i, j, _S_BLOCKS]
+            ist[i, _USED_BLOCKS] -= slot[i, j, _S_BLOCKS]
         else:
-            running[i, kept] = r
+            if kept != j:
+                for field in range(_NS):
+                    slot[i, kept, field] = slot[i, j, field]
+                slot_extra[i, kept] = slot_extra[i, j]
             kept += 1
     ist[i, _NRUN] = kept
     ist[i, _COMMITTED] -= leaving
@@ -650,10 +650,11 @@ def _complete_iteration(
 
 def _plan_iteration(
     i: int, now: float, boundary: int, admit_only: bool,
-    prompts: np.ndarray, extra: np.ndarray, admission: np.ndarray, preemptions: np.ndarray,
+    prompts: np.ndarray, outputs: np.ndarray, extra: np.ndarray, generated: np.ndarray,
+    admission: np.ndarray, preemptions: np.ndarray,
     w: float, h: float, tau: float, tau_attention: float, kv_read_prefill: float,
     slots: int, budget_tokens: int, cap: int, kv_bounded: bool, block: int, offset: int,
-    ist: np.ndarray, fst: np.ndarray, req: np.ndarray, running: np.ndarray, link: np.ndarray,
+    ist: np.ndarray, fst: np.ndarray, slot: np.ndarray, slot_extra: np.ndarray, link: np.ndarray,
 ) -> bool:  # fmt: skip
     """vLLM's ``Scheduler.schedule`` for instance ``i`` at iteration boundary ``boundary`` (time
     ``now``): the running requests in order, each its remaining tokens up to the cap and the budget
@@ -662,7 +663,8 @@ def _plan_iteration(
     preempted, the waiting requests with a slot, first come first served, while the budget lasts and
     their first chunk's blocks fit. With ``admit_only`` (an arrival at the very instant the
     iteration starts) only the waiting part runs again, on what the first pass left. Sets the
-    iteration's cost; returns whether anything was scheduled."""
+    iteration's cost; returns whether anything was scheduled. The running requests' state lives in
+    their instance's ``slot`` rows, in running order (``generated`` keeps it while they wait)."""
     costs_vary = tau_attention > 0.0 or kv_read_prefill > 0.0
     if admit_only:
         budget = ist[i, _BUDGET_LEFT]
@@ -683,57 +685,53 @@ def _plan_iteration(
         nrun = ist[i, _NRUN]
         j = 0
         while j < nrun:
-            r = running[i, j]
             tokens = 0
             if budget > 0:
-                tokens = prompts[r] + req[r, _GENERATED] - req[r, _COMPUTED]
+                tokens = slot[i, j, _S_PROMPT] + slot[i, j, _S_GEN] - slot[i, j, _S_COMP]
                 if 0 < cap < tokens:
                     tokens = cap
                 if tokens > budget:
                     tokens = budget
-                needed = (req[r, _COMPUTED] + tokens + block - 1) // block - req[r, _BLOCKS]
+                needed = (slot[i, j, _S_COMP] + tokens + block - 1) // block - slot[i, j, _S_BLOCKS]
                 while kv_bounded and needed > ist[i, _FREE_BLOCKS]:
-                    victim = running[i, nrun - 1]  # the newest running request
-                    nrun -= 1
-                    ist[i, _FREE_BLOCKS] += req[victim, _BLOCKS]
-                    ist[i, _USED_BLOCKS] -= req[victim, _BLOCKS]
-                    req[victim, _BLOCKS] = 0
-                    req[victim, _COMPUTED] = 0
-                    req[victim, _SCHED] = 0
-                    if req[victim, _IS_DECODING] == 1:
-                        req[victim, _IS_DECODING] = 0
+                    nrun -= 1  # preempt the newest running request
+                    r = slot[i, nrun, _S_REQ]
+                    ist[i, _FREE_BLOCKS] += slot[i, nrun, _S_BLOCKS]
+                    ist[i, _USED_BLOCKS] -= slot[i, nrun, _S_BLOCKS]
+                    generated[r] = slot[i, nrun, _S_GEN]
+                    if slot[i, nrun, _S_DEC] == 1:
                         ist[i, _DECODING] -= 1
-                        fst[i, _EXTRA] -= extra[victim]
-                    link[victim] = ist[i, _RES_HEAD]  # back to the head of the waiting queue
-                    ist[i, _RES_HEAD] = victim
+                        fst[i, _EXTRA] -= slot_extra[i, nrun]
+                    link[r] = ist[i, _RES_HEAD]  # back to the head of the waiting queue
+                    ist[i, _RES_HEAD] = r
                     if ist[i, _RES_TAIL] < 0:
-                        ist[i, _RES_TAIL] = victim
+                        ist[i, _RES_TAIL] = r
                     ist[i, _NRES] += 1
-                    preemptions[victim] += 1
+                    preemptions[r] += 1
                     preempted = True
                     ist[i, _CHANGED] = 1
-                    if victim == r:
+                    if nrun == j:
                         break
-                if j >= nrun:  # ``r`` preempted itself: nothing more runs this step
+                if j >= nrun:  # it preempted itself: nothing more runs this step
                     break
-                req[r, _BLOCKS] += needed
+                slot[i, j, _S_BLOCKS] += needed
                 ist[i, _FREE_BLOCKS] -= needed
                 ist[i, _USED_BLOCKS] += needed
                 budget -= tokens
-            if tokens != req[r, _SCHED]:
+            if tokens != slot[i, j, _S_SCHED]:
                 ist[i, _CHANGED] = 1
-            req[r, _SCHED] = tokens
+            slot[i, j, _S_SCHED] = tokens
             if tokens > 0:
                 scheduled_any = True
-                if req[r, _IS_DECODING] == 0:
+                if slot[i, j, _S_DEC] == 0:
                     prefill_tokens += tokens
                     if costs_vary:
                         excess += _chunk_excess_s(
-                            req[r, _COMPUTED], tokens, tau, tau_attention, kv_read_prefill
+                            slot[i, j, _S_COMP], tokens, tau, tau_attention, kv_read_prefill
                         )
-            elif req[r, _IS_DECODING] == 1:  # the budget ran out before it
+            elif slot[i, j, _S_DEC] == 1:  # the budget ran out before it
                 unscheduled += 1
-                extra_unscheduled += extra[r]
+                extra_unscheduled += slot_extra[i, j]
             j += 1
         ist[i, _NRUN] = nrun
     if not preempted:
@@ -741,8 +739,8 @@ def _plan_iteration(
             r = ist[i, _RES_HEAD]
             first = admission[r] < 0.0
             if first and prompts[r] == 0:
-                req[r, _GENERATED] = offset  # an empty prompt: its first sample comes free
-            tokens = prompts[r] + req[r, _GENERATED] - req[r, _COMPUTED]
+                generated[r] = offset  # an empty prompt: its first sample comes free
+            tokens = prompts[r] + generated[r]  # nothing computed yet (or all of it lost)
             if 0 < cap < tokens:
                 tokens = cap
             if tokens > budget:
@@ -754,25 +752,32 @@ def _plan_iteration(
             if ist[i, _RES_HEAD] < 0:
                 ist[i, _RES_TAIL] = -1
             ist[i, _NRES] -= 1
-            running[i, ist[i, _NRUN]] = r
+            j = ist[i, _NRUN]
             ist[i, _NRUN] += 1
-            req[r, _BLOCKS] = needed
+            slot[i, j, _S_REQ] = r
+            slot[i, j, _S_COMP] = 0
+            slot[i, j, _S_GEN] = generated[r]
+            slot[i, j, _S_SCHED] = tokens
+            slot[i, j, _S_BLOCKS] = needed
+            slot[i, j, _S_PROMPT] = prompts[r]
+            slot[i, j, _S_OUT] = outputs[r]
+            slot_extra[i, j] = extra[r]
             ist[i, _FREE_BLOCKS] -= needed
             ist[i, _USED_BLOCKS] += needed
             budget -= tokens
-            req[r, _SCHED] = tokens
             ist[i, _CHANGED] = 1
             scheduled_any = True
             if first:
                 admission[r] = now
             if first and prompts[r] == 0:
-                req[r, _IS_DECODING] = 1  # nothing to prefill: it decodes from its first iteration
+                slot[i, j, _S_DEC] = 1  # nothing to prefill: it decodes from its first iteration
                 ist[i, _DECODING] += 1
                 fst[i, _EXTRA] += extra[r]
             else:
+                slot[i, j, _S_DEC] = 0
                 prefill_tokens += tokens
                 if costs_vary:
-                    excess += _chunk_excess_s(req[r, _COMPUTED], tokens, tau, tau_attention, kv_read_prefill)
+                    excess += _chunk_excess_s(0, tokens, tau, tau_attention, kv_read_prefill)
     ist[i, _BUDGET_LEFT] = budget
     ist[i, _PREEMPTED] = 1 if preempted else 0
     ist[i, _PREFILL_TOKENS] = prefill_tokens
@@ -847,8 +852,9 @@ def _iteration_kernel(
     budget = budget_tokens if budget_tokens > 0 else _UNBOUNDED
     ist = np.zeros((n, _NI), np.int64)
     fst = np.zeros((n, _NF))
-    req = np.zeros((count, _NR), np.int64)
-    running = np.empty((n, slots), np.int64)
+    slot = np.zeros((n, slots, _NS), np.int64)  # the running requests, in running order
+    slot_extra = np.zeros((n, slots))
+    generated = np.zeros(count, np.int64)  # tokens sampled, for a request not running
     q_head = np.full(n, -1, np.int64)  # FIFOs of the requests without a slot, per instance
     q_tail = np.full(n, -1, np.int64)
     pool_queue = np.empty(count, np.int64)  # pooled: one FIFO for the pool
@@ -879,8 +885,8 @@ def _iteration_kernel(
             _event_remove(events, where, when, counters, i)
             boundary = ist[i, _CUR_B] + 1
             freed = _complete_iteration(
-                i, now, prompts, outputs, extra, offset, ist, fst, req, running, counters, first_token,
-                departure, record, record_from_s,
+                i, now, offset, ist, fst, slot, slot_extra, counters, first_token, departure, record,
+                record_from_s,
             )  # fmt: skip
             if freed > 0:
                 while ist[i, _COMMITTED] < slots:  # the freed slots go to the requests queued for one
@@ -952,9 +958,9 @@ def _iteration_kernel(
             boundary = ist[i, _CUR_B]
             if ist[i, _BUSY] == 1:  # joins the iteration starting now
                 _plan_iteration(
-                    i, now, boundary, True, prompts, extra, admission, preemptions, w, h, tau, tau_attention,
-                    kv_read_prefill, slots, budget, cap, kv_bounded, block, offset, ist, fst, req, running,
-                    link,
+                    i, now, boundary, True, prompts, outputs, extra, generated, admission, preemptions, w, h,
+                    tau, tau_attention, kv_read_prefill, slots, budget, cap, kv_bounded, block, offset, ist,
+                    fst, slot, slot_extra, link,
                 )  # fmt: skip
                 _event_set(
                     events, where, when, counters, i,
@@ -964,8 +970,9 @@ def _iteration_kernel(
             fst[i, _SEG_T] = now  # an idle instance starts at once
         # instance ``i`` plans the iteration starting at ``boundary`` (``now``)
         while not _plan_iteration(
-            i, now, boundary, False, prompts, extra, admission, preemptions, w, h, tau, tau_attention,
-            kv_read_prefill, slots, budget, cap, kv_bounded, block, offset, ist, fst, req, running, link,
+            i, now, boundary, False, prompts, outputs, extra, generated, admission, preemptions, w, h, tau,
+            tau_attention, kv_read_prefill, slots, budget, cap, kv_bounded, block, offset, ist, fst, slot,
+            slot_extra, link,
         ):  # fmt: skip
             if ist[i, _PREEMPTED] == 0:
                 break  # nothing to run (a preempting step schedules nothing; the next one goes on)
