@@ -137,7 +137,7 @@ def test_bad_choices_and_replay_without_times(plan_file: Path) -> None:
     assert result.exit_code == 1
     assert result.stderr == (
         "Error: --dispatch: 'fastest' is not one of pooled, round-robin, least-loaded, least-kv, "
-        "least-waiting, random\n"
+        "least-waiting, random, least-tokens\n"
     )
     result = runner.invoke(app, ["simulate", "--plan", str(plan_file), "--dispatch", "least-kv"])
     assert result.exit_code == 1

@@ -153,6 +153,23 @@ def test_state_aware_policies_send_a_prompt_away_from_the_instance_that_holds_kv
     assert run.admission_s[1] == pytest.approx(W + 4000 * TAU)  # instance 0: behind A's iteration
 
 
+def test_the_router_sees_outstanding_requests_and_prompt_tokens_left_to_prefill() -> None:
+    """Two instances, budget 1,000. A (3,000 tokens) at 0 → instance 0 (a tie, draw 0). B (200) at 5 ms,
+    during A's first chunk: least-tokens sees 3,000 prompt tokens on instance 0 and none on 1 and
+    sends B there. C (100) just after A's first chunk: instance 0 has A (1 outstanding, 2,000 left to
+    prefill), instance 1 has B (1, none left: its 200 are done); least-tokens counts the prompts of
+    outstanding requests (3,000 against 200) and picks instance 1, round-robin instance 0.
+    ``dispatched`` records what the router saw."""
+    t1 = W + 1000 * TAU
+    arrivals, prompts, outputs = [0.0, 0.005, t1 + 0.005], [3000, 200, 100], [50, 50, 50]
+    tokens = _run(
+        arrivals, prompts, outputs, _vllm(1000), instances=2, dispatch="least-tokens", draws=[0.0, 0.0, 0.0]
+    )
+    np.testing.assert_array_equal(tokens.dispatched, [[0, 0, 0], [1, 0, 0], [1, 1, 0]])
+    rr = _run(arrivals, prompts, outputs, _vllm(1000), instances=2)
+    np.testing.assert_array_equal(rr.dispatched, [[0, 0, 0], [1, 0, 0], [0, 1, 2000]])
+
+
 def test_random_dispatch_is_fcfs_on_the_instance_each_draw_picks() -> None:
     """``random`` sends request k to instance ⌊u_k·n⌋; with one slot per instance each instance is then
     a FCFS queue of known service times (as in the one-slot test above)."""

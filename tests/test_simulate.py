@@ -402,7 +402,7 @@ def test_progress_reaches_the_total() -> None:
         (
             {"dispatch": "fastest"},
             "dispatch: 'fastest' is not one of pooled, round-robin, least-loaded, least-kv, least-waiting, "
-            "random",
+            "random, least-tokens",
         ),
         (
             {"dispatch": "least-kv"},

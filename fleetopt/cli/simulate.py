@@ -45,7 +45,8 @@ def simulate(
         "--dispatch",
         help="least-loaded (the default: each request to the instance with the fewest outstanding), "
         "round-robin, pooled (one queue per pool, the M/G/c assumption), and with the physical engine "
-        "least-kv (lowest KV-cache usage), least-waiting (fewest waiting requests) or random.",
+        "least-kv (lowest KV-cache usage), least-waiting (fewest waiting requests), least-tokens (fewest "
+        "prompt tokens outstanding) or random.",
     ),
     scheduler: str | None = typer.Option(
         None,

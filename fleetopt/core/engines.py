@@ -65,35 +65,15 @@ def load_kernels() -> bool:
     returns whether they are in use. Benchmarks call it so timings are of the steady state."""
     if not jit_available():
         return False
-    one, two = np.ones(2), np.zeros(2, np.int64)
+    one = np.ones(2)
     _compiled(_fcfs_heap_kernel)(np.zeros(1), one, one, np.empty(2))
     _compiled(_least_loaded_kernel)(one, one, 1, 1, np.empty(2))
     ones = np.ones(2, np.int64)
-    outputs = [np.empty(2) for _ in range(4)]
-    _compiled(_iteration_kernel)(
-        one,
-        ones,
-        ones,
-        np.zeros(2),
-        np.zeros(2),
-        0.01,
-        0.001,
-        0.0,
-        0.0,
-        0.0,
-        -1.0,
-        1,
-        1,
-        _POOLED,
-        0,
-        0,
-        0,
-        16,
-        0,
-        *outputs,
-        two,
-        np.zeros(5),
-    )
+    run_iteration_engine(
+        np.zeros(2), ones, ones, np.zeros(2), np.zeros(2), instances=1, slots=1, base_s=0.01,
+        per_decode_s=0.001, per_prefill_token_s=0.0, settings=IterationSettings(None, None, None, 16, 0),
+        dispatch="pooled",
+    )  # fmt: skip
     return True
 
 
@@ -325,8 +305,9 @@ DISPATCH_CODES = {
     "least-kv": 3,
     "least-waiting": 4,
     "random": 5,
+    "least-tokens": 6,
 }
-_POOLED, _ROUND_ROBIN, _LEAST_LOADED, _LEAST_KV, _LEAST_WAITING, _RANDOM = range(6)
+_POOLED, _ROUND_ROBIN, _LEAST_LOADED, _LEAST_KV, _LEAST_WAITING, _RANDOM, _LEAST_TOKENS = range(7)
 #: An unbounded token budget or KV cache, in tokens or blocks.
 _UNBOUNDED = 1 << 62
 
@@ -334,9 +315,9 @@ _UNBOUNDED = 1 << 62
 (
     _NRUN, _NRES, _RES_HEAD, _RES_TAIL, _NQ, _Q_HEAD, _Q_TAIL, _COMMITTED, _LOAD, _SEG_B, _CUR_B, _BUSY,
     _DECODING, _FREE_BLOCKS, _USED_BLOCKS, _BUDGET_LEFT, _PREEMPTED, _CHANGED, _PREFILL_TOKENS, _UNSCHEDULED,
-    _SENT, _WHERE,
-) = range(22)  # fmt: skip
-_NI = 22
+    _SENT, _WHERE, _TOKENS, _BACKLOG,
+) = range(24)  # fmt: skip
+_NI = 24
 # Columns of the per-instance float state ``fst``.
 _SEG_T, _ITER_S, _CUR_T, _EXTRA, _EXCESS, _EXTRA_UNSCHEDULED, _WHEN = range(7)
 _NF = 7
@@ -382,7 +363,10 @@ class IterationSettings:
 class IterationRun:
     """What :func:`run_iteration_engine` returns: per request, in arrival order, the times it got a
     slot (reserved at an instance), was first scheduled, had its first token and left, seconds,
-    and how often it was preempted; ``record``: the iteration sums asked for by ``record_from_s``."""
+    and how often it was preempted; ``record``: the iteration sums asked for by ``record_from_s``;
+    ``dispatched``: what the router saw of the instance it sent the request to, at that moment
+    (columns: the instance, its outstanding requests, the prompt tokens it still had to prefill;
+    under ``pooled``, when the request got its slot)."""
 
     slot_start_s: np.ndarray
     admission_s: np.ndarray
@@ -390,6 +374,7 @@ class IterationRun:
     departure_s: np.ndarray
     preemptions: np.ndarray
     record: np.ndarray
+    dispatched: np.ndarray
 
 
 def run_iteration_engine(
@@ -413,7 +398,7 @@ def run_iteration_engine(
     ``arrival_s`` non-decreasing; per request its prompt (≥ 1 token unless
     ``settings.first_token_offset`` is 1), its output tokens (≥ 1), the cost its decoding adds to an
     iteration beyond ``per_decode_s`` (the KV-read excess) and a uniform draw in [0, 1) that breaks
-    dispatch ties (``least-kv``, ``least-waiting``) and picks ``random``'s instance. With
+    dispatch ties (``least-kv``, ``least-waiting``, ``least-tokens``) and picks ``random``'s instance. With
     ``record_from_s`` ≥ 0, ``record`` sums over the busy iterations that start at or after it:
     count, Σt, Σt², ΣA, ΣA·t (t: the iteration's length, A: the arrivals routed to its instance
     during it; not under ``pooled``)."""
@@ -421,6 +406,7 @@ def run_iteration_engine(
     outputs = [np.zeros(count) for _ in range(4)]
     preemptions = np.zeros(count, np.int64)
     record = np.zeros(5)
+    dispatched = np.zeros((count, 3), np.int64)
     arguments = (
         np.ascontiguousarray(arrival_s, dtype=np.float64),
         np.ascontiguousarray(prompt_tokens, dtype=np.int64),
@@ -432,12 +418,12 @@ def run_iteration_engine(
         float(record_from_s), int(slots), int(instances), DISPATCH_CODES[dispatch],
         int(settings.token_budget or 0), int(settings.prefill_cap_tokens or 0), int(settings.kv_blocks or 0),
         int(settings.kv_block_tokens), int(settings.first_token_offset),
-        *outputs, preemptions, record,
+        *outputs, preemptions, record, dispatched,
     )  # fmt: skip
     if count:
         kernel = _compiled(_iteration_kernel) if jit_available() else _iteration_kernel
         kernel(*arguments)
-    return IterationRun(*outputs, preemptions, record)
+    return IterationRun(*outputs, preemptions, record, dispatched)
 
 
 def _soonest_free_instance(n: int, slots: int, ist: np.ndarray, fst: np.ndarray, now: float) -> int:
@@ -603,6 +589,7 @@ def _complete_iteration(
             record[3] += sent
             record[4] += sent * length
         ist[i, _SENT] = 0
+    ist[i, _BACKLOG] -= ist[i, _PREFILL_TOKENS]
     nrun = ist[i, _NRUN]
     leaving = 0
     for j in range(nrun):
@@ -634,6 +621,7 @@ def _complete_iteration(
                 fst[i, _EXTRA] -= slot_extra[i, j]
             ist[i, _FREE_BLOCKS] += slot[i, j, _S_BLOCKS]
             ist[i, _USED_BLOCKS] -= slot[i, j, _S_BLOCKS]
+            ist[i, _TOKENS] -= slot[i, j, _S_PROMPT]
         else:
             if kept != j:
                 for field in range(_NS):
@@ -699,6 +687,10 @@ def _plan_iteration(
                     ist[i, _FREE_BLOCKS] += slot[i, nrun, _S_BLOCKS]
                     ist[i, _USED_BLOCKS] -= slot[i, nrun, _S_BLOCKS]
                     generated[r] = slot[i, nrun, _S_GEN]
+                    if slot[i, nrun, _S_DEC] == 1:  # all of it to compute again
+                        ist[i, _BACKLOG] += slot[i, nrun, _S_PROMPT] + slot[i, nrun, _S_GEN]
+                    else:
+                        ist[i, _BACKLOG] += slot[i, nrun, _S_COMP]
                     if slot[i, nrun, _S_DEC] == 1:
                         ist[i, _DECODING] -= 1
                         fst[i, _EXTRA] -= slot_extra[i, nrun]
@@ -826,6 +818,7 @@ def _iteration_kernel(
     departure: np.ndarray,
     preemptions: np.ndarray,
     record: np.ndarray,
+    dispatched: np.ndarray,
 ) -> None:
     """The iteration-level engine: n instances of at most ``slots`` running requests each, their
     iterations scheduled as vLLM's V1 scheduler does (:func:`_plan_iteration`), requests dispatched by
@@ -903,6 +896,11 @@ def _iteration_kernel(
                         r = _list_pop(q_head, q_tail, link, i)
                         ist[i, _NQ] -= 1
                     slot_start[r] = now
+                    if pooled:
+                        dispatched[r, 0], dispatched[r, 1] = i, ist[i, _LOAD] - 1
+                        dispatched[r, 2] = ist[i, _BACKLOG]
+                        ist[i, _TOKENS] += prompts[r]
+                        ist[i, _BACKLOG] += prompts[r]
                     _list_append(ist[:, _RES_HEAD], ist[:, _RES_TAIL], link, i, r)
                     ist[i, _NRES] += 1
                     ist[i, _COMMITTED] += 1
@@ -923,7 +921,10 @@ def _iteration_kernel(
                     i = _pop_idle(idle, counters)
                 else:
                     i = _soonest_free_instance(n, slots, ist, fst, now)
+                dispatched[r, 0], dispatched[r, 1], dispatched[r, 2] = i, ist[i, _LOAD], ist[i, _BACKLOG]
                 ist[i, _LOAD] += 1
+                ist[i, _TOKENS] += prompts[r]
+                ist[i, _BACKLOG] += prompts[r]
             else:
                 if dispatch == _ROUND_ROBIN:
                     i = r % n
@@ -940,10 +941,17 @@ def _iteration_kernel(
                     for j in range(n):
                         used[j] = ist[j, _NRES] + ist[j, _NQ]
                     i = _least_by(used, n, draws[r])
+                elif dispatch == _LEAST_TOKENS:
+                    for j in range(n):
+                        used[j] = ist[j, _TOKENS]
+                    i = _least_by(used, n, draws[r])
                 else:
                     i = min(int(draws[r] * n), n - 1)
+                dispatched[r, 0], dispatched[r, 1], dispatched[r, 2] = i, ist[i, _LOAD], ist[i, _BACKLOG]
                 ist[i, _LOAD] += 1
                 ist[i, _SENT] += 1
+                ist[i, _TOKENS] += prompts[r]
+                ist[i, _BACKLOG] += prompts[r]
                 if ist[i, _COMMITTED] >= slots:
                     _list_append(q_head, q_tail, link, i, r)
                     ist[i, _NQ] += 1

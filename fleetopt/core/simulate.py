@@ -69,9 +69,13 @@ SERVICE_MODELS = (
 #: index on ties (llm-d's ``active-request-scorer``, a least-request balancer); ``least-kv``: the
 #: lowest KV-cache usage (llm-d's ``kv-cache-utilization-scorer``); ``least-waiting``: the fewest
 #: waiting requests (llm-d's ``queue-scorer``); ``random``: uniformly at random (a hash or random
-#: balancer). The last three break ties at random, as llm-d's max-score picker does, and need the
-#: ``physical`` engine (the KV and the waiting queue are its state). Sources: docs/validation.md.
-DISPATCH_POLICIES = ("pooled", "round-robin", "least-loaded", "least-kv", "least-waiting", "random")
+#: balancer); ``least-tokens``: the fewest prompt tokens of outstanding requests (llm-d's
+#: ``token-load-scorer``). The last four break ties at random, as llm-d's max-score picker does, and
+#: need the ``physical`` engine (the KV and the waiting queue are its state). Sources:
+#: docs/validation.md.
+DISPATCH_POLICIES = (
+    "pooled", "round-robin", "least-loaded", "least-kv", "least-waiting", "random", "least-tokens",
+)  # fmt: skip
 #: The policies the request-level models (lockstep, fleet-sim) also run.
 REQUEST_LEVEL_DISPATCH = ("pooled", "round-robin", "least-loaded")
 #: How the ``physical`` engine schedules one instance's iterations (:func:`iteration_settings`):
