@@ -165,9 +165,9 @@ def test_the_router_sees_outstanding_requests_and_prompt_tokens_left_to_prefill(
     tokens = _run(
         arrivals, prompts, outputs, _vllm(1000), instances=2, dispatch="least-tokens", draws=[0.0, 0.0, 0.0]
     )
-    np.testing.assert_array_equal(tokens.dispatched, [[0, 0, 0], [1, 0, 0], [1, 1, 0]])
+    np.testing.assert_array_equal(tokens.dispatched, [[0, 0, 0, 0], [1, 0, 0, 0], [1, 1, 0, 0]])
     rr = _run(arrivals, prompts, outputs, _vllm(1000), instances=2)
-    np.testing.assert_array_equal(rr.dispatched, [[0, 0, 0], [1, 0, 0], [0, 1, 2000]])
+    np.testing.assert_array_equal(rr.dispatched, [[0, 0, 0, 0], [1, 0, 0, 0], [0, 1, 2000, 0]])
 
 
 def test_random_dispatch_is_fcfs_on_the_instance_each_draw_picks() -> None:

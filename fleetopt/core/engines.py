@@ -365,8 +365,9 @@ class IterationRun:
     slot (reserved at an instance), was first scheduled, had its first token and left, seconds,
     and how often it was preempted; ``record``: the iteration sums asked for by ``record_from_s``;
     ``dispatched``: what the router saw of the instance it sent the request to, at that moment
-    (columns: the instance, its outstanding requests, the prompt tokens it still had to prefill;
-    under ``pooled``, when the request got its slot)."""
+    (columns: the instance, its outstanding requests, the prompt tokens it still had to prefill, and
+    the fewest prompt tokens any instance had left to prefill; under ``pooled``, when the request got
+    its slot)."""
 
     slot_start_s: np.ndarray
     admission_s: np.ndarray
@@ -406,7 +407,7 @@ def run_iteration_engine(
     outputs = [np.zeros(count) for _ in range(4)]
     preemptions = np.zeros(count, np.int64)
     record = np.zeros(5)
-    dispatched = np.zeros((count, 3), np.int64)
+    dispatched = np.zeros((count, 4), np.int64)
     arguments = (
         np.ascontiguousarray(arrival_s, dtype=np.float64),
         np.ascontiguousarray(prompt_tokens, dtype=np.int64),
@@ -460,6 +461,15 @@ def _least_by(values: np.ndarray, n: int, draw: float) -> int:
                 return j
             pick -= 1
     return n - 1
+
+
+def _least_backlog(ist: np.ndarray, n: int) -> int:
+    """The fewest prompt tokens any instance still has to prefill."""
+    least = ist[0, _BACKLOG]
+    for j in range(1, n):
+        if ist[j, _BACKLOG] < least:
+            least = ist[j, _BACKLOG]
+    return least
 
 
 def _list_append(head: np.ndarray, tail: np.ndarray, link: np.ndarray, lst: int, r: int) -> None:
@@ -899,6 +909,7 @@ def _iteration_kernel(
                     if pooled:
                         dispatched[r, 0], dispatched[r, 1] = i, ist[i, _LOAD] - 1
                         dispatched[r, 2] = ist[i, _BACKLOG]
+                        dispatched[r, 3] = _least_backlog(ist, n)
                         ist[i, _TOKENS] += prompts[r]
                         ist[i, _BACKLOG] += prompts[r]
                     _list_append(ist[:, _RES_HEAD], ist[:, _RES_TAIL], link, i, r)
@@ -922,6 +933,7 @@ def _iteration_kernel(
                 else:
                     i = _soonest_free_instance(n, slots, ist, fst, now)
                 dispatched[r, 0], dispatched[r, 1], dispatched[r, 2] = i, ist[i, _LOAD], ist[i, _BACKLOG]
+                dispatched[r, 3] = _least_backlog(ist, n)
                 ist[i, _LOAD] += 1
                 ist[i, _TOKENS] += prompts[r]
                 ist[i, _BACKLOG] += prompts[r]
@@ -948,6 +960,7 @@ def _iteration_kernel(
                 else:
                     i = min(int(draws[r] * n), n - 1)
                 dispatched[r, 0], dispatched[r, 1], dispatched[r, 2] = i, ist[i, _LOAD], ist[i, _BACKLOG]
+                dispatched[r, 3] = _least_backlog(ist, n)
                 ist[i, _LOAD] += 1
                 ist[i, _SENT] += 1
                 ist[i, _TOKENS] += prompts[r]
@@ -1000,6 +1013,7 @@ def _iteration_kernel(
 
 _KERNEL_HELPERS = (
     _sift_down, _sift_up, _sift_down_pair, _sift_up_pair, _grown, _soonest_free_instance, _least_by,
+    _least_backlog,
     _list_append, _list_pop, _event_before, _event_sift, _event_remove, _event_set, _push_idle, _pop_idle,
     _chunk_excess_s, _complete_iteration, _plan_iteration,
 )  # fmt: skip
