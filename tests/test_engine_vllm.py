@@ -303,3 +303,39 @@ def test_attention_cost_per_token_pair_runs_at_the_prompts_dense_rate() -> None:
     assert tau_a * 65536 == pytest.approx(3.735e-5, rel=1e-3)
     assert attention_s_per_token_pair(30.7e-6, 70.6e9, None) == 0.0
     assert attention_s_per_token_pair(30.7e-6, None, 1e6) == 0.0
+
+
+@pytest.mark.parametrize("scheduler", ["vllm", "slots"])
+def test_striding_over_unchanging_iterations_changes_no_time(scheduler: str) -> None:
+    """Skipping, in one step, the iterations in which only decoding requests run and nothing can join
+    them gives every request the same times, to the last bit, as stepping through each one: every
+    dispatch policy, with a KV cache small enough to preempt."""
+    rng = np.random.default_rng(4)
+    count = 6000
+    arrivals = np.cumsum(rng.exponential(1 / 30, count))
+    prompts, outputs = rng.integers(1, 6000, count), rng.integers(1, 600, count)
+    extra, draws = np.where(rng.random(count) < 0.3, 1e-4, 0.0), rng.random(count)
+    settings = (
+        IterationSettings(2048, None, 2000, 16, 0, 1e-10, 1e-8)
+        if scheduler == "vllm"
+        else IterationSettings(None, 512, None, 16, 1)
+    )
+    for dispatch in DISPATCH_POLICIES:
+        runs = [
+            run_iteration_engine(
+                arrivals, prompts, outputs, extra, draws, instances=6, slots=16, base_s=0.01,
+                per_decode_s=2e-4, per_prefill_token_s=3e-5, settings=settings, dispatch=dispatch,
+                stride=stride,
+            )
+            for stride in (False, True)
+        ]  # fmt: skip
+        for field in (
+            "slot_start_s",
+            "admission_s",
+            "first_token_s",
+            "departure_s",
+            "preemptions",
+            "dispatched",
+        ):
+            assert np.array_equal(getattr(runs[0], field), getattr(runs[1], field)), (dispatch, field)
+        assert (runs[0].preemptions > 0).any() == (scheduler == "vllm")

@@ -315,9 +315,9 @@ _UNBOUNDED = 1 << 62
 (
     _NRUN, _NRES, _RES_HEAD, _RES_TAIL, _NQ, _Q_HEAD, _Q_TAIL, _COMMITTED, _LOAD, _SEG_B, _CUR_B, _BUSY,
     _DECODING, _FREE_BLOCKS, _USED_BLOCKS, _BUDGET_LEFT, _PREEMPTED, _CHANGED, _PREFILL_TOKENS, _UNSCHEDULED,
-    _SENT, _WHERE, _TOKENS, _BACKLOG,
-) = range(24)  # fmt: skip
-_NI = 24
+    _SENT, _WHERE, _TOKENS, _BACKLOG, _STRIDE, _EVENT_B,
+) = range(26)  # fmt: skip
+_NI = 26
 # Columns of the per-instance float state ``fst``.
 _SEG_T, _ITER_S, _CUR_T, _EXTRA, _EXCESS, _EXTRA_UNSCHEDULED, _WHEN = range(7)
 _NF = 7
@@ -393,6 +393,7 @@ def run_iteration_engine(
     settings: IterationSettings,
     dispatch: str,
     record_from_s: float = -1.0,
+    stride: bool = True,
 ) -> IterationRun:
     """Simulate one pool's instances iteration by iteration (:func:`_iteration_kernel`).
 
@@ -402,7 +403,9 @@ def run_iteration_engine(
     dispatch ties (``least-kv``, ``least-waiting``, ``least-tokens``) and picks ``random``'s instance. With
     ``record_from_s`` ≥ 0, ``record`` sums over the busy iterations that start at or after it:
     count, Σt, Σt², ΣA, ΣA·t (t: the iteration's length, A: the arrivals routed to its instance
-    during it; not under ``pooled``)."""
+    during it; not under ``pooled``). ``stride``: skip, in one step, iterations in which nothing can
+    change (``False`` steps through every one: the same times to the last bit, slower; under
+    ``least-kv`` every one is stepped, since the router reads the KV blocks they add)."""
     count = arrival_s.size
     outputs = [np.zeros(count) for _ in range(4)]
     preemptions = np.zeros(count, np.int64)
@@ -419,6 +422,7 @@ def run_iteration_engine(
         float(record_from_s), int(slots), int(instances), DISPATCH_CODES[dispatch],
         int(settings.token_budget or 0), int(settings.prefill_cap_tokens or 0), int(settings.kv_blocks or 0),
         int(settings.kv_block_tokens), int(settings.first_token_offset),
+        (1 if dispatch == "least-kv" or not stride else _UNBOUNDED),
         *outputs, preemptions, record, dispatched,
     )  # fmt: skip
     if count:
@@ -461,6 +465,16 @@ def _least_by(values: np.ndarray, n: int, draw: float) -> int:
                 return j
             pick -= 1
     return n - 1
+
+
+def _steps_to_boundary(segment_time: float, iteration_s: float, now: float) -> int:
+    """Iterations from a busy instance's segment start to its first boundary at or after ``now``."""
+    steps = math.ceil((now - segment_time) / iteration_s)
+    if steps < 0:
+        steps = 0
+    if segment_time + steps * iteration_s < now:
+        steps += 1
+    return steps
 
 
 def _least_backlog(ist: np.ndarray, n: int) -> int:
@@ -580,22 +594,24 @@ def _chunk_excess_s(
 
 
 def _complete_iteration(
-    i: int, now: float, offset: int, ist: np.ndarray, fst: np.ndarray, slot: np.ndarray,
+    i: int, now: float, steps: int, offset: int, ist: np.ndarray, fst: np.ndarray, slot: np.ndarray,
     slot_extra: np.ndarray, counters: np.ndarray, first_token: np.ndarray, departure: np.ndarray,
     record: np.ndarray, record_from_s: float,
 ) -> int:  # fmt: skip
-    """Instance ``i``'s iteration ends at ``now``: every scheduled request has computed its tokens; a
-    request that has computed all it knows samples a token (its first, or its last: it leaves).
-    Returns the slots freed. A request that starts decoding adds its cost before any that leaves
-    takes its own off (the order of the floating-point sums is part of the engine)."""
+    """Instance ``i``'s iteration ends at ``now`` — or the ``steps`` identical iterations that began at
+    its current boundary (a stride: only decoding, nothing to admit, KV enough): every scheduled
+    request has computed its tokens; a request that has computed all it knows samples a token (its
+    first, or its last: it leaves). Returns the slots freed. A request that starts decoding adds its
+    cost before any that leaves takes its own off (the order of the floating-point sums is part of
+    the engine)."""
     if record_from_s >= 0.0:
         started = fst[i, _CUR_T]
         if started >= record_from_s:
-            length = now - started
+            length = (now - started) / steps
             sent = ist[i, _SENT]
-            record[0] += 1.0
-            record[1] += length
-            record[2] += length * length
+            record[0] += steps
+            record[1] += steps * length
+            record[2] += steps * length * length
             record[3] += sent
             record[4] += sent * length
         ist[i, _SENT] = 0
@@ -605,6 +621,18 @@ def _complete_iteration(
     for j in range(nrun):
         tokens = slot[i, j, _S_SCHED]
         if tokens == 0:
+            continue
+        if steps > 1:  # a decoding request through a stride: one token per iteration
+            before = slot[i, j, _S_GEN]
+            slot[i, j, _S_COMP] += steps
+            slot[i, j, _S_GEN] = before + steps
+            if before < 1 + offset <= before + steps:  # the same arithmetic as a boundary's time
+                boundary = ist[i, _CUR_B] + 1 + offset - before
+                first_token[slot[i, j, _S_REQ]] = (
+                    fst[i, _SEG_T] + (boundary - ist[i, _SEG_B]) * fst[i, _ITER_S]
+                )
+            if before + steps >= slot[i, j, _S_OUT] + offset:
+                leaving += 1
             continue
         computed = slot[i, j, _S_COMP] + tokens
         slot[i, j, _S_COMP] = computed
@@ -651,7 +679,7 @@ def _plan_iteration(
     prompts: np.ndarray, outputs: np.ndarray, extra: np.ndarray, generated: np.ndarray,
     admission: np.ndarray, preemptions: np.ndarray,
     w: float, h: float, tau: float, tau_attention: float, kv_read_prefill: float,
-    slots: int, budget_tokens: int, cap: int, kv_bounded: bool, block: int, offset: int,
+    slots: int, budget_tokens: int, cap: int, kv_bounded: bool, block: int, offset: int, max_stride: int,
     ist: np.ndarray, fst: np.ndarray, slot: np.ndarray, slot_extra: np.ndarray, link: np.ndarray,
 ) -> bool:  # fmt: skip
     """vLLM's ``Scheduler.schedule`` for instance ``i`` at iteration boundary ``boundary`` (time
@@ -736,6 +764,7 @@ def _plan_iteration(
                 extra_unscheduled += slot_extra[i, j]
             j += 1
         ist[i, _NRUN] = nrun
+    admission_waits = False  # a waiting request that KV or the slots keep out: until someone leaves
     if not preempted:
         while ist[i, _NRES] > 0 and budget > 0 and ist[i, _NRUN] < slots:
             r = ist[i, _RES_HEAD]
@@ -749,6 +778,7 @@ def _plan_iteration(
                 tokens = budget
             needed = (tokens + block - 1) // block
             if kv_bounded and needed > ist[i, _FREE_BLOCKS]:
+                admission_waits = True
                 break
             ist[i, _RES_HEAD] = link[r]
             if ist[i, _RES_HEAD] < 0:
@@ -799,6 +829,23 @@ def _plan_iteration(
     ist[i, _CHANGED] = 0
     ist[i, _CUR_B] = boundary
     fst[i, _CUR_T] = now
+    # A stride: while only decoding requests run and nothing can join them, the next iterations are
+    # this one again, until the first of them leaves or the KV blocks they add could run short.
+    stride = 1
+    if (
+        max_stride > 1 and prefill_tokens == 0 and unscheduled == 0 and not preempted
+        and (ist[i, _NRES] == 0 or ist[i, _NRUN] == slots or admission_waits)
+    ):  # fmt: skip
+        stride = max_stride
+        for j in range(ist[i, _NRUN]):
+            left = slot[i, j, _S_OUT] + offset - slot[i, j, _S_GEN]
+            if left < stride:
+                stride = left
+        if kv_bounded:  # k more tokens cross at most ⌈k/block⌉ block boundaries per request
+            safe = 1 + block * (ist[i, _FREE_BLOCKS] // ist[i, _NRUN])
+            if safe < stride:
+                stride = safe
+    ist[i, _STRIDE] = stride
     return True
 
 
@@ -822,6 +869,7 @@ def _iteration_kernel(
     kv_blocks: int,
     block: int,
     offset: int,
+    max_stride: int,
     slot_start: np.ndarray,
     admission: np.ndarray,
     first_token: np.ndarray,
@@ -886,9 +934,10 @@ def _iteration_kernel(
             i = events[0]
             now = when[i]
             _event_remove(events, where, when, counters, i)
-            boundary = ist[i, _CUR_B] + 1
+            boundary = ist[i, _EVENT_B]
             freed = _complete_iteration(
-                i, now, offset, ist, fst, slot, slot_extra, counters, first_token, departure, record,
+                i, now, boundary - ist[i, _CUR_B], offset, ist, fst, slot, slot_extra, counters, first_token,
+                departure, record,
                 record_from_s,
             )  # fmt: skip
             if freed > 0:
@@ -975,33 +1024,41 @@ def _iteration_kernel(
             _list_append(ist[:, _RES_HEAD], ist[:, _RES_TAIL], link, i, r)
             ist[i, _NRES] += 1
             if ist[i, _BUSY] == 1 and fst[i, _CUR_T] != now:
+                if ist[i, _EVENT_B] > ist[i, _CUR_B] + 1:  # in a stride: cut it at the next boundary
+                    step = _steps_to_boundary(fst[i, _SEG_T], fst[i, _ITER_S], now)
+                    wake = ist[i, _SEG_B] + step
+                    if wake < ist[i, _EVENT_B]:
+                        ist[i, _EVENT_B] = wake
+                        _event_set(events, where, when, counters, i, fst[i, _SEG_T] + step * fst[i, _ITER_S])
                 continue  # scheduled at the instance's next boundary
             boundary = ist[i, _CUR_B]
             if ist[i, _BUSY] == 1:  # joins the iteration starting now
                 _plan_iteration(
                     i, now, boundary, True, prompts, outputs, extra, generated, admission, preemptions, w, h,
-                    tau, tau_attention, kv_read_prefill, slots, budget, cap, kv_bounded, block, offset, ist,
-                    fst, slot, slot_extra, link,
+                    tau, tau_attention, kv_read_prefill, slots, budget, cap, kv_bounded, block, offset,
+                    max_stride, ist, fst, slot, slot_extra, link,
                 )  # fmt: skip
+                ist[i, _EVENT_B] = boundary + ist[i, _STRIDE]
                 _event_set(
                     events, where, when, counters, i,
-                    fst[i, _SEG_T] + (boundary + 1 - ist[i, _SEG_B]) * fst[i, _ITER_S],
+                    fst[i, _SEG_T] + (ist[i, _EVENT_B] - ist[i, _SEG_B]) * fst[i, _ITER_S],
                 )  # fmt: skip
                 continue
             fst[i, _SEG_T] = now  # an idle instance starts at once
         # instance ``i`` plans the iteration starting at ``boundary`` (``now``)
         while not _plan_iteration(
             i, now, boundary, False, prompts, outputs, extra, generated, admission, preemptions, w, h, tau,
-            tau_attention, kv_read_prefill, slots, budget, cap, kv_bounded, block, offset, ist, fst, slot,
-            slot_extra, link,
+            tau_attention, kv_read_prefill, slots, budget, cap, kv_bounded, block, offset, max_stride, ist,
+            fst, slot, slot_extra, link,
         ):  # fmt: skip
             if ist[i, _PREEMPTED] == 0:
                 break  # nothing to run (a preempting step schedules nothing; the next one goes on)
         if ist[i, _NRUN] > 0:
             ist[i, _BUSY] = 1
+            ist[i, _EVENT_B] = boundary + ist[i, _STRIDE]
             _event_set(
                 events, where, when, counters, i,
-                fst[i, _SEG_T] + (boundary + 1 - ist[i, _SEG_B]) * fst[i, _ITER_S],
+                fst[i, _SEG_T] + (ist[i, _EVENT_B] - ist[i, _SEG_B]) * fst[i, _ITER_S],
             )  # fmt: skip
         else:
             ist[i, _BUSY] = 0
@@ -1013,7 +1070,7 @@ def _iteration_kernel(
 
 _KERNEL_HELPERS = (
     _sift_down, _sift_up, _sift_down_pair, _sift_up_pair, _grown, _soonest_free_instance, _least_by,
-    _least_backlog,
+    _least_backlog, _steps_to_boundary,
     _list_append, _list_pop, _event_before, _event_sift, _event_remove, _event_set, _push_idle, _pop_idle,
     _chunk_excess_s, _complete_iteration, _plan_iteration,
 )  # fmt: skip

@@ -1,0 +1,219 @@
+"""An outside judge: Vidur's smallest passing instance count for planned pools, beside ours.
+
+Vidur (github.com/microsoft/vidur, MIT) is an LLM-inference cluster simulator nobody here wrote.
+This recipe runs planned pools through it and through fleetopt's ``physical`` engine (both
+schedulers) on the same requests, and for each finds the smallest instance count whose simulated
+P99 TTFT meets the plan's SLO. Nothing of Vidur ships with fleetopt or is committed here; you fetch
+and install it yourself, in an environment of its own:
+
+    git clone https://github.com/microsoft/vidur /path/to/vidur && git -C /path/to/vidur checkout 7d47513
+    python3.11 -m venv /path/to/venv-vidur
+    /path/to/venv-vidur/bin/pip install "numpy==1.26.4" "pandas==3.0.6" "scikit-learn==1.9.1" \\
+        "fasteners==0.20" "ddsketch==3.0.1" "wandb==0.31.0" "plotly==7.1.0" "plotly-express==0.4.1" \\
+        "matplotlib==3.11.2" "seaborn==0.13.2" "kaleido==1.5.0" "PyYAML==6.0.4" "tqdm==4.70.1"
+    python benchmarks/vidur_judge.py --vidur /path/to/vidur --vidur-python /path/to/venv-vidur/bin/python
+
+What is substituted (benchmarks/vidur_driver.py, which runs inside Vidur's environment): Vidur's
+execution-time predictor trains on profiled operator times, and the public snapshot lacks its
+attention profiles (Git LFS objects); the driver replaces the predictor with fleetopt's iteration
+cost of each batch Vidur forms, so both simulators price an iteration alike and any disagreement is
+in the scheduling, batching, memory management and queueing, which are Vidur's own: its ``sarathi``
+replica scheduler (chunked prefill under one token budget per iteration, the budget the pool's
+vLLM ``max_num_batched_tokens``; ``batch_size_cap`` its ``max_num_seqs``; KV blocks of 16 tokens
+out of the instance's KV cache, no watermark, as vLLM V1) and its ``round_robin`` global scheduler.
+Both sides dispatch round-robin, the one policy they share exactly (Vidur's ``lor`` counts the
+requests waiting at a replica, ties to the lowest; fleetopt's ``least-waiting`` breaks ties at
+random).
+
+Per pool: the pool's own Poisson stream at its planned rate, lengths from its routed atoms (C&R
+applied), a warm-up of max(30 s, ten mean residences) and ``--requests`` measured requests, one
+seed; the same trace for every judge and every instance count (common random numbers). A count
+passes when the P99 TTFT of the measured requests (+ the profile's T0) is at most the SLO. The
+search steps from the planned count by 10% and bisects, as benchmarks/validate_engine.py does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from fleetopt.api import plan_workload
+from fleetopt.api.crosscheck import with_model_attention
+from fleetopt.core.crosscheck import setup_from_plan
+from fleetopt.core.service import iteration_costs
+from fleetopt.core.simulate import routed_pool_workload, run_pool_engine
+
+HERE = Path(__file__).resolve().parent
+PROFILES = HERE.parent / "tests" / "data" / "profiles"
+#: (label, workload, SLO s, rate req/s, serving profile, long context, profiles folder, rate basis)
+PLANS = (
+    ("README plan", "azure-2023", 0.5, 1000.0, None, None, None, None),
+    ("long context (LMSYS, 64K)", "lmsys", 1.0, 500.0, None, None, None, "mean"),
+    (
+        "A100 TP4 (Vidur's profiles)",
+        "azure",
+        2.0,
+        100.0,
+        "llama-3-70b-a100-80gb-tp4-vidur",
+        16384,
+        PROFILES,
+        "mean",
+    ),
+)
+#: Vidur's device for a GPU profile (only its memory planner sees it; the costs are fleetopt's).
+DEVICES = {"a100-80gb": "a100"}
+
+
+def plan_pools(label, workload, slo_s, rate, serving, context, folder, basis):
+    kwargs = {}
+    for key, value in (("serving", serving), ("long_context_tokens", context), ("profiles_dir", folder),
+                       ("rate_basis", basis)):  # fmt: skip
+        if value is not None:
+            kwargs[key] = value
+    run = plan_workload(workload, ttft_slo_s=slo_s, arrival_rate_per_s=rate, **kwargs)
+    setup = with_model_attention(setup_from_plan(run.plan))
+    for index, (prediction, sizing) in enumerate(zip(setup.pools, run.plan.best.pools, strict=True)):
+        own = routed_pool_workload(run.workload, run.plan.best.routing, index)
+        if prediction.simulated.instances and own is not None:
+            yield prediction, sizing, own
+
+
+def pool_stream(own, rate_per_s: float, residence_s: float, requests: int, seed: int):
+    warmup = math.ceil(rate_per_s * max(30.0, 10.0 * residence_s))
+    count = warmup + requests
+    rng = np.random.default_rng(seed)
+    arrivals = np.cumsum(rng.exponential(1.0 / rate_per_s, count))
+    cumulative = np.cumsum(own.weights)
+    atoms = np.minimum(np.searchsorted(cumulative, rng.random(count) * cumulative[-1], side="right"),
+                       cumulative.size - 1)  # fmt: skip
+    outputs = np.maximum(1, own.output_tokens[atoms])
+    inputs = np.maximum(1, own.total_tokens[atoms] - outputs)  # Vidur's traces have ≥ 1 prompt token
+    return arrivals, inputs, outputs, warmup
+
+
+class Judges:
+    """P99 TTFT of one pool's trace at n instances, by each judge (memoized)."""
+
+    def __init__(self, prediction, stream, args, workdir: Path) -> None:
+        self.pool, self.hardware = prediction.simulated, prediction.hardware
+        self.arrivals, self.inputs, self.outputs, self.warmup = stream
+        self.args, self.workdir = args, workdir
+        self.cache: dict[tuple[str, int], float] = {}
+        self.trace = workdir / f"{prediction.name}.csv"
+        with self.trace.open("w", encoding="utf-8") as handle:
+            handle.write("arrived_at,num_prefill_tokens,num_decode_tokens\n")
+            for a, i, o in zip(
+                self.arrivals.tolist(), self.inputs.tolist(), self.outputs.tolist(), strict=True
+            ):
+                handle.write(f"{a!r},{i},{o}\n")
+
+    def p99(self, judge: str, n: int) -> float:
+        if (judge, n) not in self.cache:
+            self.cache[(judge, n)] = self._p99(judge, n)
+        return self.cache[(judge, n)]
+
+    def _p99(self, judge: str, n: int) -> float:
+        import dataclasses
+
+        pool = dataclasses.replace(self.pool, instances=n)
+        if judge == "vidur":
+            ttft = self._vidur(pool)
+        else:
+            scheduler = {"ours (vllm)": "vllm", "ours (slots)": "slots"}[judge]
+            run = run_pool_engine(pool, self.arrivals, self.inputs, self.outputs, "round-robin", scheduler)
+            ttft = run.first_token_s - self.arrivals
+        return float(np.percentile(ttft[self.warmup :], 99)) + pool.ttft_overhead_s
+
+    def _vidur(self, pool) -> np.ndarray:
+        costs = iteration_costs(self.hardware)
+        job = {
+            "trace": str(self.trace), "instances": pool.instances, "slots": pool.slots_per_instance,
+            "token_budget": pool.prefill_chunk_tokens,
+            "kv_blocks": pool.kv_capacity_tokens // pool.kv_block_tokens, "block_tokens": pool.kv_block_tokens,
+            "watermark": 0.0, "context_tokens": pool.context_tokens,
+            "global_scheduler": "round_robin", "replica_scheduler": "sarathi",
+            "costs": {
+                "w_s": costs.base_s, "h_s": costs.per_decode_s, "tau_s": costs.per_prefill_token_s,
+                "tau_attention_s": pool.attention_s_per_token_pair,
+                "kv_read_s": costs.kv_read_floor_s_per_token,
+            },
+            "device": DEVICES.get(self.hardware.gpu_name, "h100"),
+            "tensor_parallel": self.hardware.gpus_per_instance,
+            "output_dir": str(self.workdir / "vidur-output"), "seed": 1,
+        }  # fmt: skip
+        path = self.workdir / "job.json"
+        path.write_text(json.dumps(job), encoding="utf-8")
+        env = dict(os.environ, PYTHONPATH=str(self.args.vidur))
+        output = subprocess.run(
+            [self.args.vidur_python, str(HERE / "vidur_driver.py"), str(path)],
+            cwd=self.args.vidur, env=env, check=True, capture_output=True, text=True,
+        ).stdout  # fmt: skip
+        answer = json.loads(output.strip().splitlines()[-1])
+        ttft = np.full(self.arrivals.size, np.nan)
+        ttft[np.asarray(answer["request_ids"], dtype=np.int64)] = answer["ttft_s"]
+        return ttft
+
+    def smallest(self, judge: str, planned: int, slo_s: float) -> int:
+        def ok(n: int) -> bool:
+            return n >= 1 and self.p99(judge, n) <= slo_s
+
+        step = max(1, math.ceil(0.1 * planned))
+        hi = planned
+        while not ok(hi):
+            hi += step
+        lo = max(0, planned - step)
+        while lo > 0 and ok(lo):
+            hi, lo = lo, max(0, lo - step)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if ok(mid):
+                hi = mid
+            else:
+                lo = mid
+        return hi
+
+
+JUDGES = ("ours (vllm)", "ours (slots)", "vidur")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--vidur", type=Path, required=True, help="a checkout of microsoft/vidur at 7d47513")
+    parser.add_argument("--vidur-python", required=True, help="the Python of Vidur's own environment")
+    parser.add_argument("--requests", type=int, default=20_000, help="measured requests per pool")
+    parser.add_argument("--only", default=None, help="plans whose label starts with this")
+    args = parser.parse_args()
+    print(
+        "| plan | pool | n × s planned | P99 TTFT at planned n: predicted / ours vllm / ours slots / Vidur | "
+        "smallest n passing: ours vllm / ours slots / Vidur | plan vs Vidur |"
+    )
+    print("|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as folder:
+        for label, *plan in PLANS:
+            if args.only and not label.startswith(args.only):
+                continue
+            slo_s = plan[1]
+            for prediction, sizing, own in plan_pools(label, *plan):
+                stream = pool_stream(own, sizing.arrival_rate_per_s, sizing.mean_service_s, args.requests, 1)
+                judges = Judges(prediction, stream, args, Path(folder))
+                planned = prediction.simulated.instances
+                at_plan = " / ".join(f"{judges.p99(j, planned) * 1e3:.0f}" for j in JUDGES)
+                smallest = [judges.smallest(j, planned, slo_s) for j in JUDGES]
+                print(
+                    f"| {label} | {prediction.name} | {planned} × {prediction.simulated.slots_per_instance} "
+                    "| "
+                    f"{sizing.p99_ttft_s * 1e3:.0f} / {at_plan} ms | {' / '.join(map(str, smallest))} | "
+                    f"{(planned / smallest[2] - 1.0) * 100.0:+.1f}% |",
+                    flush=True,
+                )
+
+
+if __name__ == "__main__":
+    main()
