@@ -135,9 +135,9 @@ class Judges:
         costs = iteration_costs(self.hardware)
         job = {
             "trace": str(self.trace), "instances": pool.instances, "slots": pool.slots_per_instance,
-            "token_budget": pool.prefill_chunk_tokens,
-            "kv_blocks": pool.kv_capacity_tokens // pool.kv_block_tokens, "block_tokens": pool.kv_block_tokens,
-            "watermark": 0.0, "context_tokens": pool.context_tokens,
+            "token_budget": pool.prefill_chunk_tokens, "block_tokens": pool.kv_block_tokens,
+            "kv_blocks": pool.kv_capacity_tokens // pool.kv_block_tokens, "watermark": 0.0,
+            "context_tokens": pool.context_tokens,
             "global_scheduler": "round_robin", "replica_scheduler": "sarathi",
             "costs": {
                 "w_s": costs.base_s, "h_s": costs.per_decode_s, "tau_s": costs.per_prefill_token_s,
