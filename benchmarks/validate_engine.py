@@ -318,8 +318,47 @@ def run_scenarios(label: str, scenarios, args) -> None:
             )
 
 
+def summarize(path: str) -> None:
+    """Per set, from a run's output (``python validate_engine.py > run.md``): pools whose predicted
+    P99 TTFT is within ±15% of the simulated one, fleets within ±5% of the smallest passing in
+    simulation, and fleets short or over by more than 5%."""
+    print("| set | pools within ±15% | fleets within ±5% | fleets short by > 5% | fleets over by > 5% |")
+    print("|---|---|---|---|---|")
+    titles = {title: name for name, (title, _) in SETS.items()}
+    totals = [0, 0, 0, 0, 0, 0]
+    name, pools, fleets = None, [], []
+
+    def flush() -> None:
+        if name is None or not pools:
+            return
+        within = sum(abs(e) <= 15.0 for e in pools)
+        fit = sum(abs(v) <= 5.0 for v in fleets)
+        short, over = sum(v < -5.0 for v in fleets), sum(v > 5.0 for v in fleets)
+        for k, value in enumerate((within, len(pools), fit, len(fleets), short, over)):
+            totals[k] += value
+        print(f"| {name} | {within} of {len(pools)} | {fit} of {len(fleets)} | {short} | {over} |")
+
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            if line.startswith("### "):
+                flush()
+                name, pools, fleets = titles.get(line[4:].strip(), line[4:].strip()), [], []
+                continue
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) == 14 and cells[11].endswith("%") and cells[0] != "workload":
+                pools.append(float(cells[11].rstrip("%")))
+            elif len(cells) == 8 and cells[7].endswith("%") and cells[0] != "workload":
+                fleets.append(float(cells[7].rstrip("%")))
+    flush()
+    print(
+        f"| **all** | **{totals[0]} of {totals[1]}** | **{totals[2]} of {totals[3]}** | **{totals[4]}** | "
+        f"**{totals[5]}** |"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--summarize", default=None, help="count a previous run's output (a file) per set")
     parser.add_argument(
         "--pool-requests", type=int, default=60_000, help="simulated requests per pool and seed"
     )
@@ -333,6 +372,9 @@ def main() -> None:
         help="the physical engine's scheduler that judges the pools (slots: the engine before issue 30)",
     )  # fmt: skip
     args = parser.parse_args()
+    if args.summarize:
+        summarize(args.summarize)
+        return
     SCHEDULER[0] = args.scheduler
     if args.quick:
         args.pool_requests, args.search_requests, args.seeds = 20_000, 10_000, 2

@@ -16,16 +16,19 @@ Service models, with I = ⌈L_in / chunk⌉ + L_out iterations and P = ⌈L_in /
   S = I·t; TTFT = wait + P·t + t; TPOT = t.
 * ``fleet-sim`` (the reference implementation, FACTS §1): t_L = W + H·(L / L_cal)·s;
   S = I·t_L; TTFT = wait + P·(W + H·L / L_cal) (prefill at one active sequence); TPOT = t_L.
-* ``physical``: per instance, an iteration lasts W + H·n_active with n_active the sequences in
-  flight; a request is admitted at the instance's next iteration boundary, prefills one chunk
-  per iteration, decodes one token per iteration, and frees its slot at the end of its I-th
-  iteration. Its first token is out at the end of its (P+1)-th iteration. TPOT is the mean
-  iteration time over the request's residence, (departure − admission) / I.
+* ``physical``: iteration by iteration, each instance scheduling as vLLM's V1 scheduler does
+  (``scheduler="vllm"``: one token budget per iteration shared by the running requests and then
+  the waiting ones, KV blocks allocated as tokens are computed, the newest request preempted when
+  they run out, the first token with the last prompt chunk; an iteration costs W + H·decoding +
+  τ·prompt tokens + each chunk's attention), or as the engine before it did (``"slots"``): see
+  :func:`iteration_settings` and :mod:`fleetopt.core.engines`. TPOT is vLLM's, (departure − first
+  token)/(L_out − 1) (``slots``: the mean iteration over the residence, (departure − admission)/I).
 
-Dispatch: ``pooled`` (one FCFS queue per pool, any free slot: the M/G/c assumption),
-``round-robin`` (request k of a pool goes to instance k mod n) or ``least-loaded`` (the
-instance with the fewest requests in service or queued; ties to the lowest index); the last two
-give every instance its own FCFS queue of s slots.
+Dispatch (:data:`DISPATCH_POLICIES`): ``pooled`` (one FCFS queue per pool, any free slot: the
+M/G/c assumption), ``round-robin`` (request k of a pool goes to instance k mod n),
+``least-loaded`` (the instance with the fewest requests in service or queued; ties to the
+lowest index) and, with ``physical``, ``least-waiting``, ``least-kv``, ``least-tokens`` and
+``random``; all but ``pooled`` give every instance its own FCFS queue.
 
 Measurement: the first ``warmup_fraction`` of the fleet's arrivals are discarded; statistics
 are over the remaining requests of each pool, and utilization is the busy slot-time clipped to
