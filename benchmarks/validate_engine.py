@@ -222,11 +222,16 @@ def simulate_pool(pool, workload: Workload, rate: float, residence_s: float, req
     return summary.ttft_p99_s, summary.utilization
 
 
-def smallest_meeting(pool, workload, rate, residence_s, slo_s, cap, compute, requests, seeds) -> int:
+#: The search gives up above this multiple of the planned count (the pool's own prefills miss the SLO).
+SEARCH_LIMIT = 3
+
+
+def smallest_meeting(pool, workload, rate, residence_s, slo_s, cap, compute, requests, seeds) -> int | None:
     """The fewest instances (slots as planned) meeting the SLO and cap in simulation: a step search
     then bisection around the planned count. ``compute``: the planned compute utilization, which
     scales as 1/n exactly; a pool must keep it ≤ cap and < 1 (a finite simulation of an overloaded
-    pool can look fine before its queue builds up)."""
+    pool can look fine before its queue builds up). None when no count up to SEARCH_LIMIT × the
+    planned one meets them: the pool's own prefills alone miss the SLO."""
     import dataclasses
 
     planned = pool.instances
@@ -248,6 +253,8 @@ def smallest_meeting(pool, workload, rate, residence_s, slo_s, cap, compute, req
     hi = planned
     while not ok(hi):
         hi += step
+        if hi > SEARCH_LIMIT * planned + step:  # the SLO is out of reach at any count (a prefill alone)
+            return None
     lo = max(0, planned - step)
     while lo > 0 and ok(lo):
         hi, lo = lo, max(0, lo - step)
@@ -278,6 +285,7 @@ def run_scenarios(label: str, scenarios, args) -> None:
             continue
         routing = f"{best.b_short_tokens}, {best.gamma}" if best.b_short_tokens else "one pool"
         planned_total = minimum_total = 0
+        unreachable = False
         for _, prediction, sizing, workload in planned_pools(run):
             pool = prediction.simulated
             pool_rate, residence = sizing.arrival_rate_per_s, sizing.mean_service_s
@@ -292,8 +300,10 @@ def run_scenarios(label: str, scenarios, args) -> None:
                 )
             )  # fmt: skip
             planned_total += pool.instances
+            unreachable = unreachable or (minimum is None and not args.no_search)
             minimum_total += minimum or 0
             versus = "–" if minimum is None else f"{(pool.instances / minimum - 1.0) * 100.0:+.1f}%"
+            shown = str(minimum) if minimum is not None else ("–" if args.no_search else "none")
             cells = (
                 workload_name, profile, f"{slo_s * 1e3:.0f} ms", f"{rate:g}", f"{cap}", routing,
                 prediction.name,
@@ -301,20 +311,30 @@ def run_scenarios(label: str, scenarios, args) -> None:
                 f"{sizing.utilization:.3f} / {util.mean:.3f}",
                 f"{sizing.p99_ttft_s * 1e3:.0f} ms",
                 f"{ttft.mean * 1e3:.0f} ± {ttft.ci95_half_width * 1e3:.0f} ms",
-                f"{error:+.1f}%", "–" if minimum is None else str(minimum), versus,
+                f"{error:+.1f}%", shown, versus,
             )  # fmt: skip
             print("| " + " | ".join(cells) + " |", flush=True)
         if not args.no_search:
-            fleets.append((workload_name, profile, slo_s, rate, cap, planned_total, minimum_total))
+            fleets.append(
+                (
+                    workload_name,
+                    profile,
+                    slo_s,
+                    rate,
+                    cap,
+                    planned_total,
+                    None if unreachable else minimum_total,
+                )
+            )
         print(f"<!-- {workload_name} {slo_s} s: {time.perf_counter() - started:.0f} s -->", flush=True)
     if fleets:
         print("\n| workload | profile | SLO | λ | cap | planned instances | smallest in sim | plan vs min |")
         print("|---|---|---|---|---|---|---|---|")
         for workload_name, profile, slo_s, rate, cap, planned, minimum in fleets:
+            versus = "no count passes" if minimum is None else f"{(planned / minimum - 1.0) * 100.0:+.1f}%"
             print(
                 f"| {workload_name} | {profile} | {slo_s * 1e3:.0f} ms | {rate:g} | {cap} | {planned} | "
-                f"{minimum} | "
-                f"{(planned / minimum - 1.0) * 100.0:+.1f}% |"
+                f"{'none' if minimum is None else minimum} | {versus} |"
             )
 
 
@@ -322,10 +342,13 @@ def summarize(path: str) -> None:
     """Per set, from a run's output (``python validate_engine.py > run.md``): pools whose predicted
     P99 TTFT is within ±15% of the simulated one, fleets within ±5% of the smallest passing in
     simulation, and fleets short or over by more than 5%."""
-    print("| set | pools within ±15% | fleets within ±5% | fleets short by > 5% | fleets over by > 5% |")
-    print("|---|---|---|---|---|")
+    print(
+        "| set | pools within ±15% | fleets within ±5% | fleets short by > 5% | fleets over by > 5% | "
+        "fleets no count passes |"
+    )
+    print("|---|---|---|---|---|---|")
     titles = {title: name for name, (title, _) in SETS.items()}
-    totals = [0, 0, 0, 0, 0, 0]
+    totals = [0, 0, 0, 0, 0, 0, 0]
     name, pools, fleets = None, [], []
 
     def flush() -> None:
@@ -333,10 +356,11 @@ def summarize(path: str) -> None:
             return
         within = sum(abs(e) <= 15.0 for e in pools)
         fit = sum(abs(v) <= 5.0 for v in fleets)
-        short, over = sum(v < -5.0 for v in fleets), sum(v > 5.0 for v in fleets)
-        for k, value in enumerate((within, len(pools), fit, len(fleets), short, over)):
+        short, over = sum(v < -5.0 for v in fleets), sum(5.0 < v < math.inf for v in fleets)
+        none = sum(v == math.inf for v in fleets)
+        for k, value in enumerate((within, len(pools), fit, len(fleets), short, over, none)):
             totals[k] += value
-        print(f"| {name} | {within} of {len(pools)} | {fit} of {len(fleets)} | {short} | {over} |")
+        print(f"| {name} | {within} of {len(pools)} | {fit} of {len(fleets)} | {short} | {over} | {none} |")
 
     with open(path, encoding="utf-8") as handle:
         for line in handle:
@@ -349,10 +373,12 @@ def summarize(path: str) -> None:
                 pools.append(float(cells[11].rstrip("%")))
             elif len(cells) == 8 and cells[7].endswith("%") and cells[0] != "workload":
                 fleets.append(float(cells[7].rstrip("%")))
+            elif len(cells) == 8 and cells[7] == "no count passes":
+                fleets.append(math.inf)
     flush()
     print(
         f"| **all** | **{totals[0]} of {totals[1]}** | **{totals[2]} of {totals[3]}** | **{totals[4]}** | "
-        f"**{totals[5]}** |"
+        f"**{totals[5]}** | **{totals[6]}** |"
     )
 
 
