@@ -20,16 +20,19 @@ cost of each batch Vidur forms, so both simulators price an iteration alike and 
 in the scheduling, batching, memory management and queueing, which are Vidur's own: its ``sarathi``
 replica scheduler (chunked prefill under one token budget per iteration, the budget the pool's
 vLLM ``max_num_batched_tokens``; ``batch_size_cap`` its ``max_num_seqs``; KV blocks of 16 tokens
-out of the instance's KV cache, no watermark, as vLLM V1) and its ``round_robin`` global scheduler.
-Both sides dispatch round-robin, the one policy they share exactly (Vidur's ``lor`` counts the
-requests waiting at a replica, ties to the lowest; fleetopt's ``least-waiting`` breaks ties at
-random).
+out of the instance's KV cache, no watermark, as vLLM V1) and its global schedulers. Both sides
+dispatch alike: ``round_robin`` against fleetopt's ``round-robin``, and Vidur's ``lor`` (the
+replica with the fewest requests waiting in its queue, ties to the lowest index) against
+fleetopt's ``least-waiting`` with every tie-breaking draw 0 (ties to the lowest index too: the same
+rule). The smallest passing counts are found under ``lor``, a load-aware router like the
+least-loaded one the plan assumes; round-robin is compared at the planned count.
 
 Per pool: the pool's own Poisson stream at its planned rate, lengths from its routed atoms (C&R
 applied), a warm-up of max(30 s, ten mean residences) and ``--requests`` measured requests, one
 seed; the same trace for every judge and every instance count (common random numbers). A count
 passes when the P99 TTFT of the measured requests (+ the profile's T0) is at most the SLO. The
-search steps from the planned count by 10% and bisects, as benchmarks/validate_engine.py does.
+search steps from the planned count by 10% and bisects, as benchmarks/validate_engine.py does, and
+gives up above three times the planned count ("none").
 """
 
 from __future__ import annotations
@@ -114,31 +117,32 @@ class Judges:
             ):
                 handle.write(f"{a!r},{i},{o}\n")
 
-    def p99(self, judge: str, n: int) -> float:
-        if (judge, n) not in self.cache:
-            self.cache[(judge, n)] = self._p99(judge, n)
-        return self.cache[(judge, n)]
+    def p99(self, judge: str, n: int, dispatch: str = "lor") -> float:
+        if (judge, n, dispatch) not in self.cache:
+            self.cache[(judge, n, dispatch)] = self._p99(judge, n, dispatch)
+        return self.cache[(judge, n, dispatch)]
 
-    def _p99(self, judge: str, n: int) -> float:
+    def _p99(self, judge: str, n: int, dispatch: str) -> float:
         import dataclasses
 
         pool = dataclasses.replace(self.pool, instances=n)
         if judge == "vidur":
-            ttft = self._vidur(pool)
+            ttft = self._vidur(pool, {"lor": "lor", "round-robin": "round_robin"}[dispatch])
         else:
             scheduler = {"ours (vllm)": "vllm", "ours (slots)": "slots"}[judge]
-            run = run_pool_engine(pool, self.arrivals, self.inputs, self.outputs, "round-robin", scheduler)
+            ours = {"lor": "least-waiting", "round-robin": "round-robin"}[dispatch]
+            run = run_pool_engine(pool, self.arrivals, self.inputs, self.outputs, ours, scheduler)  # draws 0
             ttft = run.first_token_s - self.arrivals
         return float(np.percentile(ttft[self.warmup :], 99)) + pool.ttft_overhead_s
 
-    def _vidur(self, pool) -> np.ndarray:
+    def _vidur(self, pool, global_scheduler: str) -> np.ndarray:
         costs = iteration_costs(self.hardware)
         job = {
             "trace": str(self.trace), "instances": pool.instances, "slots": pool.slots_per_instance,
             "token_budget": pool.prefill_chunk_tokens, "block_tokens": pool.kv_block_tokens,
             "kv_blocks": pool.kv_capacity_tokens // pool.kv_block_tokens, "watermark": 0.0,
             "context_tokens": pool.context_tokens,
-            "global_scheduler": "round_robin", "replica_scheduler": "sarathi",
+            "global_scheduler": global_scheduler, "replica_scheduler": "sarathi",
             "costs": {
                 "w_s": costs.base_s, "h_s": costs.per_decode_s, "tau_s": costs.per_prefill_token_s,
                 "tau_attention_s": pool.attention_s_per_token_pair,
@@ -160,7 +164,7 @@ class Judges:
         ttft[np.asarray(answer["request_ids"], dtype=np.int64)] = answer["ttft_s"]
         return ttft
 
-    def smallest(self, judge: str, planned: int, slo_s: float) -> int:
+    def smallest(self, judge: str, planned: int, slo_s: float) -> int | None:
         def ok(n: int) -> bool:
             return n >= 1 and self.p99(judge, n) <= slo_s
 
@@ -168,6 +172,8 @@ class Judges:
         hi = planned
         while not ok(hi):
             hi += step
+            if hi > 3 * planned + step:
+                return None
         lo = max(0, planned - step)
         while lo > 0 and ok(lo):
             hi, lo = lo, max(0, lo - step)
@@ -191,10 +197,11 @@ def main() -> None:
     parser.add_argument("--only", default=None, help="plans whose label starts with this")
     args = parser.parse_args()
     print(
-        "| plan | pool | n × s planned | P99 TTFT at planned n: predicted / ours vllm / ours slots / Vidur | "
-        "smallest n passing: ours vllm / ours slots / Vidur | plan vs Vidur |"
+        "| plan | pool | n × s planned | P99 TTFT predicted | at planned n, lor: ours vllm / ours slots / "
+        "Vidur | at planned n, round-robin: ours vllm / ours slots / Vidur | smallest n passing (lor): ours "
+        "vllm / ours slots / Vidur | plan vs Vidur |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as folder:
         for label, *plan in PLANS:
             if args.only and not label.startswith(args.only):
@@ -204,13 +211,14 @@ def main() -> None:
                 stream = pool_stream(own, sizing.arrival_rate_per_s, sizing.mean_service_s, args.requests, 1)
                 judges = Judges(prediction, stream, args, Path(folder))
                 planned = prediction.simulated.instances
-                at_plan = " / ".join(f"{judges.p99(j, planned) * 1e3:.0f}" for j in JUDGES)
+                lor = " / ".join(f"{judges.p99(j, planned) * 1e3:.0f}" for j in JUDGES)
+                rr = " / ".join(f"{judges.p99(j, planned, 'round-robin') * 1e3:.0f}" for j in JUDGES)
                 smallest = [judges.smallest(j, planned, slo_s) for j in JUDGES]
+                shown = " / ".join("none" if n is None else str(n) for n in smallest)
+                versus = "–" if smallest[2] is None else f"{(planned / smallest[2] - 1.0) * 100.0:+.1f}%"
                 print(
                     f"| {label} | {prediction.name} | {planned} × {prediction.simulated.slots_per_instance} "
-                    "| "
-                    f"{sizing.p99_ttft_s * 1e3:.0f} / {at_plan} ms | {' / '.join(map(str, smallest))} | "
-                    f"{(planned / smallest[2] - 1.0) * 100.0:+.1f}% |",
+                    f"| {sizing.p99_ttft_s * 1e3:.0f} ms | {lor} ms | {rr} ms | {shown} | {versus} |",
                     flush=True,
                 )
 
