@@ -339,3 +339,26 @@ def test_striding_over_unchanging_iterations_changes_no_time(scheduler: str) -> 
         ):
             assert np.array_equal(getattr(runs[0], field), getattr(runs[1], field)), (dispatch, field)
         assert (runs[0].preemptions > 0).any() == (scheduler == "vllm")
+
+
+def test_least_loaded_sends_a_prompt_behind_the_prefill_it_just_started() -> None:
+    """The mechanism behind least-loaded's worse P99 on slow-prefill pools (docs/validation.md), by
+    hand. Two instances, budget 1,000. R1 (100 tokens, 2 outputs) → 0 and R2 (100, 400) → 1 at 0;
+    R1 leaves after two iterations. R3 (4,000 tokens) at 0.1 s finds instance 0 empty and starts
+    its four-chunk prefill there. R4 (100 tokens) at 0.2 s: both instances hold one request, so
+    least-loaded takes the lower index — instance 0, behind R3's prefill, whose chunks take the whole
+    budget — while round-robin (R4 is request 3: 3 mod 2 = 1) sends it to instance 1, which is only
+    decoding. R4's first token: after R3's prefill under least-loaded, one iteration under
+    round-robin."""
+    arrivals, prompts, outputs = [0.0, 0.0, 0.1, 0.2], [100, 100, 4000, 100], [2, 400, 5, 5]
+    ll = _run(arrivals, prompts, outputs, _vllm(1000), instances=2, dispatch="least-loaded")
+    rr = _run(arrivals, prompts, outputs, _vllm(1000), instances=2, dispatch="round-robin")
+    assert ll.dispatched[:, 0].tolist() == [0, 1, 0, 0]
+    assert rr.dispatched[:, 0].tolist() == [0, 1, 0, 1]
+    assert ll.dispatched[3, 2] > 0 and ll.dispatched[3, 3] == 0  # sent behind a prefill; instance 1 had none
+    assert rr.dispatched[3, 2] == 0
+    r3_prefill_end = ll.first_token_s[2]
+    assert ll.first_token_s[3] > r3_prefill_end  # waited for R3's chunks
+    assert rr.first_token_s[3] - arrivals[3] < 2 * (
+        W + H + 100 * TAU
+    )  # at most a boundary, then one iteration
