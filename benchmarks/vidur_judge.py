@@ -152,17 +152,7 @@ class Judges:
             "tensor_parallel": self.hardware.gpus_per_instance,
             "output_dir": str(self.workdir / "vidur-output"), "seed": 1,
         }  # fmt: skip
-        path = self.workdir / "job.json"
-        path.write_text(json.dumps(job), encoding="utf-8")
-        env = dict(os.environ, PYTHONPATH=str(self.args.vidur))
-        output = subprocess.run(
-            [self.args.vidur_python, str(HERE / "vidur_driver.py"), str(path)],
-            cwd=self.args.vidur, env=env, check=True, capture_output=True, text=True,
-        ).stdout  # fmt: skip
-        answer = json.loads(output.strip().splitlines()[-1])
-        ttft = np.full(self.arrivals.size, np.nan)
-        ttft[np.asarray(answer["request_ids"], dtype=np.int64)] = answer["ttft_s"]
-        return ttft
+        return run_vidur(job, self.workdir, self.args, self.arrivals.size)
 
     def smallest(self, judge: str, planned: int, slo_s: float) -> int | None:
         def ok(n: int) -> bool:
@@ -189,13 +179,86 @@ class Judges:
 JUDGES = ("ours (vllm)", "ours (slots)", "vidur")
 
 
+def agreement(args) -> None:
+    """Request by request, on synthetic traces: Vidur's sarathi scheduler against the vllm scheduler
+    (4 instances of 32 sequences, budget 2,048, W = 10 ms, H = 0.5 ms, τ = 30 µs, prompts of 100–3,000
+    tokens, 1–300 outputs, 3,000 requests), light and overloaded, round-robin and least-waiting
+    (Vidur's lor), with a KV cache that never runs out and one that does."""
+    from fleetopt.core.engines import IterationSettings, run_iteration_engine
+
+    print(
+        "| load | KV blocks | dispatch | P99 TTFT ours / Vidur | requests within 1 ms | largest difference |"
+    )
+    print("|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as folder:
+        for rate in (20.0, 45.0):
+            rng = np.random.default_rng(2)
+            count = 3000
+            arrivals = np.cumsum(rng.exponential(1.0 / rate, count))
+            prompts, outputs = rng.integers(100, 3000, count), rng.integers(1, 300, count)
+            trace = Path(folder) / "trace.csv"
+            with trace.open("w", encoding="utf-8") as handle:
+                handle.write("arrived_at,num_prefill_tokens,num_decode_tokens\n")
+                for a, i, o in zip(arrivals.tolist(), prompts.tolist(), outputs.tolist(), strict=True):
+                    handle.write(f"{a!r},{i},{o}\n")
+            for blocks in (20_000, 3_000):
+                for ours, theirs in (("round-robin", "round_robin"), ("least-waiting", "lor")):
+                    costs = {
+                        "w_s": 0.01,
+                        "h_s": 0.0005,
+                        "tau_s": 3e-5,
+                        "tau_attention_s": 0.0,
+                        "kv_read_s": 0.0,
+                    }
+                    job = {
+                        "trace": str(trace), "instances": 4, "slots": 32, "token_budget": 2048,
+                        "kv_blocks": blocks, "block_tokens": 16, "watermark": 0.0, "context_tokens": 4096,
+                        "global_scheduler": theirs, "replica_scheduler": "sarathi", "device": "a100",
+                        "tensor_parallel": 4, "seed": 1, "costs": costs,
+                        "output_dir": str(Path(folder) / "out"),
+                    }  # fmt: skip
+                    vidur = run_vidur(job, Path(folder), args, count)
+                    run = run_iteration_engine(
+                        arrivals, prompts, outputs, np.zeros(count), np.zeros(count), instances=4,
+                        slots=32, base_s=0.01, per_decode_s=0.0005, per_prefill_token_s=3e-5,
+                        settings=IterationSettings(2048, None, blocks, 16, 0), dispatch=ours,
+                    )  # fmt: skip
+                    mine = run.first_token_s - arrivals
+                    gap = np.abs(vidur - mine)
+                    print(
+                        f"| {rate:g} req/s | {blocks:,} | {ours} / {theirs} | "
+                        f"{np.percentile(mine, 99):.3f} / {np.percentile(vidur, 99):.3f} s | "
+                        f"{np.mean(gap < 1e-3):.1%} | {gap.max():.3g} s |",
+                        flush=True,
+                    )
+
+
+def run_vidur(job: dict, folder: Path, args, count: int) -> np.ndarray:
+    """Each request's TTFT (seconds, NaN if Vidur returned none) from one run of the driver."""
+    path = folder / "job.json"
+    path.write_text(json.dumps(job), encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=str(args.vidur))
+    output = subprocess.run(
+        [args.vidur_python, str(HERE / "vidur_driver.py"), str(path)],
+        cwd=args.vidur, env=env, check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    answer = json.loads(output.strip().splitlines()[-1])
+    ttft = np.full(count, np.nan)
+    ttft[np.asarray(answer["request_ids"], dtype=np.int64)] = answer["ttft_s"]
+    return ttft
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--vidur", type=Path, required=True, help="a checkout of microsoft/vidur at 7d47513")
     parser.add_argument("--vidur-python", required=True, help="the Python of Vidur's own environment")
     parser.add_argument("--requests", type=int, default=20_000, help="measured requests per pool")
     parser.add_argument("--only", default=None, help="plans whose label starts with this")
+    parser.add_argument("--agreement", action="store_true", help="the request-by-request check only")
     args = parser.parse_args()
+    if args.agreement:
+        agreement(args)
+        return
     print(
         "| plan | pool | n × s planned | P99 TTFT predicted | at planned n, lor: ours vllm / ours slots / "
         "Vidur | at planned n, round-robin: ours vllm / ours slots / Vidur | smallest n passing (lor): ours "
