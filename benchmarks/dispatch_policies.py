@@ -28,6 +28,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+from validate_engine import pool_stream
 
 from fleetopt.api import plan_workload
 from fleetopt.api.crosscheck import with_model_attention
@@ -93,25 +94,14 @@ def policy_table(name: str, pools, args) -> None:
             )
 
 
-def stream(own, rate_per_s: float, residence_s: float, requests: int, seed: int):
-    """One seed of a pool's own Poisson stream: (arrivals, prompts, outputs, measured mask)."""
-    warmup = math.ceil(rate_per_s * max(30.0, 10.0 * residence_s))
-    count = warmup + max(requests, math.ceil(rate_per_s * 60.0))
-    rng = np.random.default_rng(seed)
-    arrivals = np.cumsum(rng.exponential(1.0 / rate_per_s, count))
-    cumulative = np.cumsum(own.weights)
-    atoms = np.minimum(np.searchsorted(cumulative, rng.random(count) * cumulative[-1], side="right"),
-                       cumulative.size - 1)  # fmt: skip
-    outputs = np.maximum(1, own.output_tokens[atoms])
-    inputs = np.maximum(0, own.total_tokens[atoms] - outputs)
-    return arrivals, inputs, outputs, np.arange(count) >= warmup
-
-
 def mechanism(name: str, pools, args) -> None:
     _, prediction, sizing, own = pools[-1]  # the longest pool
     pool = prediction.simulated
-    arrivals, inputs, outputs, measured = stream(own, sizing.arrival_rate_per_s, sizing.mean_service_s,
-                                                 args.requests, 1)  # fmt: skip
+    rate = sizing.arrival_rate_per_s
+    arrivals, inputs, outputs, warmup = pool_stream(
+        own, rate, sizing.mean_service_s, max(args.requests, math.ceil(rate * 60.0)), 1
+    )
+    measured = np.arange(arrivals.size) >= warmup
     draws = np.random.default_rng([1, 30]).random(arrivals.size)
     print(
         f"\n### {name}: what the router saw, {prediction.name} pool ({pool.instances} × "

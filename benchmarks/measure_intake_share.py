@@ -22,7 +22,7 @@ import argparse
 import math
 
 import numpy as np
-from validate_engine import SETS, plan_scenario, planned_pools
+from validate_engine import SETS, plan_scenario, planned_pools, pool_stream
 
 from fleetopt.core.planner import Planner
 from fleetopt.core.service import (
@@ -40,15 +40,9 @@ def record_pool(
 ) -> np.ndarray:
     """N, Σt, Σt², ΣA, ΣA·t over the busy iterations that start after the first 30% of the arrivals
     of one pool's own Poisson stream (the length of :func:`simulate_pool_alone`'s run, one seed)."""
-    warmup_s = max(30.0, 10.0 * residence_s)
-    count = math.ceil(rate_per_s * warmup_s) + max(requests, math.ceil(rate_per_s * 60.0))
-    rng = np.random.default_rng(1)
-    arrivals = np.cumsum(rng.exponential(1.0 / rate_per_s, count))
-    cumulative = np.cumsum(workload.weights)
-    atoms = np.minimum(np.searchsorted(cumulative, rng.random(count) * cumulative[-1], side="right"),
-                       cumulative.size - 1)  # fmt: skip
-    outputs = np.maximum(1, workload.output_tokens[atoms])
-    inputs = np.maximum(0, workload.total_tokens[atoms] - outputs)
+    measured = max(requests, math.ceil(rate_per_s * 60.0))
+    arrivals, inputs, outputs, _ = pool_stream(workload, rate_per_s, residence_s, measured, 1)
+    count = arrivals.size
     run = run_pool_engine(
         pool, arrivals, inputs, outputs, dispatch, scheduler, np.random.default_rng([1, 30]).random(count),
         record_from_s=float(arrivals[int(count * 0.3)]),

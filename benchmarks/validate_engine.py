@@ -29,6 +29,8 @@ import argparse
 import math
 import time
 
+import numpy as np
+
 from fleetopt.api import plan_workload
 from fleetopt.api.crosscheck import with_model_attention
 from fleetopt.core.crosscheck import setup_from_plan
@@ -235,7 +237,6 @@ def smallest_meeting(pool, workload, rate, residence_s, slo_s, cap, compute, req
     import dataclasses
 
     planned = pool.instances
-    step = max(1, math.ceil(0.1 * planned))
     cache: dict[int, bool] = {}
 
     def ok(n: int) -> bool:
@@ -250,6 +251,13 @@ def smallest_meeting(pool, workload, rate, residence_s, slo_s, cap, compute, req
                 cache[n] = bool(ttft.mean <= slo_s and (cap >= 1.0 or util.mean <= cap))
         return cache[n]
 
+    return smallest_passing(ok, planned)
+
+
+def smallest_passing(ok, planned: int) -> int | None:
+    """The fewest n with ``ok(n)`` (monotone): from the planned count, 10% steps up until one passes
+    (None above SEARCH_LIMIT × planned), 10% steps down while they pass, then bisection."""
+    step = max(1, math.ceil(0.1 * planned))
     hi = planned
     while not ok(hi):
         hi += step
@@ -265,6 +273,21 @@ def smallest_meeting(pool, workload, rate, residence_s, slo_s, cap, compute, req
         else:
             lo = mid
     return hi
+
+
+def pool_stream(own: Workload, rate_per_s: float, residence_s: float, measured: int, seed: int):
+    """One seed of a pool's own Poisson stream, with :func:`simulate_pool_alone`'s warm-up of
+    max(30 s, ten mean residences) before ``measured`` requests: (arrival times, prompt tokens,
+    output tokens ≥ 1, the number of warm-up requests)."""
+    warmup = math.ceil(rate_per_s * max(30.0, 10.0 * residence_s))
+    count = warmup + measured
+    rng = np.random.default_rng(seed)
+    arrivals = np.cumsum(rng.exponential(1.0 / rate_per_s, count))
+    cumulative = np.cumsum(own.weights)
+    atoms = np.minimum(np.searchsorted(cumulative, rng.random(count) * cumulative[-1], side="right"),
+                       cumulative.size - 1)  # fmt: skip
+    outputs = np.maximum(1, own.output_tokens[atoms])
+    return arrivals, np.maximum(0, own.total_tokens[atoms] - outputs), outputs, warmup
 
 
 def run_scenarios(label: str, scenarios, args) -> None:

@@ -39,13 +39,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import subprocess
 import tempfile
 from pathlib import Path
 
 import numpy as np
+from validate_engine import pool_stream, smallest_passing
 
 from fleetopt.api import plan_workload
 from fleetopt.api.crosscheck import with_model_attention
@@ -86,19 +86,6 @@ def plan_pools(label, workload, slo_s, rate, serving, context, folder, basis):
         own = routed_pool_workload(run.workload, run.plan.best.routing, index)
         if prediction.simulated.instances and own is not None:
             yield prediction, sizing, own
-
-
-def pool_stream(own, rate_per_s: float, residence_s: float, requests: int, seed: int):
-    warmup = math.ceil(rate_per_s * max(30.0, 10.0 * residence_s))
-    count = warmup + requests
-    rng = np.random.default_rng(seed)
-    arrivals = np.cumsum(rng.exponential(1.0 / rate_per_s, count))
-    cumulative = np.cumsum(own.weights)
-    atoms = np.minimum(np.searchsorted(cumulative, rng.random(count) * cumulative[-1], side="right"),
-                       cumulative.size - 1)  # fmt: skip
-    outputs = np.maximum(1, own.output_tokens[atoms])
-    inputs = np.maximum(1, own.total_tokens[atoms] - outputs)  # Vidur's traces have ≥ 1 prompt token
-    return arrivals, inputs, outputs, warmup
 
 
 class Judges:
@@ -155,25 +142,7 @@ class Judges:
         return run_vidur(job, self.workdir, self.args, self.arrivals.size)
 
     def smallest(self, judge: str, planned: int, slo_s: float) -> int | None:
-        def ok(n: int) -> bool:
-            return n >= 1 and self.p99(judge, n) <= slo_s
-
-        step = max(1, math.ceil(0.1 * planned))
-        hi = planned
-        while not ok(hi):
-            hi += step
-            if hi > 3 * planned + step:
-                return None
-        lo = max(0, planned - step)
-        while lo > 0 and ok(lo):
-            hi, lo = lo, max(0, lo - step)
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if ok(mid):
-                hi = mid
-            else:
-                lo = mid
-        return hi
+        return smallest_passing(lambda n: n >= 1 and self.p99(judge, n) <= slo_s, planned)
 
 
 JUDGES = ("ours (vllm)", "ours (slots)", "vidur")
@@ -272,6 +241,11 @@ def main() -> None:
             slo_s = plan[1]
             for prediction, sizing, own in plan_pools(label, *plan):
                 stream = pool_stream(own, sizing.arrival_rate_per_s, sizing.mean_service_s, args.requests, 1)
+                stream = (
+                    stream[0],
+                    np.maximum(stream[1], 1),
+                    *stream[2:],
+                )  # Vidur's traces: ≥ 1 prompt token
                 judges = Judges(prediction, stream, args, Path(folder))
                 planned = prediction.simulated.instances
                 lor = " / ".join(f"{judges.p99(j, planned) * 1e3:.0f}" for j in JUDGES)
