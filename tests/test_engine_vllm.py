@@ -213,7 +213,8 @@ def _reference_workload():
 
 
 #: The engine before issue 30 (``physical`` at d4cd161) on :func:`_reference_workload` through the
-#: fleet of :func:`_two_pool_fleet` without KV limits, Routing.two_pool(2048, 1.5, 1.0), 4,000
+#: fleet of :func:`_two_pool_fleet` without KV limits (and without the prompt attention, which that
+#: engine did not have; the short pool's context 8,192), Routing.two_pool(2048, 1.5, 1.0), 4,000
 #: requests, seed 5: the first 16 hex digits of the SHA-256 of each pool's slot-start, admission,
 #: first-token and departure times (float64, concatenated in that order).
 BEFORE_ISSUE_30 = {
@@ -238,14 +239,7 @@ def test_the_slots_scheduler_is_the_engine_before_bit_for_bit(dispatch: str) -> 
     one iteration after the prompt and prompt tokens at τ: the engine reproduces the one it replaced
     to the last bit (compiled here; the interpreted engine is checked against this one below)."""
     workload = _reference_workload()
-    pools = [
-        SimulatedPool(
-            "short", 3, 4, 8192, 0.008, 0.002, 512, 8192, prefill_per_token_s=2e-5, ttft_overhead_s=0.01
-        ),
-        SimulatedPool(
-            "long", 2, 2, 65536, 0.009, 0.001, 512, 8192, prefill_per_token_s=1e-5, kv_read_s_per_token=5e-7
-        ),
-    ]
+    pools = _two_pool_fleet(kv=False)  # what the slots scheduler ignores (attention) changes nothing
     for rate in (20.0, 40.0):
         traces = simulate_fleet(
             workload, pools, Routing.two_pool(2048, 1.5, 1.0), arrival_rate_per_s=rate,
