@@ -11,8 +11,9 @@ It prints f_meas next to the model's f for the same pool, so the two can be comp
     python benchmarks/validate_engine.py --help   # the scenario sets
     python benchmarks/measure_intake_share.py chosen-on:1 fresh-5:1
 
-Each argument is SET:INDEX, a scenario of validate_engine's sets. The engine runs in its Python
-form (the compiled kernel has no hooks), a few seconds per pool.
+Each argument is SET:INDEX, a scenario of validate_engine's sets; ``--scheduler`` picks the engine's
+(``slots``, the one the table in docs/validation.md was measured on, by default). The compiled
+kernel keeps the sums (``run_iteration_engine``'s ``record_from_s``), a second or so per pool.
 """
 
 from __future__ import annotations
@@ -21,51 +22,28 @@ import argparse
 import math
 
 import numpy as np
-from validate_engine import SETS, plan_scenario, planned_pools
+from validate_engine import SETS, plan_scenario, planned_pools, pool_stream
 
-import fleetopt.core.simulate as simulate_module
-from fleetopt.core import engines
 from fleetopt.core.engine.model import ENGINE
 from fleetopt.core.engine.router import least_loaded_time_share, router_arguments, router_view
 from fleetopt.core.hardware import iteration_costs
 from fleetopt.core.planner import Planner
-from fleetopt.core.simulate import simulate_pool_alone
+from fleetopt.core.simulate import DISPATCH_POLICIES, SCHEDULERS, run_pool_engine
 
 
-class RecordingPool(engines.PhysicalPool):
-    """PhysicalPool that sums, over the iterations after the first 30% of arrivals, N, Σt, Σt²,
-    ΣA and ΣA·t (A: the arrivals routed to the instance during the iteration)."""
-
-    last: RecordingPool | None = None
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.segment: list[tuple[float, int, float, bool] | None] = [None] * self.n
-        self.sent = [0] * self.n
-        self.sums = np.zeros(5)
-        self.warm_s = self.arrival[int(len(self.arrival) * 0.3)] if self.arrival else 0.0
-        RecordingPool.last = self
-
-    def _kernel_fits(self) -> bool:
-        return False
-
-    def _boundary(self, i: int, now: float, boundary: int) -> None:
-        # a segment's iterations share one length t; arrivals fall only in its last iteration,
-        # or, queued, anywhere in it: sums over the segment are exact either way
-        segment = self.segment[i]
-        if segment is not None:
-            start_s, start_boundary, length_s, busy = segment
-            count = boundary - start_boundary
-            if busy and count > 0 and start_s >= self.warm_s:
-                sent = self.sent[i]
-                self.sums += (count, count * length_s, count * length_s**2, sent, sent * length_s)
-        self.sent[i] = 0
-        super()._boundary(i, now, boundary)
-        self.segment[i] = (now, boundary, self.iter_s[i], self.active[i] > 0)
-
-    def _arrive(self, r: int, now: float) -> None:
-        self.sent[self.unpooled_target(r)] += 1
-        super()._arrive(r, now)
+def record_pool(
+    pool, workload, rate_per_s: float, residence_s: float, requests: int, dispatch: str, scheduler: str
+) -> np.ndarray:
+    """N, Σt, Σt², ΣA, ΣA·t over the busy iterations that start after the first 30% of the arrivals
+    of one pool's own Poisson stream (the length of :func:`simulate_pool_alone`'s run, one seed)."""
+    measured = max(requests, math.ceil(rate_per_s * 60.0))
+    arrivals, inputs, outputs, _ = pool_stream(workload, rate_per_s, residence_s, measured, 1)
+    count = arrivals.size
+    run = run_pool_engine(
+        pool, arrivals, inputs, outputs, dispatch, scheduler, np.random.default_rng([1, 30]).random(count),
+        record_from_s=float(arrivals[int(count * 0.3)]),
+    )  # fmt: skip
+    return run.record
 
 
 def measured_share(sums: np.ndarray, instance_rate_per_s: float) -> float:
@@ -79,10 +57,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("scenarios", nargs="+", help="SET:INDEX, e.g. chosen-on:1")
     parser.add_argument("--requests", type=int, default=60_000, help="measured requests per pool")
-    parser.add_argument("--dispatch", default="least-loaded", choices=("least-loaded", "round-robin"))
+    parser.add_argument("--dispatch", default="least-loaded", choices=DISPATCH_POLICIES[1:])
+    parser.add_argument("--scheduler", default="slots", choices=SCHEDULERS)
     args = parser.parse_args()
-    engines.PhysicalPool = RecordingPool
-    simulate_module.PhysicalPool = RecordingPool
     print("| scenario | workload | profile | SLO | pool | n | u | m | k₀ | f (model) | f_meas |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name in args.scenarios:
@@ -94,10 +71,9 @@ def main() -> None:
         traffic = planner.pool_traffic(best.routing)
         for pool_index, prediction, sizing, workload in planned_pools(run):
             pool = prediction.simulated
-            simulate_pool_alone(
-                workload, pool, sizing.arrival_rate_per_s, residence_s=sizing.mean_service_s,
-                measured_requests=args.requests, service_model="physical", dispatch=args.dispatch,
-                seeds=(1,),
+            sums = record_pool(
+                pool, workload, sizing.arrival_rate_per_s, sizing.mean_service_s, args.requests,
+                args.dispatch, args.scheduler,
             )  # fmt: skip
             pool_rate, moments = traffic[pool_index]
             costs = iteration_costs(best.hardware[pool_index])
@@ -105,7 +81,7 @@ def main() -> None:
             view_args = router_arguments(moments, costs, pool_rate / pool.instances, pool.instances, prompt_s)
             u = view_args[0]
             m, k0 = router_view(view_args) or (math.nan, math.nan)
-            f_meas = measured_share(RecordingPool.last.sums, pool_rate / pool.instances)
+            f_meas = measured_share(sums, pool_rate / pool.instances)
             print(
                 f"| {name} | {workload_name} | {serving or 'default'} | {slo_s * 1e3:.0f} ms | "
                 f"{'short' if pool_index == 0 else 'long'} | {pool.instances} | {u:.2f} | {m:.2f} | "

@@ -35,12 +35,18 @@ import argparse
 import math
 import time
 
+import numpy as np
+
 from fleetopt.api import plan_workload
+from fleetopt.api.crosscheck import with_model_attention
 from fleetopt.core.crosscheck import setup_from_plan
 from fleetopt.core.engine.assumptions import ALTERNATIVES, DEFAULT_ASSUMPTIONS, TERM_LABELS
 from fleetopt.core.engine.model import ENGINE, EngineModel
-from fleetopt.core.simulate import routed_pool_workload, simulate_pool_alone
+from fleetopt.core.simulate import DEFAULT_SCHEDULER, SCHEDULERS, routed_pool_workload, simulate_pool_alone
 from fleetopt.core.workload import Workload
+
+#: The physical engine's scheduler the pools are judged by (``--scheduler``).
+SCHEDULER = [DEFAULT_SCHEDULER]
 
 CHOSEN_ON = (
     # workload, SLO s, rate req/s, serving profile, cap
@@ -213,7 +219,7 @@ def planned_pools(run):
     instances and traffic: the pool as the simulation runs it (``prediction.simulated``), as the
     plan sized it, and its own request stream (:func:`fleetopt.core.simulate.routed_pool_workload`)."""
     best = run.plan.best
-    setup = setup_from_plan(run.plan)
+    setup = with_model_attention(setup_from_plan(run.plan))
     for index, (prediction, sizing) in enumerate(zip(setup.pools, best.pools, strict=True)):
         if prediction.simulated.instances == 0:
             continue
@@ -229,20 +235,24 @@ def simulate_pool(pool, workload: Workload, rate: float, residence_s: float, req
     planned mean slot-holding time."""
     summary = simulate_pool_alone(
         workload, pool, rate, residence_s=residence_s, measured_requests=requests, service_model="physical",
-        dispatch="least-loaded", seeds=tuple(range(1, seeds + 1)),
+        dispatch="least-loaded", seeds=tuple(range(1, seeds + 1)), scheduler=SCHEDULER[0],
     ).pools[0]  # fmt: skip
     return summary.ttft_p99_s, summary.utilization
 
 
-def smallest_meeting(pool, workload, rate, residence_s, slo_s, cap, compute, requests, seeds) -> int:
+#: The search gives up above this multiple of the planned count (the pool's own prefills miss the SLO).
+SEARCH_LIMIT = 3
+
+
+def smallest_meeting(pool, workload, rate, residence_s, slo_s, cap, compute, requests, seeds) -> int | None:
     """The fewest instances (slots as planned) meeting the SLO and cap in simulation: a step search
     then bisection around the planned count. ``compute``: the planned compute utilization, which
     scales as 1/n exactly; a pool must keep it ≤ cap and < 1 (a finite simulation of an overloaded
-    pool can look fine before its queue builds up)."""
+    pool can look fine before its queue builds up). None when no count up to SEARCH_LIMIT × the
+    planned one meets them: the pool's own prefills alone miss the SLO."""
     import dataclasses
 
     planned = pool.instances
-    step = max(1, math.ceil(0.1 * planned))
     cache: dict[int, bool] = {}
 
     def ok(n: int) -> bool:
@@ -257,9 +267,18 @@ def smallest_meeting(pool, workload, rate, residence_s, slo_s, cap, compute, req
                 cache[n] = bool(ttft.mean <= slo_s and (cap >= 1.0 or util.mean <= cap))
         return cache[n]
 
+    return smallest_passing(ok, planned)
+
+
+def smallest_passing(ok, planned: int) -> int | None:
+    """The fewest n with ``ok(n)`` (monotone): from the planned count, 10% steps up until one passes
+    (None above SEARCH_LIMIT × planned), 10% steps down while they pass, then bisection."""
+    step = max(1, math.ceil(0.1 * planned))
     hi = planned
     while not ok(hi):
         hi += step
+        if hi > SEARCH_LIMIT * planned + step:  # the SLO is out of reach at any count (a prefill alone)
+            return None
     lo = max(0, planned - step)
     while lo > 0 and ok(lo):
         hi, lo = lo, max(0, lo - step)
@@ -270,6 +289,21 @@ def smallest_meeting(pool, workload, rate, residence_s, slo_s, cap, compute, req
         else:
             lo = mid
     return hi
+
+
+def pool_stream(own: Workload, rate_per_s: float, residence_s: float, measured: int, seed: int):
+    """One seed of a pool's own Poisson stream, with :func:`simulate_pool_alone`'s warm-up of
+    max(30 s, ten mean residences) before ``measured`` requests: (arrival times, prompt tokens,
+    output tokens ≥ 1, the number of warm-up requests)."""
+    warmup = math.ceil(rate_per_s * max(30.0, 10.0 * residence_s))
+    count = warmup + measured
+    rng = np.random.default_rng(seed)
+    arrivals = np.cumsum(rng.exponential(1.0 / rate_per_s, count))
+    cumulative = np.cumsum(own.weights)
+    atoms = np.minimum(np.searchsorted(cumulative, rng.random(count) * cumulative[-1], side="right"),
+                       cumulative.size - 1)  # fmt: skip
+    outputs = np.maximum(1, own.output_tokens[atoms])
+    return arrivals, np.maximum(0, own.total_tokens[atoms] - outputs), outputs, warmup
 
 
 def run_scenarios(label: str, scenarios, args) -> None:
@@ -290,6 +324,7 @@ def run_scenarios(label: str, scenarios, args) -> None:
             continue
         routing = f"{best.b_short_tokens}, {best.gamma}" if best.b_short_tokens else "one pool"
         planned_total = minimum_total = 0
+        unreachable = False
         for _, prediction, sizing, workload in planned_pools(run):
             pool = prediction.simulated
             pool_rate, residence = sizing.arrival_rate_per_s, sizing.mean_service_s
@@ -304,8 +339,10 @@ def run_scenarios(label: str, scenarios, args) -> None:
                 )
             )  # fmt: skip
             planned_total += pool.instances
+            unreachable = unreachable or (minimum is None and not args.no_search)
             minimum_total += minimum or 0
             versus = "–" if minimum is None else f"{(pool.instances / minimum - 1.0) * 100.0:+.1f}%"
+            shown = str(minimum) if minimum is not None else ("–" if args.no_search else "none")
             cells = (
                 workload_name, profile, f"{slo_s * 1e3:.0f} ms", f"{rate:g}", f"{cap}", routing,
                 prediction.name,
@@ -313,20 +350,30 @@ def run_scenarios(label: str, scenarios, args) -> None:
                 f"{sizing.utilization:.3f} / {util.mean:.3f}",
                 f"{sizing.p99_ttft_s * 1e3:.0f} ms",
                 f"{ttft.mean * 1e3:.0f} ± {ttft.ci95_half_width * 1e3:.0f} ms",
-                f"{error:+.1f}%", "–" if minimum is None else str(minimum), versus,
+                f"{error:+.1f}%", shown, versus,
             )  # fmt: skip
             print("| " + " | ".join(cells) + " |", flush=True)
         if not args.no_search:
-            fleets.append((workload_name, profile, slo_s, rate, cap, planned_total, minimum_total))
+            fleets.append(
+                (
+                    workload_name,
+                    profile,
+                    slo_s,
+                    rate,
+                    cap,
+                    planned_total,
+                    None if unreachable else minimum_total,
+                )
+            )
         print(f"<!-- {workload_name} {slo_s} s: {time.perf_counter() - started:.0f} s -->", flush=True)
     if fleets:
         print("\n| workload | profile | SLO | λ | cap | planned instances | smallest in sim | plan vs min |")
         print("|---|---|---|---|---|---|---|---|")
         for workload_name, profile, slo_s, rate, cap, planned, minimum in fleets:
+            versus = "no count passes" if minimum is None else f"{(planned / minimum - 1.0) * 100.0:+.1f}%"
             print(
                 f"| {workload_name} | {profile} | {slo_s * 1e3:.0f} ms | {rate:g} | {cap} | {planned} | "
-                f"{minimum} | "
-                f"{(planned / minimum - 1.0) * 100.0:+.1f}% |"
+                f"{'none' if minimum is None else minimum} | {versus} |"
             )
 
 
@@ -389,8 +436,53 @@ def ablate(sets: dict) -> None:
     print(f"\n<!-- {time.perf_counter() - started:.0f} s -->")
 
 
+def summarize(path: str) -> None:
+    """Per set, from a run's output (``python validate_engine.py > run.md``): pools whose predicted
+    P99 TTFT is within ±15% of the simulated one, fleets within ±5% of the smallest passing in
+    simulation, and fleets short or over by more than 5%."""
+    print(
+        "| set | pools within ±15% | fleets within ±5% | fleets short by > 5% | fleets over by > 5% | "
+        "fleets no count passes |"
+    )
+    print("|---|---|---|---|---|---|")
+    titles = {title: name for name, (title, _) in SETS.items()}
+    totals = [0, 0, 0, 0, 0, 0, 0]
+    name, pools, fleets = None, [], []
+
+    def flush() -> None:
+        if name is None or not pools:
+            return
+        within = sum(abs(e) <= 15.0 for e in pools)
+        fit = sum(abs(v) <= 5.0 for v in fleets)
+        short, over = sum(v < -5.0 for v in fleets), sum(5.0 < v < math.inf for v in fleets)
+        none = sum(v == math.inf for v in fleets)
+        for k, value in enumerate((within, len(pools), fit, len(fleets), short, over, none)):
+            totals[k] += value
+        print(f"| {name} | {within} of {len(pools)} | {fit} of {len(fleets)} | {short} | {over} | {none} |")
+
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            if line.startswith("### "):
+                flush()
+                name, pools, fleets = titles.get(line[4:].strip(), line[4:].strip()), [], []
+                continue
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) == 14 and cells[11].endswith("%") and cells[0] != "workload":
+                pools.append(float(cells[11].rstrip("%")))
+            elif len(cells) == 8 and cells[7].endswith("%") and cells[0] != "workload":
+                fleets.append(float(cells[7].rstrip("%")))
+            elif len(cells) == 8 and cells[7] == "no count passes":
+                fleets.append(math.inf)
+    flush()
+    print(
+        f"| **all** | **{totals[0]} of {totals[1]}** | **{totals[2]} of {totals[3]}** | **{totals[4]}** | "
+        f"**{totals[5]}** | **{totals[6]}** |"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--summarize", default=None, help="count a previous run's output (a file) per set")
     parser.add_argument(
         "--pool-requests", type=int, default=60_000, help="simulated requests per pool and seed"
     )
@@ -404,10 +496,18 @@ def main() -> None:
         action="store_true",
         help="re-plan every scenario with each correction switched off (no simulation)",
     )
+    parser.add_argument(
+        "--scheduler", choices=SCHEDULERS, default=DEFAULT_SCHEDULER,
+        help="the physical engine's scheduler that judges the pools (slots: the engine before issue 30)",
+    )  # fmt: skip
     args = parser.parse_args()
     if args.ablate:
         ablate({name: sets for name, sets in SETS.items() if args.only in (None, name)})
         return
+    if args.summarize:
+        summarize(args.summarize)
+        return
+    SCHEDULER[0] = args.scheduler
     if args.quick:
         args.pool_requests, args.search_requests, args.seeds = 20_000, 10_000, 2
     for name, (title, scenarios) in SETS.items():

@@ -133,9 +133,21 @@ def test_broken_plan_file(tmp_path: Path) -> None:
 
 
 def test_bad_choices_and_replay_without_times(plan_file: Path) -> None:
-    result = runner.invoke(app, ["simulate", "--plan", str(plan_file), "--dispatch", "random"])
+    result = runner.invoke(app, ["simulate", "--plan", str(plan_file), "--dispatch", "fastest"])
     assert result.exit_code == 1
-    assert result.stderr == "Error: --dispatch: 'random' is not one of pooled, round-robin, least-loaded\n"
+    assert result.stderr == (
+        "Error: --dispatch: 'fastest' is not one of pooled, round-robin, least-loaded, least-kv, "
+        "least-waiting, random, least-tokens\n"
+    )
+    result = runner.invoke(app, ["simulate", "--plan", str(plan_file), "--dispatch", "least-kv"])
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "Error: --dispatch: least-kv reads an engine's KV cache or waiting queue, which the lockstep model "
+        "does not simulate; use --service-model physical or one of pooled, round-robin, least-loaded\n"
+    )
+    result = runner.invoke(app, ["simulate", "--plan", str(plan_file), "--scheduler", "v0"])
+    assert result.exit_code == 1
+    assert result.stderr == "Error: --scheduler: 'v0' is not one of vllm, slots\n"
     result = runner.invoke(app, ["simulate", "--plan", str(plan_file), "--service-model", "exact"])
     assert result.stderr == "Error: --service-model: 'exact' is not one of lockstep, fleet-sim, physical\n"
     result = runner.invoke(app, ["simulate", "--plan", str(plan_file), "--cdf", "azure", "--replay"])

@@ -101,6 +101,7 @@ def _simulate(workload, hardware, ctx, rate, slots, keep_requests):
         workload, [pool], Routing.homogeneous(), arrival_rate_per_s=rate, service_model="physical",
         dispatch="least-loaded", requests=warmup + measured, warmup_fraction=warmup / (warmup + measured),
         seeds=(1, 2, 3, 4), keep_requests=keep_requests,
+        scheduler="slots",  # the engine the widening was derived for: each prompt its own chunk
     )  # fmt: skip
 
 

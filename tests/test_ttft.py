@@ -119,6 +119,7 @@ def _one_instance(
     trace = simulate_fleet(
         workload, [pool], Routing.homogeneous(), arrival_rate_per_s=lam, service_model="physical",
         dispatch="least-loaded", requests=requests, warmup_fraction=0.1, seeds=(seed,), keep_requests=True,
+        scheduler="slots",  # the engine the law was derived for: each prompt its own chunk, no KV limit
     ).traces[0]  # fmt: skip
     assert (trace.slot_start_s == trace.arrival_s).all()  # no slot wait: the law without the chain
     inputs = np.maximum(0, workload.total_tokens - np.maximum(1, workload.output_tokens))

@@ -50,6 +50,27 @@ class CrossCheck:
         )  # fmt: skip
 
 
+def with_model_attention(setup: Any, dirs: Any = None) -> Any:
+    """A cross-check setup whose pools charge prompt chunks their attention over the cached context:
+    each pool's model looked up by name among the profiles (``dirs``: the bundled ones by default;
+    a model not found keeps prompt tokens at τ, whatever the context)."""
+    from fleetopt.api import profile_search_path
+    from fleetopt.core.crosscheck import with_attention
+    from fleetopt.io.profiles import load_model
+
+    flops: dict[str, float | None] = {}
+    for prediction in setup.pools:
+        name = prediction.hardware.model_name
+        if name not in flops:
+            try:
+                flops[name] = load_model(
+                    name, dirs or profile_search_path(None)
+                ).attention_flops_per_token_pair()
+            except FleetoptError:
+                flops[name] = None
+    return with_attention(setup, flops)
+
+
 def _arrival_process(replay: bool, arrivals: str | None) -> str:
     from fleetopt.core.arrivals import ARRIVAL_PROCESSES
 
@@ -77,6 +98,7 @@ def crosscheck_setup_run(
     reevaluated_for_other_workload: bool = False,
     arrivals: str | None = None,
     rate_window_s: float | None = None,
+    scheduler: str | None = None,
 ) -> CrossCheck:
     """Simulate a cross-check setup; re-evaluate its predictions first when the traffic or model differ.
 
@@ -117,7 +139,14 @@ def crosscheck_setup_run(
         simulation_model_for,
     )
     from fleetopt.core.service import SERVICE_MODEL_REGISTRY
-    from fleetopt.core.simulate import DISPATCH_POLICIES, PHYSICAL, SERVICE_MODELS
+    from fleetopt.core.simulate import (
+        DEFAULT_SCHEDULER,
+        DISPATCH_POLICIES,
+        PHYSICAL,
+        REQUEST_LEVEL_DISPATCH,
+        SCHEDULERS,
+        SERVICE_MODELS,
+    )
 
     process = _arrival_process(replay, arrivals)
     if service_model in SERVICE_MODEL_REGISTRY:
@@ -126,6 +155,17 @@ def crosscheck_setup_run(
         raise ValidationError(f"--service-model: {service_model!r} is not one of {', '.join(SERVICE_MODELS)}")
     if dispatch not in DISPATCH_POLICIES:
         raise ValidationError(f"--dispatch: {dispatch!r} is not one of {', '.join(DISPATCH_POLICIES)}")
+    if service_model != PHYSICAL and dispatch not in REQUEST_LEVEL_DISPATCH:
+        raise ValidationError(
+            f"--dispatch: {dispatch} reads an engine's KV cache or waiting queue, which the {service_model} "
+            f"model does not simulate; use --service-model {PHYSICAL} or one of "
+            f"{', '.join(REQUEST_LEVEL_DISPATCH)}"
+        )
+    if scheduler is not None and scheduler not in SCHEDULERS:
+        raise ValidationError(f"--scheduler: {scheduler!r} is not one of {', '.join(SCHEDULERS)}")
+    if scheduler is not None and service_model != PHYSICAL:
+        raise ValidationError(f"--scheduler: only the {PHYSICAL} service model schedules iterations")
+    scheduler = scheduler or DEFAULT_SCHEDULER
     if seeds is not None and seeds < 1:
         raise ValidationError(f"seeds: {seeds} must be ≥ 1")
     if requests is not None and requests < 2:
@@ -135,6 +175,8 @@ def crosscheck_setup_run(
             f"--rate: {arrival_rate_per_s:g} req/s is not allowed; it must be > 0 and at most "
             f"{MAX_RATE_PER_S:g} req/s"
         )
+    if service_model == PHYSICAL:
+        setup = with_model_attention(setup)
     analytical_model = setup.analytical_model if service_model == PHYSICAL else service_model
     if process == "poisson":
         rate = setup.arrival_rate_per_s if arrival_rate_per_s is None else arrival_rate_per_s
@@ -147,7 +189,7 @@ def crosscheck_setup_run(
         report = crosscheck_setup(
             setup, workload, service_model=service_model, dispatch=dispatch, requests=requests,
             seeds=tuple(range(1, (seeds or DEFAULT_SEEDS) + 1)), warmup_fraction=warmup_fraction,
-            arrival_rate_per_s=rate, progress=progress,
+            arrival_rate_per_s=rate, progress=progress, scheduler=scheduler,
         )  # fmt: skip
         return CrossCheck(report, workload.name, process, reevaluated_for_other_workload)
     if analytical_model != setup.analytical_model:
@@ -210,6 +252,7 @@ def crosscheck_setup_run(
     report = crosscheck_setup(
         setup, workload, service_model=service_model, dispatch=dispatch,
         seeds=tuple(range(1, seeds + 1)), progress=progress, arrivals=spec, mean_setup=mean_setup,
+        scheduler=scheduler,
     )  # fmt: skip
     return CrossCheck(
         report, workload.name, process, reevaluated_for_other_workload, mean_rate_per_s=mean,
@@ -274,6 +317,7 @@ def crosscheck_plan_file(
     progress: Any = None,
     arrivals: str | None = None,
     rate_window_s: float | None = None,
+    scheduler: str | None = None,
 ) -> CrossCheck:
     """``fleetopt simulate --plan``: a plan file's fleet simulated on its own workload (or another).
 
@@ -311,5 +355,5 @@ def crosscheck_plan_file(
         setup, loaded, service_model=service_model or plan_file.options.service_model,
         dispatch=dispatch, requests=requests, seeds=seeds, warmup_fraction=warmup_fraction,
         arrival_rate_per_s=arrival_rate_per_s, progress=progress, reevaluated_for_other_workload=other,
-        arrivals=process, rate_window_s=rate_window_s,
+        arrivals=process, rate_window_s=rate_window_s, scheduler=scheduler,
     )  # fmt: skip

@@ -43,8 +43,17 @@ def simulate(
     dispatch: str = typer.Option(
         DEFAULT_DISPATCH,
         "--dispatch",
-        help="least-loaded (the default: each request to the instance with the fewest), round-robin, "
-        "or pooled (one queue per pool, the M/G/c assumption).",
+        help="least-loaded (the default: each request to the instance with the fewest outstanding), "
+        "round-robin, pooled (one queue per pool, the M/G/c assumption), and with the physical engine "
+        "least-kv (lowest KV-cache usage), least-waiting (fewest waiting requests), least-tokens (fewest "
+        "prompt tokens outstanding) or random.",
+    ),
+    scheduler: str | None = typer.Option(
+        None,
+        "--scheduler",
+        help="The physical engine's scheduler: vllm (the default: vLLM V1's shared token budget, KV "
+        "blocks and preemption) or slots (the engine before it: a KV slot per request, each prompt its "
+        "own chunk).",
     ),
     replay: bool = typer.Option(
         False,
@@ -113,7 +122,7 @@ def simulate(
         check = crosscheck_plan_file(
             plan, workload=cdf, service_model=service_model, dispatch=dispatch, requests=requests,
             seeds=seeds, warmup_fraction=warmup_fraction, arrival_rate_per_s=rate, replay=replay,
-            progress=progress, arrivals=arrivals, rate_window_s=window_s,
+            progress=progress, arrivals=arrivals, rate_window_s=window_s, scheduler=scheduler,
         )  # fmt: skip
     data = check.document(str(plan))
     emit(data, fmt, draw_crosscheck)

@@ -19,7 +19,7 @@ than the simulation shows). See docs/validation.md.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 
@@ -31,10 +31,12 @@ from fleetopt.core.planner import FleetPlan, Planner, PlanOptions
 from fleetopt.core.routing import Routing
 from fleetopt.core.service import LOCKSTEP, PoolHardware, get_service_model, iteration_costs
 from fleetopt.core.simulate import (
+    DEFAULT_SCHEDULER,
     PHYSICAL,
     ProgressCallback,
     SimulatedPool,
     SimulationResult,
+    attention_s_per_token_pair,
     routed_pool_workload,
     simulate_fleet,
     simulate_pool_alone,
@@ -267,7 +269,25 @@ def _simulated_pool(name: str, instances: int, slots: int, context: int, hw: Poo
         physical_iteration_base_s=costs.base_s,
         kv_read_s_per_token=costs.kv_read_floor_s_per_token,
         ttft_overhead_s=hw.ttft_overhead_s,
+        kv_capacity_tokens=hw.kv_capacity_tokens,
+        kv_block_tokens=hw.kv_block_tokens,
     )
+
+
+def with_attention(setup: CrossCheckSetup, flops_by_model: Mapping[str, float | None]) -> CrossCheckSetup:
+    """``setup`` with each pool's prompt attention cost (the ``vllm`` scheduler's τ_a,
+    :func:`fleetopt.core.simulate.attention_s_per_token_pair`) from its model's attention FLOPs per
+    token pair in ``flops_by_model`` (by model name; a model not in it keeps τ_a = 0)."""
+    pools = []
+    for prediction in setup.pools:
+        hw = prediction.hardware
+        tau_a = attention_s_per_token_pair(
+            iteration_costs(hw).per_prefill_token_s, hw.parameters_active, flops_by_model.get(hw.model_name)
+        )
+        pools.append(
+            replace(prediction, simulated=replace(prediction.simulated, attention_s_per_token_pair=tau_a))
+        )
+    return replace(setup, pools=tuple(pools))
 
 
 def simulation_model_for(service_model: str) -> str:
@@ -684,6 +704,7 @@ def crosscheck_setup(
     progress: ProgressCallback | None = None,
     arrivals: ArrivalSpec | None = None,
     mean_setup: CrossCheckSetup | None = None,
+    scheduler: str = DEFAULT_SCHEDULER,
 ) -> CrossCheckReport:
     """Simulate the setup's fleet and compare it with its predictions.
 
@@ -699,7 +720,7 @@ def crosscheck_setup(
         result = simulate_fleet(
             workload, setup.simulated_pools, setup.routing, arrival_rate_per_s=None,
             service_model=service_model, dispatch=dispatch, seeds=seeds, progress=progress,
-            arrivals=arrivals,
+            arrivals=arrivals, scheduler=scheduler,
         )  # fmt: skip
         return compare(setup, result, mean_setup=mean_setup)
     rate = (
@@ -727,10 +748,11 @@ def crosscheck_setup(
         seeds=seeds,
         arrival_times_s=arrival_times_s,
         progress=progress,
+        scheduler=scheduler,
     )
     alone: dict[int, tuple[int, float]] = {}
     if requests is None and arrival_times_s is None and len(setup.pools) > 1:
-        result, alone = _thin_pools_alone(setup, workload, result, service_model, dispatch, seeds)
+        result, alone = _thin_pools_alone(setup, workload, result, service_model, dispatch, seeds, scheduler)
     return compare(setup, result, alone)
 
 
@@ -741,6 +763,7 @@ def _thin_pools_alone(
     service_model: str,
     dispatch: str,
     seeds: Sequence[int],
+    scheduler: str = DEFAULT_SCHEDULER,
 ) -> tuple[SimulationResult, dict[int, tuple[int, float]]]:
     """Each pool the fleet run measured on fewer than :data:`MIN_POOL_REQUESTS` requests per seed,
     simulated again on its own Poisson stream at its share of the fleet's rate
@@ -768,6 +791,7 @@ def _thin_pools_alone(
             measured_requests=MIN_POOL_REQUESTS, service_model=service_model, dispatch=dispatch,
             seeds=seeds, warmup_s=WARMUP_MARGIN * longest,
             max_requests=MAX_DEFAULT_REQUESTS_PHYSICAL if service_model == PHYSICAL else MAX_DEFAULT_REQUESTS,
+            scheduler=scheduler,
         )  # fmt: skip
         pools[index] = own_result.pools[0]
         alone[index] = (summary.requests_served, min(own_result.warmup_s))

@@ -1,15 +1,17 @@
 """The simulator's engines: who starts when, request by request and iteration by iteration.
 
 :func:`fcfs_start_times` and :func:`dispatch_known_service` serve the request-level models
-(service times known on arrival); :class:`PhysicalPool` is the iteration-level ``physical``
-engine. See :mod:`fleetopt.core.simulate` for the models, the dispatch policies and what is
-measured.
+(service times known on arrival); :func:`run_iteration_engine` is the iteration-level ``physical``
+engine, which schedules each instance's iterations as vLLM's V1 scheduler does (or, with other
+:class:`IterationSettings`, as the engine before it did). See :mod:`fleetopt.core.simulate` for
+the models, the dispatch policies and what is measured.
 
-Speed: the loops that cannot be vectorized (a heap of server free times, least-loaded dispatch)
-run compiled by numba when it is installed (``@jit``: ``numba.njit(cache=True)``, compiled once
-per machine and cached beside this file). Each compiled kernel is also plain Python over numpy
-arrays and scalars; without numba (or with ``FLEETOPT_JIT=0``) that same source runs
-interpreted, so both give bit-identical results (``tests/test_simulate.py`` checks it).
+Speed: the loops that cannot be vectorized (a heap of server free times, least-loaded dispatch,
+the iteration-level engine) run compiled by numba when it is installed (``@jit``:
+``numba.njit(cache=True)``, compiled once per machine and cached beside this file). Each compiled
+kernel is also plain Python over numpy arrays and scalars; without numba (or with
+``FLEETOPT_JIT=0``) that same source runs interpreted, so both give bit-identical results
+(``tests/test_simulate.py`` and ``tests/test_engine_vllm.py`` check it).
 """
 
 from __future__ import annotations
@@ -17,15 +19,11 @@ from __future__ import annotations
 import heapq
 import math
 import os
-from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from fleetopt.core.simulate import SimulatedPool
-
 
 # --------------------------------------------------------------------------------------------
 # Compiled kernels (numba when installed; the same source interpreted otherwise)
@@ -57,6 +55,7 @@ def _compiled(kernel: Callable[..., Any]) -> Callable[..., Any]:
         if not _COMPILED:  # once per process: the helpers compile into the kernels that call them
             for helper in _KERNEL_HELPERS:
                 register_jitable(helper)
+
         compiled = _COMPILED[kernel.__name__] = numba.njit(cache=True, nogil=True)(kernel)
     return compiled
 
@@ -66,14 +65,15 @@ def load_kernels() -> bool:
     returns whether they are in use. Benchmarks call it so timings are of the steady state."""
     if not jit_available():
         return False
-    one, two = np.ones(2), np.zeros(2, np.int64)
+    one = np.ones(2)
     _compiled(_fcfs_heap_kernel)(np.zeros(1), one, one, np.empty(2))
     _compiled(_least_loaded_kernel)(one, one, 1, 1, np.empty(2))
     ones = np.ones(2, np.int64)
-    outputs = [np.empty(2) for _ in range(4)]
-    _compiled(_physical_kernel)(
-        one, two, ones, ones, np.zeros(2), 0.01, 0.001, 0.0, 512, 1, 1, _POOLED, *outputs
-    )
+    run_iteration_engine(
+        np.zeros(2), ones, ones, np.zeros(2), np.zeros(2), instances=1, slots=1, base_s=0.01,
+        per_decode_s=0.001, per_prefill_token_s=0.0, settings=IterationSettings(None, None, None, 16, 0),
+        dispatch="pooled",
+    )  # fmt: skip
     return True
 
 
@@ -293,7 +293,178 @@ def dispatch_known_service(
     return np.asarray(starts)
 
 
-_CHUNK_CHANGE, _PREFILL_END, _DEPART = 0, 1, 2
+# --------------------------------------------------------------------------------------------
+# The iteration-level engine (the ``physical`` service model)
+# --------------------------------------------------------------------------------------------
+
+#: Dispatch policies of the iteration-level engine, by the code its kernel takes.
+DISPATCH_CODES = {
+    "pooled": 0,
+    "round-robin": 1,
+    "least-loaded": 2,
+    "least-kv": 3,
+    "least-waiting": 4,
+    "random": 5,
+    "least-tokens": 6,
+}
+_POOLED, _ROUND_ROBIN, _LEAST_LOADED, _LEAST_KV, _LEAST_WAITING, _RANDOM, _LEAST_TOKENS = range(7)
+#: An unbounded token budget or KV cache, in tokens or blocks.
+_UNBOUNDED = 1 << 62
+
+# Columns of the per-instance integer state ``ist``.
+(
+    _NRUN, _NRES, _RES_HEAD, _RES_TAIL, _NQ, _Q_HEAD, _Q_TAIL, _COMMITTED, _LOAD, _SEG_B, _CUR_B, _BUSY,
+    _DECODING, _FREE_BLOCKS, _USED_BLOCKS, _BUDGET_LEFT, _PREEMPTED, _CHANGED, _PREFILL_TOKENS, _UNSCHEDULED,
+    _SENT, _WHERE, _TOKENS, _BACKLOG, _STRIDE, _EVENT_B,
+) = range(26)  # fmt: skip
+_NI = 26
+# Columns of the per-instance float state ``fst``.
+_SEG_T, _ITER_S, _CUR_T, _EXTRA, _EXCESS, _EXTRA_UNSCHEDULED, _WHEN = range(7)
+_NF = 7
+# Columns of a running request's row in its instance's ``slot`` array.
+_S_REQ, _S_COMP, _S_GEN, _S_SCHED, _S_BLOCKS, _S_DEC, _S_PROMPT, _S_OUT = range(8)
+_NS = 8
+# counters[...]: free slots of the pool, idle-heap size, events, pooled queue head/tail/length
+_FREE, _IDLE_SIZE, _EVENTS, _POOL_HEAD, _POOL_TAIL, _POOL_LEN = range(6)
+
+
+@dataclass(frozen=True)
+class IterationSettings:
+    """How one instance schedules its iterations: vLLM's scheduler parameters and the engine's
+    cost terms (:func:`run_iteration_engine`; presets in :mod:`fleetopt.core.simulate`).
+
+    Attributes:
+        token_budget: tokens one iteration computes at most, shared in order by the running
+            requests and then the waiting ones (vLLM's ``max_num_batched_tokens``); None = no limit.
+        prefill_cap_tokens: tokens one request computes in one iteration at most (vLLM's
+            ``long_prefill_token_threshold``); None = no cap.
+        kv_blocks: KV blocks of one instance; None = never runs out (each slot holds its request's
+            KV, the reservation the planner's slot count stands for).
+        kv_block_tokens: tokens per KV block (vLLM's ``block_size``).
+        first_token_offset: 0: a request's first token comes with the iteration that computes the
+            last of its prompt (vLLM); 1: with the one after it (FleetOpt Eq. 7's wait + P·t + t),
+            and the request decodes one iteration more.
+        attention_s_per_token_pair: the prompt's attention, seconds per (prompt token, token before
+            it in the context) pair of a chunk (0: prompt tokens cost τ each, whatever the context).
+        prefill_kv_read_s_per_token: a chunk at context x costs at least this × (x + chunk), the
+            bandwidth it needs to read the context's KV and write its own (0: no floor).
+    """
+
+    token_budget: int | None
+    prefill_cap_tokens: int | None
+    kv_blocks: int | None
+    kv_block_tokens: int
+    first_token_offset: int
+    attention_s_per_token_pair: float = 0.0
+    prefill_kv_read_s_per_token: float = 0.0
+
+
+@dataclass(frozen=True, eq=False)
+class IterationRun:
+    """What :func:`run_iteration_engine` returns: per request, in arrival order, the times it got a
+    slot (reserved at an instance), was first scheduled, had its first token and left, seconds,
+    and how often it was preempted; ``record``: the iteration sums asked for by ``record_from_s``;
+    ``dispatched``: what the router saw of the instance it sent the request to, at that moment
+    (columns: the instance, its outstanding requests, the prompt tokens it still had to prefill, and
+    the fewest prompt tokens any instance had left to prefill; under ``pooled``, when the request got
+    its slot)."""
+
+    slot_start_s: np.ndarray
+    admission_s: np.ndarray
+    first_token_s: np.ndarray
+    departure_s: np.ndarray
+    preemptions: np.ndarray
+    record: np.ndarray
+    dispatched: np.ndarray
+
+
+def run_iteration_engine(
+    arrival_s: np.ndarray,
+    prompt_tokens: np.ndarray,
+    output_tokens: np.ndarray,
+    decode_extra_s: np.ndarray,
+    draws: np.ndarray,
+    *,
+    instances: int,
+    slots: int,
+    base_s: float,
+    per_decode_s: float,
+    per_prefill_token_s: float,
+    settings: IterationSettings,
+    dispatch: str,
+    record_from_s: float = -1.0,
+    stride: bool = True,
+) -> IterationRun:
+    """Simulate one pool's instances iteration by iteration (:func:`_iteration_kernel`).
+
+    ``arrival_s`` non-decreasing; per request its prompt (≥ 1 token unless
+    ``settings.first_token_offset`` is 1), its output tokens (≥ 1), the cost its decoding adds to an
+    iteration beyond ``per_decode_s`` (the KV-read excess) and a uniform draw in [0, 1) that breaks
+    dispatch ties (``least-kv``, ``least-waiting``, ``least-tokens``) and picks ``random``'s instance. With
+    ``record_from_s`` ≥ 0, ``record`` sums over the busy iterations that start at or after it:
+    count, Σt, Σt², ΣA, ΣA·t (t: the iteration's length, A: the arrivals routed to its instance
+    during it; not under ``pooled``). ``stride``: skip, in one step, iterations in which nothing can
+    change (``False`` steps through every one: the same times to the last bit, slower; under
+    ``least-kv`` every one is stepped, since the router reads the KV blocks they add)."""
+    count = arrival_s.size
+    outputs = [np.zeros(count) for _ in range(4)]
+    preemptions = np.zeros(count, np.int64)
+    record = np.zeros(5)
+    dispatched = np.zeros((count, 4), np.int64)
+    arguments = (
+        np.ascontiguousarray(arrival_s, dtype=np.float64),
+        np.ascontiguousarray(prompt_tokens, dtype=np.int64),
+        np.ascontiguousarray(output_tokens, dtype=np.int64),
+        np.ascontiguousarray(decode_extra_s, dtype=np.float64),
+        np.ascontiguousarray(draws, dtype=np.float64),
+        float(base_s), float(per_decode_s), float(per_prefill_token_s),
+        float(settings.attention_s_per_token_pair), float(settings.prefill_kv_read_s_per_token),
+        float(record_from_s), int(slots), int(instances), DISPATCH_CODES[dispatch],
+        int(settings.token_budget or 0), int(settings.prefill_cap_tokens or 0), int(settings.kv_blocks or 0),
+        int(settings.kv_block_tokens), int(settings.first_token_offset),
+        (1 if dispatch == "least-kv" or not stride else _UNBOUNDED),
+        *outputs, preemptions, record, dispatched,
+    )  # fmt: skip
+    if count:
+        kernel = _compiled(_iteration_kernel) if jit_available() else _iteration_kernel
+        kernel(*arguments)
+    return IterationRun(*outputs, preemptions, record, dispatched)
+
+
+def _soonest_free_instance(n: int, slots: int, ist: np.ndarray, fst: np.ndarray, now: float) -> int:
+    """The instance with a free slot whose next iteration starts first, lowest index on ties
+    (``pooled`` dispatch)."""
+    target, best = -1, math.inf
+    for j in range(n):
+        if ist[j, _COMMITTED] >= slots:
+            continue
+        if ist[j, _BUSY] > 0:
+            seg_time, iter_s = fst[j, _SEG_T], fst[j, _ITER_S]
+            ahead = math.ceil((now - seg_time) / iter_s)
+            start_at = seg_time + (ahead if ahead > 0 else 0.0) * iter_s
+        else:
+            start_at = now
+        if start_at < best:
+            target, best = j, start_at
+    return target
+
+
+def _least_by(values: np.ndarray, n: int, draw: float) -> int:
+    """The index of the smallest of ``values[:n]``, ties broken by ``draw`` ∈ [0, 1) (uniformly)."""
+    low = values[0]
+    ties = 1
+    for j in range(1, n):
+        if values[j] < low:
+            low, ties = values[j], 1
+        elif values[j] == low:
+            ties += 1
+    pick = int(draw * ties)
+    for j in range(n):
+        if values[j] == low:
+            if pick == 0:
+                return j
+            pick -= 1
+    return n - 1
 
 
 def _steps_to_boundary(segment_time: float, iteration_s: float, now: float) -> int:
@@ -306,291 +477,36 @@ def _steps_to_boundary(segment_time: float, iteration_s: float, now: float) -> i
     return steps
 
 
-def _soonest_free_instance(
-    n: int, slots: int, committed: Any, active: Any, seg_time: Any, iter_s: Any, now: float
-) -> int:
-    """The instance with a free slot whose next iteration starts first, lowest index on ties
-    (``pooled`` dispatch; lists or arrays)."""
-    target, best = -1, math.inf
-    for j in range(n):
-        if committed[j] >= slots:
-            continue
-        if active[j] > 0:
-            ahead = math.ceil((now - seg_time[j]) / iter_s[j])
-            start_at = seg_time[j] + (ahead if ahead > 0 else 0.0) * iter_s[j]
-        else:
-            start_at = now
-        if start_at < best:
-            target, best = j, start_at
-    return target
+def _least_backlog(ist: np.ndarray, n: int) -> int:
+    """The fewest prompt tokens any instance still has to prefill."""
+    least = ist[0, _BACKLOG]
+    for j in range(1, n):
+        if ist[j, _BACKLOG] < least:
+            least = ist[j, _BACKLOG]
+    return least
 
 
-class PhysicalPool:
-    """Iteration-level simulation of one pool's instances (the ``physical`` service model).
-
-    An iteration of an instance costs W + H·d + τ·p (+ the KV-read excess of each decoding sequence,
-    max(0, κ_read·L − H), where the pool sets a floor): d sequences decoding, p prompt tokens being
-    prefilled (each prefilling request contributes its chunk: ``chunk`` tokens, its remainder on
-    its last prefill iteration). A request admitted at boundary b prefills in iterations
-    b+1 … b+P, decodes in b+P+1 … b+I, has its first token at the end of iteration b+P+1 and leaves
-    at boundary b+I. Per instance the state is a segment (time T at boundary K, so boundary b
-    falls at T + (b − K)·t while nothing changes); events happen only where the batch changes
-    (admission, last chunk, end of prefill, departure), so the cost is O(N log N) in the number of
-    requests, not in the number of iterations.
-    """
-
-    def __init__(
-        self,
-        pool: SimulatedPool,
-        arrival_s: np.ndarray,
-        input_tokens: np.ndarray,
-        prefill_iterations: np.ndarray,
-        iterations: np.ndarray,
-        dispatch: str,
-        progress: Callable[[int], None] | None,
-    ) -> None:
-        self.w = (
-            pool.iteration_base_s
-            if pool.physical_iteration_base_s is None
-            else pool.physical_iteration_base_s
-        )
-        self.h = pool.iteration_per_slot_s
-        self.tau = pool.prefill_per_token_s
-        self.chunk = pool.prefill_chunk_tokens
-        self.slots = pool.slots_per_instance
-        self.n = pool.instances
-        self.dispatch = dispatch
-        self.progress = progress
-        self.arrival = arrival_s.tolist()
-        self.prefill_iterations = prefill_iterations.tolist()
-        self.last_chunk = (input_tokens - np.maximum(prefill_iterations - 1, 0) * self.chunk).tolist()
-        self.iterations = iterations.tolist()
-        # what a decoding sequence costs beyond H: its KV read at its total length L (0 without a floor)
-        totals = input_tokens + iterations - prefill_iterations
-        self.extra = np.maximum(0.0, pool.kv_read_s_per_token * totals - self.h).tolist()
-        count = arrival_s.size
-        self.slot_start = [0.0] * count
-        self.admission = [0.0] * count
-        self.first_token = [0.0] * count
-        self.departure = [0.0] * count
-        n = self.n
-        # per-instance state in plain lists (a numpy element access costs ~4× a list's)
-        self.seg_time = [0.0] * n
-        self.seg_boundary = [0] * n
-        self.iter_s = [self.w] * n
-        self.active = [0] * n
-        self.committed = [0] * n  # active + reserved
-        self.load = [0] * n  # committed + queued at the instance
-        self.decoding = [0] * n
-        self.extra_decode_s = [0.0] * n
-        self.prefill_tokens = [0] * n
-        self.changes: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
-        self.first_tokens: list[list[tuple[int, int]]] = [[] for _ in range(n)]
-        self.reserved: list[list[int]] = [[] for _ in range(n)]
-        self.scheduled = [-1] * n  # boundary of the instance's live event, −1 = none
-        self.version = [0] * n
-        self.events: list[tuple[float, int, int, int]] = []
-        self.queues = [deque() for _ in range(1 if dispatch == "pooled" else n)]
-        self.free_slots = n * self.slots
-        self.idle = list(range(n))  # heap of instances that were idle when pushed (checked lazily)
-
-    def _schedule(self, i: int, boundary: int) -> None:
-        self.version[i] += 1
-        self.scheduled[i] = boundary
-        when = self.seg_time[i] + (boundary - self.seg_boundary[i]) * self.iter_s[i]
-        heapq.heappush(self.events, (when, i, self.version[i], boundary))
-
-    def _boundary(self, i: int, now: float, boundary: int) -> None:
-        """Instance ``i`` reaches iteration boundary ``boundary`` at time ``now``."""
-        seg_time, seg_boundary, iter_s = self.seg_time[i], self.seg_boundary[i], self.iter_s[i]
-        pending = self.first_tokens[i]
-        while pending and pending[0][0] <= boundary:
-            token_boundary, r = heapq.heappop(pending)
-            self.first_token[r] = seg_time + (token_boundary - seg_boundary) * iter_s
-        changes = self.changes[i]
-        decoding, prefill, extra = self.decoding[i], self.prefill_tokens[i], self.extra_decode_s[i]
-        freed = 0
-        while changes and changes[0][0] <= boundary:
-            _, kind, r = heapq.heappop(changes)
-            if kind == _DEPART:
-                self.departure[r] = now
-                decoding -= 1
-                extra -= self.extra[r]
-                freed += 1
-            elif kind == _PREFILL_END:
-                prefill -= self.last_chunk[r]
-                decoding += 1
-                extra += self.extra[r]
-            else:  # _CHUNK_CHANGE: the last, shorter chunk
-                prefill += self.last_chunk[r] - self.chunk
-        active = self.active[i] - freed
-        committed = self.committed[i] - freed
-        self.load[i] -= freed
-        admitted = self.reserved[i]
-        queue = self.queues[0 if self.dispatch == "pooled" else i]
-        self.free_slots += freed
-        while committed < self.slots and queue:
-            r = queue.popleft()
-            self.slot_start[r] = now
-            admitted.append(r)
-            committed += 1
-            self.free_slots -= 1
-            if self.dispatch == "pooled":
-                self.load[i] += 1
-        for r in admitted:
-            self.admission[r] = now
-            p = self.prefill_iterations[r]
-            heapq.heappush(changes, (boundary + self.iterations[r], _DEPART, r))
-            heapq.heappush(pending, (boundary + p + 1, r))
-            if p == 0:
-                decoding += 1
-                extra += self.extra[r]
-                continue
-            prefill += self.chunk if p > 1 else self.last_chunk[r]
-            heapq.heappush(changes, (boundary + p, _PREFILL_END, r))
-            if p > 1 and self.last_chunk[r] != self.chunk:
-                heapq.heappush(changes, (boundary + p - 1, _CHUNK_CHANGE, r))
-        active += len(admitted)
-        admitted.clear()
-        self.decoding[i], self.prefill_tokens[i], self.extra_decode_s[i] = decoding, prefill, extra
-        self.active[i] = active
-        self.committed[i] = committed
-        self.seg_time[i] = now
-        self.seg_boundary[i] = boundary
-        self.iter_s[i] = self.w + self.h * decoding + extra + self.tau * prefill
-        if active:
-            self._schedule(i, changes[0][0])
-        else:
-            self.version[i] += 1
-            self.scheduled[i] = -1
-            heapq.heappush(self.idle, i)
-
-    def _next_boundary(self, i: int, now: float) -> int:
-        """The first boundary of busy instance ``i`` at or after ``now``."""
-        return self.seg_boundary[i] + _steps_to_boundary(self.seg_time[i], self.iter_s[i], now)
-
-    def _arrive(self, r: int, now: float) -> None:
-        if self.dispatch == "pooled":
-            if self.free_slots == 0:
-                self.queues[0].append(r)
-                return
-            idle = self.idle
-            while idle and self.committed[idle[0]] != 0:
-                heapq.heappop(idle)
-            if idle:  # an idle instance admits at once: nobody can do better
-                self._reserve(heapq.heappop(idle), r, now)
-                return
-            i = _soonest_free_instance(
-                self.n, self.slots, self.committed, self.active, self.seg_time, self.iter_s, now
-            )
-        else:
-            i = self.unpooled_target(r)
-            self.load[i] += 1
-            if self.committed[i] >= self.slots:
-                self.queues[i].append(r)
-                return
-        self._reserve(i, r, now)
-
-    def unpooled_target(self, r: int) -> int:
-        """The instance request ``r`` is sent to by round-robin or least-loaded dispatch (the
-        lowest-numbered of those with the fewest requests, queued ones included)."""
-        if self.dispatch == "round-robin":
-            return r % self.n
-        load = self.load
-        return load.index(min(load))
-
-    def _reserve(self, i: int, r: int, now: float) -> None:
-        """Request ``r`` takes a free slot of instance ``i`` at ``now``; admitted at the next boundary."""
-        if self.dispatch == "pooled":
-            self.load[i] += 1
-        self.free_slots -= 1
-        self.slot_start[r] = now
-        self.committed[i] += 1
-        self.reserved[i].append(r)
-        if self.active[i] == 0:
-            self.seg_time[i] = now
-            self._boundary(i, now, self.seg_boundary[i])
-            return
-        boundary = self._next_boundary(i, now)
-        if boundary == self.seg_boundary[i]:
-            self._boundary(i, now, boundary)
-        elif boundary < self.scheduled[i]:
-            self._schedule(i, boundary)
-
-    def _kernel_fits(self) -> bool:
-        """Whether the kernel's int64 heap keys hold this run: (Σ I + max I + 1)·3·N < 2⁶²."""
-        count = len(self.arrival)
-        if count == 0:
-            return False
-        total = sum(self.iterations) + max(self.iterations) + 1
-        return total * 3 * count < 2**62
-
-    def run(self) -> None:
-        if jit_available() and self._kernel_fits():
-            self._run_compiled()
-            return
-        arrivals = self.arrival
-        count = len(arrivals)
-        events = self.events
-        next_arrival = 0
-        while next_arrival < count or events:
-            if events and (next_arrival >= count or events[0][0] <= arrivals[next_arrival]):
-                when, i, version, boundary = heapq.heappop(events)
-                if version == self.version[i]:
-                    self._boundary(i, when, boundary)
-            else:
-                self._arrive(next_arrival, arrivals[next_arrival])
-                next_arrival += 1
-                if self.progress is not None and next_arrival % 4096 == 0:
-                    self.progress(4096)
-        if self.progress is not None:
-            self.progress(count % 4096)
-
-    def _run_compiled(self) -> None:
-        """The same schedule by :func:`_physical_kernel`, compiled (progress reported at the end)."""
-        count = len(self.arrival)
-        outputs = [np.zeros(count) for _ in range(4)]
-        dispatch = {"pooled": _POOLED, "round-robin": _ROUND_ROBIN}.get(self.dispatch, _LEAST_LOADED)
-        _compiled(_physical_kernel)(
-            np.asarray(self.arrival, dtype=np.float64),
-            np.asarray(self.prefill_iterations, dtype=np.int64),
-            np.asarray(self.last_chunk, dtype=np.int64),
-            np.asarray(self.iterations, dtype=np.int64),
-            np.asarray(self.extra, dtype=np.float64),
-            float(self.w), float(self.h), float(self.tau), int(self.chunk), int(self.slots), int(self.n),
-            dispatch, *outputs,
-        )  # fmt: skip
-        self.slot_start, self.admission, self.first_token, self.departure = outputs
-        if self.progress is not None:
-            self.progress(count)
+def _list_append(head: np.ndarray, tail: np.ndarray, link: np.ndarray, lst: int, r: int) -> None:
+    """Append request ``r`` to linked FIFO ``lst`` (``head``/``tail`` per list, ``link`` per request)."""
+    link[r] = -1
+    if tail[lst] < 0:
+        head[lst] = r
+    else:
+        link[tail[lst]] = r
+    tail[lst] = r
 
 
-# --------------------------------------------------------------------------------------------
-# The iteration-level engine as a compiled kernel (the same schedule as PhysicalPool's methods)
-# --------------------------------------------------------------------------------------------
-
-_POOLED, _ROUND_ROBIN, _LEAST_LOADED = 0, 1, 2
-# counters[...] of the kernel: free slots, idle-heap size, pooled-queue head and tail, events
-_FREE, _IDLE_SIZE, _QUEUE_HEAD, _QUEUE_TAIL, _EVENTS = 0, 1, 2, 3, 4
-
-
-def _row_push(heap: np.ndarray, sizes: np.ndarray, i: int, key: int) -> None:
-    """Push ``key`` on the min-heap in row ``i`` of ``heap`` (its size in ``sizes[i]``)."""
-    _sift_up(heap[i], sizes[i], key)
-    sizes[i] += 1
-
-
-def _row_pop(heap: np.ndarray, sizes: np.ndarray, i: int) -> int:
-    """Pop the smallest key of the min-heap in row ``i``."""
-    row = heap[i]
-    top = row[0]
-    sizes[i] -= 1
-    _sift_down(row, sizes[i], row[sizes[i]])
-    return top
+def _list_pop(head: np.ndarray, tail: np.ndarray, link: np.ndarray, lst: int) -> int:
+    """Remove and return the head of linked FIFO ``lst``."""
+    r = head[lst]
+    head[lst] = link[r]
+    if head[lst] < 0:
+        tail[lst] = -1
+    return r
 
 
 def _event_before(when: np.ndarray, a: int, b: int) -> bool:
-    """Events are ordered by time, then instance (as the tuples (when, i, …) of a heap are)."""
+    """Events are ordered by time, then instance."""
     return when[a] < when[b] or (when[a] == when[b] and a < b)
 
 
@@ -637,21 +553,11 @@ def _event_remove(
     _event_sift(events, where, when, size, position)
 
 
-def _schedule_event(
-    events: np.ndarray,
-    where: np.ndarray,
-    when: np.ndarray,
-    counters: np.ndarray,
-    scheduled: np.ndarray,
-    seg_time: np.ndarray,
-    seg_boundary: np.ndarray,
-    iter_s: np.ndarray,
-    i: int,
-    boundary: int,
+def _event_set(
+    events: np.ndarray, where: np.ndarray, when: np.ndarray, counters: np.ndarray, i: int, time: float
 ) -> None:
-    """Instance ``i``'s next event is at ``boundary`` (replacing the pending one)."""
-    scheduled[i] = boundary
-    when[i] = seg_time[i] + (boundary - seg_boundary[i]) * iter_s[i]
+    """Instance ``i``'s next event is at ``time`` (replacing the pending one)."""
+    when[i] = time
     if where[i] < 0:
         position = counters[_EVENTS]
         counters[_EVENTS] += 1
@@ -675,210 +581,496 @@ def _pop_idle(idle: np.ndarray, counters: np.ndarray) -> int:
     return top
 
 
-def _physical_kernel(
+def _chunk_excess_s(
+    context: int, tokens: int, tau: float, tau_attention: float, kv_read_prefill: float
+) -> float:
+    """What a prompt chunk of ``tokens`` at ``context`` tokens already in the KV cache costs beyond
+    τ·tokens: its attention over the (context, chunk) pairs, tokens·context + tokens·(tokens + 1)/2
+    (causal), or, where more, the time to read the context's KV and write its own."""
+    pairs = tokens * context + tokens * (tokens + 1) // 2
+    attention = tau_attention * pairs
+    reading = kv_read_prefill * (context + tokens) - tau * tokens
+    return attention if attention >= reading else reading
+
+
+def _complete_iteration(
+    i: int, now: float, steps: int, offset: int, ist: np.ndarray, fst: np.ndarray, slot: np.ndarray,
+    slot_extra: np.ndarray, counters: np.ndarray, first_token: np.ndarray, departure: np.ndarray,
+    record: np.ndarray, record_from_s: float,
+) -> int:  # fmt: skip
+    """Instance ``i``'s iteration ends at ``now`` — or the ``steps`` identical iterations that began at
+    its current boundary (a stride: only decoding, nothing to admit, KV enough): every scheduled
+    request has computed its tokens; a request that has computed all it knows samples a token (its
+    first, or its last: it leaves). Returns the slots freed. A request that starts decoding adds its
+    cost before any that leaves takes its own off (the order of the floating-point sums is part of
+    the engine)."""
+    if record_from_s >= 0.0:
+        started = fst[i, _CUR_T]
+        if started >= record_from_s:
+            length = (now - started) / steps
+            sent = ist[i, _SENT]
+            record[0] += steps
+            record[1] += steps * length
+            record[2] += steps * length * length
+            record[3] += sent
+            record[4] += sent * length
+        ist[i, _SENT] = 0
+    ist[i, _BACKLOG] -= ist[i, _PREFILL_TOKENS]
+    nrun = ist[i, _NRUN]
+    leaving = 0
+    for j in range(nrun):
+        tokens = slot[i, j, _S_SCHED]
+        if tokens == 0:
+            continue
+        if steps > 1:  # a decoding request through a stride: one token per iteration
+            before = slot[i, j, _S_GEN]
+            slot[i, j, _S_COMP] += steps
+            slot[i, j, _S_GEN] = before + steps
+            if before < 1 + offset <= before + steps:  # the same arithmetic as a boundary's time
+                boundary = ist[i, _CUR_B] + 1 + offset - before
+                first_token[slot[i, j, _S_REQ]] = (
+                    fst[i, _SEG_T] + (boundary - ist[i, _SEG_B]) * fst[i, _ITER_S]
+                )
+            if before + steps >= slot[i, j, _S_OUT] + offset:
+                leaving += 1
+            continue
+        computed = slot[i, j, _S_COMP] + tokens
+        slot[i, j, _S_COMP] = computed
+        if computed == slot[i, j, _S_PROMPT] + slot[i, j, _S_GEN]:
+            generated = slot[i, j, _S_GEN] + 1
+            slot[i, j, _S_GEN] = generated
+            if generated == 1 + offset:
+                first_token[slot[i, j, _S_REQ]] = now
+            if generated >= slot[i, j, _S_OUT] + offset:
+                leaving += 1
+            elif slot[i, j, _S_DEC] == 0:
+                slot[i, j, _S_DEC] = 1
+                ist[i, _DECODING] += 1
+                fst[i, _EXTRA] += slot_extra[i, j]
+                ist[i, _CHANGED] = 1
+    if leaving == 0:
+        return 0
+    kept = 0
+    for j in range(nrun):
+        if slot[i, j, _S_GEN] >= slot[i, j, _S_OUT] + offset:
+            departure[slot[i, j, _S_REQ]] = now
+            if slot[i, j, _S_DEC] == 1:
+                ist[i, _DECODING] -= 1
+                fst[i, _EXTRA] -= slot_extra[i, j]
+            ist[i, _FREE_BLOCKS] += slot[i, j, _S_BLOCKS]
+            ist[i, _USED_BLOCKS] -= slot[i, j, _S_BLOCKS]
+            ist[i, _TOKENS] -= slot[i, j, _S_PROMPT]
+        else:
+            if kept != j:
+                for field in range(_NS):
+                    slot[i, kept, field] = slot[i, j, field]
+                slot_extra[i, kept] = slot_extra[i, j]
+            kept += 1
+    ist[i, _NRUN] = kept
+    ist[i, _COMMITTED] -= leaving
+    ist[i, _LOAD] -= leaving
+    counters[_FREE] += leaving
+    ist[i, _CHANGED] = 1
+    return leaving
+
+
+def _plan_iteration(
+    i: int, now: float, boundary: int, admit_only: bool,
+    prompts: np.ndarray, outputs: np.ndarray, extra: np.ndarray, generated: np.ndarray,
+    admission: np.ndarray, preemptions: np.ndarray,
+    w: float, h: float, tau: float, tau_attention: float, kv_read_prefill: float,
+    slots: int, budget_tokens: int, cap: int, kv_bounded: bool, block: int, offset: int, max_stride: int,
+    ist: np.ndarray, fst: np.ndarray, slot: np.ndarray, slot_extra: np.ndarray, link: np.ndarray,
+) -> bool:  # fmt: skip
+    """vLLM's ``Scheduler.schedule`` for instance ``i`` at iteration boundary ``boundary`` (time
+    ``now``): the running requests in order, each its remaining tokens up to the cap and the budget
+    left, allocating KV blocks as it goes and, when they run out, preempting the newest running
+    request (recompute: its KV freed, back to the head of the waiting queue); then, unless this step
+    preempted, the waiting requests with a slot, first come first served, while the budget lasts and
+    their first chunk's blocks fit. With ``admit_only`` (an arrival at the very instant the
+    iteration starts) only the waiting part runs again, on what the first pass left. Sets the
+    iteration's cost; returns whether anything was scheduled. The running requests' state lives in
+    their instance's ``slot`` rows, in running order (``generated`` keeps it while they wait)."""
+    costs_vary = tau_attention > 0.0 or kv_read_prefill > 0.0
+    if admit_only:
+        budget = ist[i, _BUDGET_LEFT]
+        preempted = ist[i, _PREEMPTED] == 1
+        prefill_tokens = ist[i, _PREFILL_TOKENS]
+        unscheduled = ist[i, _UNSCHEDULED]
+        excess = fst[i, _EXCESS]
+        extra_unscheduled = fst[i, _EXTRA_UNSCHEDULED]
+        scheduled_any = True
+    else:
+        budget = budget_tokens
+        preempted = False
+        prefill_tokens = 0
+        unscheduled = 0
+        excess = 0.0
+        extra_unscheduled = 0.0
+        scheduled_any = False
+        nrun = ist[i, _NRUN]
+        j = 0
+        while j < nrun:
+            tokens = 0
+            if budget > 0:
+                tokens = slot[i, j, _S_PROMPT] + slot[i, j, _S_GEN] - slot[i, j, _S_COMP]
+                if 0 < cap < tokens:
+                    tokens = cap
+                if tokens > budget:
+                    tokens = budget
+                needed = (slot[i, j, _S_COMP] + tokens + block - 1) // block - slot[i, j, _S_BLOCKS]
+                while kv_bounded and needed > ist[i, _FREE_BLOCKS]:
+                    nrun -= 1  # preempt the newest running request
+                    r = slot[i, nrun, _S_REQ]
+                    ist[i, _FREE_BLOCKS] += slot[i, nrun, _S_BLOCKS]
+                    ist[i, _USED_BLOCKS] -= slot[i, nrun, _S_BLOCKS]
+                    generated[r] = slot[i, nrun, _S_GEN]
+                    if slot[i, nrun, _S_DEC] == 1:  # all of it to compute again
+                        ist[i, _BACKLOG] += slot[i, nrun, _S_PROMPT] + slot[i, nrun, _S_GEN]
+                    else:
+                        ist[i, _BACKLOG] += slot[i, nrun, _S_COMP]
+                    if slot[i, nrun, _S_DEC] == 1:
+                        ist[i, _DECODING] -= 1
+                        fst[i, _EXTRA] -= slot_extra[i, nrun]
+                    link[r] = ist[i, _RES_HEAD]  # back to the head of the waiting queue
+                    ist[i, _RES_HEAD] = r
+                    if ist[i, _RES_TAIL] < 0:
+                        ist[i, _RES_TAIL] = r
+                    ist[i, _NRES] += 1
+                    preemptions[r] += 1
+                    preempted = True
+                    ist[i, _CHANGED] = 1
+                    if nrun == j:
+                        break
+                if j >= nrun:  # it preempted itself: nothing more runs this step
+                    break
+                slot[i, j, _S_BLOCKS] += needed
+                ist[i, _FREE_BLOCKS] -= needed
+                ist[i, _USED_BLOCKS] += needed
+                budget -= tokens
+            if tokens != slot[i, j, _S_SCHED]:
+                ist[i, _CHANGED] = 1
+            slot[i, j, _S_SCHED] = tokens
+            if tokens > 0:
+                scheduled_any = True
+                if slot[i, j, _S_DEC] == 0:
+                    prefill_tokens += tokens
+                    if costs_vary:
+                        excess += _chunk_excess_s(
+                            slot[i, j, _S_COMP], tokens, tau, tau_attention, kv_read_prefill
+                        )
+            elif slot[i, j, _S_DEC] == 1:  # the budget ran out before it
+                unscheduled += 1
+                extra_unscheduled += slot_extra[i, j]
+            j += 1
+        ist[i, _NRUN] = nrun
+    admission_waits = False  # a waiting request that KV or the slots keep out: until someone leaves
+    if not preempted:
+        while ist[i, _NRES] > 0 and budget > 0 and ist[i, _NRUN] < slots:
+            r = ist[i, _RES_HEAD]
+            first = admission[r] < 0.0
+            if first and prompts[r] == 0:
+                generated[r] = offset  # an empty prompt: its first sample comes free
+            tokens = prompts[r] + generated[r]  # nothing computed yet (or all of it lost)
+            if 0 < cap < tokens:
+                tokens = cap
+            if tokens > budget:
+                tokens = budget
+            needed = (tokens + block - 1) // block
+            if kv_bounded and needed > ist[i, _FREE_BLOCKS]:
+                admission_waits = True
+                break
+            ist[i, _RES_HEAD] = link[r]
+            if ist[i, _RES_HEAD] < 0:
+                ist[i, _RES_TAIL] = -1
+            ist[i, _NRES] -= 1
+            j = ist[i, _NRUN]
+            ist[i, _NRUN] += 1
+            slot[i, j, _S_REQ] = r
+            slot[i, j, _S_COMP] = 0
+            slot[i, j, _S_GEN] = generated[r]
+            slot[i, j, _S_SCHED] = tokens
+            slot[i, j, _S_BLOCKS] = needed
+            slot[i, j, _S_PROMPT] = prompts[r]
+            slot[i, j, _S_OUT] = outputs[r]
+            slot_extra[i, j] = extra[r]
+            ist[i, _FREE_BLOCKS] -= needed
+            ist[i, _USED_BLOCKS] += needed
+            budget -= tokens
+            ist[i, _CHANGED] = 1
+            scheduled_any = True
+            if first:
+                admission[r] = now
+            if first and prompts[r] == 0:
+                slot[i, j, _S_DEC] = 1  # nothing to prefill: it decodes from its first iteration
+                ist[i, _DECODING] += 1
+                fst[i, _EXTRA] += extra[r]
+            else:
+                slot[i, j, _S_DEC] = 0
+                prefill_tokens += tokens
+                if costs_vary:
+                    excess += _chunk_excess_s(0, tokens, tau, tau_attention, kv_read_prefill)
+    ist[i, _BUDGET_LEFT] = budget
+    ist[i, _PREEMPTED] = 1 if preempted else 0
+    ist[i, _PREFILL_TOKENS] = prefill_tokens
+    ist[i, _UNSCHEDULED] = unscheduled
+    fst[i, _EXCESS] = excess
+    fst[i, _EXTRA_UNSCHEDULED] = extra_unscheduled
+    if not scheduled_any:
+        return False
+    iteration_s = (
+        w + h * (ist[i, _DECODING] - unscheduled) + (fst[i, _EXTRA] - extra_unscheduled)
+        + tau * prefill_tokens + excess
+    )  # fmt: skip
+    if ist[i, _CHANGED] == 1 or (costs_vary and prefill_tokens > 0):
+        fst[i, _SEG_T] = now
+        ist[i, _SEG_B] = boundary
+        fst[i, _ITER_S] = iteration_s
+    ist[i, _CHANGED] = 0
+    ist[i, _CUR_B] = boundary
+    fst[i, _CUR_T] = now
+    # A stride: while only decoding requests run and nothing can join them, the next iterations are
+    # this one again, until the first of them leaves or the KV blocks they add could run short.
+    stride = 1
+    if (
+        max_stride > 1 and prefill_tokens == 0 and unscheduled == 0 and not preempted
+        and (ist[i, _NRES] == 0 or ist[i, _NRUN] == slots or admission_waits)
+    ):  # fmt: skip
+        stride = max_stride
+        for j in range(ist[i, _NRUN]):
+            left = slot[i, j, _S_OUT] + offset - slot[i, j, _S_GEN]
+            if left < stride:
+                stride = left
+        if kv_bounded:  # k more tokens cross at most ⌈k/block⌉ block boundaries per request
+            safe = 1 + block * (ist[i, _FREE_BLOCKS] // ist[i, _NRUN])
+            if safe < stride:
+                stride = safe
+    ist[i, _STRIDE] = stride
+    return True
+
+
+def _iteration_kernel(
     arrivals: np.ndarray,
-    prefill_iterations: np.ndarray,
-    last_chunk: np.ndarray,
-    iterations: np.ndarray,
+    prompts: np.ndarray,
+    outputs: np.ndarray,
     extra: np.ndarray,
+    draws: np.ndarray,
     w: float,
     h: float,
     tau: float,
-    chunk: int,
+    tau_attention: float,
+    kv_read_prefill: float,
+    record_from_s: float,
     slots: int,
     n: int,
     dispatch: int,
+    budget_tokens: int,
+    cap: int,
+    kv_blocks: int,
+    block: int,
+    offset: int,
+    max_stride: int,
     slot_start: np.ndarray,
     admission: np.ndarray,
     first_token: np.ndarray,
     departure: np.ndarray,
+    preemptions: np.ndarray,
+    record: np.ndarray,
+    dispatched: np.ndarray,
 ) -> None:
-    """:class:`PhysicalPool`'s schedule over arrays (see its methods, which this mirrors step by step).
+    """The iteration-level engine: n instances of at most ``slots`` running requests each, their
+    iterations scheduled as vLLM's V1 scheduler does (:func:`_plan_iteration`), requests dispatched by
+    ``dispatch`` (the codes of :data:`DISPATCH_CODES`).
 
-    Heaps hold int64 keys that order as the Python engine's tuples do: a change (boundary, kind, r)
-    is (boundary·3 + kind)·N + r, a first token (boundary, r) is boundary·N + r (N requests; the
-    caller checks these fit in 63 bits). The events form an indexed heap with one live entry per
-    instance, ordered by (time, instance): the Python engine's superseded entries never act, so
-    both pop the live events in the same order.
+    An instance's iteration k runs from boundary k to k + 1 and costs
+    W + H·d + Σ_decoding extra + τ·p + Σ_chunks excess (d decoding requests scheduled, p prompt
+    tokens, each chunk's excess :func:`_chunk_excess_s`). While nothing changes in what an instance
+    schedules, its boundaries fall at T + (k − K)·t (a segment: time T at boundary K), so boundary
+    times do not drift with the number of iterations. Events (boundaries, arrivals) are taken in
+    time order, a boundary before an arrival at the same time and instances by index; an arrival at
+    the very instant an iteration starts on its instance joins that iteration.
+
+    A request gets a slot of its instance when it arrives there with fewer than ``slots`` requests
+    holding one (``slot_start``), else waits in that instance's FIFO (under ``pooled``, one FIFO for
+    the pool, and the slot is the free one whose next iteration starts first); it is first
+    scheduled (``admission``) at a boundary, has its first token at the end of the iteration that
+    samples its (1 + ``offset``)-th token and leaves at the end of the one that samples its
+    (outputs + ``offset``)-th.
     """
     count = arrivals.shape[0]
-    kinds = 3 * count
-    seg_time = np.zeros(n)
-    seg_boundary = np.zeros(n, np.int64)
-    iter_s = np.full(n, w)
-    active = np.zeros(n, np.int64)
-    committed = np.zeros(n, np.int64)
-    load = np.zeros(n, np.int64)
-    decoding = np.zeros(n, np.int64)
-    extra_decode = np.zeros(n)
-    prefill_tokens = np.zeros(n, np.int64)
-    changes = np.empty((n, 3 * slots + 1), np.int64)
-    change_sizes = np.zeros(n, np.int64)
-    tokens = np.empty((n, slots + 1), np.int64)
-    token_sizes = np.zeros(n, np.int64)
-    reserved = np.empty((n, slots + 1), np.int64)
-    reserved_sizes = np.zeros(n, np.int64)
-    scheduled = np.full(n, -1, np.int64)
+    pooled = dispatch == _POOLED
+    kv_bounded = kv_blocks > 0
+    budget = budget_tokens if budget_tokens > 0 else _UNBOUNDED
+    ist = np.zeros((n, _NI), np.int64)
+    fst = np.zeros((n, _NF))
+    slot = np.zeros((n, slots, _NS), np.int64)  # the running requests, in running order
+    slot_extra = np.zeros((n, slots))
+    generated = np.zeros(count, np.int64)  # tokens sampled, for a request not running
+    q_head = np.full(n, -1, np.int64)  # FIFOs of the requests without a slot, per instance
+    q_tail = np.full(n, -1, np.int64)
+    pool_queue = np.empty(count, np.int64)  # pooled: one FIFO for the pool
+    link = np.full(count, -1, np.int64)
     events = np.empty(n, np.int64)
     where = np.full(n, -1, np.int64)
     when = np.zeros(n)
-    queue = np.empty(count, np.int64)  # pooled: one FIFO; otherwise linked lists per instance
-    queue_next = np.full(count, -1, np.int64)
-    queue_head = np.full(n, -1, np.int64)
-    queue_tail = np.full(n, -1, np.int64)
     idle = np.arange(n, dtype=np.int64)  # sorted: a heap
-    counters = np.zeros(5, np.int64)
+    counters = np.zeros(6, np.int64)
     counters[_FREE] = n * slots
     counters[_IDLE_SIZE] = n
-    pooled = dispatch == _POOLED
+    for i in range(n):
+        ist[i, _RES_HEAD] = -1
+        ist[i, _RES_TAIL] = -1
+        ist[i, _WHERE] = -1
+        ist[i, _FREE_BLOCKS] = kv_blocks if kv_bounded else _UNBOUNDED
+        fst[i, _ITER_S] = w
+        fst[i, _CUR_T] = -1.0
+    for r in range(count):
+        admission[r] = -1.0
+    used = np.zeros(n, np.int64)
     next_arrival = 0
     while next_arrival < count or counters[_EVENTS] > 0:
-        # the next thing to happen: an instance's iteration boundary, or an arrival
-        boundary_instance = -1
-        boundary = 0
-        now = 0.0
         if counters[_EVENTS] > 0 and (next_arrival >= count or when[events[0]] <= arrivals[next_arrival]):
-            boundary_instance = events[0]
-            now = when[boundary_instance]
-            _event_remove(events, where, when, counters, boundary_instance)
-            boundary = scheduled[boundary_instance]
+            # instance ``i`` reaches the end of its iteration
+            i = events[0]
+            now = when[i]
+            _event_remove(events, where, when, counters, i)
+            boundary = ist[i, _EVENT_B]
+            freed = _complete_iteration(
+                i, now, boundary - ist[i, _CUR_B], offset, ist, fst, slot, slot_extra, counters, first_token,
+                departure, record,
+                record_from_s,
+            )  # fmt: skip
+            if freed > 0:
+                while ist[i, _COMMITTED] < slots:  # the freed slots go to the requests queued for one
+                    if pooled:
+                        if counters[_POOL_LEN] == 0:
+                            break
+                        r = pool_queue[counters[_POOL_HEAD]]
+                        counters[_POOL_HEAD] += 1
+                        counters[_POOL_LEN] -= 1
+                        ist[i, _LOAD] += 1
+                    else:
+                        if ist[i, _NQ] == 0:
+                            break
+                        r = _list_pop(q_head, q_tail, link, i)
+                        ist[i, _NQ] -= 1
+                    slot_start[r] = now
+                    if pooled:
+                        dispatched[r, 0], dispatched[r, 1] = i, ist[i, _LOAD] - 1
+                        dispatched[r, 2] = ist[i, _BACKLOG]
+                        dispatched[r, 3] = _least_backlog(ist, n)
+                        ist[i, _TOKENS] += prompts[r]
+                        ist[i, _BACKLOG] += prompts[r]
+                    _list_append(ist[:, _RES_HEAD], ist[:, _RES_TAIL], link, i, r)
+                    ist[i, _NRES] += 1
+                    ist[i, _COMMITTED] += 1
+                    counters[_FREE] -= 1
         else:
             r = next_arrival
             now = arrivals[r]
             next_arrival += 1
-            target = -1
             if pooled:
                 if counters[_FREE] == 0:
-                    queue[counters[_QUEUE_TAIL]] = r
-                    counters[_QUEUE_TAIL] += 1
+                    pool_queue[counters[_POOL_TAIL]] = r
+                    counters[_POOL_TAIL] += 1
+                    counters[_POOL_LEN] += 1
                     continue
-                while counters[_IDLE_SIZE] > 0 and committed[idle[0]] != 0:
+                while counters[_IDLE_SIZE] > 0 and ist[idle[0], _COMMITTED] != 0:
                     _pop_idle(idle, counters)
                 if counters[_IDLE_SIZE] > 0:
-                    target = _pop_idle(idle, counters)
+                    i = _pop_idle(idle, counters)
                 else:
-                    target = _soonest_free_instance(n, slots, committed, active, seg_time, iter_s, now)
+                    i = _soonest_free_instance(n, slots, ist, fst, now)
+                dispatched[r, 0], dispatched[r, 1], dispatched[r, 2] = i, ist[i, _LOAD], ist[i, _BACKLOG]
+                dispatched[r, 3] = _least_backlog(ist, n)
+                ist[i, _LOAD] += 1
+                ist[i, _TOKENS] += prompts[r]
+                ist[i, _BACKLOG] += prompts[r]
             else:
                 if dispatch == _ROUND_ROBIN:
-                    target = r % n
-                else:
-                    target = 0
+                    i = r % n
+                elif dispatch == _LEAST_LOADED:
+                    i = 0
                     for j in range(1, n):
-                        if load[j] < load[target]:
-                            target = j
-                load[target] += 1
-                if committed[target] >= slots:
-                    if queue_tail[target] < 0:
-                        queue_head[target] = r
-                    else:
-                        queue_next[queue_tail[target]] = r
-                    queue_tail[target] = r
+                        if ist[j, _LOAD] < ist[i, _LOAD]:
+                            i = j
+                elif dispatch == _LEAST_KV:
+                    for j in range(n):
+                        used[j] = ist[j, _USED_BLOCKS]
+                    i = _least_by(used, n, draws[r])
+                elif dispatch == _LEAST_WAITING:
+                    for j in range(n):
+                        used[j] = ist[j, _NRES] + ist[j, _NQ]
+                    i = _least_by(used, n, draws[r])
+                elif dispatch == _LEAST_TOKENS:
+                    for j in range(n):
+                        used[j] = ist[j, _TOKENS]
+                    i = _least_by(used, n, draws[r])
+                else:
+                    i = min(int(draws[r] * n), n - 1)
+                dispatched[r, 0], dispatched[r, 1], dispatched[r, 2] = i, ist[i, _LOAD], ist[i, _BACKLOG]
+                dispatched[r, 3] = _least_backlog(ist, n)
+                ist[i, _LOAD] += 1
+                ist[i, _SENT] += 1
+                ist[i, _TOKENS] += prompts[r]
+                ist[i, _BACKLOG] += prompts[r]
+                if ist[i, _COMMITTED] >= slots:
+                    _list_append(q_head, q_tail, link, i, r)
+                    ist[i, _NQ] += 1
                     continue
-            # reserve a slot of ``target`` for r; admitted at its next boundary
-            i = target
-            if pooled:
-                load[i] += 1
             counters[_FREE] -= 1
             slot_start[r] = now
-            committed[i] += 1
-            reserved[i, reserved_sizes[i]] = r
-            reserved_sizes[i] += 1
-            if active[i] == 0:
-                seg_time[i] = now
-                boundary_instance = i
-                boundary = seg_boundary[i]
-            else:
-                next_boundary = seg_boundary[i] + _steps_to_boundary(seg_time[i], iter_s[i], now)
-                if next_boundary == seg_boundary[i]:
-                    boundary_instance = i
-                    boundary = next_boundary
-                elif next_boundary < scheduled[i]:
-                    _schedule_event(
-                        events, where, when, counters, scheduled, seg_time, seg_boundary, iter_s, i,
-                        next_boundary,
-                    )  # fmt: skip
-            if boundary_instance < 0:
+            ist[i, _COMMITTED] += 1
+            _list_append(ist[:, _RES_HEAD], ist[:, _RES_TAIL], link, i, r)
+            ist[i, _NRES] += 1
+            if ist[i, _BUSY] == 1 and fst[i, _CUR_T] != now:
+                if ist[i, _EVENT_B] > ist[i, _CUR_B] + 1:  # in a stride: cut it at the next boundary
+                    step = _steps_to_boundary(fst[i, _SEG_T], fst[i, _ITER_S], now)
+                    wake = ist[i, _SEG_B] + step
+                    if wake < ist[i, _EVENT_B]:
+                        ist[i, _EVENT_B] = wake
+                        _event_set(events, where, when, counters, i, fst[i, _SEG_T] + step * fst[i, _ITER_S])
+                continue  # scheduled at the instance's next boundary
+            boundary = ist[i, _CUR_B]
+            if ist[i, _BUSY] == 1:  # joins the iteration starting now
+                _plan_iteration(
+                    i, now, boundary, True, prompts, outputs, extra, generated, admission, preemptions, w, h,
+                    tau, tau_attention, kv_read_prefill, slots, budget, cap, kv_bounded, block, offset,
+                    max_stride, ist, fst, slot, slot_extra, link,
+                )  # fmt: skip
+                ist[i, _EVENT_B] = boundary + ist[i, _STRIDE]
+                _event_set(
+                    events, where, when, counters, i,
+                    fst[i, _SEG_T] + (ist[i, _EVENT_B] - ist[i, _SEG_B]) * fst[i, _ITER_S],
+                )  # fmt: skip
                 continue
-        # instance ``i`` reaches iteration boundary ``boundary`` at ``now``
-        i = boundary_instance
-        start_time, start_boundary, step = seg_time[i], seg_boundary[i], iter_s[i]
-        while token_sizes[i] > 0 and tokens[i, 0] // count <= boundary:
-            key = _row_pop(tokens, token_sizes, i)
-            first_token[key % count] = start_time + (key // count - start_boundary) * step
-        busy_decoding, busy_prefill, busy_extra = decoding[i], prefill_tokens[i], extra_decode[i]
-        freed = 0
-        while change_sizes[i] > 0 and changes[i, 0] // kinds <= boundary:
-            key = _row_pop(changes, change_sizes, i)
-            r = key % count
-            kind = (key // count) % 3
-            if kind == 2:  # departure
-                departure[r] = now
-                busy_decoding -= 1
-                busy_extra -= extra[r]
-                freed += 1
-            elif kind == 1:  # end of prefill
-                busy_prefill -= last_chunk[r]
-                busy_decoding += 1
-                busy_extra += extra[r]
-            else:  # the last, shorter chunk
-                busy_prefill += last_chunk[r] - chunk
-        now_active = active[i] - freed
-        now_committed = committed[i] - freed
-        load[i] -= freed
-        counters[_FREE] += freed
-        while now_committed < slots:
-            if pooled:
-                if counters[_QUEUE_HEAD] == counters[_QUEUE_TAIL]:
-                    break
-                r = queue[counters[_QUEUE_HEAD]]
-                counters[_QUEUE_HEAD] += 1
-                load[i] += 1
-            else:
-                r = queue_head[i]
-                if r < 0:
-                    break
-                queue_head[i] = queue_next[r]
-                if queue_head[i] < 0:
-                    queue_tail[i] = -1
-            slot_start[r] = now
-            reserved[i, reserved_sizes[i]] = r
-            reserved_sizes[i] += 1
-            now_committed += 1
-            counters[_FREE] -= 1
-        for k in range(reserved_sizes[i]):
-            r = reserved[i, k]
-            admission[r] = now
-            p = prefill_iterations[r]
-            _row_push(changes, change_sizes, i, ((boundary + iterations[r]) * 3 + 2) * count + r)
-            _row_push(tokens, token_sizes, i, (boundary + p + 1) * count + r)
-            if p == 0:
-                busy_decoding += 1
-                busy_extra += extra[r]
-                continue
-            busy_prefill += chunk if p > 1 else last_chunk[r]
-            _row_push(changes, change_sizes, i, ((boundary + p) * 3 + 1) * count + r)
-            if p > 1 and last_chunk[r] != chunk:
-                _row_push(changes, change_sizes, i, ((boundary + p - 1) * 3) * count + r)
-        now_active += reserved_sizes[i]
-        reserved_sizes[i] = 0
-        decoding[i], prefill_tokens[i], extra_decode[i] = busy_decoding, busy_prefill, busy_extra
-        active[i] = now_active
-        committed[i] = now_committed
-        seg_time[i] = now
-        seg_boundary[i] = boundary
-        iter_s[i] = w + h * busy_decoding + busy_extra + tau * busy_prefill
-        if now_active > 0:
-            _schedule_event(
-                events, where, when, counters, scheduled, seg_time, seg_boundary, iter_s, i,
-                changes[i, 0] // kinds,
+            fst[i, _SEG_T] = now  # an idle instance starts at once
+        # instance ``i`` plans the iteration starting at ``boundary`` (``now``)
+        while not _plan_iteration(
+            i, now, boundary, False, prompts, outputs, extra, generated, admission, preemptions, w, h, tau,
+            tau_attention, kv_read_prefill, slots, budget, cap, kv_bounded, block, offset, max_stride, ist,
+            fst, slot, slot_extra, link,
+        ):  # fmt: skip
+            if ist[i, _PREEMPTED] == 0:
+                break  # nothing to run (a preempting step schedules nothing; the next one goes on)
+        if ist[i, _NRUN] > 0:
+            ist[i, _BUSY] = 1
+            ist[i, _EVENT_B] = boundary + ist[i, _STRIDE]
+            _event_set(
+                events, where, when, counters, i,
+                fst[i, _SEG_T] + (ist[i, _EVENT_B] - ist[i, _SEG_B]) * fst[i, _ITER_S],
             )  # fmt: skip
         else:
+            ist[i, _BUSY] = 0
+            ist[i, _CHANGED] = 0
+            fst[i, _CUR_T] = -1.0
             _event_remove(events, where, when, counters, i)
-            scheduled[i] = -1
             idle = _push_idle(idle, counters, i)
 
 
 _KERNEL_HELPERS = (
-    _sift_down, _sift_up, _sift_down_pair, _sift_up_pair, _grown, _steps_to_boundary, _soonest_free_instance,
-    _row_push, _row_pop, _event_before, _event_sift, _event_remove, _schedule_event, _push_idle, _pop_idle,
+    _sift_down, _sift_up, _sift_down_pair, _sift_up_pair, _grown, _soonest_free_instance, _least_by,
+    _least_backlog, _steps_to_boundary,
+    _list_append, _list_pop, _event_before, _event_sift, _event_remove, _event_set, _push_idle, _pop_idle,
+    _chunk_excess_s, _complete_iteration, _plan_iteration,
 )  # fmt: skip

@@ -16,16 +16,19 @@ Service models, with I = ⌈L_in / chunk⌉ + L_out iterations and P = ⌈L_in /
   S = I·t; TTFT = wait + P·t + t; TPOT = t.
 * ``fleet-sim`` (the reference implementation, FACTS §1): t_L = W + H·(L / L_cal)·s;
   S = I·t_L; TTFT = wait + P·(W + H·L / L_cal) (prefill at one active sequence); TPOT = t_L.
-* ``physical``: per instance, an iteration lasts W + H·n_active with n_active the sequences in
-  flight; a request is admitted at the instance's next iteration boundary, prefills one chunk
-  per iteration, decodes one token per iteration, and frees its slot at the end of its I-th
-  iteration. Its first token is out at the end of its (P+1)-th iteration. TPOT is the mean
-  iteration time over the request's residence, (departure − admission) / I.
+* ``physical``: iteration by iteration, each instance scheduling as vLLM's V1 scheduler does
+  (``scheduler="vllm"``: one token budget per iteration shared by the running requests and then
+  the waiting ones, KV blocks allocated as tokens are computed, the newest request preempted when
+  they run out, the first token with the last prompt chunk; an iteration costs W + H·decoding +
+  τ·prompt tokens + each chunk's attention), or as the engine before it did (``"slots"``): see
+  :func:`iteration_settings` and :mod:`fleetopt.core.engines`. TPOT is vLLM's, (departure − first
+  token)/(L_out − 1) (``slots``: the mean iteration over the residence, (departure − admission)/I).
 
-Dispatch: ``pooled`` (one FCFS queue per pool, any free slot: the M/G/c assumption),
-``round-robin`` (request k of a pool goes to instance k mod n) or ``least-loaded`` (the
-instance with the fewest requests in service or queued; ties to the lowest index); the last two
-give every instance its own FCFS queue of s slots.
+Dispatch (:data:`DISPATCH_POLICIES`): ``pooled`` (one FCFS queue per pool, any free slot: the
+M/G/c assumption), ``round-robin`` (request k of a pool goes to instance k mod n),
+``least-loaded`` (the instance with the fewest requests in service or queued; ties to the
+lowest index) and, with ``physical``, ``least-waiting``, ``least-kv``, ``least-tokens`` and
+``random``; all but ``pooled`` give every instance its own FCFS queue.
 
 Measurement: the first ``warmup_fraction`` of the fleet's arrivals are discarded; statistics
 are over the remaining requests of each pool, and utilization is the busy slot-time clipped to
@@ -42,7 +45,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from fleetopt.core.arrivals import ArrivalSpec
-from fleetopt.core.engines import PhysicalPool, dispatch_known_service
+from fleetopt.core.engines import (
+    IterationRun,
+    IterationSettings,
+    dispatch_known_service,
+    run_iteration_engine,
+)
 from fleetopt.core.engines import fcfs_start_times as fcfs_start_times  # re-exported
 from fleetopt.core.routing import Routing
 from fleetopt.core.service import SERVICE_MODELS as PLANNER_SERVICE_MODELS
@@ -58,7 +66,26 @@ SERVICE_MODELS = (
     *(name for name in PLANNER_SERVICE_MODELS if get_service_model(name).simulation_model == name),
     PHYSICAL,
 )
-DISPATCH_POLICIES = ("pooled", "round-robin", "least-loaded")
+#: How a pool's requests reach its instances. ``pooled``: one FCFS queue, any free slot (the M/G/c
+#: assumption); ``round-robin``: request k to instance k mod n (vLLM production-stack's default
+#: ``roundrobin``); ``least-loaded``: the fewest outstanding requests, running and waiting, lowest
+#: index on ties (llm-d's ``active-request-scorer``, a least-request balancer); ``least-kv``: the
+#: lowest KV-cache usage (llm-d's ``kv-cache-utilization-scorer``); ``least-waiting``: the fewest
+#: waiting requests (llm-d's ``queue-scorer``); ``random``: uniformly at random (a hash or random
+#: balancer); ``least-tokens``: the fewest prompt tokens of outstanding requests (llm-d's
+#: ``token-load-scorer``). The last four break ties at random, as llm-d's max-score picker does, and
+#: need the ``physical`` engine (the KV and the waiting queue are its state). Sources:
+#: docs/validation.md.
+DISPATCH_POLICIES = (
+    "pooled", "round-robin", "least-loaded", "least-kv", "least-waiting", "random", "least-tokens",
+)  # fmt: skip
+#: The policies the request-level models (lockstep, fleet-sim) also run.
+REQUEST_LEVEL_DISPATCH = ("pooled", "round-robin", "least-loaded")
+#: How the ``physical`` engine schedules one instance's iterations (:func:`iteration_settings`):
+#: ``vllm``, vLLM's V1 scheduler; ``slots``, the engine before it (each request its own chunk, a
+#: KV slot reserved per request, FleetOpt's first-token convention), kept as its parameters.
+SCHEDULERS = ("vllm", "slots")
+DEFAULT_SCHEDULER = "vllm"
 DEFAULT_SEEDS = (1, 2, 3)
 #: Requests per seed the simulator accepts: it keeps ~10 arrays of 8 bytes per request and, for
 #: ``physical``, Python lists per request (~100 bytes each), so 10⁷ is about 1 GB.
@@ -94,7 +121,14 @@ class SimulatedPool:
         ttft_overhead_s: T0, added to every first token by the ``physical`` engine, seconds.
         kv_read_s_per_token: the KV-read floor of the ``physical`` engine: a decoding sequence of L
             tokens costs max(H, this × L) per iteration (the engine model's floor,
-            :func:`fleetopt.core.service.iteration_costs`), seconds per token; 0 = H always.
+            :func:`fleetopt.core.service.iteration_costs`), seconds per token; 0 = H always. The
+            ``vllm`` scheduler also floors a prompt chunk at this × the tokens it reads and writes.
+        kv_capacity_tokens: KV cache of one instance, tokens (the ``vllm`` scheduler allocates it in
+            blocks as tokens are computed and preempts when it runs out); None = never runs out.
+        kv_block_tokens: KV block size, tokens (vLLM's ``block_size``).
+        attention_s_per_token_pair: what a prompt token's attention costs per token before it in the
+            context, seconds (the ``vllm`` scheduler: a chunk of c tokens at context x costs
+            τ·c + this × (c·x + c(c + 1)/2)); 0 = prompt tokens cost τ whatever the context.
     """
 
     name: str
@@ -109,6 +143,9 @@ class SimulatedPool:
     physical_iteration_base_s: float | None = None
     ttft_overhead_s: float = 0.0
     kv_read_s_per_token: float = 0.0
+    kv_capacity_tokens: int | None = None
+    kv_block_tokens: int = 16
+    attention_s_per_token_pair: float = 0.0
 
     @property
     def servers(self) -> int:
@@ -155,6 +192,7 @@ class PoolSeedStats:
     longest_sojourn_s: float
     ttft_p99_low_s: float = math.nan
     ttft_p99_high_s: float = math.nan
+    preempted_fraction: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -183,6 +221,7 @@ class PoolSummary:
     longest_sojourn_s: Estimate
     ttft_p99_low_s: Estimate | None = None
     ttft_p99_high_s: Estimate | None = None
+    preempted_fraction: Estimate | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -191,7 +230,8 @@ class RequestTrace:
 
     ``slot_start_s`` is when the request got a slot (lockstep/fleet-sim: service start;
     physical: when a slot was reserved, admission following at the next iteration boundary).
-    ``measured`` flags the requests past the warm-up.
+    ``measured`` flags the requests past the warm-up; ``preemptions`` counts how often each was
+    preempted (the ``physical`` engine's ``vllm`` scheduler; zeros otherwise).
     """
 
     pool_name: str
@@ -203,6 +243,7 @@ class RequestTrace:
     departure_s: np.ndarray
     iterations: np.ndarray
     measured: np.ndarray
+    preemptions: np.ndarray | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -236,6 +277,7 @@ class SimulationResult:
     traces: tuple[RequestTrace, ...] = ()
     requests_per_seed: tuple[int, ...] = ()
     arrival_process: str = "poisson"
+    scheduler: str = DEFAULT_SCHEDULER
 
 
 # --------------------------------------------------------------------------------------------
@@ -254,11 +296,19 @@ def _validate(
     warmup_fraction: float,
     seeds: Sequence[int],
     arrival_times_s: np.ndarray | None,
+    scheduler: str = DEFAULT_SCHEDULER,
 ) -> None:
     if service_model not in SERVICE_MODELS:
         raise ValidationError(f"service model: {service_model!r} is not one of {', '.join(SERVICE_MODELS)}")
     if dispatch not in DISPATCH_POLICIES:
         raise ValidationError(f"dispatch: {dispatch!r} is not one of {', '.join(DISPATCH_POLICIES)}")
+    if service_model != PHYSICAL and dispatch not in REQUEST_LEVEL_DISPATCH:
+        raise ValidationError(
+            f"dispatch: {dispatch!r} reads the engine's KV cache or waiting queue, which only the {PHYSICAL} "
+            f"service model has; {service_model} takes {', '.join(REQUEST_LEVEL_DISPATCH)}"
+        )
+    if scheduler not in SCHEDULERS:
+        raise ValidationError(f"scheduler: {scheduler!r} is not one of {', '.join(SCHEDULERS)}")
     if arrival_times_s is None and arrival_rate_per_s is None:
         raise ValidationError("arrival rate: needed unless arrival times are replayed")
     if arrival_rate_per_s is not None and not (arrival_rate_per_s > 0 and math.isfinite(arrival_rate_per_s)):
@@ -314,6 +364,19 @@ def _validate(
             raise ValidationError(f"pool {pool.name!r}: W + H must be > 0 (service times would be 0)")
         if pool.prefill_chunk_tokens < 1 or pool.calibration_context_tokens < 1:
             raise ValidationError(f"pool {pool.name!r}: chunk and calibration context must be ≥ 1 token")
+        if pool.kv_block_tokens < 1:
+            raise ValidationError(f"pool {pool.name!r}: KV block {pool.kv_block_tokens} must be ≥ 1 token")
+        if (
+            service_model == PHYSICAL
+            and scheduler == "vllm"
+            and pool.kv_capacity_tokens is not None
+            and pool.kv_capacity_tokens // pool.kv_block_tokens * pool.kv_block_tokens < pool.context_tokens
+        ):
+            raise ValidationError(
+                f"pool {pool.name!r}: its KV cache ({pool.kv_capacity_tokens} tokens in blocks of "
+                f"{pool.kv_block_tokens}) cannot hold one request of its context ({pool.context_tokens} "
+                "tokens); vLLM would preempt it forever"
+            )
     if workload.max_total_tokens > pools[-1].context_tokens:
         raise ValidationError(
             f"workload {workload.name!r}: its longest request ({workload.max_total_tokens} tokens) "
@@ -360,6 +423,7 @@ def simulate_pool_alone(
     seeds: Sequence[int],
     warmup_s: float = 0.0,
     max_requests: int | None = None,
+    scheduler: str = DEFAULT_SCHEDULER,
 ) -> SimulationResult:
     """One pool on its own Poisson stream (``workload``: its routed atoms,
     :func:`routed_pool_workload`): a warm-up of at least 30 s, ten mean residences (a pool's
@@ -376,7 +440,7 @@ def simulate_pool_alone(
     return simulate_fleet(
         workload, [pool], Routing.homogeneous(), arrival_rate_per_s=arrival_rate_per_s,
         service_model=service_model, dispatch=dispatch, requests=warmup + measured,
-        warmup_fraction=warmup / (warmup + measured), seeds=seeds,
+        warmup_fraction=warmup / (warmup + measured), seeds=seeds, scheduler=scheduler,
     )  # fmt: skip
 
 
@@ -482,14 +546,27 @@ def _pool_stats(
         wait_mean_s=float(wait.mean()),
         wait_p99_s=float(np.percentile(wait, 99)),
         wait_probability=float((wait > 0).mean()),
-        tpot_mean_s=float(tpot.mean()),
-        tpot_p99_s=float(np.percentile(tpot, 99)),
+        tpot_mean_s=_nan_aware(tpot, np.mean, np.nanmean),
+        tpot_p99_s=_nan_aware(tpot, lambda v: np.percentile(v, 99), lambda v: np.nanpercentile(v, 99)),
         service_mean_s=float(holding.mean()),
         work_utilization=float(holding.sum() / capacity) if capacity > 0 else nan,
         longest_sojourn_s=longest,
         ttft_p99_low_s=low,
         ttft_p99_high_s=high,
+        preempted_fraction=(
+            0.0 if trace.preemptions is None else float((trace.preemptions[measured] > 0).mean())
+        ),
     )
+
+
+def _nan_aware(
+    values: np.ndarray, plain: Callable[[np.ndarray], float], nan: Callable[[np.ndarray], float]
+) -> float:
+    """``plain(values)``, or ``nan(values)`` when some are NaN (a TPOT of one output token); NaN when
+    all are."""
+    if not np.isnan(values).any():
+        return float(plain(values))
+    return float(nan(values)) if not np.isnan(values).all() else math.nan
 
 
 def quantile_interval(values: np.ndarray, quantile: float, confidence: float = 0.95) -> tuple[float, float]:
@@ -511,6 +588,78 @@ def quantile_interval(values: np.ndarray, quantile: float, confidence: float = 0
     return low, high
 
 
+def attention_s_per_token_pair(
+    per_prefill_token_s: float, parameters_active: float | None, flops_per_token_pair: float | None
+) -> float:
+    """τ_a = τ·F_pair / (2·N_active), seconds per (prompt token, context token) pair: a prompt token's
+    attention at the rate its dense compute runs (τ buys 2·N_active FLOPs; Kaplan et al. 2020, §2.1),
+    F_pair the attention FLOPs per pair (``ModelProfile.attention_flops_per_token_pair`` in
+    :mod:`fleetopt.io.profiles`). τ is at least the FLOP floor
+    (:func:`fleetopt.core.service.iteration_costs`), so the attention never runs faster than the
+    GPU's peak either. 0 without the model's attention geometry or parameters."""
+    if not flops_per_token_pair or not parameters_active:
+        return 0.0
+    return per_prefill_token_s * flops_per_token_pair / (2.0 * parameters_active)
+
+
+def iteration_settings(pool: SimulatedPool, scheduler: str = DEFAULT_SCHEDULER) -> IterationSettings:
+    """How the ``physical`` engine schedules ``pool``'s iterations under ``scheduler``.
+
+    ``vllm``: vLLM's V1 scheduler (vllm/v1/core/sched/scheduler.py at vLLM commit 00024d3;
+    docs/validation.md): one budget of ``prefill_chunk_tokens`` tokens per iteration
+    (``max_num_batched_tokens``) shared by the running requests in order and then the waiting
+    ones, no per-request cap (``long_prefill_token_threshold`` 0, its default), at most
+    ``slots_per_instance`` running (``max_num_seqs``), KV blocks of ``kv_block_tokens`` allocated
+    as tokens are computed out of ``kv_capacity_tokens``, preemption of the newest running request
+    when they run out, the first token with the last prompt chunk, and prompt chunks that cost their
+    attention over the context already cached, floored at the KV they read.
+
+    ``slots``: the engine as it was before (every prefilling request its own chunk of
+    ``prefill_chunk_tokens`` per iteration and no shared budget, a KV slot reserved per request so the
+    cache never runs out, the first token one iteration after the prompt — FleetOpt Eq. 7's
+    wait + P·t + t — and prompt tokens at τ whatever the context)."""
+    if scheduler == "slots":
+        return IterationSettings(
+            token_budget=None, prefill_cap_tokens=pool.prefill_chunk_tokens, kv_blocks=None,
+            kv_block_tokens=pool.kv_block_tokens, first_token_offset=1,
+        )  # fmt: skip
+    blocks = None if pool.kv_capacity_tokens is None else pool.kv_capacity_tokens // pool.kv_block_tokens
+    return IterationSettings(
+        token_budget=pool.prefill_chunk_tokens, prefill_cap_tokens=None, kv_blocks=blocks,
+        kv_block_tokens=pool.kv_block_tokens, first_token_offset=0,
+        attention_s_per_token_pair=pool.attention_s_per_token_pair,
+        prefill_kv_read_s_per_token=pool.kv_read_s_per_token,
+    )  # fmt: skip
+
+
+def run_pool_engine(
+    pool: SimulatedPool,
+    arrival_s: np.ndarray,
+    inputs: np.ndarray,
+    outputs: np.ndarray,
+    dispatch: str,
+    scheduler: str = DEFAULT_SCHEDULER,
+    draws: np.ndarray | None = None,
+    record_from_s: float = -1.0,
+) -> IterationRun:
+    """One pool's request stream through the ``physical`` engine (:func:`run_iteration_engine`):
+    prompts of ``inputs`` tokens (vLLM needs one to sample from: an empty prompt is its BOS token
+    alone), ``outputs`` ≥ 1, the decode KV-read excess of each request at its total length,
+    ``draws`` for the dispatch ties (zeros when None) and the iteration record from ``record_from_s``."""
+    settings = iteration_settings(pool, scheduler)
+    prompts = inputs if settings.first_token_offset else np.maximum(inputs, 1)
+    totals = prompts + outputs
+    h = pool.iteration_per_slot_s
+    w = pool.iteration_base_s if pool.physical_iteration_base_s is None else pool.physical_iteration_base_s
+    return run_iteration_engine(
+        arrival_s, prompts, outputs, np.maximum(0.0, pool.kv_read_s_per_token * totals - h),
+        np.zeros(arrival_s.size) if draws is None else draws,
+        instances=pool.instances, slots=pool.slots_per_instance,
+        base_s=w, per_decode_s=h, per_prefill_token_s=pool.prefill_per_token_s, settings=settings,
+        dispatch=dispatch, record_from_s=record_from_s,
+    )  # fmt: skip
+
+
 def _simulate_pool(
     pool: SimulatedPool,
     seed: int,
@@ -522,28 +671,27 @@ def _simulate_pool(
     service_model: str,
     dispatch: str,
     progress: Callable[[int], None] | None,
+    scheduler: str = DEFAULT_SCHEDULER,
+    draws: np.ndarray | None = None,
 ) -> tuple[RequestTrace, np.ndarray]:
     """Simulate one pool's request stream; returns the trace and each request's TPOT."""
     w, h, s = pool.iteration_base_s, pool.iteration_per_slot_s, pool.slots_per_instance
     prefill = -(-inputs // pool.prefill_chunk_tokens)
     iterations = prefill + outputs
     if service_model == PHYSICAL:
-        engine = PhysicalPool(pool, arrival_s, inputs, prefill, iterations, dispatch, progress)
-        engine.run()
-        admission = np.asarray(engine.admission)
-        departure = np.asarray(engine.departure)
+        settings = iteration_settings(pool, scheduler)
+        run = run_pool_engine(pool, arrival_s, inputs, outputs, dispatch, scheduler, draws)
+        if progress is not None:
+            progress(arrival_s.size)
         trace = RequestTrace(
-            pool.name,
-            seed,
-            arrival_s,
-            np.asarray(engine.slot_start),
-            admission,
-            np.asarray(engine.first_token) + pool.ttft_overhead_s,
-            departure,
-            iterations,
-            measured,
-        )
-        tpot = (departure - admission) / iterations if arrival_s.size else np.empty(0)
+            pool.name, seed, arrival_s, run.slot_start_s, run.admission_s,
+            run.first_token_s + pool.ttft_overhead_s, run.departure_s, iterations, measured, run.preemptions,
+        )  # fmt: skip
+        if settings.first_token_offset:  # the mean iteration over the request's residence
+            tpot = (run.departure_s - run.admission_s) / iterations if arrival_s.size else np.empty(0)
+        else:  # vLLM's: the time between output tokens after the first (none with one output token)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                tpot = np.where(outputs > 1, (run.departure_s - run.first_token_s) / (outputs - 1), np.nan)
         return trace, tpot
     tpot, first_token_delay = get_service_model(service_model).request_times(
         w, h, pool.calibration_context_tokens, s, prefill, totals
@@ -587,6 +735,7 @@ def simulate_fleet(
     progress: ProgressCallback | None = None,
     arrivals: ArrivalSpec | None = None,
     gateway: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None,
+    scheduler: str = DEFAULT_SCHEDULER,
 ) -> SimulationResult:
     """Simulate ``requests`` fleet arrivals per seed through the routed pools.
 
@@ -620,6 +769,7 @@ def simulate_fleet(
         warmup_fraction,
         seeds,
         arrival_times_s,
+        scheduler,
     )
     if arrival_times_s is not None and np.asarray(arrival_times_s).size < 2:
         raise ValidationError("arrival times: a replay needs at least 2 times")
@@ -672,6 +822,8 @@ def simulate_fleet(
             pool_index, inputs, total = routing.route(total, inputs, outputs, coin)
         else:  # a gateway's routing (fleetopt.core.gateway_sim); pool −1: served by none
             pool_index, inputs, total = gateway(rng, arrival, inputs, outputs, coin)
+        # the physical engine's dispatch draws, from a stream of their own (the others stay as they were)
+        draws = np.random.default_rng([seed, 30]).random(count) if service_model == PHYSICAL else None
         measured_all = np.arange(count) >= warmup
         window = (float(arrival[warmup]), float(arrival[-1]))
         windows.append(window[1] - window[0])
@@ -699,6 +851,8 @@ def simulate_fleet(
                 service_model,
                 dispatch,
                 advance,
+                scheduler,
+                None if draws is None else draws[mine],
             )
             per_seed.append(_pool_stats(pool, seed, trace, tpot, count - warmup, window))
             if keep_requests:
@@ -734,4 +888,5 @@ def simulate_fleet(
             if arrivals is not None
             else ("replay" if arrival_times_s is not None else "poisson")
         ),
+        scheduler=scheduler,
     )

@@ -60,6 +60,15 @@ class ModelProfile:
     huggingface_id: str | None = None
     attention_heads: int | None = None
 
+    def attention_flops_per_token_pair(self) -> float | None:
+        """FLOPs of one prompt token's attention to one token of its context, over all layers:
+        4·layers·attention_heads·head_dim (QKᵀ and the weighted sum of V, two FLOPs per multiply-add;
+        Chowdhery et al. 2022, "PaLM", Appendix B: 6N + 12·L·H·Q·T training FLOPs per token is
+        2N + 4·L·H·Q·T forward). None without the query heads (or for MLA)."""
+        if self.attention_heads is None or self.head_dim is None:
+            return None
+        return 4.0 * self.layers * self.attention_heads * self.head_dim
+
     def kv_bytes_per_token(self, kv_dtype: str | None = None) -> int:
         """KV bytes per token of one copy of the cache (no tensor parallelism), pool-routing Eq. 1."""
         dtype_bytes = int(kv.DTYPE_BYTES[kv_dtype or self.kv_dtype])
