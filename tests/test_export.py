@@ -338,7 +338,7 @@ def routings(draw):
     gamma = draw(st.floats(1.0, 3.0, allow_nan=False))
     if len(bounds) > 1:
         gamma = min(gamma, bounds[1] / bounds[0])
-    return Routing(tuple(bounds), gamma, draw(st.floats(0.0, 1.0)))
+    return Routing(tuple(bounds), gamma, draw(st.floats(0.0, 1.0)), draw(st.floats(0.01, 1.0)))
 
 
 @settings(max_examples=60, deadline=None)

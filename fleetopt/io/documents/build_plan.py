@@ -242,12 +242,14 @@ def compression_reliance(plan: FleetPlan) -> CompressionReliance | None:
     rate = share * plan.options.arrival_rate_per_s
     routing = best.routing
     first, second = best.pool_names[:2]
+    cut = routing.max_cut_fraction
+    cut = f"at most {cut:.0%} of a prompt" if cut < 1 else "any cut, the papers' rule"
     message = (
-        f"This plan relies on prompt compression: {fmt_pct(share)} of requests ({fmt_num(rate)} req/s at "
-        f"the sizing rate) fit the {first} pool only after the gateway cuts their prompts (γ = "
-        f"{best.gamma:g}, p_c = {routing.compressibility:g}, at most {routing.max_cut_fraction:.0%} of a "
-        f"prompt). Only fleetopt's LiteLLM plugin compresses prompts (fleetopt export --to litellm); "
-        f"behind any other gateway they reach the {second} pool, which is sized without them."
+        f"This plan relies on prompt compression: {fmt_pct(share)} of requests ({fmt_num(rate)} req/s "
+        f"at the sizing rate) fit the {first} pool only after the gateway cuts their prompts "
+        f"(γ = {best.gamma:g}, p_c = {routing.compressibility:g}, {cut}). Only fleetopt's LiteLLM "
+        "plugin compresses prompts (fleetopt export --to litellm); behind any other gateway they "
+        f"reach the {second} pool, which is sized without them."
     )
     extra_gpus = extra_cost = None
     if without is None:
