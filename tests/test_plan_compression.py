@@ -85,3 +85,21 @@ def test_planner_md_quotes_the_message_as_the_code_gives_it(compressed) -> None:
     text = (REPO / "docs" / "planner.md").read_text(encoding="utf-8")
     quoted = re.search(r"<!-- generated: compression-header -->\n```text\n(.*?)\n```", text, re.S)
     assert quoted is not None and quoted.group(1) == two_pools, f"docs/planner.md should quote:\n{two_pools}"
+
+
+def test_export_says_when_only_litellm_deploys_the_plan(compressed, tmp_path) -> None:
+    from fleetopt.render.output import dumps
+
+    plan = tmp_path / "plan.json"
+    plan.write_text(dumps(compressed.document, "json"))
+    runner = CliRunner()
+    base = ["export", "--plan", str(plan), "--output-dir", str(tmp_path / "out")]
+    other = runner.invoke(app, [*base, "--to", "router", "--to", "markdown"])
+    assert other.exit_code == 0, other.output
+    assert "relies on prompt compression" in other.stderr and "only --to litellm deploys" in other.stderr
+    summary = (tmp_path / "out" / "plan.md").read_text()
+    assert "**This plan relies on prompt compression" in summary
+    assert "Without compression: 1,048 GPUs" in summary
+    litellm = runner.invoke(app, [*base, "--to", "litellm", "--to", "router"])
+    assert litellm.exit_code == 0, litellm.output
+    assert "relies on prompt compression" not in litellm.stderr

@@ -207,7 +207,7 @@ class FleetCandidate:
     def compressed_fraction(self) -> float:
         """The share of requests the first pool serves only after Compress-and-Route: α' − α (0 when
         the fleet compresses nothing)."""
-        if not self.routing.boundaries_tokens or self.routing.compressibility <= 0 or self.gamma <= 1:
+        if not self.routing.compresses:
             return 0.0
         return max(0.0, self.short_traffic_fraction - self.alpha)
 

@@ -287,7 +287,7 @@ def router_document(context: ExportContext, options: ExportOptions) -> dict[str,
         "longer_than_every_pool": "reject",
     }
     band_top = routing.band_top_tokens
-    if band_top is not None and band_top > routing.boundaries_tokens[0] and routing.compressibility > 0:
+    if routing.compresses:
         first = routing.boundaries_tokens[0]
         document["compress_and_route"] = {
             "pool": context.pools[0].name,
@@ -647,6 +647,8 @@ def plan_markdown(document: Mapping[str, Any], plan_label: str | None = None) ->
         lines += [f"Rate: {md_text(basis_sentence(inputs['rate_basis']))}.", ""]
     if best.get("routing"):
         lines += [f"Routing: {md_text(best['routing']['rule'])}.", ""]
+    if document.get("compression"):
+        lines += [f"**{md_text(document['compression']['message'])}**", ""]
     headers = ("pool", "instances × GPUs", "max_model_len", "max_num_seqs", "req/s", "utilization",
                "P99 TTFT", "TTFT headroom", "TPOT", "set by")  # fmt: skip
     rows = []
