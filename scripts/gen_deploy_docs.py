@@ -143,6 +143,33 @@ def _prose(tokens: int, count, skip: int = 0) -> str:
     return " ".join(kept)
 
 
+def semantic_router_part() -> str:
+    """The semantic-router export: refused for the plan that compresses and without
+    --max-output-tokens, written for the README plan and checked by vLLM Semantic Router's own
+    ``vllm-sr config validate`` (``--gateway``: it needs the package, as the tests do)."""
+    import subprocess
+
+    commands = [
+        ["export", "--plan", "plan-cr.yaml", "--to", "semantic-router", "--max-output-tokens", "1024"],
+        ["export", "--plan", "plan.yaml", "--to", "semantic-router"],
+        ["export", "--plan", "plan.yaml", "--to", "semantic-router", "--max-output-tokens", "1024",
+         "--output-dir", "deploy"],
+    ]  # fmt: skip
+    text = ""
+    for arguments in commands:
+        result = runner.invoke(app, arguments)
+        text += f"$ fleetopt {' '.join(arguments)}\n{result.stdout}{result.stderr}"
+    validator = Path(sys.executable).parent / "vllm-sr"
+    done = subprocess.run(
+        [str(validator), "config", "validate", "--config", "deploy/semantic-router.yaml"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise SystemExit(f"vllm-sr config validate failed: {done.stdout}{done.stderr}")
+    text += f"$ vllm-sr config validate --config deploy/semantic-router.yaml\n{done.stdout.strip()}\n"
+    return _fence("text", text)
+
+
 def _rule(routing, prompt: int, max_tokens: int | None, label: str) -> str:
     """Where the planner's Routing sends a request (exact counts; coin 0, so a band request within
     the cap is compressed), in words; code is what the content gate keeps from compression."""
@@ -180,6 +207,7 @@ def gateway_parts() -> dict[str, str]:
         return len(encoding.encode(text, disallowed_special=()))
 
     parts = litellm_export_parts()
+    parts["semantic-router-run"] = semantic_router_part()
     from fleetopt.io.plans import read_plan
 
     routing = read_plan(Path("plan-cr.yaml")).fleet.routing
