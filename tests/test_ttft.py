@@ -282,7 +282,9 @@ def test_the_shifted_gamma_law_against_mpmath(law) -> None:
                 assert first(ttft._survival(xp, gamma_law, x)) == pytest.approx(s, rel=1e-12, abs=1e-300)
                 # (the density cancels (shape − 1)·log z against z and log Γ(shape): at shape 4·10⁴,
                 # terms of ~4·10⁵, so ~10⁻¹¹ of it is rounding; it only steers a quantile's Newton steps)
-                assert first(ttft._density(xp, gamma_law, log_gamma_shape, x)) == pytest.approx(f, rel=1e-9)
+                assert first(
+                    ttft._survival_and_density(xp, gamma_law, log_gamma_shape, x)[1]
+                ) == pytest.approx(f, rel=1e-9)
             for q in (0.5, 0.9, 0.99, 0.999):
                 value = first(ttft._quantile(xp, gamma_law, q))
                 with mpmath.workdps(30):
@@ -332,7 +334,7 @@ def test_degenerate_shifted_gamma_laws_by_hand() -> None:
                 point = ttft._gamma_law(xp, wrap(0.25), wrap(variance), wrap(1e-4))
                 lg = ttft._log_gamma_shape(xp, point)
                 assert [first(ttft._survival(xp, point, x)) for x in (0.2, 0.25, 0.3)] == [1, 0, 0]
-                assert first(ttft._density(xp, point, lg, 0.25)) == 0.0
+                assert first(ttft._survival_and_density(xp, point, lg, 0.25)[1]) == 0.0
                 assert first(ttft._quantile(xp, point, 0.99)) == 0.25
             for mean, variance in ((math.inf, 0.01), (0.3, math.inf), (0.3, math.nan), (math.nan, 0.01)):
                 law = ttft._gamma_law(xp, wrap(mean), wrap(variance), wrap(1e-4))
@@ -429,7 +431,9 @@ def test_each_own_prefill_level_is_its_own_part_of_the_law(rate: float) -> None:
     st.tuples(st.floats(0.1, 1.0), st.floats(1e-5, 5e-2), st.floats(0.0, 3.0)),
 )
 def test_the_mixture_quantile_solves_its_survival_equation(w0, first, second) -> None:
-    """Newton inside the bracket against scipy's brentq on the same survival function, to 10⁻⁹."""
+    """Newton inside the bracket against scipy's brentq on the mixture's survival function built from
+    scipy.stats (gamma, mirrored gamma or normal by the skewness), to 10⁻⁹: with the parts as
+    blocks of plain floats and as one block of arrays."""
     from scipy.optimize import brentq
 
     from fleetopt.core.engine.ttft import _mixture_quantile
@@ -437,12 +441,44 @@ def test_the_mixture_quantile_solves_its_survival_equation(w0, first, second) ->
     first = (first[0], first[1], first[2] * first[1] ** 1.5)  # (mean, variance, skewness·σ³)
     second = (second[0], second[1], second[2] * second[1] ** 1.5)
 
+    def survival(mean: float, variance: float, third: float, x: float) -> float:
+        sd = math.sqrt(variance)
+        skew = third / variance**1.5
+        if abs(skew) < 1e-6:
+            return stats.norm.sf(x, mean, sd)
+        shape, scale = 4 / skew**2, sd * abs(skew) / 2
+        if skew > 0:
+            return stats.gamma.sf(x - (mean - shape * scale), shape, scale=scale)
+        return stats.gamma.cdf(mean + shape * scale - x, shape, scale=scale)
+
     def excess(x: float) -> float:
-        return w0 * shifted_gamma_survival(*first, x) + (1 - w0) * shifted_gamma_survival(*second, x) - 0.01
+        return w0 * survival(*first, x) + (1 - w0) * survival(*second, x) - 0.01
 
     reference = brentq(excess, -100.0, 100.0, xtol=1e-14, rtol=1e-14)
-    value = _mixture_quantile([(w0, *first), (1 - w0, *second)], 0.99)
-    assert value == pytest.approx(reference, rel=1e-9, abs=1e-12)
+    by_floats = _mixture_quantile([(w0, *first), (1 - w0, *second)], 0.99)
+    by_arrays = _mixture_quantile(
+        [tuple(np.array(pair) for pair in zip((w0, *first), (1 - w0, *second), strict=True))], 0.99
+    )
+    assert by_floats == pytest.approx(reference, rel=1e-9, abs=1e-12)
+    assert by_arrays == pytest.approx(reference, rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("arrays", [False, True])
+def test_the_mixture_quantile_by_hand(arrays: bool) -> None:
+    """Hand-checkable mixtures: two copies of one law have that law's quantile; points of weight
+    0.995 at 1 s and 0.005 at 2 s have P(X > x) = 0.005 < 0.01 on [1, 2), so their P99 is 1 s
+    (where the survival steps down), their P99.9 2 s; an infinite part makes it infinite."""
+    from fleetopt.core.engine.ttft import _mixture_quantile
+
+    def mixture(*parts: tuple) -> list:
+        return [tuple(np.array(column) for column in zip(*parts, strict=True))] if arrays else list(parts)
+
+    law = (0.5, 0.01, 0.0004)
+    assert _mixture_quantile(mixture((0.3, *law), (0.7, *law)), 0.99) == shifted_gamma_quantile(*law, 0.99)
+    points = mixture((0.995, 1.0, 0.0, 0.0), (0.005, 2.0, 0.0, 0.0))
+    assert _mixture_quantile(points, 0.99) == pytest.approx(1.0, rel=1e-9)
+    assert _mixture_quantile(points, 0.999) == pytest.approx(2.0, rel=1e-9)
+    assert _mixture_quantile(mixture((0.5, *law), (0.5, math.inf, 0.01, 0.0)), 0.99) == math.inf
 
 
 #: (u the prompt share, n, λ of the pool in req/s, W in s, E[I]) for the router's two factors.

@@ -67,6 +67,7 @@ prefill levels run the recursions with numpy over all levels and lags at once
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
@@ -403,13 +404,10 @@ class TtftCumulants:
         if isinstance(self.level_parts, LevelColumns):
             weight, *law = self._part_arrays()
             keep = weight > 1e-12
-            if np.count_nonzero(keep) == 1:
+            if np.count_nonzero(keep) == 1:  # one part: its own quantile, in plain floats
                 return shifted_gamma_quantile(*(float(x[keep][0]) for x in law), q)
-            return _mixture_quantile_arrays(weight[keep], *(x[keep] for x in law), q)
-        parts = [part for part in self.components() if part[0] > 1e-12]
-        if len(parts) == 1:
-            return shifted_gamma_quantile(*parts[0][1:], q)
-        return _mixture_quantile(parts, q)
+            return float(_mixture_quantile([(weight[keep], *(x[keep] for x in law))], q))
+        return _mixture_quantile([part for part in self.components() if part[0] > 1e-12], q)
 
     def exceeds_one(self, level_s: float, q: float) -> bool:
         """:meth:`exceeds` for a law at one t_d, in plain floats (the sizing hot path)."""
@@ -472,47 +470,35 @@ def _quiet_and_rest(w0: Any, whole: tuple, quiet: tuple, array: bool) -> tuple[A
     return w0, whole, whole
 
 
-def _mixture_quantile(parts: list, q: float) -> float:
+def _mixture_quantile(blocks: list, q: float) -> float:
     """The q-quantile of Σ w_i·SG(part_i) (shifted gamma laws by their cumulants): it lies between the
     parts' own q-quantiles; found there by Newton's method on the log survival function, kept
-    inside the shrinking bracket (a bisection step when Newton leaves it), to 10⁻¹⁰ relative."""
-    laws = [_gamma_law(_Floats, *part[1:]) for part in parts]
-    own = [_quantile(_Floats, law, q) for law in laws]
-    lo, hi = min(own), max(own)
-    if not (math.isfinite(lo) and math.isfinite(hi)) or hi - lo <= 1e-12 * max(abs(hi), 1e-300):
-        return hi if math.isfinite(hi) else math.inf
-    prepared = [(part[0], law, _log_gamma_shape(_Floats, law)) for part, law in zip(parts, laws, strict=True)]
-    heaviest = max(range(len(parts)), key=lambda i: parts[i][0])
+    inside the shrinking bracket (a bisection step when Newton leaves it), to 10⁻¹⁰ relative.
 
-    def tail_and_density(x: float) -> tuple[float, float]:
-        tail = density = 0.0
-        for weight, law, log_gamma_shape in prepared:
-            tail += weight * _survival(_Floats, law, x)
-            density += weight * _density(_Floats, law, log_gamma_shape, x)
-        return tail, density
+    ``blocks``: the parts as (weight, mean, variance, third cumulant), each part a block of floats,
+    or all of them one block of arrays over the parts; Newton starts at the heaviest part's own
+    quantile (the first of the heaviest)."""
+    xp = _backend(blocks[0][0])
+    with xp.quiet():
+        laws = []
+        for weight, mean, variance, third in blocks:
+            law = _gamma_law(xp, mean, variance, third)
+            laws.append((weight, law, _quantile(xp, law, q)))
+        lo, hi = min(xp.lowest(own) for _, _, own in laws), max(xp.highest(own) for _, _, own in laws)
+        if not (math.isfinite(lo) and math.isfinite(hi)) or hi - lo <= 1e-12 * max(abs(hi), 1e-300):
+            return hi if math.isfinite(hi) else math.inf
+        start = max((xp.heaviest(weight, own) for weight, _, own in laws), key=lambda pair: pair[0])[1]
+        prepared = [(weight, law, _log_gamma_shape(xp, law)) for weight, law, _ in laws]
 
-    return _newton_quantile(tail_and_density, own[heaviest], lo, hi, q)
+        def tail_and_density(x: float) -> tuple[float, float]:
+            tail = density = 0.0
+            for weight, law, log_gamma_shape in prepared:
+                survival, density_at = _survival_and_density(xp, law, log_gamma_shape, x)
+                tail += xp.dot(weight, survival)
+                density += xp.dot(weight, density_at)
+            return tail, density
 
-
-def _mixture_quantile_arrays(
-    weight: np.ndarray, mean: np.ndarray, variance: np.ndarray, third: np.ndarray, q: float
-) -> float:
-    """:func:`_mixture_quantile` with the parts as arrays (numpy over the parts)."""
-    with _Arrays.quiet():
-        law = _gamma_law(_Arrays, mean, variance, third)
-        own = _quantile(_Arrays, law, q)
-        log_gamma_shape = _log_gamma_shape(_Arrays, law)
-    lo, hi = float(own.min()), float(own.max())
-    if not (math.isfinite(lo) and math.isfinite(hi)) or hi - lo <= 1e-12 * max(abs(hi), 1e-300):
-        return hi if math.isfinite(hi) else math.inf
-
-    def tail_and_density(x: float) -> tuple[float, float]:
-        with _Arrays.quiet():
-            tail = weight @ _survival(_Arrays, law, x)
-            density = weight @ _density(_Arrays, law, log_gamma_shape, x)
-        return float(tail), float(density)
-
-    return _newton_quantile(tail_and_density, float(own[int(np.argmax(weight))]), lo, hi, q)
+        return _newton_quantile(tail_and_density, start, lo, hi, q)
 
 
 def _newton_quantile(tail_and_density: Any, x: float, lo: float, hi: float, q: float) -> float:
@@ -1008,6 +994,21 @@ class _Floats(FLOATS):
             return (special.gammaincc if upper else special.gammainc)(shape, z)
         return 1.0 if upper else 0.0
 
+    #: Σ weight·value over a block of parts: one part, on one point
+    dot = staticmethod(operator.mul)
+
+    @staticmethod
+    def lowest(x: float) -> float:
+        """The least value of a block of parts (one part)."""
+        return x
+
+    highest = lowest
+
+    @staticmethod
+    def heaviest(weight: float, values: float) -> tuple[float, float]:
+        """(the largest weight of a block of parts, the value at it): one part."""
+        return weight, values
+
     @staticmethod
     def branch(condition: bool, if_true: _Side, if_false: _Side) -> _Side:
         """The function to apply, ``if_true`` where ``condition`` holds, else ``if_false`` (each takes
@@ -1032,6 +1033,22 @@ class _Arrays(ARRAYS):
         special = _special()
         tail = np.where(upper, special.gammaincc(shape, z), special.gammainc(shape, z))
         return np.where(z > 0.0, tail, np.where(upper, 1.0, 0.0))
+
+    dot = staticmethod(np.dot)
+
+    @staticmethod
+    def lowest(x: np.ndarray) -> float:
+        return float(x.min())
+
+    @staticmethod
+    def highest(x: np.ndarray) -> float:
+        return float(x.max())
+
+    @staticmethod
+    def heaviest(weight: np.ndarray, values: np.ndarray) -> tuple[float, float]:
+        """(the largest weight, the value at the first part that has it)."""
+        i = int(np.argmax(weight))
+        return float(weight[i]), float(values[i])
 
     @staticmethod
     def branch(condition: Any, if_true: _Side, if_false: _Side) -> _Side:
@@ -1117,14 +1134,22 @@ def _log_gamma_shape(xp: Any, law: _GammaLaw) -> Any:
     return xp.lgamma(xp.where(law.gamma, law.shape, 1.0))
 
 
-def _density(xp: Any, law: _GammaLaw, log_gamma_shape: Any, x: Any) -> Any:
-    """The density at x (``log_gamma_shape``: :func:`_log_gamma_shape`)."""
-    return xp.branch(law.gamma, _gamma_density, _normal_or_point_density)(xp, law, log_gamma_shape, x)
+def _survival_and_density(xp: Any, law: _GammaLaw, log_gamma_shape: Any, x: Any) -> tuple[Any, Any]:
+    """(P(X > x), the density at x), what a quantile's Newton steps need (``log_gamma_shape``:
+    :func:`_log_gamma_shape`)."""
+    return xp.branch(law.gamma, _gamma_survival_and_density, _normal_or_point_survival_and_density)(
+        xp, law, log_gamma_shape, x
+    )
 
 
-def _gamma_density(xp: Any, law: _GammaLaw, log_gamma_shape: Any, x: Any) -> Any:
+def _gamma_survival_and_density(xp: Any, law: _GammaLaw, log_gamma_shape: Any, x: Any) -> tuple[Any, Any]:
     z = _gamma_z(xp, law, x)
-    return xp.branch(z > 0.0, _gamma_density_inside, _no_density)(xp, law, log_gamma_shape, z)
+    density = xp.branch(z > 0.0, _gamma_density_inside, _no_density)(xp, law, log_gamma_shape, z)
+    return xp.gamma_tail(law.upper, law.shape, z), density
+
+
+def _normal_or_point_survival_and_density(xp: Any, law: _GammaLaw, log_gamma_shape: Any, x: Any) -> tuple:
+    return _normal_or_point_survival(xp, law, x), _normal_or_point_density(xp, law, log_gamma_shape, x)
 
 
 def _gamma_density_inside(xp: Any, law: _GammaLaw, log_gamma_shape: Any, z: Any) -> Any:
