@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+import mpmath
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -23,6 +24,7 @@ from fleetopt.core.engine.ttft import (
     LevelColumns,
     PromptLevels,
     shifted_gamma_quantile,
+    shifted_gamma_survival,
     ttft_cumulants,
 )
 from fleetopt.core.routing import Routing
@@ -202,14 +204,141 @@ def test_shifted_gamma_quantile_is_scipys_gamma_law(mean, sd, skew, q) -> None:
         else:
             expected = mean + shape * scale - stats.gamma.ppf(1 - q, shape, scale=scale)
     assert value == pytest.approx(expected, rel=1e-9, abs=1e-9 * sd)
-    from fleetopt.core.engine.ttft import _shifted_gamma_survival, _survival_one
-
+    arrays = [np.array([mean, mean]), np.array([sd * sd, sd * sd]), np.array([third, third])]
+    assert shifted_gamma_quantile(*arrays, q) == pytest.approx(expected, rel=1e-9, abs=1e-9 * sd)
     if skew < -2.0:  # a strongly left-skewed law's q-quantile sits at its end point: no resolution there
         return
-    arrays = [np.array([mean]), np.array([sd * sd]), np.array([third])]
     # (rel 1e-5: scipy inverts a gamma of shape ≥ 1 deep in its left tail to about that)
-    assert _shifted_gamma_survival(*arrays, value)[0] == pytest.approx(1 - q, rel=1e-5, abs=1e-15)
-    assert _survival_one(mean, sd * sd, third, value) == pytest.approx(1 - q, rel=1e-5, abs=1e-15)
+    assert shifted_gamma_survival(*arrays, value)[0] == pytest.approx(1 - q, rel=1e-5, abs=1e-15)
+    assert shifted_gamma_survival(mean, sd * sd, third, value) == pytest.approx(1 - q, rel=1e-5, abs=1e-15)
+
+
+def _mpmath_gamma_law(mean: float, variance: float, third: float) -> tuple:
+    """(survival, density) of the shifted gamma law with these cumulants at 30 digits, from mpmath's
+    regularized incomplete gamma function (shape 4/γ₁², scale σ|γ₁|/2, mirrored for γ₁ < 0), or
+    its complementary error function where |γ₁| < 10⁻⁶ (the normal law)."""
+    m, v, k3 = (mpmath.mpf(x) for x in (mean, variance, third))
+    sd = mpmath.sqrt(v)
+    skew = k3 / (v * sd)
+    if abs(skew) < mpmath.mpf("1e-6"):
+        return (
+            lambda x: mpmath.erfc((x - m) / (sd * mpmath.sqrt(2))) / 2,
+            lambda x: mpmath.npdf(x, m, sd),
+        )
+    shape, scale = 4 / skew**2, sd * abs(skew) / 2
+    sign = 1 if skew > 0 else -1
+    shift = m - sign * shape * scale
+
+    def survival(x):
+        z = sign * (x - shift) / scale
+        if z <= 0:
+            return mpmath.mpf(1 if sign > 0 else 0)
+        tail = mpmath.gammainc(shape, z, mpmath.inf, regularized=True)
+        return tail if sign > 0 else 1 - tail
+
+    def density(x):
+        z = sign * (x - shift) / scale
+        return z ** (shape - 1) * mpmath.exp(-z) / (mpmath.gamma(shape) * scale) if z > 0 else mpmath.mpf(0)
+
+    return survival, density
+
+
+#: (mean, variance, third cumulant): skewed up, strongly up (shape < 1), mirrored, strongly mirrored,
+#: nearly symmetric (γ₁ = 0.01: a gamma of shape 4·10⁴) and symmetric (read as normal)
+_LAWS = (
+    (0.4, 0.01, 0.0005),
+    (0.2, 0.0025, 0.0005),
+    (0.5, 0.04, -0.002),
+    (0.9, 0.01, -0.003),
+    (0.3, 0.0004, 8e-8),
+    (0.3, 0.0004, 0.0),
+)
+
+
+@pytest.mark.parametrize("law", _LAWS)
+def test_the_shifted_gamma_law_against_mpmath(law) -> None:
+    """Survival function, density and quantile on one point (plain floats) and over arrays, each
+    against mpmath at 30 digits (the regularized incomplete gamma function; erfc for a symmetric
+    law), inside the support and beyond its end; the quantile where mpmath's survival is 1 − q."""
+    from fleetopt.core.engine import ttft
+
+    mean, variance, third = law
+    survival, density = _mpmath_gamma_law(*law)
+    sd = math.sqrt(variance)
+    xs = [mean + k * sd for k in (-4.0, -2.5, -1.0, -0.1, 0.0, 0.7, 2.0, 3.5, 6.0)]
+    with mpmath.workdps(30):
+        want_s = [float(survival(mpmath.mpf(x))) for x in xs]
+        want_f = [float(density(mpmath.mpf(x))) for x in xs]
+
+    def first(value) -> float:
+        return float(np.asarray(value).flat[0])
+
+    arrays = tuple(np.full(3, value) for value in law)
+    for xp, cumulants in ((ttft._Floats, law), (ttft._Arrays, arrays)):
+        with xp.quiet():  # (an array works out every kind's formula, then picks)
+            gamma_law = ttft._gamma_law(xp, *cumulants)
+            log_gamma_shape = ttft._log_gamma_shape(xp, gamma_law)
+            for x, s, f in zip(xs, want_s, want_f, strict=True):
+                assert first(ttft._survival(xp, gamma_law, x)) == pytest.approx(s, rel=1e-12, abs=1e-300)
+                # (the density cancels (shape − 1)·log z against z and log Γ(shape): at shape 4·10⁴,
+                # terms of ~4·10⁵, so ~10⁻¹¹ of it is rounding; it only steers a quantile's Newton steps)
+                assert first(
+                    ttft._survival_and_density(xp, gamma_law, log_gamma_shape, x)[1]
+                ) == pytest.approx(f, rel=1e-9)
+            for q in (0.5, 0.9, 0.99, 0.999):
+                value = first(ttft._quantile(xp, gamma_law, q))
+                with mpmath.workdps(30):
+                    assert float(survival(mpmath.mpf(value))) == pytest.approx(1 - q, rel=1e-9), (xp, q)
+
+
+@pytest.mark.parametrize("law", _LAWS[:4])
+def test_the_shifted_gamma_law_has_the_cumulants_it_is_given(law) -> None:
+    """The law's own survival function, integrated (mpmath quadrature: E[Yʲ] = j·∫ y^(j−1)·P(Y > y) dy
+    for Y the distance from the end of its support), gives back the mean, variance and third
+    cumulant it was built from; a shape below 1 (an infinite density at the end) included."""
+    from fleetopt.core.engine import ttft
+
+    gamma_law = ttft._gamma_law(ttft._Floats, *law)
+    end, sign = gamma_law.shift, (1.0 if gamma_law.upper else -1.0)
+    far = 80.0 * gamma_law.scale * (1.0 + gamma_law.shape)
+
+    def tail(y: float) -> float:  # P(Y > y), Y = ±(X − end) ≥ 0
+        survival = ttft._survival(ttft._Floats, gamma_law, end + sign * y)
+        return survival if sign > 0 else 1.0 - survival
+
+    with mpmath.workdps(20):
+        raw = [
+            float(j * mpmath.quad(lambda y, j=j: y ** (j - 1) * tail(float(y)), [0, far / 100, far]))
+            for j in (1, 2, 3)
+        ]
+    # X = end ± Y: its cumulants from Y's raw moments (the third changes sign with the mirror)
+    m1, m2, m3 = raw
+    mean, variance, third = law
+    assert end + sign * m1 == pytest.approx(mean, rel=1e-9)
+    assert m2 - m1 * m1 == pytest.approx(variance, rel=1e-8)
+    assert sign * (m3 - 3 * m1 * m2 + 2 * m1**3) == pytest.approx(third, rel=1e-6)
+
+
+def test_degenerate_shifted_gamma_laws_by_hand() -> None:
+    """A variance ≤ 0 is a point at the mean (survival 1 below it, 0 from it on; density 0; every
+    quantile the mean); a mean or variance that is not finite has an infinite quantile: on one
+    point and over arrays alike."""
+    from fleetopt.core.engine import ttft
+
+    def first(value) -> float:
+        return float(np.asarray(value).flat[0])
+
+    for xp, wrap in ((ttft._Floats, float), (ttft._Arrays, lambda v: np.array([v]))):
+        with xp.quiet():
+            for variance in (0.0, -1e-9):
+                point = ttft._gamma_law(xp, wrap(0.25), wrap(variance), wrap(1e-4))
+                lg = ttft._log_gamma_shape(xp, point)
+                assert [first(ttft._survival(xp, point, x)) for x in (0.2, 0.25, 0.3)] == [1, 0, 0]
+                assert first(ttft._survival_and_density(xp, point, lg, 0.25)[1]) == 0.0
+                assert first(ttft._quantile(xp, point, 0.99)) == 0.25
+            for mean, variance in ((math.inf, 0.01), (0.3, math.inf), (0.3, math.nan), (math.nan, 0.01)):
+                law = ttft._gamma_law(xp, wrap(mean), wrap(variance), wrap(1e-4))
+                assert first(ttft._quantile(xp, law, 0.99)) == math.inf
 
 
 def test_the_parts_mix_back_into_the_whole_law() -> None:
@@ -302,20 +431,54 @@ def test_each_own_prefill_level_is_its_own_part_of_the_law(rate: float) -> None:
     st.tuples(st.floats(0.1, 1.0), st.floats(1e-5, 5e-2), st.floats(0.0, 3.0)),
 )
 def test_the_mixture_quantile_solves_its_survival_equation(w0, first, second) -> None:
-    """Newton inside the bracket against scipy's brentq on the same survival function, to 10⁻⁹."""
+    """Newton inside the bracket against scipy's brentq on the mixture's survival function built from
+    scipy.stats (gamma, mirrored gamma or normal by the skewness), to 10⁻⁹: with the parts as
+    blocks of plain floats and as one block of arrays."""
     from scipy.optimize import brentq
 
-    from fleetopt.core.engine.ttft import _mixture_quantile, _survival_one
+    from fleetopt.core.engine.ttft import _mixture_quantile
 
     first = (first[0], first[1], first[2] * first[1] ** 1.5)  # (mean, variance, skewness·σ³)
     second = (second[0], second[1], second[2] * second[1] ** 1.5)
 
+    def survival(mean: float, variance: float, third: float, x: float) -> float:
+        sd = math.sqrt(variance)
+        skew = third / variance**1.5
+        if abs(skew) < 1e-6:
+            return stats.norm.sf(x, mean, sd)
+        shape, scale = 4 / skew**2, sd * abs(skew) / 2
+        if skew > 0:
+            return stats.gamma.sf(x - (mean - shape * scale), shape, scale=scale)
+        return stats.gamma.cdf(mean + shape * scale - x, shape, scale=scale)
+
     def excess(x: float) -> float:
-        return w0 * _survival_one(*first, x) + (1 - w0) * _survival_one(*second, x) - 0.01
+        return w0 * survival(*first, x) + (1 - w0) * survival(*second, x) - 0.01
 
     reference = brentq(excess, -100.0, 100.0, xtol=1e-14, rtol=1e-14)
-    value = _mixture_quantile([(w0, *first), (1 - w0, *second)], 0.99)
-    assert value == pytest.approx(reference, rel=1e-9, abs=1e-12)
+    by_floats = _mixture_quantile([(w0, *first), (1 - w0, *second)], 0.99)
+    by_arrays = _mixture_quantile(
+        [tuple(np.array(pair) for pair in zip((w0, *first), (1 - w0, *second), strict=True))], 0.99
+    )
+    assert by_floats == pytest.approx(reference, rel=1e-9, abs=1e-12)
+    assert by_arrays == pytest.approx(reference, rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("arrays", [False, True])
+def test_the_mixture_quantile_by_hand(arrays: bool) -> None:
+    """Hand-checkable mixtures: two copies of one law have that law's quantile; points of weight
+    0.995 at 1 s and 0.005 at 2 s have P(X > x) = 0.005 < 0.01 on [1, 2), so their P99 is 1 s
+    (where the survival steps down), their P99.9 2 s; an infinite part makes it infinite."""
+    from fleetopt.core.engine.ttft import _mixture_quantile
+
+    def mixture(*parts: tuple) -> list:
+        return [tuple(np.array(column) for column in zip(*parts, strict=True))] if arrays else list(parts)
+
+    law = (0.5, 0.01, 0.0004)
+    assert _mixture_quantile(mixture((0.3, *law), (0.7, *law)), 0.99) == shifted_gamma_quantile(*law, 0.99)
+    points = mixture((0.995, 1.0, 0.0, 0.0), (0.005, 2.0, 0.0, 0.0))
+    assert _mixture_quantile(points, 0.99) == pytest.approx(1.0, rel=1e-9)
+    assert _mixture_quantile(points, 0.999) == pytest.approx(2.0, rel=1e-9)
+    assert _mixture_quantile(mixture((0.5, *law), (0.5, math.inf, 0.01, 0.0)), 0.99) == math.inf
 
 
 #: (u the prompt share, n, λ of the pool in req/s, W in s, E[I]) for the router's two factors.

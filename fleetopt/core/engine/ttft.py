@@ -67,12 +67,14 @@ prefill levels run the recursions with numpy over all levels and lags at once
 from __future__ import annotations
 
 import math
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 import numpy as np
 
-_SPECIAL: Any = None
+from fleetopt.core.backends import ARRAYS, FLOATS, _special
 
 #: Pools whose longest prompt takes at most this many prefill iterations evaluate the law in plain
 #: floats, one level (and lag) at a time; above it numpy runs over all levels and lags at once. The
@@ -80,16 +82,6 @@ _SPECIAL: Any = None
 #: per-call overhead: one new key costs 0.33 against 0.38 ms at 8 levels, 0.63 against 0.43 at 10.
 #: Every bundled measured profile (8,192-token chunks, prompts to 65K) stays plain.
 PLAIN_FLOAT_MAX_LEVEL = 8
-
-
-def _special() -> Any:
-    """scipy.special, imported on first use (not at start-up: only planning needs it)."""
-    global _SPECIAL
-    if _SPECIAL is None:
-        import scipy.special
-
-        _SPECIAL = scipy.special
-    return _SPECIAL
 
 
 @dataclass(frozen=True)
@@ -412,13 +404,10 @@ class TtftCumulants:
         if isinstance(self.level_parts, LevelColumns):
             weight, *law = self._part_arrays()
             keep = weight > 1e-12
-            if np.count_nonzero(keep) == 1:
+            if np.count_nonzero(keep) == 1:  # one part: its own quantile, in plain floats
                 return shifted_gamma_quantile(*(float(x[keep][0]) for x in law), q)
-            return _mixture_quantile_arrays(weight[keep], *(x[keep] for x in law), q)
-        parts = [part for part in self.components() if part[0] > 1e-12]
-        if len(parts) == 1:
-            return shifted_gamma_quantile(*parts[0][1:], q)
-        return _mixture_quantile(parts, q)
+            return float(_mixture_quantile([(weight[keep], *(x[keep] for x in law))], q))
+        return _mixture_quantile([part for part in self.components() if part[0] > 1e-12], q)
 
     def exceeds_one(self, level_s: float, q: float) -> bool:
         """:meth:`exceeds` for a law at one t_d, in plain floats (the sizing hot path)."""
@@ -432,12 +421,11 @@ class TtftCumulants:
         if isinstance(self.level_parts, LevelColumns):
             weight, *law = self._part_arrays()
             keep = weight > 1e-12
-            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                return float(weight[keep] @ _shifted_gamma_survival(*(x[keep] for x in law), level_s))
+            return float(weight[keep] @ shifted_gamma_survival(*(x[keep] for x in law), level_s))
         tail = 0.0
         for weight, mean, variance, third in self.components(drop_empty=True):
             if weight > 1e-12:
-                tail += weight * _PreparedPart(mean, variance, third).survival(level_s)
+                tail += weight * _survival(_Floats, _gamma_law(_Floats, mean, variance, third), level_s)
         return tail
 
     def exceeds(self, level_s: float, q: float) -> Any:
@@ -448,12 +436,12 @@ class TtftCumulants:
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             if isinstance(self.level_parts, LevelColumns):
                 weight, *law = self._part_arrays()
-                survival = _shifted_gamma_survival(*law, level_s)
+                survival = shifted_gamma_survival(*law, level_s)
                 tail = np.where(weight > 0.0, weight * survival, 0.0).sum(axis=0)
             else:
                 for weight, *law in self.components():
                     weight = np.asarray(weight, dtype=np.float64) * np.ones_like(mean)
-                    tail = tail + np.where(weight > 0.0, weight * _shifted_gamma_survival(*law, level_s), 0.0)
+                    tail = tail + np.where(weight > 0.0, weight * shifted_gamma_survival(*law, level_s), 0.0)
             finite = np.isfinite(mean) & np.isfinite(np.asarray(self.wait_mean_s * self.wait_probability))
         return ~finite | (tail > 1.0 - q)
 
@@ -482,44 +470,35 @@ def _quiet_and_rest(w0: Any, whole: tuple, quiet: tuple, array: bool) -> tuple[A
     return w0, whole, whole
 
 
-def _mixture_quantile(parts: list, q: float) -> float:
+def _mixture_quantile(blocks: list, q: float) -> float:
     """The q-quantile of Σ w_i·SG(part_i) (shifted gamma laws by their cumulants): it lies between the
     parts' own q-quantiles; found there by Newton's method on the log survival function, kept
-    inside the shrinking bracket (a bisection step when Newton leaves it), to 10⁻¹⁰ relative."""
-    own = [shifted_gamma_quantile(*part[1:], q) for part in parts]
-    lo, hi = min(own), max(own)
-    if not (math.isfinite(lo) and math.isfinite(hi)) or hi - lo <= 1e-12 * max(abs(hi), 1e-300):
-        return hi if math.isfinite(hi) else math.inf
-    prepared = [(part[0], _PreparedPart(*part[1:])) for part in parts]
-    heaviest = max(range(len(parts)), key=lambda i: parts[i][0])
+    inside the shrinking bracket (a bisection step when Newton leaves it), to 10⁻¹⁰ relative.
 
-    def tail_and_density(x: float) -> tuple[float, float]:
-        tail = density = 0.0
-        for weight, part in prepared:
-            tail += weight * part.survival(x)
-            density += weight * part.density(x)
-        return tail, density
+    ``blocks``: the parts as (weight, mean, variance, third cumulant), each part a block of floats,
+    or all of them one block of arrays over the parts; Newton starts at the heaviest part's own
+    quantile (the first of the heaviest)."""
+    xp = _backend(blocks[0][0])
+    with xp.quiet():
+        laws = []
+        for weight, mean, variance, third in blocks:
+            law = _gamma_law(xp, mean, variance, third)
+            laws.append((weight, law, _quantile(xp, law, q)))
+        lo, hi = min(xp.lowest(own) for _, _, own in laws), max(xp.highest(own) for _, _, own in laws)
+        if not (math.isfinite(lo) and math.isfinite(hi)) or hi - lo <= 1e-12 * max(abs(hi), 1e-300):
+            return hi if math.isfinite(hi) else math.inf
+        start = max((xp.heaviest(weight, own) for weight, _, own in laws), key=lambda pair: pair[0])[1]
+        prepared = [(weight, law, _log_gamma_shape(xp, law)) for weight, law, _ in laws]
 
-    return _newton_quantile(tail_and_density, own[heaviest], lo, hi, q)
+        def tail_and_density(x: float) -> tuple[float, float]:
+            tail = density = 0.0
+            for weight, law, log_gamma_shape in prepared:
+                survival, density_at = _survival_and_density(xp, law, log_gamma_shape, x)
+                tail += xp.dot(weight, survival)
+                density += xp.dot(weight, density_at)
+            return tail, density
 
-
-def _mixture_quantile_arrays(
-    weight: np.ndarray, mean: np.ndarray, variance: np.ndarray, third: np.ndarray, q: float
-) -> float:
-    """:func:`_mixture_quantile` with the parts as arrays (numpy over the parts)."""
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        own = _shifted_gamma_quantiles(mean, variance, third, q)
-    lo, hi = float(own.min()), float(own.max())
-    if not (math.isfinite(lo) and math.isfinite(hi)) or hi - lo <= 1e-12 * max(abs(hi), 1e-300):
-        return hi if math.isfinite(hi) else math.inf
-
-    def tail_and_density(x: float) -> tuple[float, float]:
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            tail = weight @ _shifted_gamma_survival(mean, variance, third, x)
-            density = weight @ _shifted_gamma_density(mean, variance, third, x)
-        return float(tail), float(density)
-
-    return _newton_quantile(tail_and_density, float(own[int(np.argmax(weight))]), lo, hi, q)
+        return _newton_quantile(tail_and_density, start, lo, hi, q)
 
 
 def _newton_quantile(tail_and_density: Any, x: float, lo: float, hi: float, q: float) -> float:
@@ -547,88 +526,6 @@ def _newton_quantile(tail_and_density: Any, x: float, lo: float, hi: float, q: f
         width = abs(step - x)
         x = step
     return x
-
-
-class _PreparedPart:
-    """One shifted gamma law given by its cumulants (normal when |γ₁| < 10⁻⁶, a point when the
-    variance is 0), with its shape, scale, shift and log Γ(shape) worked out once: a quantile's
-    Newton steps evaluate its survival function and density at many x."""
-
-    __slots__ = (
-        "kind",
-        "mean",
-        "variance",
-        "sd",
-        "shape",
-        "scale",
-        "shift",
-        "_log_gamma_shape",
-        "upper",
-        "tail",
-    )
-
-    def __init__(self, mean: float, variance: float, third: float) -> None:
-        self.mean = mean
-        if variance <= 0.0:
-            self.kind = "point"
-            return
-        gamma = _gamma_one(variance, third)
-        if gamma is None:
-            self.kind = "normal"
-            self.variance, self.sd = variance, math.sqrt(variance)
-            return
-        _, skew, self.shape, self.scale = gamma
-        self.kind = "gamma"
-        self._log_gamma_shape = None
-        if skew > 0:
-            self.shift, self.upper = mean - self.shape * self.scale, True
-            self.tail = _special().gammaincc
-        else:
-            self.shift, self.upper = mean + self.shape * self.scale, False
-            self.tail = _special().gammainc
-
-    def _z(self, x: float) -> float:
-        return (x - self.shift) / self.scale if self.upper else (self.shift - x) / self.scale
-
-    def survival(self, x: float) -> float:
-        """P(X > x)."""
-        if self.kind == "point":
-            return 1.0 if self.mean > x else 0.0
-        if self.kind == "normal":
-            return 0.5 * math.erfc((x - self.mean) / math.sqrt(2.0 * self.variance))
-        z = self._z(x)
-        if z > 0:
-            return float(self.tail(self.shape, z))
-        return 1.0 if self.upper else 0.0
-
-    def density(self, x: float) -> float:
-        """The density at x."""
-        if self.kind == "point":
-            return 0.0
-        if self.kind == "normal":
-            z = (x - self.mean) / self.sd
-            return math.exp(-0.5 * z * z) / (self.sd * math.sqrt(2.0 * math.pi))
-        z = self._z(x)
-        if z <= 0.0:
-            return 0.0
-        if self._log_gamma_shape is None:  # (only densities need it: worked out on first use)
-            self._log_gamma_shape = math.lgamma(self.shape)
-        return math.exp((self.shape - 1.0) * math.log(z) - z - self._log_gamma_shape) / self.scale
-
-
-def _gamma_one(variance: float, third: float) -> tuple[float, float, float, float] | None:
-    """(σ, γ₁, shape 4/γ₁², scale σ|γ₁|/2) of the shifted gamma law with these cumulants; None when
-    it is read as normal (|γ₁| < 10⁻⁶). Needs variance > 0."""
-    sd = math.sqrt(variance)
-    skew = third / (variance * sd)
-    if abs(skew) < 1e-6:
-        return None
-    return sd, skew, 4.0 / (skew * skew), sd * abs(skew) / 2.0
-
-
-def _survival_one(mean: float, variance: float, third: float, x: float) -> float:
-    """P(X > x) for the shifted gamma law with these cumulants (normal when |γ₁| < 10⁻⁶)."""
-    return _PreparedPart(mean, variance, third).survival(x)
 
 
 def ttft_cumulants(
@@ -1054,77 +951,253 @@ def _level_sums_array(levels: PromptLevels, memo: tuple, window: _Window, overhe
     return m1, m2, m3, quiet, z1, z2, z3, rows
 
 
-def shifted_gamma_quantile(mean: float, variance: float, third: float, q: float) -> float:
-    """The q-quantile of the shifted gamma law with mean, variance and third cumulant given:
-    skewness γ₁ = κ₃/κ₂^{3/2}, shape 4/γ₁², scale √κ₂·γ₁/2, shift mean − shape·scale (mirrored for
-    γ₁ < 0); the normal quantile when |γ₁| < 10⁻⁶."""
-    if not math.isfinite(mean) or not math.isfinite(variance):
-        return math.inf
-    if variance <= 0.0:
-        return mean
-    gamma = _gamma_one(variance, third)
-    if gamma is None:
-        return mean + math.sqrt(variance) * float(_special().ndtri(q))
-    _, skew, shape, scale = gamma
-    if skew > 0:
-        return mean - shape * scale + scale * float(_special().gammaincinv(shape, q))
-    return mean + shape * scale - scale * float(_special().gammaincinv(shape, 1.0 - q))
+# -- The shifted gamma law, written once: on one point in plain floats (the sizing hot path), and over
+# -- arrays of parts (a law of many prefill levels, a sweep of t_d)
 
 
-def _gamma_arrays(mean: Any, variance: Any, third: Any) -> tuple:
-    """(sd, skewness, normal?, shape, scale) of :func:`_gamma_one` over arrays (shape and scale
-    finite placeholders where the law is read as normal or a point)."""
-    sd = np.sqrt(np.maximum(variance, 0.0))
-    skew = np.where(sd > 0, third / (np.maximum(variance, 1e-300) * sd), 0.0)
-    tiny = np.abs(skew) < 1e-6
-    safe = np.where(tiny, 1.0, skew)
-    return sd, skew, tiny, 4.0 / (safe * safe), sd * np.abs(safe) / 2.0
+_SCALAR_SPECIAL: Any = None
 
 
-def _shifted_gamma_quantiles(
-    mean: np.ndarray, variance: np.ndarray, third: np.ndarray, q: float
-) -> np.ndarray:
-    """:func:`shifted_gamma_quantile` over arrays, element by element."""
-    sd, skew, tiny, shape, scale = _gamma_arrays(mean, variance, third)
-    special = _special()
-    gamma = np.where(
-        skew > 0,
-        mean - shape * scale + scale * special.gammaincinv(shape, q),
-        mean + shape * scale - scale * special.gammaincinv(shape, 1.0 - q),
+def _scalar_special() -> Any:
+    """scipy.special.cython_special, imported on first use: scipy.special's kernels on one point
+    without a ufunc's dispatch (0.09 against 0.9 µs a call; the same C functions, so the same bits)."""
+    global _SCALAR_SPECIAL
+    if _SCALAR_SPECIAL is None:
+        from scipy.special import cython_special
+
+        _SCALAR_SPECIAL = cython_special
+    return _SCALAR_SPECIAL
+
+
+#: one side of a branch: a function of (xp, …)
+_Side = Callable[..., Any]
+
+
+class _Floats(FLOATS):
+    """:class:`~fleetopt.core.backends.FLOATS` and what the shifted gamma law also needs, on one point."""
+
+    erfc = staticmethod(math.erfc)
+
+    @staticmethod
+    def gammaincinv(a: float, p: float) -> float:
+        return _scalar_special().gammaincinv(a, p)
+
+    @staticmethod
+    def ndtri(p: float) -> float:
+        return _scalar_special().ndtri(p)
+
+    @staticmethod
+    def gamma_tail(upper: bool, shape: float, z: float) -> float:
+        """P(G > z) where ``upper``, else P(G ≤ z), for G ~ Gamma(shape) and any z (1 or 0 at z ≤ 0)."""
+        if z > 0.0:
+            special = _scalar_special()
+            return (special.gammaincc if upper else special.gammainc)(shape, z)
+        return 1.0 if upper else 0.0
+
+    #: Σ weight·value over a block of parts: one part, on one point
+    dot = staticmethod(operator.mul)
+
+    @staticmethod
+    def lowest(x: float) -> float:
+        """The least value of a block of parts (one part)."""
+        return x
+
+    highest = lowest
+
+    @staticmethod
+    def heaviest(weight: float, values: float) -> tuple[float, float]:
+        """(the largest weight of a block of parts, the value at it): one part."""
+        return weight, values
+
+    @staticmethod
+    def branch(condition: bool, if_true: _Side, if_false: _Side) -> _Side:
+        """The function to apply, ``if_true`` where ``condition`` holds, else ``if_false`` (each takes
+        (xp, …)): on one point only the side taken is worked out."""
+        return if_true if condition else if_false
+
+
+class _Arrays(ARRAYS):
+    """:class:`~fleetopt.core.backends.ARRAYS` and what the shifted gamma law also needs, element by
+    element."""
+
+    @staticmethod
+    def erfc(x: Any) -> np.ndarray:
+        return _special().erfc(x)
+
+    @staticmethod
+    def gammaincinv(a: Any, p: Any) -> np.ndarray:
+        return _special().gammaincinv(a, p)
+
+    @staticmethod
+    def gamma_tail(upper: Any, shape: Any, z: Any) -> np.ndarray:
+        special = _special()
+        tail = np.where(upper, special.gammaincc(shape, z), special.gammainc(shape, z))
+        return np.where(z > 0.0, tail, np.where(upper, 1.0, 0.0))
+
+    dot = staticmethod(np.dot)
+
+    @staticmethod
+    def lowest(x: np.ndarray) -> float:
+        return float(x.min())
+
+    @staticmethod
+    def highest(x: np.ndarray) -> float:
+        return float(x.max())
+
+    @staticmethod
+    def heaviest(weight: np.ndarray, values: np.ndarray) -> tuple[float, float]:
+        """(the largest weight, the value at the first part that has it)."""
+        i = int(np.argmax(weight))
+        return float(weight[i]), float(values[i])
+
+    @staticmethod
+    def branch(condition: Any, if_true: _Side, if_false: _Side) -> _Side:
+        """A function that works out both sides on every point and picks (a law's placeholders keep
+        both defined)."""
+
+        def both(xp: Any, *args: Any) -> np.ndarray:
+            return np.where(condition, if_true(xp, *args), if_false(xp, *args))
+
+        return both
+
+
+def _backend(*values: Any) -> type[_Floats] | type[_Arrays]:
+    """:class:`_Arrays` when any of ``values`` is an array, else :class:`_Floats`."""
+    return _Arrays if any(isinstance(value, np.ndarray) for value in values) else _Floats
+
+
+class _GammaLaw(NamedTuple):
+    """Shifted gamma laws by their mean, variance and third cumulant (floats, or arrays that broadcast
+    together): skewness γ₁ = κ₃/σ³, shape 4/γ₁², scale σ|γ₁|/2 and shift mean − shape·scale, the
+    gamma law's lower end (``upper``: γ₁ > 0); mirrored for γ₁ < 0 (shift mean + shape·scale, its
+    upper end). Where ``gamma`` is false the law is read as normal (|γ₁| < 10⁻⁶), or as a point at
+    the mean where the variance is ≤ 0 (``point``). The fields are finite where the cumulants are
+    (placeholders where a kind does not use them: variance and σ 1 at a point, |γ₁| 1 where
+    normal), so every kind's formula is defined everywhere: on one point :meth:`_Floats.branch`
+    works out only the kind's own, an array works out all and picks."""
+
+    mean: Any
+    variance: Any
+    sd: Any
+    point: Any
+    gamma: Any
+    upper: Any
+    shape: Any
+    scale: Any
+    shift: Any
+
+
+def _gamma_law(xp: Any, mean: Any, variance: Any, third: Any) -> _GammaLaw:
+    """The :class:`_GammaLaw` with these cumulants (``xp``: :class:`_Floats` or :class:`_Arrays`)."""
+    point = variance <= 0.0
+    variance = xp.where(point, 1.0, variance)
+    sd = xp.sqrt(variance)
+    skew = third / (variance * sd)
+    size = xp.abs(skew)
+    normal = size < 1e-6
+    size = xp.where(normal, 1.0, size)
+    shape = 4.0 / (size * size)
+    scale = sd * size / 2.0
+    upper = skew > 0.0
+    shift = xp.where(upper, mean - shape * scale, mean + shape * scale)
+    gamma = xp.logical_not(point | normal)
+    # (tuple.__new__: a third of the NamedTuple's own constructor's cost, on the sizing hot path)
+    return _NEW_TUPLE(_GammaLaw, (mean, variance, sd, point, gamma, upper, shape, scale, shift))
+
+
+_NEW_TUPLE = tuple.__new__
+
+
+def _gamma_z(xp: Any, law: _GammaLaw, x: Any) -> Any:
+    """Where x falls in the gamma law's own units: (x − shift)/scale, mirrored for γ₁ < 0."""
+    return xp.where(law.upper, x - law.shift, law.shift - x) / law.scale
+
+
+def _survival(xp: Any, law: _GammaLaw, x: Any) -> Any:
+    """P(X > x)."""
+    return xp.branch(law.gamma, _gamma_survival, _normal_or_point_survival)(xp, law, x)
+
+
+def _gamma_survival(xp: Any, law: _GammaLaw, x: Any) -> Any:
+    """Q(shape, z) above the lower end (P(shape, z) below a mirrored law's upper end)."""
+    return xp.gamma_tail(law.upper, law.shape, _gamma_z(xp, law, x))
+
+
+def _normal_or_point_survival(xp: Any, law: _GammaLaw, x: Any) -> Any:
+    """½·erfc((x − mean)/√(2σ²)); for a point, 1 below it and 0 from it on."""
+    normal = 0.5 * xp.erfc((x - law.mean) / xp.sqrt(2.0 * law.variance))
+    return xp.where(law.point, xp.where(law.mean > x, 1.0, 0.0), normal)
+
+
+def _log_gamma_shape(xp: Any, law: _GammaLaw) -> Any:
+    """log Γ(shape), what the density needs (0 where the law is not a gamma law)."""
+    return xp.lgamma(xp.where(law.gamma, law.shape, 1.0))
+
+
+def _survival_and_density(xp: Any, law: _GammaLaw, log_gamma_shape: Any, x: Any) -> tuple[Any, Any]:
+    """(P(X > x), the density at x), what a quantile's Newton steps need (``log_gamma_shape``:
+    :func:`_log_gamma_shape`)."""
+    return xp.branch(law.gamma, _gamma_survival_and_density, _normal_or_point_survival_and_density)(
+        xp, law, log_gamma_shape, x
     )
-    value = np.where(tiny, mean + sd * float(special.ndtri(q)), gamma)
-    value = np.where(variance <= 0.0, mean, value)
-    return np.where(np.isfinite(mean) & np.isfinite(variance), value, np.inf)
 
 
-def _shifted_gamma_density(mean: np.ndarray, variance: np.ndarray, third: np.ndarray, x: float) -> np.ndarray:
-    """:meth:`_PreparedPart.density` over arrays, element by element."""
-    sd, skew, tiny, shape, scale = _gamma_arrays(mean, variance, third)
-    z = np.where(skew > 0, x - (mean - shape * scale), mean + shape * scale - x) / scale
-    positive = z > 0.0
-    safe_z = np.where(positive, z, 1.0)
-    gamma = np.where(
-        positive, np.exp((shape - 1.0) * np.log(safe_z) - safe_z - _special().gammaln(shape)) / scale, 0.0
-    )
-    sigma = np.where(sd > 0, sd, 1.0)
-    normal = np.exp(-0.5 * ((x - mean) / sigma) ** 2) / (sigma * math.sqrt(2.0 * math.pi))
-    return np.where(sd > 0, np.where(tiny, normal, gamma), 0.0)
+def _gamma_survival_and_density(xp: Any, law: _GammaLaw, log_gamma_shape: Any, x: Any) -> tuple[Any, Any]:
+    z = _gamma_z(xp, law, x)
+    density = xp.branch(z > 0.0, _gamma_density_inside, _no_density)(xp, law, log_gamma_shape, z)
+    return xp.gamma_tail(law.upper, law.shape, z), density
 
 
-def _shifted_gamma_survival(mean: Any, variance: Any, third: Any, level: float) -> np.ndarray:
-    """:func:`_survival_one` over arrays of cumulants, element by element."""
-    mean, variance, third = np.broadcast_arrays(
-        np.asarray(mean, dtype=np.float64),
-        np.asarray(variance, dtype=np.float64),
-        np.asarray(third, dtype=np.float64),
-    )
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        sd, skew, tiny, shape, scale = _gamma_arrays(mean, variance, third)
-        upper_tail = np.where(
-            skew > 0,
-            _special().gammaincc(shape, np.maximum((level - (mean - shape * scale)) / scale, 0.0)),
-            _special().gammainc(shape, np.maximum((mean + shape * scale - level) / scale, 0.0)),
-        )
-        normal_tail = 0.5 * _special().erfc((level - mean) / (sd * math.sqrt(2.0)))
-        tail = np.where(tiny, normal_tail, upper_tail)
-        return np.where(sd > 0, tail, np.where(mean > level, 1.0, 0.0))
+def _normal_or_point_survival_and_density(xp: Any, law: _GammaLaw, log_gamma_shape: Any, x: Any) -> tuple:
+    return _normal_or_point_survival(xp, law, x), _normal_or_point_density(xp, law, log_gamma_shape, x)
+
+
+def _gamma_density_inside(xp: Any, law: _GammaLaw, log_gamma_shape: Any, z: Any) -> Any:
+    """z^(shape − 1)·e^(−z)/(Γ(shape)·scale) at z > 0 (NaN elsewhere, where an array does not use it)."""
+    return xp.exp((law.shape - 1.0) * xp.log(z) - z - log_gamma_shape) / law.scale
+
+
+def _no_density(xp: Any, *_: Any) -> float:
+    """Outside a gamma law's support."""
+    return 0.0
+
+
+def _normal_or_point_density(xp: Any, law: _GammaLaw, log_gamma_shape: Any, x: Any) -> Any:
+    """The normal density; 0 for a point."""
+    u = (x - law.mean) / law.sd
+    return xp.where(law.point, 0.0, xp.exp(-0.5 * u * u) / (law.sd * math.sqrt(2.0 * math.pi)))
+
+
+def _quantile(xp: Any, law: _GammaLaw, q: float) -> Any:
+    """The q-quantile (∞ where the mean or the variance is not finite)."""
+    value = xp.branch(law.gamma, _gamma_quantile, _normal_or_point_quantile)(xp, law, q)
+    return xp.where(xp.isfinite(law.mean) & xp.isfinite(law.variance), value, math.inf)
+
+
+def _gamma_quantile(xp: Any, law: _GammaLaw, q: float) -> Any:
+    """shift + scale·P⁻¹(shape, q) (shift − scale·P⁻¹(shape, 1 − q) for a mirrored law)."""
+    g = xp.gammaincinv(law.shape, xp.where(law.upper, q, 1.0 - q))
+    return xp.where(law.upper, law.shift + law.scale * g, law.shift - law.scale * g)
+
+
+def _normal_or_point_quantile(xp: Any, law: _GammaLaw, q: float) -> Any:
+    """mean + σ·Φ⁻¹(q); the mean for a point."""
+    return xp.where(law.point, law.mean, law.mean + law.sd * xp.ndtri(q))
+
+
+def shifted_gamma_quantile(mean: Any, variance: Any, third: Any, q: float) -> Any:
+    """The q-quantile of the shifted gamma law with mean, variance and third cumulant given
+    (:class:`_GammaLaw`; floats, or arrays element by element): shift + scale·P⁻¹(shape, q) for
+    γ₁ > 0, shift − scale·P⁻¹(shape, 1 − q) for γ₁ < 0, the normal quantile when |γ₁| < 10⁻⁶, the
+    mean when the variance is ≤ 0, ∞ when the mean or the variance is not finite."""
+    xp = _backend(mean, variance, third)
+    with xp.quiet():
+        return _quantile(xp, _gamma_law(xp, mean, variance, third), q)
+
+
+def shifted_gamma_survival(mean: Any, variance: Any, third: Any, x: float) -> Any:
+    """P(X > x) for the shifted gamma law with these cumulants (:func:`shifted_gamma_quantile`'s;
+    floats, or arrays element by element)."""
+    xp = _backend(mean, variance, third)
+    with xp.quiet():
+        return _survival(xp, _gamma_law(xp, mean, variance, third), x)
