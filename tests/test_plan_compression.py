@@ -103,3 +103,21 @@ def test_export_says_when_only_litellm_deploys_the_plan(compressed, tmp_path) ->
     litellm = runner.invoke(app, [*base, "--to", "litellm", "--to", "router"])
     assert litellm.exit_code == 0, litellm.output
     assert "relies on prompt compression" not in litellm.stderr
+
+
+def test_the_readme_quotes_the_default_plan_and_the_compressed_one(compressed) -> None:
+    """README's figures of `fleetopt plan --cdf azure-2023 --slo 500ms --rate 1000` (the default
+    p_c = 0: the fleet without compression, equal to the p_c = 0 plan by the first test) and of the
+    same with --compressibility 1."""
+    text = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    default, best = compressed.plan.without_compression, compressed.plan.best
+    short, long = default.pools
+    quoted = (
+        f"B_short = {default.b_short_tokens:,}, a short pool of {short.instances} instances at "
+        f"{short.slots_per_instance} slots",
+        f"a long pool of {long.instances} instances at {long.slots_per_instance} slots",
+        f"{default.total_gpus:,} GPUs, ${default.cost_per_year_usd / 1e6:.1f}M/year",
+        f"`--compressibility 1` plans {best.total_gpus:,} GPUs",
+    )
+    for phrase in quoted:
+        assert phrase in text, phrase
