@@ -248,8 +248,8 @@ def compression_reliance(plan: FleetPlan) -> CompressionReliance | None:
         f"This plan relies on prompt compression: {fmt_pct(share)} of requests ({fmt_num(rate)} req/s "
         f"at the sizing rate) fit the {first} pool only after the gateway cuts their prompts "
         f"(γ = {best.gamma:g}, p_c = {routing.compressibility:g}, {cut}). Only fleetopt's LiteLLM "
-        "plugin compresses prompts (fleetopt export --to litellm); behind any other gateway they "
-        f"reach the {second} pool, which is sized without them."
+        "plugin compresses prompts (fleetopt export --to litellm), and never code or structured data; "
+        f"behind any other gateway they reach the {second} pool, which is sized without them."
     )
     extra_gpus = extra_cost = None
     if without is None:
