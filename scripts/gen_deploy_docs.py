@@ -3,6 +3,8 @@
     python scripts/gen_deploy_docs.py                 # rewrite docs/deploy.md (all parts)
     python scripts/gen_deploy_docs.py --check         # exit 1 if a part is out of date
     python scripts/gen_deploy_docs.py --check --fast  # only the README plan's parts (the tests run this)
+    python scripts/gen_deploy_docs.py --gateway       # also re-run the LiteLLM walkthrough (needs the
+                                                      # gateway extra; kept as it is otherwise)
 
 Each generated part of the page sits between ``<!-- generated: NAME -->`` and ``<!-- /generated -->``
 (invisible in rendered markdown). The README plan's parts come from ``fleetopt plan --cdf azure-2023
@@ -96,6 +98,187 @@ def readme_plan_parts() -> dict[str, str]:
         f"instances, the static fleet), and export keeps the static floor and says so (`{short_note}`)"
     )
     parts["markdown"] = _fence("markdown", Path("deploy/plan.md").read_text())
+    return parts
+
+
+#: The walkthrough's loopback addresses (fixed, so the page's commands are the ones that ran).
+GATEWAY_PORTS = {"short": 18001, "long": 18002}
+PROXY_PORT = 14000
+CR_PLAN = [*README_PLAN, "--compressibility", "1"]
+GATEWAY_EXPORT = ["export", "--plan", "plan-cr.yaml", "--to", "litellm",
+                  *(a for name, port in GATEWAY_PORTS.items() for a in ("--endpoint", f"{name}=http://127.0.0.1:{port}")),
+                  "--output-dir", "deploy"]  # fmt: skip
+
+
+def litellm_export_parts() -> dict[str, str]:
+    """The plan that relies on compression, its header and its litellm.yaml (deterministic: the
+    tests check them)."""
+    report, _ = _run([*CR_PLAN, "--output", "plan-cr.yaml"])
+    header = report[: report.index("Pools")].rstrip().splitlines()
+    wrote, _ = _run(GATEWAY_EXPORT)
+    text = f"$ fleetopt {' '.join(CR_PLAN[:-2])} \\\n    --compressibility 1 --output plan-cr.yaml\n"
+    text += "\n".join(header) + "\n…\n"
+    export = " ".join(GATEWAY_EXPORT[:5]) + " \\\n    " + " ".join(GATEWAY_EXPORT[5:9]) + " \\\n    "
+    text += f"$ fleetopt {export}{' '.join(GATEWAY_EXPORT[9:])}\n{wrote}"
+    return {
+        "litellm-plan": _fence("text", text),
+        "litellm-yaml": _fence("yaml", Path("deploy/litellm.yaml").read_text()),
+    }
+
+
+def _prose(tokens: int, count, skip: int = 0) -> str:
+    """English prose of about ``tokens`` tokens: CPython's pydoc topics (stable for a Python release),
+    whole sentences from the ``skip``-th one."""
+    import pydoc_data.topics
+
+    text = " ".join(" ".join(pydoc_data.topics.topics[k].split()) for k in sorted(pydoc_data.topics.topics))
+    sentences = re.split(r"(?<=[.!?]) ", text)[skip:]
+    kept: list[str] = []
+    total = 0
+    for sentence in sentences:
+        total += count(sentence + " ")
+        if total > tokens:
+            break
+        kept.append(sentence)
+    return " ".join(kept)
+
+
+def semantic_router_part() -> str:
+    """The semantic-router export: refused for the plan that compresses and without
+    --max-output-tokens, written for the README plan and checked by vLLM Semantic Router's own
+    ``vllm-sr config validate`` (``--gateway``: it needs the package, as the tests do)."""
+    import subprocess
+
+    commands = [
+        ["export", "--plan", "plan-cr.yaml", "--to", "semantic-router", "--max-output-tokens", "1024"],
+        ["export", "--plan", "plan.yaml", "--to", "semantic-router"],
+        ["export", "--plan", "plan.yaml", "--to", "semantic-router", "--max-output-tokens", "1024",
+         "--output-dir", "deploy"],
+    ]  # fmt: skip
+    text = ""
+    for arguments in commands:
+        result = runner.invoke(app, arguments)
+        text += f"$ fleetopt {' '.join(arguments)}\n{result.stdout}{result.stderr}"
+    validator = Path(sys.executable).parent / "vllm-sr"
+    done = subprocess.run(
+        [str(validator), "config", "validate", "--config", "deploy/semantic-router.yaml"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise SystemExit(f"vllm-sr config validate failed: {done.stdout}{done.stderr}")
+    text += f"$ vllm-sr config validate --config deploy/semantic-router.yaml\n{done.stdout.strip()}\n"
+    return _fence("text", text)
+
+
+def _rule(routing, prompt: int, max_tokens: int | None, label: str) -> str:
+    """Where the planner's Routing sends a request (exact counts; coin 0, so a band request within
+    the cap is compressed), in words; code is what the content gate keeps from compression."""
+    import numpy as np
+
+    if max_tokens is None:
+        return "no `max_tokens`: long"
+    index, inputs, _ = routing.route(*(np.array([v]) for v in (prompt + max_tokens, prompt, max_tokens, 0.0)))
+    name = routing.pool_names[int(index[0])]
+    if inputs[0] == prompt:
+        return name
+    if "source" in label:
+        return f"band: compress to {int(inputs[0]):,}, {name} — but code is never cut: long"
+    return f"band, cut {(prompt - inputs[0]) / prompt:.1%} ≤ 20%: compress to ≤ {int(inputs[0]):,}, {name}"
+
+
+def gateway_parts() -> dict[str, str]:
+    """The walkthrough on a real LiteLLM proxy (``--gateway``: needs ``pip install '.[gateway]'``):
+    two mock vLLM pools on loopback, the exported litellm.yaml unchanged, real requests."""
+    import inspect
+    import json
+    import json.decoder
+    import secrets
+    import urllib.request
+
+    sys.path.insert(0, str(DOC.parents[1] / "tests"))
+    from gateway_mocks import MockPool, litellm_tiktoken_cache, start_litellm, stop_process
+
+    os.environ["TIKTOKEN_CACHE_DIR"] = litellm_tiktoken_cache()
+    import tiktoken
+
+    encoding = tiktoken.get_encoding("cl100k_base")
+
+    def count(text: str) -> int:
+        return len(encoding.encode(text, disallowed_special=()))
+
+    parts = litellm_export_parts()
+    parts["semantic-router-run"] = semantic_router_part()
+    from fleetopt.io.plans import read_plan
+
+    routing = read_plan(Path("plan-cr.yaml")).fleet.routing
+    document = yaml.safe_load(Path("plan-cr.yaml").read_text())
+    contexts = {name: pool["context_tokens"] for name, pool in document["best"]["pools"].items()}
+    pools = [MockPool(name, contexts[name], count, 4).start(port) for name, port in GATEWAY_PORTS.items()]
+    key = "sk-" + secrets.token_hex(16)
+    served = yaml.safe_load(Path("deploy/litellm.yaml").read_text())["callback_settings"]["fleetopt"]["model"]
+
+    def ask(content: str, max_tokens: int | None, stream: bool = False) -> str:
+        body: dict = {"model": served, "messages": [{"role": "user", "content": content}]}
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
+        if stream:
+            body["stream"] = True
+        request = urllib.request.Request(
+            f"{url}/v1/chat/completions", data=json.dumps(body).encode(),
+            headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+        )  # fmt: skip
+        with urllib.request.urlopen(request, timeout=60) as response:
+            payload = response.read().decode()
+        if not stream:
+            return json.loads(payload)["choices"][0]["message"]["content"]
+        chunks = [json.loads(line[6:]) for line in payload.splitlines() if line.startswith("data: {")]
+        return "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
+
+    code = inspect.getsource(json.decoder)
+    code_text = code * 3
+    cases = [
+        ("prose", _prose(3_922, count, 400), 500, False),
+        ("prose", _prose(5_990, count, 900), 500, False),
+        ("prose, streamed", _prose(5_990, count, 900), 500, True),
+        ("Python source", encoding.decode(encoding.encode(code_text)[:5_990]), 500, False),
+        ("prose", _prose(3_922, count, 400), None, False),
+        ("prose", _prose(6_700, count, 1_500), 500, False),
+    ]
+    rows = []
+    try:
+        proxy, url, _ = start_litellm(
+            Path("deploy/litellm.yaml"), Path.cwd(), DOC.parents[1], key, port=PROXY_PORT
+        )
+        try:
+            warm = [_prose(1_000 + 40 * k, count, 30 * k) for k in range(60)]
+            warm_answers = [ask(text, 200) for text in warm]
+            for label, text, max_tokens, stream in cases:
+                prompt = count(text) + 4
+                rule = _rule(routing, prompt, max_tokens, label)
+                budget = (
+                    "no `max_tokens`"
+                    if max_tokens is None
+                    else f"{prompt:,} + {max_tokens:,} = {prompt + max_tokens:,}"
+                )
+                rows.append(
+                    f"| {label}, {prompt:,} tokens | {budget} | {rule} | `{ask(text, max_tokens, stream)}` |"
+                )
+        finally:
+            stop_process(proxy)
+    finally:
+        for pool in pools:
+            pool.stop()
+    short = sum(a.startswith("pool=short") for a in warm_answers)
+    table = [
+        f"{len(warm)} prose requests of 1,000–3,400 tokens with `max_tokens` 200 first (the estimator "
+        f"learns each answer's `usage.prompt_tokens`): {short} answered by the short pool. Then:",
+        "",
+        "| request (prompt tokens as the model counts them) | prompt + `max_tokens` | the plan's `Routing` "
+        "| answered by |",
+        "|---|---|---|---|",
+        *rows,
+    ]
+    parts["litellm-run"] = "\n" + "\n".join(table) + "\n"
     return parts
 
 
@@ -239,7 +422,7 @@ def days_parts() -> dict[str, str]:
     return parts
 
 
-def render(fast: bool = False) -> str:
+def render(fast: bool = False, gateway: bool = False) -> str:
     """docs/deploy.md with every generated part (only the README plan's with ``fast``) brought up to date."""
     page = DOC.read_text(encoding="utf-8")
     here = os.getcwd()
@@ -247,6 +430,7 @@ def render(fast: bool = False) -> str:
         os.chdir(folder)
         try:
             makers: list[Callable[[], dict[str, str]]] = [readme_plan_parts] + ([] if fast else [days_parts])
+            makers.append(gateway_parts if gateway else litellm_export_parts)
             parts: dict[str, str] = {}
             for make in makers:
                 parts |= make()
@@ -265,8 +449,8 @@ def render(fast: bool = False) -> str:
 
 
 def main() -> None:
-    check, fast = "--check" in sys.argv, "--fast" in sys.argv
-    text = render(fast=fast)
+    check, fast, gateway = "--check" in sys.argv, "--fast" in sys.argv, "--gateway" in sys.argv
+    text = render(fast=fast, gateway=gateway)
     if check:
         if text != DOC.read_text(encoding="utf-8"):
             print("docs/deploy.md is out of date: run python scripts/gen_deploy_docs.py")

@@ -54,7 +54,8 @@ class MockPool:
         messages = body.get("messages") or []
         return sum(self.count_tokens(t) for t in prompt_texts(body)) + self.per_message * len(messages)
 
-    def start(self) -> MockPool:
+    def start(self, port: int = 0) -> MockPool:
+        """Serve on loopback at ``port`` (0: a free one)."""
         pool = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -163,7 +164,7 @@ class MockPool:
                     },
                 )
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.server.daemon_threads = True
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         return self
@@ -215,8 +216,8 @@ def litellm_tiktoken_cache() -> str:
     return str(Path(spec.origin).parent / "litellm_core_utils" / "tokenizers")
 
 
-def start_litellm(config_path, workdir, repo, key: str, timeout_s: float = 120.0):
-    """Start ``litellm --config`` on a free loopback port; (process, URL, log path). Raises
+def start_litellm(config_path, workdir, repo, key: str, timeout_s: float = 120.0, port: int | None = None):
+    """Start ``litellm --config`` on a loopback port (default: a free one); (process, URL, log path). Raises
     RuntimeError when it exits or does not answer /health/liveliness within ``timeout_s``."""
     import os
     import shutil
@@ -225,7 +226,7 @@ def start_litellm(config_path, workdir, repo, key: str, timeout_s: float = 120.0
     import urllib.request
     from pathlib import Path
 
-    port = free_port()
+    port = free_port() if port is None else port
     env = {
         **os.environ,
         "LITELLM_MASTER_KEY": key,

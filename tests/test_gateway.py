@@ -331,6 +331,35 @@ def test_litellm_export_carries_the_plans_routing(plans) -> None:
     assert config["router_settings"]["model_group_alias"] == {MODEL: "fleetopt-long"}
 
 
+def test_the_router_file_and_litellm_yaml_carry_the_plans_cut_cap(plans, tmp_path) -> None:
+    """The gateway compresses no more than the plan assumed: the plan's cap (here edited to 5%)
+    reaches both files, and a band request needing an 8% cut, compressed under the default 20%, is
+    not compressed under it."""
+    from fleetopt.io.deploy import read_router
+    from fleetopt.io.plans import read_plan
+
+    document = yaml.safe_load(plans["cr"].read_text())
+    assert document["inputs"]["max_cut_fraction"] == 0.2
+    document["inputs"]["max_cut_fraction"] = 0.05
+    edited = tmp_path / "plan.yaml"
+    edited.write_text(yaml.safe_dump(document, sort_keys=False, allow_unicode=True))
+    planned = read_plan(edited).fleet.routing
+    assert planned.max_cut_fraction == 0.05
+    done = _export(edited, "--to", "router", "--to", "litellm", "--output-dir", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    router = read_router(tmp_path / "router.yaml")
+    litellm = yaml.safe_load((tmp_path / "litellm.yaml").read_text())
+    settings = gateway_config(litellm["callback_settings"]["fleetopt"])
+    assert router.routing == settings.routing == planned
+    b = planned.b_short_tokens
+    prompt = round((b - 100) / 0.92)  # a cut of 8% of the prompt brings it to B − max_tokens
+    assert b < prompt + 100 <= planned.band_top_tokens
+    assert router.route(prompt, 100, coin=0.0) == ("long", prompt)
+    default = Routing(planned.boundaries_tokens, planned.gamma, planned.compressibility)
+    index, inputs, _ = default.route(*(np.array([v]) for v in (prompt + 100, prompt, 100, 0.0)))
+    assert (index[0], inputs[0]) == (0, b - 100)  # under the default 20% cap it is compressed
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

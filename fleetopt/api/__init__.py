@@ -24,6 +24,7 @@ from fleetopt.defaults import (
     DEFAULT_COMPRESSIBILITY,
     DEFAULT_GAMMAS,
     DEFAULT_LONG_CONTEXT_TOKENS,
+    DEFAULT_MAX_CUT_FRACTION,
     DEFAULT_MAX_UTILIZATION,
     DEFAULT_POOL_COUNT,
     DEFAULT_RATE_PER_S,
@@ -207,6 +208,7 @@ def plan_workload(
     b_short_candidates: Sequence[int] | None = None,
     gammas: Sequence[float] = DEFAULT_GAMMAS,
     compressibility: float = DEFAULT_COMPRESSIBILITY,
+    max_cut_fraction: float = DEFAULT_MAX_CUT_FRACTION,
     service_model: str = DEFAULT_SERVICE_MODEL,
     max_utilization: float = DEFAULT_MAX_UTILIZATION,
     tpot_slo_s: float | None = None,
@@ -258,6 +260,7 @@ def plan_workload(
         b_short_candidates=tuple(int(b) for b in b_short_candidates) if b_short_candidates else None,
         gammas=tuple(float(g) for g in gammas),
         compressibility=compressibility,
+        max_cut_fraction=max_cut_fraction,
         service_model=service_model,
         max_utilization=max_utilization,
         tpot_slo_s=tpot_slo_s,
@@ -321,9 +324,14 @@ def plan_run_from_options(
     """Like :func:`plan_from_options`, returning the whole :class:`PlanRun`."""
     from fleetopt.io.units import parse_duration_s, parse_fraction, parse_number_list
 
-    for key, flag in (("compressibility", "--compressibility"), ("max_utilization", "--max-utilization")):
+    fractions = ("compressibility", "--compressibility"), ("max_utilization", "--max-utilization")
+    for key, flag in (*fractions, ("max_cut_fraction", "--max-cut")):
         if isinstance(options.get(key), str):  # the CLI's text: 0.85 or 85%
             options[key] = parse_fraction(options[key], field=flag)
+    if options.get("max_cut_fraction") == 0:
+        raise ValidationError(
+            "--max-cut: 0 cuts nothing; it must be in (0, 1] (no compression: --compressibility 0)"
+        )
     if options.get("max_utilization") == 0:
         raise ValidationError("--max-utilization: 0 leaves no capacity; it must be in (0, 1] (e.g. 85%)")
     b_values = parse_number_list(b_short, field="--b-short", integer=True) if b_short else None

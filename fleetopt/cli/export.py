@@ -158,14 +158,14 @@ def write_export(
         plan_file, targets, options=options, keda=keda, profiles_dir=profiles_dir, model_id=model_id,
         plan_label=plan_label, gateway=gateway,
     )  # fmt: skip
+    for name in run.files if output_dir is not None else ():
+        message = f"--output-dir {output_dir}: {name} would replace the input file {{input}}"
+        refuse_overwriting_input(output_dir / name, inputs, message)
     for note in run.notes:
         typer.echo(f"note: {note}", err=True)
     if output_dir is None:
         typer.echo(run.text(), nl=False)
         return
-    for name in run.files:
-        message = f"--output-dir {output_dir}: {name} would replace the input file {{input}}"
-        refuse_overwriting_input(output_dir / name, inputs, message)
     for path in write_files_atomically(output_dir, run.files):
         if echo_written:
             typer.echo(f"wrote {path}")

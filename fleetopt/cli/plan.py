@@ -93,6 +93,12 @@ def plan(
         help="p_c: share of borderline requests C&R compresses, e.g. 0.75 or 75% (default 0: no compression; "
         "only export --to litellm deploys it).",
     ),
+    max_cut: str = typer.Option(
+        "20%",
+        "--max-cut",
+        help="The largest share of a prompt C&R may cut, e.g. 20% (the default: the most the compressor "
+        "cuts with the fidelity of FleetOpt Table 7; docs/gateway.md). 100% is the papers' rule.",
+    ),
     service_model: str = typer.Option(
         DEFAULT_SERVICE_MODEL,
         "--service-model",
@@ -199,6 +205,7 @@ def plan(
         b_short=b_short,
         gamma=gamma,
         compressibility=compressibility,
+        max_cut_fraction=max_cut,
         service_model=service_model,
         max_utilization=max_utilization,
         max_pools=pools,

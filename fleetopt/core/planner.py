@@ -204,6 +204,14 @@ class FleetCandidate:
         return self.pools[-1]
 
     @property
+    def compressed_fraction(self) -> float:
+        """The share of requests the first pool serves only after Compress-and-Route: α' − α (0 when
+        the fleet compresses nothing)."""
+        if not self.routing.compresses:
+            return 0.0
+        return max(0.0, self.short_traffic_fraction - self.alpha)
+
+    @property
     def total_instances(self) -> int:
         return sum(p.instances for p in self.pools)
 
@@ -225,7 +233,11 @@ class FleetPlan:
     """The planner's answer: the best fleet, the baselines and the whole (B, γ) grid.
 
     ``best_by_pool_count`` holds the cheapest feasible fleet with exactly k pools, for
-    k = 1 … ``options.max_pools`` (None where no such fleet is feasible).
+    k = 1 … ``options.max_pools`` (None where no such fleet is feasible). ``without_compression``
+    is the cheapest feasible fleet that compresses nothing (γ = 1, any pool count up to
+    ``max_pools``), set when the best fleet relies on Compress-and-Route
+    (:attr:`FleetCandidate.compressed_fraction` > 0): what to deploy behind a gateway that does not
+    compress prompts.
     """
 
     options: PlanOptions
@@ -238,6 +250,7 @@ class FleetPlan:
     grid: tuple[FleetCandidate, ...]
     b_short_candidates: tuple[int, ...]
     best_by_pool_count: tuple[FleetCandidate | None, ...] = ()
+    without_compression: FleetCandidate | None = None
 
     @property
     def feasible(self) -> bool:
@@ -525,21 +538,24 @@ class Planner:
         return replace(cell, label="retrofit", pools=(cell.pools[0], kept_long))
 
     # -- K pools ---------------------------------------------------------------------------
-    def best_k_pool_fleet(self, pool_count: int, candidates: tuple[int, ...]) -> FleetCandidate | None:
+    def best_k_pool_fleet(
+        self, pool_count: int, candidates: tuple[int, ...], gammas: tuple[float, ...] | None = None
+    ) -> FleetCandidate | None:
         """The cheapest feasible fleet of exactly ``pool_count`` ≥ 3 pools (None if there is none).
 
-        Boundaries come from ``candidates`` (increasing), γ from the options; the C&R band must end
-        within the second pool. Exact dynamic programming: a fleet's (cost, GPUs) is the sum over
-        its pools, pool 1 depends on (B₁, γ), pool 2 on (B₁, γ, B₂), pool k ≥ 3 on (B_{k−1}, B_k)
-        only, so the cheapest path through increasing boundaries is the cheapest fleet. Ties go to
-        fewer GPUs, then smaller γ, then smaller boundaries (lexicographically).
+        Boundaries come from ``candidates`` (increasing), γ from ``gammas`` (default: the
+        options'); the C&R band must end within the second pool. Exact dynamic programming: a
+        fleet's (cost, GPUs) is the sum over its pools, pool 1 depends on (B₁, γ), pool 2 on
+        (B₁, γ, B₂), pool k ≥ 3 on (B_{k−1}, B_k) only, so the cheapest path through increasing
+        boundaries is the cheapest fleet. Ties go to fewer GPUs, then smaller γ, then smaller
+        boundaries (lexicographically).
         """
         bounds = tuple(sorted(set(candidates)))
         m, inner = len(bounds), pool_count - 1  # inner = number of boundaries
         if m < inner:
             return None
         best_path: tuple | None = None
-        for gamma in self.options.gammas:
+        for gamma in self.options.gammas if gammas is None else gammas:
             # head[j]: the cheapest (cost, gpus, boundaries) of the first two pools with B₂ = bounds[j].
             head: list[tuple | None] = [None] * m
             for i, b1 in enumerate(bounds):
@@ -607,6 +623,12 @@ class Planner:
         if routed is not None:
             options = [self.retrofit(routed, g) for g in o.gammas if g > 1.0]
             retrofit = _cheapest(options) or (options[0] if options else None)
+        without = None
+        if best is not None and best.compressed_fraction > 0:
+            more = (self.best_k_pool_fleet(k, tuple(candidates), (1.0,)) for k in range(3, o.max_pools + 1))
+            plain = [homogeneous, *(self.candidate(b, 1.0) for b in candidates)]
+            without = _cheapest(plain + [fleet for fleet in more if fleet is not None])
+            without = None if without is None else replace(without, label="without_compression")
         return FleetPlan(
             options=o,
             short_hardware=self.short_hardware,
@@ -618,6 +640,7 @@ class Planner:
             grid=grid,
             b_short_candidates=tuple(candidates),
             best_by_pool_count=tuple(by_count),
+            without_compression=without,
         )
 
 

@@ -108,6 +108,12 @@ class Routing:
         b = self.b_short_tokens
         return None if b is None else math.floor(self.gamma * b)
 
+    @property
+    def compresses(self) -> bool:
+        """Whether C&R can compress any request: a non-empty band (⌊γB₁⌋ > B₁) and p_c > 0."""
+        b = self.b_short_tokens
+        return b is not None and self.band_top_tokens > b and self.compressibility > 0
+
     @cached_property
     def pool_ranges(self) -> tuple[tuple[float, float], ...]:
         """(lo, hi] of each pool's own (uncompressed) totals, tokens; the last hi is ∞."""

@@ -192,9 +192,8 @@ class RouterConfig:
         """The pool a request goes to and its prompt tokens after C&R (None: longer than every pool).
 
         ``coin`` is one uniform [0, 1) draw: a request in the C&R band is compressed when coin < p_c
-        and its cut is within the cap (``Routing.max_cut_fraction``: schema version 1 does not carry
-        it, so the planner's default applies). The rule of docs/deploy.md, step by step, from the
-        file's own numbers.
+        and its cut is within the file's ``max_cut_fraction``. The rule of docs/deploy.md, step by
+        step, from the file's own numbers.
         """
         if max_tokens is None:
             last = self.pools[-1]
@@ -278,7 +277,7 @@ def router_from_document(document: Any, source: str = "router") -> RouterConfig:
             )
         )
     boundaries = tuple(p.max_budget_tokens for p in pools[:-1])
-    gamma, compressibility = 1.0, 0.0
+    gamma, compressibility, cut = 1.0, 0.0, Routing().max_cut_fraction  # without a band the cap cuts nothing
     band = document.get("compress_and_route")
     if band is not None:
         if len(pools) < 2 or not isinstance(band, dict):
@@ -293,7 +292,8 @@ def router_from_document(document: Any, source: str = "router") -> RouterConfig:
             if band.get(key) != expected:
                 fail(f"compress_and_route.{key}", band.get(key), repr(expected))
         gamma, compressibility = band.get("gamma"), band.get("compressibility")
-        for key, value in (("gamma", gamma), ("compressibility", compressibility)):
+        cut = band.get("max_cut_fraction", 1.0)
+        for key, value in (("gamma", gamma), ("compressibility", compressibility), ("max_cut_fraction", cut)):
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
                 fail(f"compress_and_route.{key}", value, "a number")
         top = math.floor(gamma * first.max_budget_tokens)
@@ -301,7 +301,7 @@ def router_from_document(document: Any, source: str = "router") -> RouterConfig:
             fail("compress_and_route.up_to_budget_tokens", band.get("up_to_budget_tokens"),
                  f"⌊gamma × above_budget_tokens⌋ = {top}")  # fmt: skip
     try:
-        routing = Routing(boundaries, float(gamma), float(compressibility))
+        routing = Routing(boundaries, float(gamma), float(compressibility), float(cut))
     except ValidationError as exc:
         raise ValidationError(f"{source}: {exc}") from None
     model = document.get("model")

@@ -345,6 +345,7 @@ def _plan_options(check: _Checker, inputs: PlanInputs) -> PlanOptions:
         b_short_candidates=tuple(inputs.b_short_candidates),
         gammas=tuple(inputs.gammas),
         compressibility=inputs.compressibility,
+        max_cut_fraction=inputs.max_cut_fraction,
         service_model=inputs.service_model,
         max_utilization=inputs.max_utilization,
         quantile=inputs.quantile,
@@ -410,7 +411,7 @@ def _routing(check: _Checker, best: FleetDocument, options: PlanOptions, pool_co
             "best.routing.boundaries_tokens", bounds, f"{pool_count - 1} boundaries for {pool_count} pools"
         )
     try:
-        return Routing(tuple(bounds), best.gamma, options.compressibility)
+        return Routing(tuple(bounds), best.gamma, options.compressibility, options.max_cut_fraction)
     except ValidationError as exc:
         raise ValidationError(f"{check.source}: best: {exc}") from None
 

@@ -287,7 +287,7 @@ def router_document(context: ExportContext, options: ExportOptions) -> dict[str,
         "longer_than_every_pool": "reject",
     }
     band_top = routing.band_top_tokens
-    if band_top is not None and band_top > routing.boundaries_tokens[0] and routing.compressibility > 0:
+    if routing.compresses:
         first = routing.boundaries_tokens[0]
         document["compress_and_route"] = {
             "pool": context.pools[0].name,
@@ -295,6 +295,7 @@ def router_document(context: ExportContext, options: ExportOptions) -> dict[str,
             "up_to_budget_tokens": band_top,
             "gamma": routing.gamma,
             "compressibility": routing.compressibility,
+            "max_cut_fraction": routing.max_cut_fraction,
             "only_if_max_tokens_below": first,
             "compress_prompt_to_tokens": f"{first} - max_tokens",
         }
@@ -306,8 +307,9 @@ _ROUTER_HEADER = """\
 # For each request, with L = prompt_tokens + max_tokens:
 #   1. no max_tokens: the last pool (the only one whose context holds any output);
 #   2. compress_and_route: if above_budget_tokens < L <= up_to_budget_tokens and
-#      max_tokens < only_if_max_tokens_below, then with probability `compressibility`
-#      compress the prompt to above_budget_tokens - max_tokens tokens and send it to `pool`;
+#      max_tokens < only_if_max_tokens_below and L - above_budget_tokens <= max_cut_fraction
+#      × prompt_tokens, then with probability `compressibility` compress the prompt to
+#      above_budget_tokens - max_tokens tokens and send it to `pool`;
 #   3. otherwise the first pool (in order) with L <= max_budget_tokens;
 #   4. longer than every pool: reject (no instance can hold it).
 # Each pool's max_budget_tokens is its vLLM --max-model-len, so every routed request fits.
@@ -645,6 +647,8 @@ def plan_markdown(document: Mapping[str, Any], plan_label: str | None = None) ->
         lines += [f"Rate: {md_text(basis_sentence(inputs['rate_basis']))}.", ""]
     if best.get("routing"):
         lines += [f"Routing: {md_text(best['routing']['rule'])}.", ""]
+    if document.get("compression"):
+        lines += [f"**{md_text(document['compression']['message'])}**", ""]
     headers = ("pool", "instances × GPUs", "max_model_len", "max_num_seqs", "req/s", "utilization",
                "P99 TTFT", "TTFT headroom", "TPOT", "set by")  # fmt: skip
     rows = []

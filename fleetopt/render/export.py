@@ -192,4 +192,11 @@ def export_plan(
                     f"plan {label}: the markdown summary needs a field the plan lacks or mangles "
                     f"({type(exc).__name__}: {exc}); re-plan with fleetopt plan --output"
                 ) from None
+    if context is not None and "litellm" not in targets and context.routing.compresses:
+        notes.append(
+            f"{label} relies on prompt compression (Compress-and-Route, γ = {context.routing.gamma:g}, "
+            f"p_c = {context.routing.compressibility:g}), which only --to litellm deploys: behind any "
+            "other gateway its band requests reach a pool sized without them (re-plan with "
+            "--compressibility 0 for a fleet that needs no compression)"
+        )
     return ExportRun(files=files, notes=notes)

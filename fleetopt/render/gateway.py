@@ -131,8 +131,7 @@ def litellm_document(
         "model": model,
         "pools": pools,
     }
-    band_top = routing.band_top_tokens
-    if band_top is not None and band_top > routing.boundaries_tokens[0] and routing.compressibility > 0:
+    if routing.compresses:
         settings["compress_and_route"] = {
             "gamma": routing.gamma,
             "compressibility": routing.compressibility,
@@ -191,8 +190,7 @@ def semantic_router_document(
 ) -> dict[str, Any]:
     """vLLM Semantic Router's canonical config (module docstring)."""
     routing = context.routing
-    band_top = routing.band_top_tokens
-    if band_top is not None and band_top > routing.boundaries_tokens[0] and routing.compressibility > 0:
+    if routing.compresses:
         raise ValidationError(
             f"--to semantic-router: the plan compresses prompts (Compress-and-Route, γ = {routing.gamma:g}, "
             f"p_c = {routing.compressibility:g}) and vLLM Semantic Router cannot: missing compression; "

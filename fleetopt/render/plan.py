@@ -244,6 +244,8 @@ def _baseline_table(document: PlanDocument) -> FitTable:
         ("PR + C&R retrofit", baselines.retrofit),
         ("fleetopt (best)", document.best),
     ]
+    if document.compression is not None:
+        rows.append(("without compression (γ = 1)", document.compression.without_compression))
     for label, fleet in rows:
         if fleet is None:
             table.add_row(label, "–", "–", "–", "–", "–", "–")
@@ -293,6 +295,8 @@ def draw_plan(console: Console, document: PlanDocument | Mapping[str, Any]) -> N
     """The whole report: inputs, the best fleet and its pools, why, baselines, grid, notes.
 
     ``document``: a :class:`PlanDocument`, or its plain data (read through the schema first)."""
+    from rich.markup import escape
+
     from fleetopt.render.layout import bullets
 
     if not isinstance(document, PlanDocument):
@@ -335,6 +339,8 @@ def draw_plan(console: Console, document: PlanDocument | Mapping[str, Any]) -> N
         )
         if best.routing:
             console.print(f"routing: {best.routing.rule}", markup=False)
+        if document.compression is not None:
+            console.print(f"[bold yellow]{escape(document.compression.message)}[/bold yellow]")
         console.print(_pool_table(best))
         console.print("[bold]Why[/bold]")
         reasons = (explain_pool(name, pool, inputs.ttft_slo_s) for name, pool in best.pools.items())

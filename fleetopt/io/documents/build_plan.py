@@ -24,6 +24,7 @@ from fleetopt.io.documents.plan import (
     PLAN_KIND,
     SCHEMA_VERSION,
     Baselines,
+    CompressionReliance,
     FleetDocument,
     FleetRouting,
     GridCell,
@@ -116,9 +117,11 @@ def routing_rule(routing: Routing) -> str:
     b, band_top = bounds[0], routing.band_top_tokens
     parts = [f"{names[0]} if L_in + max_tokens ≤ {b}"]
     if band_top is not None and band_top > b:
+        cut = routing.max_cut_fraction
+        cap = f", cutting at most {cut:.0%} of the prompt" if cut < 1 else ""
         parts.append(
             f"compress prompts with {b} < L_in + max_tokens ≤ {band_top} to L_in = {b} − max_tokens"
-            f" (p_c = {routing.compressibility:g}), then {names[0]}"
+            f" (p_c = {routing.compressibility:g}{cap}), then {names[0]}"
         )
     parts += [
         f"{name} if L_in + max_tokens ≤ {bound}" for name, bound in zip(names[1:], bounds[1:], strict=False)
@@ -227,6 +230,53 @@ def schedule_document(schedule: Any) -> ScheduleDocument:
     )
 
 
+def compression_reliance(plan: FleetPlan) -> CompressionReliance | None:
+    """What the best fleet needs a gateway to compress, and the fleet without compression beside it
+    (None when the best fleet compresses nothing)."""
+    from fleetopt.io.units import fmt_num, fmt_pct, fmt_usd
+
+    best, without = plan.best, plan.without_compression
+    if best is None or best.compressed_fraction <= 0:
+        return None
+    share = best.compressed_fraction
+    rate = share * plan.options.arrival_rate_per_s
+    routing = best.routing
+    first, second = best.pool_names[:2]
+    cut = routing.max_cut_fraction
+    cut = f"at most {cut:.0%} of a prompt" if cut < 1 else "any cut, the papers' rule"
+    message = (
+        f"This plan relies on prompt compression: {fmt_pct(share)} of requests ({fmt_num(rate)} req/s "
+        f"at the sizing rate) fit the {first} pool only after the gateway cuts their prompts "
+        f"(γ = {best.gamma:g}, p_c = {routing.compressibility:g}, {cut}). Only fleetopt's LiteLLM "
+        "plugin compresses prompts (fleetopt export --to litellm), and never code or structured data; "
+        f"behind any other gateway they reach the {second} pool, which is sized without them."
+    )
+    extra_gpus = extra_cost = None
+    if without is None:
+        message += " No fleet without compression meets the SLO."
+    else:
+        extra_gpus = without.total_gpus - best.total_gpus
+        extra_cost = without.cost_per_year_usd - best.cost_per_year_usd
+        bounds = without.routing.boundaries_tokens
+        where = {0: "one homogeneous pool", 1: f"B_short = {fmt_num(without.b_short_tokens)}"}.get(
+            len(bounds), "boundaries " + " / ".join(fmt_num(b) for b in bounds)
+        )
+        message += (
+            f" Without compression: {fmt_num(without.total_gpus)} GPUs, {fmt_usd(without.cost_per_year_usd)}"
+            f"/year ({where}, γ = 1; {extra_gpus:+,} GPUs, {'+' if extra_cost >= 0 else ''}"
+            f"{fmt_usd(extra_cost)}/year)."
+        )
+    return CompressionReliance(
+        compressed_fraction=share,
+        compressed_rate_per_s=rate,
+        gateway="litellm",
+        without_compression=None if without is None else fleet_document(without, plan),
+        extra_gpus=extra_gpus,
+        extra_cost_per_year_usd=extra_cost,
+        message=message,
+    )
+
+
 def utc_text(epoch_s: float) -> str:
     """ISO 8601 UTC with a Z (``2023-11-16T00:00:00Z``; microseconds when not whole seconds)."""
     import datetime
@@ -272,6 +322,7 @@ def plan_document(
             quantile=o.quantile,
             max_utilization=o.max_utilization,
             compressibility=o.compressibility,
+            max_cut_fraction=o.max_cut_fraction,
             service_model=o.service_model,
             max_pools=o.max_pools,
             long_context_tokens=o.long_context_tokens,
@@ -315,6 +366,7 @@ def plan_document(
             )
             for c in plan.grid
         ],
+        compression=compression_reliance(plan),
         warnings=headroom_warnings(best_document.pools, o) if best_document is not None else [],
         notes=workload_notes(workload)
         + rate_notes(workload, o.mean_rate_per_s, origin)

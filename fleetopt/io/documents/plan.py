@@ -222,6 +222,9 @@ class PlanInputs(Document):
         quantile: the TTFT quantile the SLO applies to (0.99).
         max_utilization: the utilization cap ρ_max.
         compressibility: p_c, the share of band requests Compress-and-Route compresses.
+        max_cut_fraction: the largest share of a request's prompt Compress-and-Route may cut
+            (``Routing.max_cut_fraction``; plans written before it was recorded read as 1, the papers'
+            rule they were sized with).
         service_model: the service model of every pool.
         max_pools: the most pools a fleet may have (``--pools``).
         long_context_tokens: the last pool's context window, tokens.
@@ -242,6 +245,7 @@ class PlanInputs(Document):
     quantile: float = field(exclusive_minimum=0, maximum=1)
     max_utilization: float = field(exclusive_minimum=0, maximum=1)
     compressibility: float = field(minimum=0, maximum=1)
+    max_cut_fraction: float = field(exclusive_minimum=0, maximum=1, since=1.0)
     service_model: str = field(enum=SERVICE_MODELS)
     max_pools: int = field(minimum=1)
     long_context_tokens: int = field(minimum=1)
@@ -541,6 +545,31 @@ class ScheduleDocument(Document):
 
 
 @document
+class CompressionReliance(Document):
+    """What the best fleet needs a gateway to compress (Compress-and-Route), and the fleet to deploy
+    without it: only fleetopt's LiteLLM plugin compresses prompts (``fleetopt export --to litellm``);
+    behind any other gateway these requests reach the pool their own budget names.
+
+    Attributes:
+        compressed_fraction: the share of requests the first pool serves only after compression (α' − α).
+        compressed_rate_per_s: those requests at the sizing rate, req/s.
+        gateway: what compresses them: ``litellm`` (``export --to litellm``; no other export target can).
+        without_compression: the cheapest fleet that compresses nothing (γ = 1; null when none is feasible).
+        extra_gpus: its GPUs − the best fleet's (null without it).
+        extra_cost_per_year_usd: its $/year − the best fleet's (null without it).
+        message: the same in words (the header of the plan report).
+    """
+
+    compressed_fraction: float = field(exclusive_minimum=0, maximum=1)
+    compressed_rate_per_s: float = field(minimum=0)
+    gateway: Literal["litellm"]
+    without_compression: FleetDocument | None
+    extra_gpus: int | None
+    extra_cost_per_year_usd: float | None
+    message: str
+
+
+@document
 class PlanDocument(Document):
     """A capacity plan: the cheapest fleet that meets a P99 TTFT SLO, against the baselines.
 
@@ -555,6 +584,8 @@ class PlanDocument(Document):
         savings: the best fleet's savings against them.
         best_by_pool_count: the cheapest fleet of each pool count, 1 … ``inputs.max_pools``.
         grid: every cell of the two-pool (B_short, γ) sweep.
+        compression: what the best fleet needs a gateway to compress and the fleet without compression
+            (null when the best fleet compresses nothing, as with the default p_c = 0).
         warnings: pools of the best fleet close to an SLO or resting on a weak spot of the model.
         notes: what a reader should know about the inputs and the outcome, in words.
         schedule: the time-of-day schedule (only with ``--schedule``).
@@ -572,6 +603,7 @@ class PlanDocument(Document):
     savings: Savings
     best_by_pool_count: list[PoolCountBest]
     grid: list[GridCell]
+    compression: CompressionReliance | None = field(since=None)
     warnings: list[HeadroomWarning] = field(since=list)
     notes: list[str]
     schedule: ScheduleDocument | None = field(omit_if_none=True)

@@ -69,9 +69,9 @@ class RouterPoolDocument(Document):
 
 @document
 class CompressAndRoute(Document):
-    """Compress-and-Route (FleetOpt §5.1): a request with B < L ≤ ⌊γB⌋ and ``max_tokens`` < B is,
-    with probability ``compressibility``, compressed to a prompt of B − ``max_tokens`` tokens and
-    served by ``pool``.
+    """Compress-and-Route (FleetOpt §5.1): a request with B < L ≤ ⌊γB⌋, ``max_tokens`` < B and a cut
+    L − B of at most ``max_cut_fraction`` of its prompt is, with probability ``compressibility``,
+    compressed to a prompt of B − ``max_tokens`` tokens and served by ``pool``.
 
     Attributes:
         pool: the first pool (B = its ``max_budget_tokens``).
@@ -79,6 +79,8 @@ class CompressAndRoute(Document):
         up_to_budget_tokens: ⌊γ·B⌋, tokens.
         gamma: γ.
         compressibility: p_c, the share of band requests compressed.
+        max_cut_fraction: the largest share of a prompt the gateway may cut, the plan's cap
+            (files written before it read as 1, the papers' rule).
         only_if_max_tokens_below: B: a request asking for more output cannot be compressed into the pool.
         compress_prompt_to_tokens: the compressed prompt's length, ``B - max_tokens``.
     """
@@ -88,6 +90,7 @@ class CompressAndRoute(Document):
     up_to_budget_tokens: int = field(minimum=1)
     gamma: float = field(minimum=1)
     compressibility: float = field(minimum=0, maximum=1)
+    max_cut_fraction: float = field(exclusive_minimum=0, maximum=1, since=1.0)
     only_if_max_tokens_below: int = field(minimum=1)
     compress_prompt_to_tokens: str | None = field(since=None)
 
