@@ -336,8 +336,11 @@ def plan_run_from_options(
         options["schedule_window_s"] = parse_duration_s(options.pop("schedule"), field="--schedule")
     else:
         options.pop("schedule", None)
-    return plan_workload(
-        workload,
+    from fleetopt.api.prefix import parse_prefix_caching, plan_with_prefix_caching
+
+    caching = parse_prefix_caching(options.pop("prefix_caching", None))
+    prefix_options = {k: options.pop(k) for k in ("dispatch", "block_size_tokens") if k in options}
+    arguments = dict(
         ttft_slo_s=parse_duration_s(slo, field="--slo"),
         arrival_rate_per_s=rate_per_s,
         b_short_candidates=b_values,
@@ -345,6 +348,9 @@ def plan_run_from_options(
         tpot_slo_s=parse_duration_s(tpot_slo, field="--tpot-slo") if tpot_slo else None,
         **options,
     )
+    if caching.mode == "off":  # today's plan, by the same call as before
+        return plan_workload(workload, **arguments)
+    return plan_with_prefix_caching(workload, caching, **prefix_options, **arguments)
 
 
 # -- one M/G/c queue (fleetopt queue) ----------------------------------------------------------
