@@ -52,9 +52,8 @@ def build(seed: int = SEED) -> list[dict]:
                 break
             hashes = full + fresh(-(-tokens // BLOCK_TOKENS) - len(full))
             output = int(min(4_000, rng.lognormal(4.5, 0.8))) + 1
-            rows.append(
-                {"timestamp": int(now_s * 1000), "input_length": tokens, "output_length": output, "hash_ids": hashes}
-            )
+            row = {"timestamp": int(now_s * 1000), "input_length": tokens, "output_length": output}
+            rows.append({**row, "hash_ids": hashes})
             full = hashes[: tokens // BLOCK_TOKENS]
             tokens += output  # the answer joins the history
             full = full + fresh(tokens // BLOCK_TOKENS - len(full))

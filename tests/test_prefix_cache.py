@@ -102,7 +102,7 @@ def _random_requests(draw_seed: int, count: int, vocab: int, block: int) -> list
     return requests
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(
     seed=st.integers(0, 10_000),
     instances=st.integers(1, 4),

@@ -182,14 +182,14 @@ def plan_with_prefix_caching(
 
     if dispatch not in DISPATCH_POLICIES:
         raise ValidationError(f"--prefix-dispatch: {dispatch!r} is not one of {', '.join(DISPATCH_POLICIES)}")
-    off = plan_workload(workload, **plan_options)
-    if setting.mode == "off":
-        return off
-    if plan_options.get("compressibility"):
+    if setting.mode != "off" and plan_options.get("compressibility"):
         raise ValidationError(
             "--prefix-caching with --compressibility > 0: compressing a prompt and reusing its cached "
             "prefix are not modelled together; plan one of them"
         )
+    off = plan_workload(workload, **plan_options)
+    if setting.mode == "off":
+        return off
     loaded = off.workload
     options = {**plan_options, "workload_label": plan_options.get("workload_label") or workload}
     if setting.mode == "hit-rate":
@@ -299,3 +299,56 @@ def _plan_auto(
         f"the sequences in flight) at the fleet planned, {why}."
     )
     return _finish(run, off, section, note)
+
+
+#: Instance counts ``workload cache`` reports by default.
+DEFAULT_REPORT_INSTANCES = (1, 4, 16)
+
+
+def cache_report(
+    path: str,
+    *,
+    block_size_tokens: int = MOONCAKE_BLOCK_TOKENS,
+    cache_tokens_per_instance: int | None = None,
+    serving: str | None = None,
+    instances: tuple[int, ...] = DEFAULT_REPORT_INSTANCES,
+    profiles_dir: Any = None,
+) -> dict[str, Any]:
+    """The hit rates a hash log gives under each cache model: one unbounded cache, then LRU
+    caches of ``cache_tokens_per_instance`` (default: the KV of one instance of ``serving``, the
+    default serving profile when not given) over each instance count, random and affinity dispatch."""
+    from fleetopt.api import profile_search_path, resolve_hardware
+    from fleetopt.defaults import DEFAULT_SERVING
+    from fleetopt.io.prefix_logs import read_hash_log
+
+    if any(n < 1 or n > 1023 for n in instances):
+        raise ValidationError(f"--instances: {list(instances)} must be whole numbers in 1 … 1,023")
+    if cache_tokens_per_instance is None:
+        hardware = resolve_hardware(serving or DEFAULT_SERVING, None, profile_search_path(profiles_dir))
+        cache_tokens_per_instance = int(hardware.kv_capacity_tokens)
+        size_origin = f"the KV of one {serving or DEFAULT_SERVING} instance"
+    else:
+        size_origin = "given"
+    log = read_hash_log(path, block_size_tokens)
+    stream = log.stream
+    capacity = cache_tokens_per_instance // stream.block_size_tokens
+    models = [
+        {"cache": "unbounded", "instances": 1, "cache_tokens_per_instance": None, "dispatch": "—",
+         "hit_rate": simulate_prefix_cache(stream).hit_rate},
+    ]  # fmt: skip
+    for n in instances:
+        for dispatch in DISPATCH_POLICIES if n > 1 else ("random",):
+            hits = simulate_prefix_cache(stream, instances=n, capacity_blocks=capacity, dispatch=dispatch)
+            size = capacity * stream.block_size_tokens
+            models.append(
+                {"cache": "LRU", "instances": n, "cache_tokens_per_instance": size,
+                 "dispatch": dispatch if n > 1 else "—", "hit_rate": hits.hit_rate}
+            )  # fmt: skip
+    return {
+        "source": log.source,
+        "requests": stream.request_count,
+        "prompt_tokens": int(stream.input_tokens.sum()),
+        "block_size_tokens": stream.block_size_tokens,
+        "cache_size_origin": size_origin,
+        "models": models,
+    }

@@ -19,6 +19,7 @@ from fleetopt.cli.common import (
     TIME_UNIT_OPTION,
     reader_options,
 )
+from fleetopt.cli.prefix import cache as prefix_cache
 from fleetopt.render.output import OutputFormat, emit
 
 workload_app = typer.Typer(
@@ -204,6 +205,9 @@ def sql(
     typer.echo(text.rstrip() + ";")
 
 
+workload_app.command("cache")(prefix_cache)
+
+
 def register(app: typer.Typer) -> None:
-    """Add the ``workload`` sub-app (``show``, ``summarize``, ``merge``, ``sql``) to ``app``."""
+    """Add the ``workload`` sub-app (``show``, ``summarize``, ``merge``, ``sql``, ``cache``) to ``app``."""
     app.add_typer(workload_app, name="workload")

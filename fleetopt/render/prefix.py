@@ -18,7 +18,9 @@ def _table(title: str | None, key: str, *headers: str) -> FitTable:
 
 def draw_plan_caching(console: Any, caching: Any) -> None:
     """The plan's ``prefix_caching`` section: per pool the hit rate it assumed and its source."""
-    how = f"{caching.dispatch} dispatch, blocks of {caching.block_size_tokens} tokens" if caching.dispatch else ""
+    how = ""
+    if caching.dispatch:
+        how = f"{caching.dispatch} dispatch, blocks of {caching.block_size_tokens} tokens"
     console.print(
         f"[bold]Prefix caching[/bold] ({caching.mode}{'; ' + how if how else ''}): "
         f"{caching.hit_rate:.1%} of prompt tokens cached; {caching.gpus_saved:,} GPUs saved against "
@@ -40,7 +42,8 @@ def draw_cache_report(console: Any, report: dict[str, Any]) -> None:
     """``workload cache``: the hit rate of each cache model."""
     console.print(
         f"[bold]Prefix-cache hit rates[/bold] — {report['source']}: {report['requests']:,} requests, "
-        f"{report['prompt_tokens']:,} prompt tokens in blocks of {report['block_size_tokens']} tokens"
+        f"{report['prompt_tokens']:,} prompt tokens in blocks of {report['block_size_tokens']} tokens; "
+        f"LRU caches sized by {report['cache_size_origin']}"
     )
     table = _table(None, "cache", "instances", "cache/instance (tokens)", "dispatch", "hit rate")
     for row in report["models"]:
