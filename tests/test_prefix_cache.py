@@ -151,3 +151,37 @@ def test_uncached_input_tokens() -> None:
     assert uncached_input_tokens(np.array([100, 1, 7]), 0.5).tolist() == [50, 1, 4]
     assert uncached_input_tokens(np.array([100, 1]), 1.0).tolist() == [1, 1]
     assert uncached_input_tokens(np.array([100]), 0.0).tolist() == [100]
+
+
+def _engine(prompts, cached, kv_blocks, arrivals=None, attention=0.0, dispatch="round-robin"):
+    from fleetopt.core.engines import IterationSettings, run_iteration_engine
+
+    count = len(prompts)
+    settings = IterationSettings(8192, None, kv_blocks, 16, 0, attention_s_per_token_pair=attention)
+    return run_iteration_engine(
+        np.zeros(count) if arrivals is None else np.asarray(arrivals, float), np.asarray(prompts),
+        np.full(count, 3), np.zeros(count), np.zeros(count), instances=1, slots=4, base_s=0.01,
+        per_decode_s=0.001, per_prefill_token_s=1e-5, settings=settings, dispatch=dispatch,
+        cached_tokens=None if cached is None else np.asarray(cached),
+    )  # fmt: skip
+
+
+def test_engine_computes_only_the_uncached_prompt() -> None:
+    # one request alone: its first iteration computes its prompt, W + τ·tokens
+    full = _engine([4000], None, None)
+    part = _engine([4000], [3000], None)
+    assert full.first_token_s[0] == pytest.approx(0.01 + 1e-5 * 4000, rel=1e-12)
+    assert part.first_token_s[0] == pytest.approx(0.01 + 1e-5 * 1000, rel=1e-12)
+    assert (_engine([4000], [0], None).first_token_s == full.first_token_s).all()  # bit for bit
+    # the attention of the uncached chunk is over the cached context: pairs 3000·1000 + 1000·1001/2
+    attention = _engine([4000], [3000], None, attention=1e-9)
+    expected = 0.01 + 1e-5 * 1000 + 1e-9 * (3000 * 1000 + 1000 * 1001 // 2)
+    assert attention.first_token_s[0] == pytest.approx(expected, rel=1e-12)
+
+
+def test_engine_holds_the_cached_blocks_in_kv() -> None:
+    # 260 blocks of 16 tokens: one 4,000-token prompt (250 blocks) fits, two do not — cached or not,
+    # since a cached prefix is KV the request holds
+    for cached in (None, [3000, 3000]):
+        run = _engine([4000, 4000], cached, 260)
+        assert run.admission_s[1] >= run.departure_s[0]
