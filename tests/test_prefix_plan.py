@@ -114,6 +114,12 @@ def test_pool_moments_carry_the_mean_cached_tokens_exactly() -> None:
         )
     plain = PoolStatistics(base, 2048).range_moments(0, 3000)
     assert plain.mean_cached_tokens == 0.0  # a workload without caching: moments as before
+    # a CDF's split gives L = 1 the atom 1 + 1 (in + out above the total): nothing cached either
+    from fleetopt.core.workload import workload_from_cdf
+
+    cdf = workload_from_cdf(np.array([1.0, 64.0]), np.array([0.5, 1.0]), name="c")
+    assert (cdf.input_tokens + cdf.output_tokens > cdf.total_tokens).any()
+    assert PoolStatistics(cdf, 2048)._cached_prefix is None
 
 
 def test_engine_prompt_work_drops_by_the_cached_tokens() -> None:

@@ -407,7 +407,8 @@ class PoolStatistics:
         self._last_positive = np.concatenate(([-1], np.maximum.accumulate(positive_index)))
         # prefix caching: the prompt tokens each atom does not compute (total − output − input),
         # summed per run; None for every workload without them (the moments are then as before)
-        cached = self._totals - workload.output_tokens - workload.input_tokens
+        # (a CDF's split can make L_in + L_out exceed L — L = 1 is split 1 + 1 — which caches nothing)
+        cached = np.maximum(0, self._totals - workload.output_tokens - workload.input_tokens)
         self._cached_prefix = (
             _at(np.cumsum(self._weights * cached), np.append(runs[1:], self._totals.size) - 1)
             if cached.any()
