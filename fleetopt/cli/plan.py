@@ -19,6 +19,7 @@ from fleetopt.cli.common import (
     reader_options,
 )
 from fleetopt.cli.export import KEDA_HELP, OUTPUT_DIR_HELP, TO_HELP, ExportTarget
+from fleetopt.cli.prefix import BLOCK_SIZE_OPTION
 from fleetopt.defaults import (
     DEFAULT_LONG_CONTEXT_TOKENS,
     DEFAULT_MAX_UTILIZATION,
@@ -138,9 +139,7 @@ def plan(
         help="With --prefix-caching auto: how the simulated caches receive requests, random (a "
         "cache-oblivious router) or affinity (the instance with the longest cached prefix, load-bounded).",
     ),
-    block_size: int = typer.Option(
-        512, "--block-size", min=1, help="With --prefix-caching auto: tokens per block of the log's hash_ids."
-    ),
+    block_size: int = BLOCK_SIZE_OPTION,
     validate: bool = typer.Option(
         False, "--validate", help="Simulate the plan's fleet and compare it with the predictions."
     ),

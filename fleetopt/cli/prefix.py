@@ -9,6 +9,9 @@ import typer
 from fleetopt.cli.common import FORMAT_OPTION, PROFILES_DIR_OPTION
 from fleetopt.render.output import OutputFormat
 
+#: ``--block-size``: tokens per block of a log's ``hash_ids`` (``plan`` and ``workload cache``).
+BLOCK_SIZE_OPTION = typer.Option(512, "--block-size", min=1, help="Tokens per block of the log's hash_ids.")
+
 
 def cache(
     log: Path = typer.Argument(
