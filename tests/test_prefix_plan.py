@@ -226,3 +226,26 @@ def test_workload_cache_reports_each_model() -> None:
     assert rates["LRU", 1, "—"] <= rates["unbounded", 1, "—"]
     assert rates["LRU", 8, "random"] < rates["LRU", 8, "affinity"] <= rates["unbounded", 1, "—"]
     assert report["models"][1]["cache_tokens_per_instance"] == 100000 // 512 * 512
+
+
+@pytest.mark.slow
+def test_drift_of_a_cached_plan_on_its_own_log_fits(tmp_path: Path) -> None:
+    """drift evaluates the deployed fleet at the hit rates the plan assumed (whole prompts would
+    overload a fleet sized for cached ones) and fingerprints the log as it is."""
+    plan = tmp_path / "plan.yaml"
+    result = runner.invoke(app, [*PLAN, "--slo", "10s", "--prefix-caching", "hit-rate:0.3", "-o", str(plan)])
+    assert result.exit_code == 0, result.output
+    drift = [
+        "drift",
+        "--plan",
+        str(plan),
+        "--cdf",
+        str(SESSIONS),
+        "--log-format",
+        "mooncake",
+        "--rate",
+        "100",
+    ]
+    result = runner.invoke(app, [*drift, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["verdict"] == "fits"

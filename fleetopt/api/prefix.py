@@ -150,12 +150,14 @@ def _finish(run: Any, off: Any, section: dict[str, Any], note: str) -> Any:
     """``run`` with the prefix-caching section, the off plan's fingerprint and a note."""
     from fleetopt.io.documents.prefix import PoolCacheDocument, PrefixCachingDocument
     from fleetopt.io.documents.typed import to_document
+    from fleetopt.io.plans import workload_fingerprint
 
     document = dict(run.document)
-    document["inputs"] = {
-        **document["inputs"],
-        "workload_fingerprint": off.document["inputs"]["workload_fingerprint"],
-    }
+    best = run.plan.best
+    # of the log as it is (whole prompts), at this plan's B and γ
+    b_short, gamma = (best.b_short_tokens, best.gamma) if best is not None else (None, None)
+    fingerprint = workload_fingerprint(off.workload, b_short, gamma)
+    document["inputs"] = {**document["inputs"], "workload_fingerprint": to_document(fingerprint)}
     off_gpus = off.plan.best.total_gpus if off.plan.best is not None else 0
     gpus = run.plan.best.total_gpus if run.plan.best is not None else off_gpus
     pools = {name: PoolCacheDocument(**values) for name, values in section.pop("pools").items()}
@@ -352,3 +354,19 @@ def cache_report(
         "cache_size_origin": size_origin,
         "models": models,
     }
+
+
+def with_planned_caching(workload: Workload, document: dict[str, Any], fleet: Any) -> Workload:
+    """``workload`` charged as a plan with ``prefix_caching`` charged its traffic: each request its
+    pool's assumed hit rate (pools by the fleet's routing, whole prompts), what ``drift`` evaluates
+    the deployed fleet on; the workload itself when the plan assumed no caching."""
+    caching = document.get("prefix_caching")
+    if not caching:
+        return workload
+    rates = [caching["pools"].get(pool.name, {}).get("hit_rate", 0.0) for pool in fleet.pools]
+    pools = pool_of_requests(fleet, workload.total_tokens)
+    inputs = workload.total_tokens - workload.output_tokens
+    cached = np.floor(inputs * np.asarray(rates, dtype=np.float64)[pools]).astype(np.int64)
+    uncached = np.maximum(inputs - cached, np.minimum(inputs, 1))
+    totals, outputs = workload.total_tokens, workload.output_tokens
+    return cached_workload(workload, totals, uncached, outputs, workload.weights)
