@@ -249,3 +249,16 @@ def test_drift_of_a_cached_plan_on_its_own_log_fits(tmp_path: Path) -> None:
     result = runner.invoke(app, [*drift, "--format", "json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["verdict"] == "fits"
+
+
+def test_workload_show_prints_the_hit_rates_of_a_hash_log(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["workload", "show", str(SESSIONS), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    models = json.loads(result.stdout)["prefix_cache"]["models"]
+    unbounded = simulate_prefix_cache(read_hash_log(SESSIONS).stream).hit_rate
+    assert [m["cache"] for m in models] == ["unbounded", "LRU"] and models[0]["hit_rate"] == unbounded
+    # hashes that do not fit the block size: a warning, and the statistics as without them
+    bad = _rows(tmp_path / "bad.jsonl", [{**GOOD, "hash_ids": [1]}])
+    result = runner.invoke(app, ["workload", "show", str(bad), "--format", "json"])
+    assert result.exit_code == 0 and "warning: the log's hash_ids were not used" in result.stderr
+    assert "prefix_cache" not in json.loads(result.stdout)

@@ -370,3 +370,19 @@ def with_planned_caching(workload: Workload, document: dict[str, Any], fleet: An
     uncached = np.maximum(inputs - cached, np.minimum(inputs, 1))
     totals, outputs = workload.total_tokens, workload.output_tokens
     return cached_workload(workload, totals, uncached, outputs, workload.weights)
+
+
+def prefix_evidence(workload: str, block_size_tokens: int = MOONCAKE_BLOCK_TOKENS) -> tuple[Any, str | None]:
+    """What ``workload show`` adds for a log with block hashes: (:func:`cache_report` of an
+    unbounded cache and one instance's LRU, or None; a warning when the hashes cannot be used —
+    the rest of ``show`` goes on without them)."""
+    from pathlib import Path
+
+    from fleetopt.io.prefix_logs import has_block_hashes
+
+    if not Path(workload).is_file() or not has_block_hashes(workload):
+        return None, None
+    try:
+        return cache_report(workload, block_size_tokens=block_size_tokens, instances=(1,)), None
+    except ValidationError as exc:
+        return None, f"the log's hash_ids were not used for hit rates: {exc}"

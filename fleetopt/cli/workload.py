@@ -97,6 +97,13 @@ def show(
             if counts is None
             else {"window_s": counts.window_s, "rates_per_s": (counts.counts / counts.window_s).tolist()}
         )
+    from fleetopt.api.prefix import prefix_evidence
+
+    data["prefix_cache"], warning = prefix_evidence(workload)  # a log with block hashes: its hit rates
+    if warning is not None:
+        typer.echo(f"warning: {warning}", err=True)
+    if data["prefix_cache"] is None:
+        del data["prefix_cache"]
     emit(data, fmt, draw_workload)
 
 
