@@ -181,6 +181,7 @@ def test_auto_plans_fewer_gpus_at_hit_rates_its_own_fleet_reaches(dispatch: str)
     assert 0 < caching["hit_rate"] <= unbounded
 
 
+@pytest.mark.slow
 def test_auto_without_hashes_is_the_off_plan(tmp_path: Path) -> None:
     path = tmp_path / "plain.csv"
     path.write_text("arrival_offset_ms,input_tokens,output_tokens\n0,100,20\n500,4000,200\n900,300,30\n")
@@ -199,6 +200,7 @@ def test_compression_and_caching_together_are_refused() -> None:
     assert result.exit_code == 1 and "not modelled together" in result.output
 
 
+@pytest.mark.slow
 def test_workload_cache_reports_each_model() -> None:
     result = runner.invoke(
         app,
