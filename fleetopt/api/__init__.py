@@ -344,8 +344,9 @@ def plan_run_from_options(
         options["schedule_window_s"] = parse_duration_s(options.pop("schedule"), field="--schedule")
     else:
         options.pop("schedule", None)
-    return plan_workload(
-        workload,
+    caching = options.pop("prefix_caching", None)
+    prefix_options = {k: options.pop(k) for k in ("dispatch", "block_size_tokens") if k in options}
+    arguments = dict(
         ttft_slo_s=parse_duration_s(slo, field="--slo"),
         arrival_rate_per_s=rate_per_s,
         b_short_candidates=b_values,
@@ -353,6 +354,11 @@ def plan_run_from_options(
         tpot_slo_s=parse_duration_s(tpot_slo, field="--tpot-slo") if tpot_slo else None,
         **options,
     )
+    if caching is None or str(caching).strip().lower() == "off":  # today's plan, by the same call
+        return plan_workload(workload, **arguments)
+    from fleetopt.api.prefix import parse_prefix_caching, plan_with_prefix_caching
+
+    return plan_with_prefix_caching(workload, parse_prefix_caching(caching), **prefix_options, **arguments)
 
 
 # -- one M/G/c queue (fleetopt queue) ----------------------------------------------------------

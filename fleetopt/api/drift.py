@@ -115,5 +115,8 @@ def drift_of_workload(
         mean_arrival_rate_per_s=None if planned.rate_basis == "mean" else rate,
         arrival_dispersion=dispersion,
     )
-    result = check_drift(today, fleet, options, plan_file.summary, current, tolerances)
+    from fleetopt.api.prefix import with_planned_caching
+
+    charged = with_planned_caching(today, plan_file.document, fleet)  # a cached plan's hit rates
+    result = check_drift(charged, fleet, options, plan_file.summary, current, tolerances)
     return DriftRun(result, plan_file, today, options, tolerances, current, origin)

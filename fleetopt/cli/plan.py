@@ -19,6 +19,7 @@ from fleetopt.cli.common import (
     reader_options,
 )
 from fleetopt.cli.export import KEDA_HELP, OUTPUT_DIR_HELP, TO_HELP, ExportTarget
+from fleetopt.cli.prefix import BLOCK_SIZE_OPTION
 from fleetopt.defaults import (
     DEFAULT_LONG_CONTEXT_TOKENS,
     DEFAULT_MAX_UTILIZATION,
@@ -131,6 +132,20 @@ def plan(
     time_unit: str | None = TIME_UNIT_OPTION,
     split: str | None = SPLIT_OPTION,
     profiles_dir: Path | None = PROFILES_DIR_OPTION,
+    prefix_caching: str = typer.Option(
+        "off",
+        "--prefix-caching",
+        help="Charge prompts only their uncached tokens: off (every token, today's plan), auto (hit rates "
+        "simulated from the log's block hashes, Mooncake hash_ids; as off without them) or hit-rate:F "
+        "(a given share, e.g. hit-rate:30%).",
+    ),
+    prefix_dispatch: str = typer.Option(
+        "random",
+        "--prefix-dispatch",
+        help="With --prefix-caching auto: how the simulated caches receive requests, random (a "
+        "cache-oblivious router) or affinity (the instance with the longest cached prefix, load-bounded).",
+    ),
+    block_size: int = BLOCK_SIZE_OPTION,
     validate: bool = typer.Option(
         False, "--validate", help="Simulate the plan's fleet and compare it with the predictions."
     ),
@@ -214,6 +229,9 @@ def plan(
             input_format, log_format, input_column, output_column, time_column, time_unit, split
         ),
         profiles_dir=profiles_dir,
+        prefix_caching=prefix_caching,
+        dispatch=prefix_dispatch,
+        block_size_tokens=block_size,
         rate_basis=rate_basis,
         rate_window=rate_window,
         schedule=schedule,

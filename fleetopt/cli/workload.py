@@ -19,6 +19,7 @@ from fleetopt.cli.common import (
     TIME_UNIT_OPTION,
     reader_options,
 )
+from fleetopt.cli.prefix import cache as prefix_cache
 from fleetopt.render.output import OutputFormat, emit
 
 workload_app = typer.Typer(
@@ -96,6 +97,13 @@ def show(
             if counts is None
             else {"window_s": counts.window_s, "rates_per_s": (counts.counts / counts.window_s).tolist()}
         )
+    from fleetopt.api.prefix import prefix_evidence
+
+    data["prefix_cache"], warning = prefix_evidence(workload)  # a log with block hashes: its hit rates
+    if warning is not None:
+        typer.echo(f"warning: {warning}", err=True)
+    if data["prefix_cache"] is None:
+        del data["prefix_cache"]
     emit(data, fmt, draw_workload)
 
 
@@ -204,6 +212,9 @@ def sql(
     typer.echo(text.rstrip() + ";")
 
 
+workload_app.command("cache")(prefix_cache)
+
+
 def register(app: typer.Typer) -> None:
-    """Add the ``workload`` sub-app (``show``, ``summarize``, ``merge``, ``sql``) to ``app``."""
+    """Add the ``workload`` sub-app (``show``, ``summarize``, ``merge``, ``sql``, ``cache``) to ``app``."""
     app.add_typer(workload_app, name="workload")

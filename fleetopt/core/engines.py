@@ -394,6 +394,7 @@ def run_iteration_engine(
     dispatch: str,
     record_from_s: float = -1.0,
     stride: bool = True,
+    cached_tokens: np.ndarray | None = None,
 ) -> IterationRun:
     """Simulate one pool's instances iteration by iteration (:func:`_iteration_kernel`).
 
@@ -405,8 +406,13 @@ def run_iteration_engine(
     count, Σt, Σt², ΣA, ΣA·t (t: the iteration's length, A: the arrivals routed to its instance
     during it; not under ``pooled``). ``stride``: skip, in one step, iterations in which nothing can
     change (``False`` steps through every one: the same times to the last bit, slower; under
-    ``least-kv`` every one is stepped, since the router reads the KV blocks they add)."""
+    ``least-kv`` every one is stepped, since the router reads the KV blocks they add).
+    ``cached_tokens``: per request, the prompt tokens its instance's prefix cache already holds
+    (``--prefix-caching``; none when None): it starts with them computed, as vLLM sets
+    ``num_computed_tokens``, and its KV blocks for them are allocated when it is admitted."""
     count = arrival_s.size
+    if cached_tokens is None:
+        cached_tokens = np.zeros(count, np.int64)
     outputs = [np.zeros(count) for _ in range(4)]
     preemptions = np.zeros(count, np.int64)
     record = np.zeros(5)
@@ -414,6 +420,7 @@ def run_iteration_engine(
     arguments = (
         np.ascontiguousarray(arrival_s, dtype=np.float64),
         np.ascontiguousarray(prompt_tokens, dtype=np.int64),
+        np.ascontiguousarray(cached_tokens, dtype=np.int64),
         np.ascontiguousarray(output_tokens, dtype=np.int64),
         np.ascontiguousarray(decode_extra_s, dtype=np.float64),
         np.ascontiguousarray(draws, dtype=np.float64),
@@ -676,7 +683,7 @@ def _complete_iteration(
 
 def _plan_iteration(
     i: int, now: float, boundary: int, admit_only: bool,
-    prompts: np.ndarray, outputs: np.ndarray, extra: np.ndarray, generated: np.ndarray,
+    prompts: np.ndarray, cached: np.ndarray, outputs: np.ndarray, extra: np.ndarray, generated: np.ndarray,
     admission: np.ndarray, preemptions: np.ndarray,
     w: float, h: float, tau: float, tau_attention: float, kv_read_prefill: float,
     slots: int, budget_tokens: int, cap: int, kv_bounded: bool, block: int, offset: int, max_stride: int,
@@ -725,10 +732,10 @@ def _plan_iteration(
                     ist[i, _FREE_BLOCKS] += slot[i, nrun, _S_BLOCKS]
                     ist[i, _USED_BLOCKS] -= slot[i, nrun, _S_BLOCKS]
                     generated[r] = slot[i, nrun, _S_GEN]
-                    if slot[i, nrun, _S_DEC] == 1:  # all of it to compute again
-                        ist[i, _BACKLOG] += slot[i, nrun, _S_PROMPT] + slot[i, nrun, _S_GEN]
+                    if slot[i, nrun, _S_DEC] == 1:  # all of it to compute again (but the cached prefix)
+                        ist[i, _BACKLOG] += slot[i, nrun, _S_PROMPT] + slot[i, nrun, _S_GEN] - cached[r]
                     else:
-                        ist[i, _BACKLOG] += slot[i, nrun, _S_COMP]
+                        ist[i, _BACKLOG] += slot[i, nrun, _S_COMP] - cached[r]
                     if slot[i, nrun, _S_DEC] == 1:
                         ist[i, _DECODING] -= 1
                         fst[i, _EXTRA] -= slot_extra[i, nrun]
@@ -771,12 +778,13 @@ def _plan_iteration(
             first = admission[r] < 0.0
             if first and prompts[r] == 0:
                 generated[r] = offset  # an empty prompt: its first sample comes free
-            tokens = prompts[r] + generated[r]  # nothing computed yet (or all of it lost)
+            done = cached[r]  # the cached prefix (0 without prefix caching)
+            tokens = prompts[r] + generated[r] - done  # nothing else computed yet (or all of it lost)
             if 0 < cap < tokens:
                 tokens = cap
             if tokens > budget:
                 tokens = budget
-            needed = (tokens + block - 1) // block
+            needed = (done + tokens + block - 1) // block
             if kv_bounded and needed > ist[i, _FREE_BLOCKS]:
                 admission_waits = True
                 break
@@ -787,7 +795,7 @@ def _plan_iteration(
             j = ist[i, _NRUN]
             ist[i, _NRUN] += 1
             slot[i, j, _S_REQ] = r
-            slot[i, j, _S_COMP] = 0
+            slot[i, j, _S_COMP] = done
             slot[i, j, _S_GEN] = generated[r]
             slot[i, j, _S_SCHED] = tokens
             slot[i, j, _S_BLOCKS] = needed
@@ -809,7 +817,7 @@ def _plan_iteration(
                 slot[i, j, _S_DEC] = 0
                 prefill_tokens += tokens
                 if costs_vary:
-                    excess += _chunk_excess_s(0, tokens, tau, tau_attention, kv_read_prefill)
+                    excess += _chunk_excess_s(done, tokens, tau, tau_attention, kv_read_prefill)
     ist[i, _BUDGET_LEFT] = budget
     ist[i, _PREEMPTED] = 1 if preempted else 0
     ist[i, _PREFILL_TOKENS] = prefill_tokens
@@ -852,6 +860,7 @@ def _plan_iteration(
 def _iteration_kernel(
     arrivals: np.ndarray,
     prompts: np.ndarray,
+    cached: np.ndarray,
     outputs: np.ndarray,
     extra: np.ndarray,
     draws: np.ndarray,
@@ -960,7 +969,7 @@ def _iteration_kernel(
                         dispatched[r, 2] = ist[i, _BACKLOG]
                         dispatched[r, 3] = _least_backlog(ist, n)
                         ist[i, _TOKENS] += prompts[r]
-                        ist[i, _BACKLOG] += prompts[r]
+                        ist[i, _BACKLOG] += prompts[r] - cached[r]
                     _list_append(ist[:, _RES_HEAD], ist[:, _RES_TAIL], link, i, r)
                     ist[i, _NRES] += 1
                     ist[i, _COMMITTED] += 1
@@ -985,7 +994,7 @@ def _iteration_kernel(
                 dispatched[r, 3] = _least_backlog(ist, n)
                 ist[i, _LOAD] += 1
                 ist[i, _TOKENS] += prompts[r]
-                ist[i, _BACKLOG] += prompts[r]
+                ist[i, _BACKLOG] += prompts[r] - cached[r]
             else:
                 if dispatch == _ROUND_ROBIN:
                     i = r % n
@@ -1013,7 +1022,7 @@ def _iteration_kernel(
                 ist[i, _LOAD] += 1
                 ist[i, _SENT] += 1
                 ist[i, _TOKENS] += prompts[r]
-                ist[i, _BACKLOG] += prompts[r]
+                ist[i, _BACKLOG] += prompts[r] - cached[r]
                 if ist[i, _COMMITTED] >= slots:
                     _list_append(q_head, q_tail, link, i, r)
                     ist[i, _NQ] += 1
@@ -1034,8 +1043,9 @@ def _iteration_kernel(
             boundary = ist[i, _CUR_B]
             if ist[i, _BUSY] == 1:  # joins the iteration starting now
                 _plan_iteration(
-                    i, now, boundary, True, prompts, outputs, extra, generated, admission, preemptions, w, h,
-                    tau, tau_attention, kv_read_prefill, slots, budget, cap, kv_bounded, block, offset,
+                    i, now, boundary, True, prompts, cached, outputs, extra, generated, admission,
+                    preemptions,
+                    w, h, tau, tau_attention, kv_read_prefill, slots, budget, cap, kv_bounded, block, offset,
                     max_stride, ist, fst, slot, slot_extra, link,
                 )  # fmt: skip
                 ist[i, _EVENT_B] = boundary + ist[i, _STRIDE]
@@ -1047,9 +1057,9 @@ def _iteration_kernel(
             fst[i, _SEG_T] = now  # an idle instance starts at once
         # instance ``i`` plans the iteration starting at ``boundary`` (``now``)
         while not _plan_iteration(
-            i, now, boundary, False, prompts, outputs, extra, generated, admission, preemptions, w, h, tau,
-            tau_attention, kv_read_prefill, slots, budget, cap, kv_bounded, block, offset, max_stride, ist,
-            fst, slot, slot_extra, link,
+            i, now, boundary, False, prompts, cached, outputs, extra, generated, admission, preemptions, w,
+            h, tau, tau_attention, kv_read_prefill, slots, budget, cap, kv_bounded, block, offset, max_stride,
+            ist, fst, slot, slot_extra, link,
         ):  # fmt: skip
             if ist[i, _PREEMPTED] == 0:
                 break  # nothing to run (a preempting step schedules nothing; the next one goes on)

@@ -16,6 +16,7 @@ a request with L_out ≥ B cannot be compressed.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -61,6 +62,8 @@ class PoolMoments:
         decode_above: ``decode_above(t)`` = (E[L_out; L > t], E[L_out·L; L > t]) over the pool's
             requests (L the routed total, tokens): what the engine model's KV-read floor needs
             (:meth:`fleetopt.core.service.EngineModel.decode_and_prompt_costs`); exact, memoized.
+        mean_cached_tokens: E[L − L_out − L_in], the prompt tokens a prefix cache serves (0 but for a
+            workload whose atoms charge their prompts only the uncached part: ``--prefix-caching``).
     """
 
     traffic_fraction: float
@@ -81,6 +84,7 @@ class PoolMoments:
     decode_above: Callable[[float], tuple[float, float]] | None = field(
         default=None, compare=False, repr=False
     )
+    mean_cached_tokens: float = 0.0
 
     @property
     def is_empty(self) -> bool:
@@ -401,6 +405,15 @@ class PoolStatistics:
         positive = np.add.reduceat(self._weights, runs) > 0 if runs.size else np.zeros(0, dtype=bool)
         positive_index = np.where(positive, np.arange(runs.size), -1)
         self._last_positive = np.concatenate(([-1], np.maximum.accumulate(positive_index)))
+        # prefix caching: the prompt tokens each atom does not compute (total − output − input),
+        # summed per run; None for every workload without them (the moments are then as before)
+        # (a CDF's split can make L_in + L_out exceed L — L = 1 is split 1 + 1 — which caches nothing)
+        cached = np.maximum(0, self._totals - workload.output_tokens - workload.input_tokens)
+        self._cached_prefix = (
+            _at(np.cumsum(self._weights * cached), np.append(runs[1:], self._totals.size) - 1)
+            if cached.any()
+            else None
+        )
         self._bands: dict[tuple[int, float], _CompressionBand] = {}
         self._ranges: dict[tuple[int, int, float, bool, bool], PoolMoments] = {}
         self._cdf: dict[int, float] = {}
@@ -410,6 +423,17 @@ class PoolStatistics:
         if not self.prompt_levels:
             return None
         return input_tokens - np.maximum(prefill_iterations - 1, 0) * self.prefill_chunk_tokens
+
+    def _with_cached(self, moments: PoolMoments, i0: int, i1: int, compressed: bool = False) -> PoolMoments:
+        """``moments`` with the mean cached prompt tokens of the runs i0 … i1 − 1 (as they are
+        without prefix caching)."""
+        if self._cached_prefix is None or moments.is_empty:
+            return moments
+        if compressed:
+            raise ValueError("prefix caching and Compress-and-Route are not modelled together")
+        start = float(self._cached_prefix[i0 - 1]) if i0 > 0 else 0.0
+        cached = float(self._cached_prefix[i1 - 1]) - start if i1 > i0 else 0.0
+        return dataclasses.replace(moments, mean_cached_tokens=cached / moments.traffic_fraction)
 
     def _check_prompt_levels(self, asked: bool) -> bool:
         if asked and not self.prompt_levels:
@@ -464,13 +488,17 @@ class PoolStatistics:
                 if prefill_quantile or prompt_levels
                 else (None, None)
             )
-            self._ranges[key] = self._moments(
-                self._sums_between(i0, i1),
-                histogram if prefill_quantile else None,
-                prompts,
-                quantile,
-                self._max_total_between(i0, i1),
-                lambda t, lo=lo, hi=hi: self._decode_sums(max(lo, t), hi),
+            self._ranges[key] = self._with_cached(
+                self._moments(
+                    self._sums_between(i0, i1),
+                    histogram if prefill_quantile else None,
+                    prompts,
+                    quantile,
+                    self._max_total_between(i0, i1),
+                    lambda t, lo=lo, hi=hi: self._decode_sums(max(lo, t), hi),
+                ),
+                i0,
+                i1,
             )
         return self._ranges[key]
 
@@ -514,7 +542,8 @@ class PoolStatistics:
                 tail = tail + np.array((out, b * out))
             return tail
 
-        return self._moments(sums, histogram, prompts, quantile, max_total, decode_above)
+        moments = self._moments(sums, histogram, prompts, quantile, max_total, decode_above)
+        return self._with_cached(moments, 0, i_b, compressed is not None and compressed[_W] > 0)
 
     def long_pool(
         self,
@@ -579,7 +608,9 @@ class PoolStatistics:
                         tail = tail + share * np.array((part[_I] - part[_P], part[_IL] - part[_PL]))
             return tail
 
-        return self._moments(sums, histogram, prompts, quantile, max_total, decode_above)
+        moments = self._moments(sums, histogram, prompts, quantile, max_total, decode_above)
+        first = self._run_index(b) if hi > b else i_hi  # with p_c = 0 the band stays whole
+        return self._with_cached(moments, first, i_end, stay < 1.0 and hi > b)
 
     def compressible_fraction(
         self, b_short_tokens: int, gamma: float, max_cut_fraction: float = 1.0

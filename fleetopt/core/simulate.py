@@ -396,7 +396,8 @@ def routed_pool_workload(workload: Workload, routing: Routing, index: int) -> Wo
     band = compressed_total != total  # the atoms compressed when their coin falls below p_c
     totals = np.concatenate((total, compressed_total))
     outs = np.concatenate((outputs, outputs))
-    ins = totals - outs
+    cached = np.maximum(0, total - outputs - inputs)  # prefix caching's uncharged prompt tokens, if any
+    ins = totals - outs - np.concatenate((cached, np.zeros_like(cached)))
     weights = np.concatenate((
         workload.weights * np.where(pool == index, np.where(band, 1.0 - p_c, 1.0), 0.0),
         workload.weights * np.where((pool_if_compressed == index) & band, p_c, 0.0),
@@ -641,11 +642,13 @@ def run_pool_engine(
     scheduler: str = DEFAULT_SCHEDULER,
     draws: np.ndarray | None = None,
     record_from_s: float = -1.0,
+    cached: np.ndarray | None = None,
 ) -> IterationRun:
     """One pool's request stream through the ``physical`` engine (:func:`run_iteration_engine`):
     prompts of ``inputs`` tokens (vLLM needs one to sample from: an empty prompt is its BOS token
     alone), ``outputs`` ≥ 1, the decode KV-read excess of each request at its total length,
-    ``draws`` for the dispatch ties (zeros when None) and the iteration record from ``record_from_s``."""
+    ``draws`` for the dispatch ties (zeros when None), the iteration record from ``record_from_s``
+    and ``cached`` prompt tokens per request found in the prefix cache (none when None)."""
     settings = iteration_settings(pool, scheduler)
     prompts = inputs if settings.first_token_offset else np.maximum(inputs, 1)
     totals = prompts + outputs
@@ -657,6 +660,7 @@ def run_pool_engine(
         instances=pool.instances, slots=pool.slots_per_instance,
         base_s=w, per_decode_s=h, per_prefill_token_s=pool.prefill_per_token_s, settings=settings,
         dispatch=dispatch, record_from_s=record_from_s,
+        cached_tokens=None if cached is None else np.minimum(cached, np.maximum(prompts - 1, 0)),
     )  # fmt: skip
 
 
@@ -673,14 +677,18 @@ def _simulate_pool(
     progress: Callable[[int], None] | None,
     scheduler: str = DEFAULT_SCHEDULER,
     draws: np.ndarray | None = None,
+    cached: np.ndarray | None = None,
 ) -> tuple[RequestTrace, np.ndarray]:
-    """Simulate one pool's request stream; returns the trace and each request's TPOT."""
+    """Simulate one pool's request stream; returns the trace and each request's TPOT. ``cached``:
+    the prompt tokens of each request its prefix cache holds (none when None): not computed, but
+    held in the KV cache (``physical``), or left out of the prefill iterations (the others)."""
     w, h, s = pool.iteration_base_s, pool.iteration_per_slot_s, pool.slots_per_instance
-    prefill = -(-inputs // pool.prefill_chunk_tokens)
+    computed = inputs if cached is None else inputs - np.minimum(cached, np.maximum(inputs - 1, 0))
+    prefill = -(-computed // pool.prefill_chunk_tokens)
     iterations = prefill + outputs
     if service_model == PHYSICAL:
         settings = iteration_settings(pool, scheduler)
-        run = run_pool_engine(pool, arrival_s, inputs, outputs, dispatch, scheduler, draws)
+        run = run_pool_engine(pool, arrival_s, inputs, outputs, dispatch, scheduler, draws, cached=cached)
         if progress is not None:
             progress(arrival_s.size)
         trace = RequestTrace(
@@ -818,6 +826,9 @@ def simulate_fleet(
         outputs = np.maximum(1, workload.output_tokens[atoms])
         inputs = np.maximum(0, total - outputs)  # a zero-output request is served with one token
         total = inputs + outputs
+        # prefix caching (a workload whose atoms charge only their uncached prompt tokens)
+        cached = np.maximum(0, workload.total_tokens - workload.output_tokens - workload.input_tokens)
+        cached = cached[atoms] if cached.any() else None
         if gateway is None:
             pool_index, inputs, total = routing.route(total, inputs, outputs, coin)
         else:  # a gateway's routing (fleetopt.core.gateway_sim); pool −1: served by none
@@ -853,6 +864,7 @@ def simulate_fleet(
                 advance,
                 scheduler,
                 None if draws is None else draws[mine],
+                None if cached is None else cached[mine],
             )
             per_seed.append(_pool_stats(pool, seed, trace, tpot, count - warmup, window))
             if keep_requests:

@@ -348,6 +348,10 @@ def draw_plan(console: Console, document: PlanDocument | Mapping[str, Any]) -> N
         if document.warnings:
             console.print("[bold]Headroom warnings[/bold]")
             console.print(bullets(w.message for w in document.warnings))
+        if document.prefix_caching is not None:
+            from fleetopt.render.prefix import draw_plan_caching
+
+            draw_plan_caching(console, document.prefix_caching)
     console.print(_baseline_table(document))
     by_count = _pool_count_table(document)
     if by_count is not None:

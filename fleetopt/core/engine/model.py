@@ -121,7 +121,7 @@ class EngineModel(ServiceModel):
         excess exact from the pool's sums (:attr:`PoolMoments.decode_above`); where a pool does not
         carry them, the floor on the averages, max(H·E[L_out], κ_read·E[I·L]) / E[I]."""
         mean_output = moments.mean_iterations - moments.mean_prefill_iterations
-        mean_input = moments.mean_total_tokens - mean_output
+        mean_input = moments.mean_total_tokens - mean_output - moments.mean_cached_tokens
         kv_read = costs.kv_read_floor_s_per_token
         decode = costs.per_decode_s * mean_output + costs.per_kv_token_s * moments.mean_iter_x_len
         if kv_read > 0 and moments.decode_above is not None:

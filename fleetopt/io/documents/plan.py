@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from fleetopt.core.service import SERVICE_MODELS, PoolHardware
 from fleetopt.errors import ValidationError
+from fleetopt.io.documents.prefix import PrefixCachingDocument
 from fleetopt.io.documents.typed import Document, constrain, document, field, from_document, spec
 
 if TYPE_CHECKING:  # a CDF's plan has neither: core.workload_stats is imported when a document holds one
@@ -589,6 +590,8 @@ class PlanDocument(Document):
         warnings: pools of the best fleet close to an SLO or resting on a weak spot of the model.
         notes: what a reader should know about the inputs and the outcome, in words.
         schedule: the time-of-day schedule (only with ``--schedule``).
+        prefix_caching: the prefix-cache hit rates the plan assumed (only with ``--prefix-caching``
+            other than ``off``; :mod:`fleetopt.io.documents.prefix`).
         validation: the simulation cross-check of ``plan --validate`` (only on its standard output;
             docs/validation.md).
     """
@@ -607,6 +610,7 @@ class PlanDocument(Document):
     warnings: list[HeadroomWarning] = field(since=list)
     notes: list[str]
     schedule: ScheduleDocument | None = field(omit_if_none=True)
+    prefix_caching: PrefixCachingDocument | None = field(default=None, omit_if_none=True)
     validation: dict[str, Any] | None = field(default=None, omit_if_none=True)
 
 
