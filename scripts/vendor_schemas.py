@@ -118,7 +118,10 @@ def vendor_prometheus_operator(crd_dir: Path) -> None:
     for kind in PROMETHEUS_OPERATOR_KINDS:
         document = yaml.safe_load((crd_dir / f"monitoring.coreos.com_{kind}.yaml").read_text())
         (version,) = [v for v in document["spec"]["versions"] if v["name"] == "v1"]
-        schema = {"$schema": "http://json-schema.org/draft-04/schema#", **version["schema"]["openAPIV3Schema"]}
+        schema = {
+            "$schema": "http://json-schema.org/draft-04/schema#",
+            **version["schema"]["openAPIV3Schema"],
+        }
         text = json.dumps(_strip_descriptions(schema), indent=1, sort_keys=True) + "\n"
         (target / f"{kind}-monitoring-v1.json").write_text(text)
 

@@ -39,7 +39,9 @@ def flags_of_wheel(wheel: Path) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("wheels", nargs="+", type=Path)
     OUT.mkdir(parents=True, exist_ok=True)
     for wheel in parser.parse_args().wheels:

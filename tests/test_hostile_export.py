@@ -109,11 +109,12 @@ def _check_scripts(out: Path, intended: dict[str, list[str]], stub_bin: Path) ->
 
 
 def _check_yaml(out: Path, label: str, pools: list[str]) -> None:
-    documents = list(yaml.safe_load_all((out / "kubernetes.yaml").read_text()))
-    assert [d["kind"] for d in documents] == ["Deployment", "Service"] * len(pools)
-    assert [d["metadata"]["name"] for d in documents] == [f"fleetopt-{p}" for p in pools for _ in (0, 1)]
+    claim, *documents = yaml.safe_load_all((out / "kubernetes.yaml").read_text())
+    assert claim["kind"] == "PersistentVolumeClaim" and "namespace" not in claim["metadata"]
+    assert [d["kind"] for d in documents] == ["Deployment", "Service", "PodDisruptionBudget"] * len(pools)
+    assert [d["metadata"]["name"] for d in documents] == [f"fleetopt-{p}" for p in pools for _ in (0, 1, 2)]
     assert all("namespace" not in d["metadata"] for d in documents)
-    assert [d["metadata"]["annotations"]["fleetopt/plan"] for d in documents[::2]] == [label] * len(pools)
+    assert [d["metadata"]["annotations"]["fleetopt/plan"] for d in documents[::3]] == [label] * len(pools)
     keda = list(yaml.safe_load_all((out / "keda.yaml").read_text()))
     assert [d["kind"] for d in keda] == ["ScaledObject"] * len(keda) and 1 <= len(keda) <= len(pools)
     assert all(d["metadata"]["annotations"] == {"fleetopt/plan": label} for d in keda)
