@@ -191,7 +191,8 @@ def _keda_burst(document: dict) -> str:
         f": thresholds {thresholds[0]} and {thresholds[1]} requests waiting per instance, so the short pool "
     )
     return text + (
-        f"grows past its {sizes[0]} instances once more than {sizes[0] * thresholds[0]} requests wait across it "
+        f"grows past its {sizes[0]} instances once more than {sizes[0] * thresholds[0]} requests wait "
+        "across it "
         f"(⌈1.1 × {sizes[0] * thresholds[0]}⌉ = {math.ceil(1.1 * sizes[0] * thresholds[0])} with the HPA's "
         f"tolerance), the long pool past its {sizes[1]} once more than {sizes[1] * thresholds[1]} wait"
     )
