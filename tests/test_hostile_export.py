@@ -269,6 +269,12 @@ def test_hand_edited_plan_text_reaches_the_markdown_escaped(
         ("--prometheus-url", 'http://p:9090"}\n- type: cron'),
         ("--namespace", "kube-system\n"),
         ("--name-prefix", "a\u2028b"),
+        ("--vllm-version", "0.33; touch PWNED"),
+        ("--node-selector", "nvidia.com/gpu.product=H100\n---"),
+        ("--node-selector", "no-equals-sign"),
+        ("--toleration", "nvidia.com/gpu:NoSchedule\n- key: x"),
+        ("--weight-cache", "/data/$(touch PWNED)"),
+        ("--storage-class", "Fast SSD"),
     ],
 )
 def test_option_names_are_validated_for_their_target(

@@ -187,15 +187,20 @@ def export_options(
     ``vllm_version``, an image tagged with a known vLLM release (``…:v0.11.0``) gives the version;
     without ``image``, the version gives the image."""
     import dataclasses
-    import re
 
     from fleetopt.io.units import parse_fraction
-    from fleetopt.render.deploy import DEFAULT_VLLM_VERSION, VLLM_RELEASES, ExportOptions, vllm_image
+    from fleetopt.render.deploy import (
+        DEFAULT_VLLM_VERSION,
+        VLLM_RELEASES,
+        ExportOptions,
+        image_vllm_version,
+        vllm_image,
+        vllm_series,
+    )  # fmt: skip
 
     if vllm_version is None:
-        tag = re.search(r":v?(\d+\.\d+(?:\.\d+)?)$", image or "")
-        series = tag and ".".join(tag.group(1).split(".")[:2])
-        vllm_version = tag.group(1) if tag and series in VLLM_RELEASES else DEFAULT_VLLM_VERSION
+        tag = image_vllm_version(image or "")
+        vllm_version = tag if tag and vllm_series(tag) in VLLM_RELEASES else DEFAULT_VLLM_VERSION
     if image is None:
         full = vllm_version.removeprefix("v")
         image = vllm_image(full if full.count(".") >= 2 else f"{full}.0")

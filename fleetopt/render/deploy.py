@@ -66,6 +66,14 @@ def vllm_image(version: str) -> str:
     return f"vllm/vllm-openai:v{version}"
 
 
+def image_vllm_version(image: str) -> str | None:
+    """The release an image's tag names (``…:v0.11.0`` → ``0.11.0``), or None."""
+    import re
+
+    match = re.search(r":v?(\d+\.\d+(?:\.\d+)?)$", image)
+    return match.group(1) if match else None
+
+
 #: The vLLM image of the manifests: the default release's OpenAI-compatible server.
 DEFAULT_VLLM_IMAGE = vllm_image(DEFAULT_VLLM_VERSION)
 #: vLLM's default port (``vllm serve --port``).

@@ -5,7 +5,6 @@ from ``render/deploy.py``'s writers (a renderer: it turns a plan read by
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +13,15 @@ from typing import Any
 from fleetopt import __version__
 from fleetopt.errors import ValidationError, excerpt
 from fleetopt.io.data import profile_search_path
-from fleetopt.io.names import HTTP_URL, IMAGE, SUBDOMAIN, check_option_text, check_resource_name
+from fleetopt.io.names import (
+    HOST_PATH,
+    HTTP_URL,
+    IMAGE,
+    SUBDOMAIN,
+    check_label,
+    check_option_text,
+    check_resource_name,
+)
 
 # -- export: a plan as vLLM commands, a router file, Kubernetes and KEDA manifests, markdown -----
 
@@ -121,10 +128,10 @@ def export_plan(
     check_resource_name(options.name_prefix, "--name-prefix", 63 - len("-pool-8"))
     if options.namespace is not None:
         check_resource_name(options.namespace, "--namespace", 63)
+    check_vllm_options(options)
     check_option_text(
         options.image, "--image", IMAGE, 255, "a container image reference such as vllm/vllm-openai:v0.33.0"
     )
-    check_vllm_options(options)
     if options.hf_token_secret is not None:
         check_option_text(
             options.hf_token_secret, "--hf-token-secret", SUBDOMAIN, 253,
@@ -232,10 +239,11 @@ def check_vllm_options(options: Any) -> None:
             f"--vllm-version: {excerpt(options.vllm_version)} is not a vLLM release export knows the flags "
             f"of; use one of {supported} (a patch release such as 0.33.1 is its series')"
         )
-    tag = re.search(r":v?(\d+\.\d+)(?:\.\d+)?(?:$|[-+@])", options.image)
-    if tag is not None and tag.group(1) != series and options.image.split(":")[0].endswith("vllm-openai"):
+    tag = deploy.image_vllm_version(options.image)
+    tag_series = tag and deploy.vllm_series(tag)
+    if tag_series not in (None, series) and options.image.split(":")[0].endswith("vllm-openai"):
         raise ValidationError(
-            f"--image {options.image} is vLLM {tag.group(1)}, but the flags are for vLLM {series} "
+            f"--image {excerpt(options.image)} is vLLM {tag_series}, but the flags are for vLLM {series} "
             f"(--vllm-version {options.vllm_version}): give the image's version with --vllm-version"
         )
     if options.histogram_buckets and not options.release.custom_histogram_buckets:
@@ -247,7 +255,7 @@ def check_vllm_options(options: Any) -> None:
         if value is not None and not (0 <= value <= 100_000):
             raise ValidationError(f"{option}: {value} must be between 0 and 100,000")
     cache = options.weight_cache
-    if cache not in ("pvc", "none") and not (cache.startswith("/") and _HOST_PATH.fullmatch(cache)):
+    if cache not in ("pvc", "none") and not (cache.startswith("/") and HOST_PATH.fullmatch(cache)):
         raise ValidationError(
             f"--weight-cache: {excerpt(cache)} is not allowed; expected pvc, none or an absolute host path "
             "of letters, digits, '/', '.', '_' and '-'"
@@ -296,19 +304,3 @@ def _ttft_edge_note(context: Any, options: Any) -> str | None:
         f"{context.ttft_slo_s * 1e3:g} ms SLO, so the TTFT alert counts at its next edge, {edge:g} s "
         "(vLLM 0.32 and later: --histogram-buckets adds the SLO as an edge)"
     )
-
-
-_HOST_PATH = re.compile(r"^(/[A-Za-z0-9._-]+)+/?$")
-#: A label key ([prefix/]name, prefix a DNS subdomain) and a label value (Kubernetes' rules).
-_LABEL_KEY = re.compile(
-    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
-)
-_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
-
-
-def check_label(key: str, value: str, option: str) -> None:
-    if not _LABEL_KEY.fullmatch(key) or len(key) > 317 or not _LABEL_VALUE.fullmatch(value):
-        raise ValidationError(
-            f"{option}: {excerpt(key)}={excerpt(value)} is not a Kubernetes label: a key [prefix/]name and a "
-            "value of letters, digits, '-', '_' and '.' (at most 63)"
-        )
