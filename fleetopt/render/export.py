@@ -150,7 +150,8 @@ def export_plan(
             plan_file, profiles_dir=profiles_dir, model_id=model_id, name_prefix=options.name_prefix,
             plan_label=label,
         )  # fmt: skip
-        check_long_context(context, options, plan_file.source)
+        if {"vllm", "kubernetes"} & set(targets):  # the targets that start vLLM
+            check_long_context(context, options, plan_file.source)
     for target in EXPORT_TARGETS:
         if target not in targets:
             continue
