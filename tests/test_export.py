@@ -885,12 +885,14 @@ def test_the_dashboard_draws_planned_against_observed_for_each_pool(readme_plan:
     assert [t["expr"] for t in ttft["targets"]][1] == "vector(0.5)"  # the SLO beside the observed P99
 
 
-def test_an_slo_between_vllms_edges_is_counted_at_the_next_edge_with_a_note(tmp_path: Path) -> None:
-    plan = tmp_path / "plan.yaml"
-    args = ["plan", "--cdf", "azure-2023", "--slo", "600ms", "--rate", "200", "-o", str(plan)]
-    assert runner.invoke(app, args).exit_code == 0
-    manifests, _, notes = _monitoring(plan, "--vllm-version", "0.31")
-    expr = manifests[1]["spec"]["groups"][0]["rules"][0]["expr"]
-    assert 'le="0.75"' in expr and "next edge, 0.75 s" in notes
-    manifests, _, notes = _monitoring(plan)  # 0.33: the SLO is added as an edge
-    assert 'le="0.6"' in manifests[1]["spec"]["groups"][0]["rules"][0]["expr"] and not notes
+def test_an_slo_between_vllms_edges_is_counted_at_the_next_edge_with_a_note() -> None:
+    from fleetopt.render import monitoring
+    from fleetopt.render.export import _ttft_edge_note
+
+    context = _context(Routing((4096,), 1.0, 0.0), [_pool("short", 4096), _pool("long", 65536)], slo_s=0.6)
+    old = deploy.ExportOptions(vllm_version="0.31.0")  # no --custom-histogram-buckets: vLLM's own edges
+    expr = monitoring.rule_groups(context, old, 0.85)[0]["rules"][0]["expr"]
+    assert 'le="0.75"' in expr and "next edge, 0.75 s" in _ttft_edge_note(context, old)
+    new = deploy.ExportOptions()  # 0.33: the SLO is added as an edge
+    assert 'le="0.6"' in monitoring.rule_groups(context, new, 0.85)[0]["rules"][0]["expr"]
+    assert _ttft_edge_note(context, new) is None
