@@ -36,7 +36,19 @@ from fleetopt.io.units import fmt_seconds
 DOC = Path(__file__).resolve().parents[1] / "docs" / "deploy.md"
 MARK = re.compile(r"<!-- generated: (?P<name>[\w-]+) -->(?P<body>.*?)<!-- /generated -->", re.S)
 README_PLAN = ["plan", "--cdf", "azure-2023", "--slo", "500ms", "--rate", "1000"]
-EXPORT = ["--to", "vllm", "--to", "router", "--to", "kubernetes", "--keda", "--to", "markdown"]
+EXPORT = [
+    "--to",
+    "vllm",
+    "--to",
+    "router",
+    "--to",
+    "kubernetes",
+    "--keda",
+    "--to",
+    "monitoring",
+    "--to",
+    "markdown",
+]
 runner = CliRunner()
 
 
@@ -82,8 +94,20 @@ def readme_plan_parts() -> dict[str, str]:
     )
     parts["router-yaml"] = _fence("yaml", Path("deploy/router.yaml").read_text())
     _run(["export", "--plan", "plan.yaml", "--to", "kubernetes", "--namespace", "llm", "--output-dir", "ns"])
-    deployment = Path("ns/kubernetes.yaml").read_text().split("---\n")[1]
+    deployment = Path("ns/kubernetes.yaml").read_text().split("---\n")[2]
     parts["deployment-yaml"] = _fence("yaml", deployment)
+    parts["claim-yaml"] = _fence("yaml", Path("ns/kubernetes.yaml").read_text().split("---\n")[1])
+    parts["pdb-yaml"] = _fence("yaml", Path("ns/kubernetes.yaml").read_text().split("---\n")[4])
+    monitoring = Path("deploy/monitoring.yaml").read_text().split("---\n")
+    parts["podmonitor-yaml"] = _fence("yaml", monitoring[1])
+    rules = yaml.safe_load(monitoring[2])
+    rules["spec"]["groups"] = rules["spec"]["groups"][:1]
+    from fleetopt.io.yamlio import dump_yaml
+
+    parts["rules-yaml"] = _fence(
+        "yaml",
+        dump_yaml(rules).replace("groups:\n", "groups:  # the short pool's; the long pool's alike\n", 1),
+    )
     parts["keda-burst"] = _keda_burst(document)
     parts["keda-ceiling"] = (
         f"{math.ceil(1.25 * short['instances'] - 1e-9)} for the short pool, "
@@ -340,14 +364,21 @@ def _keda_burst(document: dict) -> str:
         )  # fmt: skip
         context = ExportContext(plan_label="", ttft_slo_s=slo, routing=None, pools=())
         thresholds.append(waiting_threshold(context, stub))
+    sizes = [pool["instances"] for pool in document["best"]["pools"].values()]
     text = (
         f"The README plan's pools have {fmt_seconds(headrooms[0])} and {fmt_seconds(headrooms[1])} of P99 "
         f"TTFT headroom (SLO − P99 TTFT + P99 wait), against one slot's turnover E[S]/slots of "
         f"{fmt_seconds(turnovers[0])} and {fmt_seconds(turnovers[1])}"
     )
-    if all(t == 1 for t in thresholds):
-        return text + ", so any waiting request scales them (threshold 1)"
-    return text + f": thresholds {thresholds[0]} and {thresholds[1]}"
+    text += (
+        f": thresholds {thresholds[0]} and {thresholds[1]} requests waiting per instance, so the short pool "
+    )
+    return text + (
+        f"grows past its {sizes[0]} instances once more than {sizes[0] * thresholds[0]} requests wait "
+        "across it "
+        f"(⌈1.1 × {sizes[0] * thresholds[0]}⌉ = {math.ceil(1.1 * sizes[0] * thresholds[0])} with the HPA's "
+        f"tolerance), the long pool past its {sizes[1]} once more than {sizes[1] * thresholds[1]} wait"
+    )
 
 
 DAYS_SCRIPT = """import csv, datetime, gzip, random

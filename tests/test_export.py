@@ -9,7 +9,9 @@ import json
 import math
 import os
 import shlex
+import shutil
 import stat
+import subprocess
 from pathlib import Path
 
 import jsonschema
@@ -32,15 +34,13 @@ from fleetopt.render.output import dumps
 
 runner = CliRunner()
 SCHEMAS = Path(__file__).parent / "data" / "schemas"
-KUBERNETES_VERSIONS = ("1.30.0", "1.37.0")
-#: The vLLM flags export may write, each checked in vllm/engine/arg_utils.py (vllm-project/vllm
-#: 99d7eb5d): --tensor-parallel-size (ParallelConfig), --max-model-len and --quantization
-#: (ModelConfig), --max-num-seqs and --max-num-batched-tokens (SchedulerConfig), --block-size,
-#: --gpu-memory-utilization, --num-gpu-blocks-override and --kv-cache-dtype (CacheConfig).
-VLLM_FLAGS = {
-    "--tensor-parallel-size", "--max-model-len", "--max-num-seqs", "--max-num-batched-tokens", "--block-size",
-    "--gpu-memory-utilization", "--num-gpu-blocks-override", "--quantization", "--kv-cache-dtype",
-}  # fmt: skip
+KUBERNETES_VERSIONS = ("1.29.0", "1.30.0", "1.31.0", "1.32.0", "1.37.0")
+VLLM_FLAGS_DIR = Path(__file__).parent / "data" / "vllm-flags"
+
+
+def vllm_flags(version: str) -> set[str]:
+    """Every flag vLLM ``version``'s engine argument parser defines (vendored from its wheel)."""
+    return set(json.loads((VLLM_FLAGS_DIR / f"vllm-{version}.json").read_text())["flags"])
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +59,7 @@ def readme_plan(tmp_path_factory) -> Path:
 
 def _commands(text: str) -> list[list[str]]:
     """The shell commands of exported scripts, as argument lists (comments and shebangs dropped)."""
-    lines = [line for line in text.splitlines() if not line.startswith("#")]
+    lines = [line for line in text.splitlines() if not line.startswith(("#", "export "))]
     return [shlex.split(c) for c in "\n".join(lines).replace("\\\n", " ").split("\n") if c.strip()]
 
 
@@ -83,7 +83,7 @@ def test_vllm_commands_carry_the_plans_numbers(readme_plan: Path) -> None:
             == "meta-llama/Llama-3.1-70B-Instruct"
         )
         flags = _flags(command[3:])
-        assert set(flags) <= VLLM_FLAGS
+        assert set(flags) <= vllm_flags(deploy.DEFAULT_VLLM_VERSION)
         assert int(flags["--tensor-parallel-size"]) == pool.hardware.gpus_per_instance == 8
         assert int(flags["--max-model-len"]) == pool.context_tokens
         assert int(flags["--max-num-seqs"]) == pool.slots_per_instance
@@ -116,11 +116,23 @@ def _keda_validator() -> jsonschema.Draft4Validator:
     return jsonschema.Draft4Validator(_strict(schema))
 
 
+def _crd_validator(kind: str) -> jsonschema.Draft4Validator:
+    path = SCHEMAS / "prometheus-operator-v0.93.0" / f"{kind}-monitoring-v1.json"
+    return jsonschema.Draft4Validator(_strict(json.loads(path.read_text())))
+
+
 def _validate(manifest: dict, versions=KUBERNETES_VERSIONS) -> None:
     if manifest["kind"] == "ScaledObject":
         _keda_validator().validate(manifest)
         return
-    kind = {"Deployment": "deployment-apps-v1", "Service": "service-v1"}[manifest["kind"]]
+    if manifest["kind"] in ("PodMonitor", "ServiceMonitor", "PrometheusRule"):
+        _crd_validator(manifest["kind"].lower() + "s").validate(manifest)
+        return
+    kind = {
+        "Deployment": "deployment-apps-v1", "Service": "service-v1",
+        "PodDisruptionBudget": "poddisruptionbudget-policy-v1",
+        "PersistentVolumeClaim": "persistentvolumeclaim-v1",
+    }[manifest["kind"]]  # fmt: skip
     for version in versions:
         _kubernetes_validator(version, kind).validate(manifest)
 
@@ -133,11 +145,34 @@ def test_kubernetes_manifests_pass_the_schema_with_replicas_equal_to_instances(r
     manifests = [m for m in yaml.safe_load_all(result.stdout) if m]
     plan = read_plan(readme_plan)
     vllm = runner.invoke(app, ["export", "--plan", str(readme_plan), "--to", "vllm"]).stdout
-    assert [m["kind"] for m in manifests] == ["Deployment", "Service"] * len(plan.fleet.pools)
+    kinds = ["Deployment", "Service", "PodDisruptionBudget"]
+    assert [m["kind"] for m in manifests] == ["PersistentVolumeClaim"] + kinds * len(plan.fleet.pools)
     for manifest in manifests:
         _validate(manifest)
+    claim = manifests[0]
+    # the cache holds the checkpoint: 70.6 B parameters × 2 bytes (BF16) × 1.25, in GiB
+    assert claim["spec"]["resources"]["requests"]["storage"] == f"{math.ceil(1.25 * 70.6e9 * 2 / 2**30)}Gi"
+    assert claim["spec"]["accessModes"] == ["ReadWriteMany"]
     for k, pool in enumerate(plan.fleet.pools):
-        deployment, service = manifests[2 * k], manifests[2 * k + 1]
+        deployment, service, budget = manifests[1 + 3 * k : 4 + 3 * k]
+        pod_spec = deployment["spec"]["template"]["spec"]
+        # a rollout starts at most one instance's GPUs above the plan and never goes below it
+        rolling = deployment["spec"]["strategy"]["rollingUpdate"]
+        assert rolling == {"maxSurge": 1, "maxUnavailable": 0}
+        assert rolling["maxSurge"] * pool.hardware.gpus_per_instance <= pool.hardware.gpus_per_instance
+        assert budget["spec"] == {"maxUnavailable": 1, "selector": deployment["spec"]["selector"]}
+        assert pod_spec["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+        assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in pod_spec[
+            "tolerations"
+        ]
+        assert {"claimName": "fleetopt-model-cache"} in [
+            v.get("persistentVolumeClaim") for v in pod_spec["volumes"]
+        ]
+        # stopping: preStop outlasts the endpoint update, vLLM drains, and the grace period covers both
+        (vllm_container,) = pod_spec["containers"]
+        args = _flags(vllm_container["args"][1:])
+        pre_stop = int(vllm_container["lifecycle"]["preStop"]["exec"]["command"][1])
+        assert pod_spec["terminationGracePeriodSeconds"] > pre_stop + int(args["--shutdown-timeout"])
         assert deployment["metadata"]["name"] == service["metadata"]["name"] == f"fleetopt-{pool.name}"
         assert deployment["metadata"]["namespace"] == "llm"
         assert deployment["spec"]["replicas"] == pool.instances
@@ -160,7 +195,7 @@ def test_kubernetes_manifests_pass_the_schema_with_replicas_equal_to_instances(r
 )
 def test_the_kubernetes_schema_rejects_a_broken_deployment(readme_plan: Path, path, value) -> None:
     text = runner.invoke(app, ["export", "--plan", str(readme_plan), "--to", "kubernetes"]).stdout
-    deployment = copy.deepcopy(next(yaml.safe_load_all(text.split("---", 1)[1])))
+    deployment = copy.deepcopy(next(m for m in yaml.safe_load_all(text) if m and m["kind"] == "Deployment"))
     _validate(deployment)
     node = deployment
     for key in path[:-1]:
@@ -238,7 +273,11 @@ def test_keda_floors_follow_the_daily_schedule(readme_plan: Path) -> None:
     ]
     assert all(t["metadata"]["timezone"] == "Etc/UTC" for t in crons)
     (queue,) = [t for t in short["spec"]["triggers"] if t["type"] == "prometheus"]
-    assert queue["metadata"]["query"] == 'sum(vllm:num_requests_waiting{pod=~"fleetopt-short-.*"})'
+    assert (
+        queue["metadata"]["query"]
+        == 'sum(vllm:num_requests_waiting{pod=~"fleetopt-short-[a-z0-9]+-[a-z0-9]+"})'
+    )
+    assert queue["metricType"] == "AverageValue"  # the threshold is per instance: HPA wants ⌈Σ/threshold⌉
     assert int(queue["metadata"]["threshold"]) >= 1
     assert notes == ""
 
@@ -539,7 +578,7 @@ def test_markdown_summary_states_the_plan(readme_plan: Path) -> None:
     assert f"| short | {short.instances} × 8 | 4,096 | {short.slots_per_instance} |" in text
     assert f"| long | {long.instances} × 8 | 65,536 | {long.slots_per_instance} |" in text
     assert "|---|--:|--:|--:|--:|--:|--:|--:|--:|---|" in text
-    assert "within 2% of the 500 ms SLO" in text  # the headroom warnings travel with the summary
+    assert "within 5% of the 500 ms SLO" in text  # the headroom warnings travel with the summary
 
 
 def test_a_three_pool_plan_exports_every_pool(tmp_path: Path) -> None:
@@ -627,16 +666,25 @@ def test_an_amd_pool_asks_for_amd_gpus_and_a_rocm_image(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     result = runner.invoke(app, ["export", "--plan", str(plan_path), "--to", "kubernetes"])
+    assert result.exit_code == 1  # the long pool's 65,536 tokens are beyond Qwen3's 40,960
+    assert "--max-model-len 65,536 is beyond its model's 40,960-token context" in result.output
+    result = runner.invoke(
+        app, ["export", "--plan", str(plan_path), "--to", "kubernetes", "--allow-long-context"]
+    )
     assert result.exit_code == 0, result.output
     for manifest in (m for m in yaml.safe_load_all(result.stdout) if m):
         _validate(manifest)
         if manifest["kind"] == "Deployment":
-            (container,) = manifest["spec"]["template"]["spec"]["containers"]
+            pod = manifest["spec"]["template"]["spec"]
+            (container,) = pod["containers"]
+            assert pod["nodeSelector"] == {"amd.com/gpu.product-name": "AMD_Instinct_MI300X"}
+            long = "VLLM_ALLOW_LONG_MAX_MODEL_LEN" in {e["name"] for e in container["env"]}
+            assert long == (manifest["metadata"]["name"] == "fleetopt-long")
             assert container["resources"]["limits"] == {"amd.com/gpu": 8}
             assert container["args"][0] == "Qwen/Qwen3-235B-A22B-FP8"  # an FP8 checkpoint: no --quantization
             assert "--quantization" not in container["args"]
     assert (
-        "mi300x: vllm/vllm-openai:v0.11.0 is vLLM's CUDA image; give a ROCm build of vLLM with --image"
+        "mi300x: vllm/vllm-openai:v0.33.0 is vLLM's CUDA image; give a ROCm build of vLLM with --image"
         in (result.stderr)
     )
 
@@ -646,7 +694,7 @@ def test_the_papers_profile_gets_its_block_budget_and_a_token_budget_vllm_accept
     args = ["plan", "--cdf", "azure-2023", "--slo", "500ms", "--rate", "1000", "--service-model", "fleet-sim",
             "--serving", "llama-3-70b-a100-80gb-tp8", "-o", str(plan_path)]  # fmt: skip
     assert runner.invoke(app, args).exit_code == 0
-    result = runner.invoke(app, ["export", "--plan", str(plan_path), "--to", "vllm"])
+    result = runner.invoke(app, ["export", "--plan", str(plan_path), "--to", "vllm", "--allow-long-context"])
     assert result.exit_code == 0, result.output
     plan = read_plan(plan_path)
     for command, pool in zip(_commands(result.stdout), plan.fleet.pools, strict=True):
@@ -660,4 +708,192 @@ def test_the_papers_profile_gets_its_block_budget_and_a_token_budget_vllm_accept
         assert (
             f"raised from the profile's 512 to max_num_seqs = {short.slots_per_instance:,}" in result.stdout
         )
-    assert "--max-model-len 65,536 is beyond the model's 8,192 tokens" in result.stdout
+    assert "--max-model-len 65,536 is beyond the model's 8,192 tokens (--allow-long-context)" in result.stdout
+    assert "\nexport VLLM_ALLOW_LONG_MAX_MODEL_LEN=1\nvllm serve" in result.stdout
+
+
+# --- vLLM versions -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", ["0.11.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"])
+def test_every_flag_written_is_one_the_chosen_vllm_release_defines(readme_plan: Path, version: str) -> None:
+    result = runner.invoke(
+        app,
+        [
+            "export",
+            "--plan",
+            str(readme_plan),
+            "--to",
+            "vllm",
+            "--to",
+            "kubernetes",
+            "--vllm-version",
+            version,
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    defined = vllm_flags(version)
+    for command in _commands(result.stdout.split("---", 1)[0]):
+        flags = [word for word in command if word.startswith("--")]
+        assert set(flags) <= defined, set(flags) - defined
+        # --custom-histogram-buckets came with 0.32, --shutdown-timeout (a drain on SIGTERM) with 0.30
+        assert ("--custom-histogram-buckets" in flags) == ("--custom-histogram-buckets" in defined)
+        assert ("--shutdown-timeout" in flags) == ("--shutdown-timeout" in defined)
+    deployment = next(
+        m for m in yaml.safe_load_all(result.stdout.split("---", 1)[1]) if m and m["kind"] == "Deployment"
+    )
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == f"vllm/vllm-openai:v{version}"
+
+
+def test_a_flag_the_release_cannot_parse_is_an_error_and_the_version_list_is_given(readme_plan: Path) -> None:
+    base = ["export", "--plan", str(readme_plan), "--to", "vllm"]
+    result = runner.invoke(app, [*base, "--vllm-version", "0.11", "--histogram-buckets"])
+    assert result.exit_code == 1
+    assert "vLLM 0.11 has no --custom-histogram-buckets (it is in 0.32 and later)" in result.output
+    result = runner.invoke(app, [*base, "--vllm-version", "0.20"])
+    assert result.exit_code == 1
+    assert "use one of 0.11, 0.30, 0.31, 0.32, 0.33" in result.output
+    result = runner.invoke(app, [*base, "--image", "vllm/vllm-openai:v0.11.0", "--vllm-version", "0.33"])
+    assert result.exit_code == 1 and "is vLLM 0.11, but the flags are for vLLM 0.33" in result.output
+    # an image tagged with a known release gives the version: no --custom-histogram-buckets for 0.11
+    result = runner.invoke(app, [*base, "--image", "vllm/vllm-openai:v0.11.0"])
+    assert result.exit_code == 0 and "--custom-histogram-buckets" not in result.stdout
+
+
+# --- monitoring ----------------------------------------------------------------------------------
+
+
+def _monitoring(plan: Path, *options: str) -> tuple[list[dict], dict, str]:
+    result = runner.invoke(
+        app, ["export", "--plan", str(plan), "--to", "monitoring", "-o", str(plan.parent / "m"), *options]
+    )
+    assert result.exit_code == 0, result.output
+    out = plan.parent / "m"
+    manifests = [m for m in yaml.safe_load_all((out / "monitoring.yaml").read_text()) if m]
+    return manifests, json.loads((out / "grafana-dashboard.json").read_text()), result.stderr
+
+
+def _promtool(*arguments: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(["promtool", *arguments], cwd=cwd, capture_output=True, text=True, timeout=60)
+
+
+PROMTOOL = shutil.which("promtool")
+
+
+def _series(name: str, pod: str, values: str, **labels: str) -> dict:
+    text = ",".join([f'pod="{pod}"', *(f'{k}="{v}"' for k, v in labels.items())])
+    return {"series": f"{name}{{{text}}}", "values": values}
+
+
+def _pool_series(
+    pod: str, *, late: float, kv: float, preempted: float, rate: float, itl_s: float
+) -> list[dict]:
+    """One pod's vLLM series for 30 minutes at one-minute steps: ``rate`` requests/s, of which a
+    ``late`` share past the 500 ms SLO, KV usage ``kv``, ``preempted`` preemptions per request."""
+    per_minute = rate * 60
+    within = per_minute * (1 - late)
+    return [
+        _series("vllm:time_to_first_token_seconds_bucket", pod, f"0+{within:g}x30", le="0.5"),
+        _series("vllm:time_to_first_token_seconds_bucket", pod, f"0+{per_minute:g}x30", le="+Inf"),
+        _series("vllm:time_to_first_token_seconds_count", pod, f"0+{per_minute:g}x30"),
+        _series("vllm:request_success_total", pod, f"0+{per_minute:g}x30", finished_reason="stop"),
+        _series("vllm:num_preemptions_total", pod, f"0+{per_minute * preempted:g}x30"),
+        _series("vllm:kv_cache_usage_perc", pod, f"{kv:g}x30"),
+        _series("vllm:inter_token_latency_seconds_sum", pod, f"0+{per_minute * 100 * itl_s:g}x30"),
+        _series("vllm:inter_token_latency_seconds_count", pod, f"0+{per_minute * 100:g}x30"),
+    ]
+
+
+@pytest.mark.skipif(PROMTOOL is None, reason="promtool (Debian's prometheus package) is not installed")
+def test_the_plans_alerts_pass_promtool_and_fire_on_a_breach_only(readme_plan: Path, tmp_path: Path) -> None:
+    manifests, _, _ = _monitoring(readme_plan)
+    for manifest in manifests:
+        _validate(manifest)
+    monitor, rule = manifests
+    assert monitor["kind"] == "PodMonitor" and rule["kind"] == "PrometheusRule"
+    plan = read_plan(readme_plan)
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": rule["spec"]["groups"]}))
+    checked = _promtool("check", "rules", "rules.yaml", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    short, long = plan.fleet.pools
+    document = plan.document["best"]["pools"]
+    short_rate = document["short"]["arrival_rate_per_s"]
+    # the short pool breaks every promise (5% late, KV 95% > the 85% cap, 3% preempted, 1.2× the
+    # sized rate, 150 ms per token > 100 ms); the long pool keeps them all (0.5% late, 50% KV, …)
+    breaking = _pool_series("fleetopt-short-6d4cf56db7-x2x4k", late=0.05, kv=0.95, preempted=0.03,
+                            rate=1.2 * short_rate, itl_s=0.15)  # fmt: skip
+    healthy = _pool_series("fleetopt-long-7b9c6f5d48-abcde", late=0.005, kv=0.5, preempted=0.001,
+                           rate=0.5 * document["long"]["arrival_rate_per_s"], itl_s=0.03)  # fmt: skip
+    names = ["FleetoptTTFTAboveSLO", "FleetoptTPOTAboveLimit", "FleetoptKVCacheAboveCap",
+             "FleetoptPreemptions", "FleetoptRateAbovePlan"]  # fmt: skip
+    tests = {
+        "rule_files": ["rules.yaml"],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": breaking + healthy,
+                "alert_rule_test": [
+                    {
+                        "eval_time": "20m",
+                        "alertname": name,
+                        "exp_alerts": [
+                            {
+                                "exp_labels": {
+                                    "severity": "critical" if "TTFT" in name else "warning",
+                                    "fleetopt_pool": "short",
+                                },
+                                "exp_annotations": {"summary": _summary(rule, "fleetopt-short", name)},
+                            }
+                        ],
+                    }  # fmt: skip
+                    for name in names
+                ],
+            }
+        ],
+    }
+    (tmp_path / "tests.yaml").write_text(yaml.safe_dump(tests))
+    tested = _promtool("test", "rules", "tests.yaml", cwd=tmp_path)
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+    # the same test fails if the breaking pool's alerts are expected not to fire: promtool's verdict counts
+    tests["tests"][0]["alert_rule_test"][0]["exp_alerts"] = []
+    (tmp_path / "tests.yaml").write_text(yaml.safe_dump(tests))
+    assert _promtool("test", "rules", "tests.yaml", cwd=tmp_path).returncode != 0
+    assert short.name == "short" and long.name == "long"
+
+
+def _summary(rule: dict, group: str, alert: str) -> str:
+    (found,) = [
+        r for g in rule["spec"]["groups"] if g["name"] == group for r in g["rules"] if r["alert"] == alert
+    ]
+    return found["annotations"]["summary"]
+
+
+def test_the_dashboard_draws_planned_against_observed_for_each_pool(readme_plan: Path) -> None:
+    _, board, _ = _monitoring(readme_plan)
+    plan = read_plan(readme_plan)
+    rows = [p["title"] for p in board["panels"] if p["type"] == "row"]
+    assert rows == [f"{p.name} pool" for p in plan.fleet.pools]
+    titles = {p["title"] for p in board["panels"] if p["type"] != "row"}
+    assert {
+        "requests/s",
+        "P99 TTFT",
+        "KV cache usage",
+        "requests waiting",
+        "preemptions per request",
+    } <= titles
+    ttft = next(p for p in board["panels"] if p["title"] == "P99 TTFT")
+    assert [t["expr"] for t in ttft["targets"]][1] == "vector(0.5)"  # the SLO beside the observed P99
+
+
+def test_an_slo_between_vllms_edges_is_counted_at_the_next_edge_with_a_note() -> None:
+    from fleetopt.render import monitoring
+    from fleetopt.render.export import _ttft_edge_note
+
+    context = _context(Routing((4096,), 1.0, 0.0), [_pool("short", 4096), _pool("long", 65536)], slo_s=0.6)
+    old = deploy.ExportOptions(vllm_version="0.31.0")  # no --custom-histogram-buckets: vLLM's own edges
+    expr = monitoring.rule_groups(context, old, 0.85)[0]["rules"][0]["expr"]
+    assert 'le="0.75"' in expr and "next edge, 0.75 s" in _ttft_edge_note(context, old)
+    new = deploy.ExportOptions()  # 0.33: the SLO is added as an edge
+    assert 'le="0.6"' in monitoring.rule_groups(context, new, 0.85)[0]["rules"][0]["expr"]
+    assert _ttft_edge_note(context, new) is None

@@ -109,11 +109,12 @@ def _check_scripts(out: Path, intended: dict[str, list[str]], stub_bin: Path) ->
 
 
 def _check_yaml(out: Path, label: str, pools: list[str]) -> None:
-    documents = list(yaml.safe_load_all((out / "kubernetes.yaml").read_text()))
-    assert [d["kind"] for d in documents] == ["Deployment", "Service"] * len(pools)
-    assert [d["metadata"]["name"] for d in documents] == [f"fleetopt-{p}" for p in pools for _ in (0, 1)]
+    claim, *documents = yaml.safe_load_all((out / "kubernetes.yaml").read_text())
+    assert claim["kind"] == "PersistentVolumeClaim" and "namespace" not in claim["metadata"]
+    assert [d["kind"] for d in documents] == ["Deployment", "Service", "PodDisruptionBudget"] * len(pools)
+    assert [d["metadata"]["name"] for d in documents] == [f"fleetopt-{p}" for p in pools for _ in (0, 1, 2)]
     assert all("namespace" not in d["metadata"] for d in documents)
-    assert [d["metadata"]["annotations"]["fleetopt/plan"] for d in documents[::2]] == [label] * len(pools)
+    assert [d["metadata"]["annotations"]["fleetopt/plan"] for d in documents[::3]] == [label] * len(pools)
     keda = list(yaml.safe_load_all((out / "keda.yaml").read_text()))
     assert [d["kind"] for d in keda] == ["ScaledObject"] * len(keda) and 1 <= len(keda) <= len(pools)
     assert all(d["metadata"]["annotations"] == {"fleetopt/plan": label} for d in keda)
@@ -268,6 +269,12 @@ def test_hand_edited_plan_text_reaches_the_markdown_escaped(
         ("--prometheus-url", 'http://p:9090"}\n- type: cron'),
         ("--namespace", "kube-system\n"),
         ("--name-prefix", "a\u2028b"),
+        ("--vllm-version", "0.33; touch PWNED"),
+        ("--node-selector", "nvidia.com/gpu.product=H100\n---"),
+        ("--node-selector", "no-equals-sign"),
+        ("--toleration", "nvidia.com/gpu:NoSchedule\n- key: x"),
+        ("--weight-cache", "/data/$(touch PWNED)"),
+        ("--storage-class", "Fast SSD"),
     ],
 )
 def test_option_names_are_validated_for_their_target(

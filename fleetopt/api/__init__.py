@@ -219,8 +219,14 @@ def plan_workload(
     rate_basis: str | None = None,
     rate_window_s: float = DEFAULT_RATE_WINDOW_S,
     schedule_window_s: float | None = None,
+    spare_instances: int = 0,
+    ttft_headroom_fraction: float = 0.0,
 ) -> PlanRun:
     """Plan the cheapest fleet for a workload (a bundled name, a path, or a loaded Workload).
+
+    ``spare_instances``: each pool gets that many instances more than meeting the SLO takes, so it
+    still meets it with them lost (``--spare``). ``ttft_headroom_fraction``: size the pools to the
+    SLO less that fraction of it (``--ttft-headroom``).
 
     ``arrival_rate_per_s`` is the mean rate (default: the log's observed rate, else
     DEFAULT_RATE_PER_S); ``rate_basis`` what each pool is sized for: ``mean``, ``peak`` or ``pNN`` of
@@ -269,6 +275,8 @@ def plan_workload(
         mean_arrival_rate_per_s=None if arrivals.basis == "mean" else float(mean_rate_per_s),
         rate_window_s=arrivals.window_s if arrivals.counts is not None else None,
         arrival_dispersion=arrivals.dispersion,
+        spare_instances=spare_instances,
+        ttft_headroom_fraction=ttft_headroom_fraction,
     )
     planner = Planner(loaded, short_hardware, long_hardware, options)
     plan = planner.plan()
@@ -334,6 +342,16 @@ def plan_run_from_options(
         )
     if options.get("max_utilization") == 0:
         raise ValidationError("--max-utilization: 0 leaves no capacity; it must be in (0, 1] (e.g. 85%)")
+    if isinstance(options.get("ttft_headroom"), str):
+        options["ttft_headroom_fraction"] = parse_fraction(
+            options.pop("ttft_headroom"), field="--ttft-headroom"
+        )
+        if options["ttft_headroom_fraction"] >= 1:
+            raise ValidationError(
+                "--ttft-headroom: 100% leaves no time for a first token; it must be below 100%"
+            )
+    else:
+        options.pop("ttft_headroom", None)
     b_values = parse_number_list(b_short, field="--b-short", integer=True) if b_short else None
     gammas = tuple(parse_number_list(gamma, field="--gamma")) if gamma else DEFAULT_GAMMAS
     if isinstance(options.get("rate_window"), str):

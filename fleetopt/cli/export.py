@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from fleetopt.cli.common import PROFILES_DIR_OPTION
+from fleetopt.errors import ValidationError
 
 
 class ExportTarget(str, enum.Enum):
@@ -19,14 +20,16 @@ class ExportTarget(str, enum.Enum):
     litellm = "litellm"
     semantic_router = "semantic-router"
     kubernetes = "kubernetes"
+    monitoring = "monitoring"
     markdown = "markdown"
 
 
 TO_HELP = (
     "vllm (a `vllm serve` command per pool), router (the routing rule as YAML), litellm (a LiteLLM proxy "
     "config with fleetopt's routing plugin), semantic-router (a vLLM Semantic Router config, plans "
-    "without compression), kubernetes (Deployments and Services) or markdown (a one-page summary); repeat "
-    "for several."
+    "without compression), kubernetes (Deployments, Services, PodDisruptionBudgets, the weight cache), "
+    "monitoring (a PodMonitor, the plan's alerts as a PrometheusRule, a Grafana dashboard) or markdown (a "
+    "one-page summary); repeat for several."
 )
 OUTPUT_DIR_HELP = (
     "write the files into this folder (created if missing; each file atomically); default: print."
@@ -56,7 +59,57 @@ def export(
         "fleetopt", "--name-prefix", help="Deployments, Services and ScaledObjects are named PREFIX-POOL."
     ),
     image: str | None = typer.Option(
-        None, "--image", help="The vLLM container image (default: vllm/vllm-openai:v0.11.0)."
+        None,
+        "--image",
+        help="The vLLM container image (default: vllm/vllm-openai:vVERSION of --vllm-version).",
+    ),
+    vllm_version: str | None = typer.Option(
+        None,
+        "--vllm-version",
+        help="The vLLM release the flags are written for: 0.11, 0.30, 0.31, 0.32 or 0.33 (default: the "
+        "--image tag's, else 0.33.0).",
+    ),
+    allow_long_context: bool = typer.Option(
+        False,
+        "--allow-long-context",
+        help="Serve a pool whose --max-model-len is beyond the model's context (sets "
+        "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1); without it such a plan is an error.",
+    ),
+    weight_cache: str = typer.Option(
+        "pvc",
+        "--weight-cache",
+        help="Where pods keep the Hugging Face cache: pvc (a ReadWriteMany claim shared by the fleet), an "
+        "absolute host path (hostPath on each node), or none.",
+    ),
+    storage_class: str | None = typer.Option(
+        None, "--storage-class", help="With --weight-cache pvc: the claim's StorageClass (ReadWriteMany)."
+    ),
+    prefetch_weights: bool = typer.Option(
+        False, "--prefetch-weights", help="An init container that downloads the checkpoint into the cache."
+    ),
+    node_selector: list[str] = typer.Option(
+        [],
+        "--node-selector",
+        metavar="KEY=VALUE",
+        help="Node labels the pods need (default: the GPU profile's product label; 'none' for no selector).",
+    ),
+    toleration: list[str] = typer.Option(
+        [],
+        "--toleration",
+        metavar="KEY[=VALUE]:EFFECT",
+        help="Taints the pods tolerate (default: the GPU vendor's, e.g. nvidia.com/gpu:NoSchedule).",
+    ),
+    surge_gpus: int | None = typer.Option(
+        None,
+        "--surge-gpus",
+        help="GPUs a rollout may start above the plan (default: one instance's); below one instance's, the "
+        "rollout stops an instance before starting its successor.",
+    ),
+    drain_seconds: int | None = typer.Option(
+        None,
+        "--drain-seconds",
+        help="Seconds a stopping pod gets to finish its streams (default: the pool's longest stream at the "
+        "plan's TPOT, at most 600).",
     ),
     hf_token_secret: str | None = typer.Option(
         None, "--hf-token-secret", help="A Kubernetes Secret whose key 'token' the pods get as HF_TOKEN."
@@ -69,12 +122,11 @@ def export(
         "--burst-headroom",
         help="With --keda: instances KEDA may add above the plan for bursts, e.g. 25% or 0.",
     ),
-    histogram_buckets: bool = typer.Option(
-        False,
-        "--histogram-buckets",
-        help="Add --custom-histogram-buckets (pool boundaries and the SLO as bucket edges); needs a vLLM "
-        "with that flag: releases after v0.30 (vllm-project/vllm pull request 48867, merged October 2026; "
-        "0.33 has it). An older vLLM refuses to start with it.",
+    histogram_buckets: bool | None = typer.Option(
+        None,
+        "--histogram-buckets/--no-histogram-buckets",
+        help="Add --custom-histogram-buckets (pool boundaries and the SLO as bucket edges; default: when "
+        "--vllm-version has the flag, 0.32 and later). An error with an older vLLM, which refuses it.",
     ),
     endpoint: list[str] = typer.Option(
         [],
@@ -97,7 +149,11 @@ def export(
         plan_file, [t.value for t in to], keda=keda, output_dir=output_dir, inputs=[str(plan)],
         model_id=model_id, profiles_dir=profiles_dir,
         options=export_options(name_prefix, namespace, image, hf_token_secret, prometheus_url, burst_headroom,
-                               histogram_buckets),
+                               histogram_buckets, vllm_version=vllm_version,
+                               allow_long_context=allow_long_context, weight_cache=weight_cache,
+                               storage_class=storage_class, prefetch_weights=prefetch_weights,
+                               node_selector=node_selector, toleration=toleration, surge_gpus=surge_gpus,
+                               drain_seconds=drain_seconds),
         plan_label=str(plan), gateway=_gateway_options(endpoint, max_output_tokens),
     )  # fmt: skip
 
@@ -115,25 +171,80 @@ def export_options(
     hf_token_secret: str | None = None,
     prometheus_url: str | None = None,
     burst_headroom: str = "25%",
-    histogram_buckets: bool = False,
+    histogram_buckets: bool | None = None,
+    *,
+    vllm_version: str | None = None,
+    allow_long_context: bool = False,
+    weight_cache: str = "pvc",
+    storage_class: str | None = None,
+    prefetch_weights: bool = False,
+    node_selector: list[str] = (),
+    toleration: list[str] = (),
+    surge_gpus: int | None = None,
+    drain_seconds: int | None = None,
 ):
-    """The :class:`~fleetopt.render.deploy.ExportOptions` of the command line's strings."""
+    """The :class:`~fleetopt.render.deploy.ExportOptions` of the command line's strings. Without
+    ``vllm_version``, an image tagged with a known vLLM release (``…:v0.11.0``) gives the version;
+    without ``image``, the version gives the image."""
     import dataclasses
 
     from fleetopt.io.units import parse_fraction
-    from fleetopt.render.deploy import ExportOptions
+    from fleetopt.render.deploy import (
+        DEFAULT_VLLM_VERSION,
+        VLLM_RELEASES,
+        ExportOptions,
+        image_vllm_version,
+        vllm_image,
+        vllm_series,
+    )  # fmt: skip
 
-    defaults = ExportOptions()
+    if vllm_version is None:
+        tag = image_vllm_version(image or "")
+        vllm_version = tag if tag and vllm_series(tag) in VLLM_RELEASES else DEFAULT_VLLM_VERSION
+    if image is None:
+        full = vllm_version.removeprefix("v")
+        image = vllm_image(full if full.count(".") >= 2 else f"{full}.0")
     return dataclasses.replace(
-        defaults,
+        ExportOptions(),
         name_prefix=name_prefix,
         namespace=namespace,
-        image=image or defaults.image,
+        image=image,
         hf_token_secret=hf_token_secret,
-        prometheus_url=prometheus_url or defaults.prometheus_url,
+        prometheus_url=prometheus_url or ExportOptions().prometheus_url,
         burst_headroom=parse_fraction(burst_headroom, field="--burst-headroom", allow_above_one=True),
         histogram_buckets=histogram_buckets,
+        vllm_version=vllm_version,
+        allow_long_context=allow_long_context,
+        weight_cache=weight_cache,
+        storage_class=storage_class,
+        prefetch_weights=prefetch_weights,
+        node_selector=_node_selector(node_selector),
+        tolerations=tuple(_toleration(t) for t in toleration) or None,
+        surge_gpus=surge_gpus,
+        drain_s=drain_seconds,
     )
+
+
+def _node_selector(values: list[str]) -> tuple[tuple[str, str], ...] | None:
+    if not values:
+        return None
+    if list(values) == ["none"]:
+        return ()
+    pairs = []
+    for value in values:
+        key, equals, label = value.partition("=")
+        if not equals:
+            raise ValidationError(f"--node-selector: {value!r} is not KEY=VALUE (or 'none')")
+        pairs.append((key, label))
+    return tuple(pairs)
+
+
+def _toleration(value: str) -> tuple[str, str | None, str]:
+    key_value, colon, effect = value.rpartition(":")
+    if not colon:
+        raise ValidationError(f"--toleration: {value!r} is not KEY[=VALUE]:EFFECT")
+    key, equals, label = key_value.partition("=")
+    return key, (label if equals else None), effect
 
 
 def write_export(

@@ -121,6 +121,19 @@ def plan(
     tpot_slo: str | None = typer.Option(
         None, "--tpot-slo", help="Cap on the iteration time (TPOT), e.g. 80ms."
     ),
+    spare: int = typer.Option(
+        0,
+        "--spare",
+        min=0,
+        max=1000,
+        help="Spare instances per pool: each pool still meets the SLO with N of its instances lost (N+1 "
+        "sizing for N = 1).",
+    ),
+    ttft_headroom: str | None = typer.Option(
+        None,
+        "--ttft-headroom",
+        help="Size the pools to a tighter P99 TTFT: the SLO less this share of it, e.g. 10%.",
+    ),
     output: Path | None = typer.Option(
         None, "--output", "-o", help="Write the plan (.json/.yaml) atomically."
     ),
@@ -225,6 +238,8 @@ def plan(
         max_utilization=max_utilization,
         max_pools=pools,
         tpot_slo=tpot_slo,
+        spare_instances=spare,
+        ttft_headroom=ttft_headroom,
         reader_options=reader_options(
             input_format, log_format, input_column, output_column, time_column, time_unit, split
         ),

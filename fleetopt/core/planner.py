@@ -83,6 +83,13 @@ class PlanOptions:
     mean_arrival_rate_per_s: float | None = None
     rate_window_s: float | None = None
     arrival_dispersion: tuple[tuple[float, float], ...] = ()
+    spare_instances: int = 0
+    ttft_headroom_fraction: float = 0.0
+
+    @property
+    def sizing_ttft_slo_s(self) -> float:
+        """The TTFT the pools are sized to: the SLO less ``ttft_headroom_fraction`` of it."""
+        return self.ttft_slo_s * (1.0 - self.ttft_headroom_fraction)
 
     @property
     def model(self) -> ServiceModel:
@@ -123,6 +130,10 @@ class PlanOptions:
             raise ValidationError(f"pools: {self.max_pools!r} must be a whole number from 2 to {MAX_POOLS}")
         if not self.gammas or any(not (1.0 <= g and math.isfinite(g)) for g in self.gammas):
             raise ValidationError(f"gamma: {list(self.gammas)} — every γ must be ≥ 1")
+        if not (isinstance(self.spare_instances, int) and 0 <= self.spare_instances <= 1000):
+            raise ValidationError(f"spare: {self.spare_instances!r} must be a whole number from 0 to 1,000")
+        if not (0 <= self.ttft_headroom_fraction < 1):
+            raise ValidationError(f"ttft headroom: {self.ttft_headroom_fraction!r} must be in [0, 1)")
         if self.tpot_slo_s is not None and not self.tpot_slo_s > 0:
             raise ValidationError(f"tpot slo: {self.tpot_slo_s!r} s must be positive")
         parse_rate_basis(self.rate_basis)
@@ -279,6 +290,24 @@ def default_b_short_candidates(workload: Workload, long_context_tokens: int) -> 
     return tuple(b for b in ordered if b < longest) + tuple(covering[:1])
 
 
+def with_spares(sized: PoolSizing, spare: int, hardware: PoolHardware) -> PoolSizing:
+    """``sized`` with ``spare`` more instances (``fleetopt plan --spare``; N+spare sizing): the
+    instances, GPUs, servers and cost count them, every latency and load figure stays the one of
+    ``sized`` — the pool with its spares lost, which still meets the SLO. A pool without traffic
+    or that no size makes feasible gets none."""
+    if spare == 0 or sized.instances == 0 or not sized.feasible:
+        return sized
+    instances = sized.instances + spare
+    return replace(
+        sized,
+        instances=instances,
+        gpus=instances * hardware.gpus_per_instance,
+        servers=instances * sized.slots_per_instance,
+        cost_per_hour_usd=instances * hardware.instance_hour_usd,
+        spare_instances=spare,
+    )
+
+
 class Planner:
     """Sizes fleets for one workload, two hardware profiles and one set of options.
 
@@ -406,19 +435,20 @@ class Planner:
         self, rate: float, moments: PoolMoments, hardware: PoolHardware, context: int, hint: int | None = None
     ) -> PoolSizing:
         o = self.options
-        return size_pool(
+        sized = size_pool(
             arrival_rate_per_s=rate,
             moments=moments,
             hardware=hardware,
             context_tokens=context,
             service_model=self.model,
-            ttft_slo_s=o.ttft_slo_s,
+            ttft_slo_s=o.sizing_ttft_slo_s,
             max_utilization=o.max_utilization,
             tpot_slo_s=o.tpot_slo_s,
             fixed_slots=self.model.fixed_slots(hardware, context),
             arrival_scv=self.arrival_scv(rate, moments, hardware, context),
-            instances_hint=hint,
+            instances_hint=None if hint is None else max(1, hint - o.spare_instances),
         )
+        return with_spares(sized, o.spare_instances, hardware)
 
     def arrival_scv(
         self, pool_rate_per_s: float, moments: PoolMoments, hardware: PoolHardware, context_tokens: int,
@@ -529,12 +559,13 @@ class Planner:
             hardware=self.long_hardware,
             context_tokens=o.long_context_tokens,
             service_model=self.model,
-            instances=routed.long.instances,
+            instances=routed.long.instances - routed.long.spare_instances,
             slots_per_instance=routed.long.slots_per_instance,
-            ttft_slo_s=o.ttft_slo_s,
+            ttft_slo_s=o.sizing_ttft_slo_s,
             max_utilization=o.max_utilization,
             arrival_scv=self.arrival_scv(long_rate, long_moments, self.long_hardware, o.long_context_tokens),
         )
+        kept_long = with_spares(kept_long, routed.long.spare_instances, self.long_hardware)
         return replace(cell, label="retrofit", pools=(cell.pools[0], kept_long))
 
     # -- K pools ---------------------------------------------------------------------------

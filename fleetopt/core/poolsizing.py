@@ -117,6 +117,7 @@ class PoolSizing:
     fewer_instances: int | None = None
     p99_ttft_fewer_instances_s: float | None = None
     slot_wait_over_slo: float | None = None
+    spare_instances: int = 0
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled with every deferred figure computed (a :class:`Deferred` holds a closure)."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fleetopt.core.kv import DTYPE_BYTES
 from fleetopt.core.routing import Routing
 from fleetopt.core.service import PoolHardware
 from fleetopt.errors import NotFoundError, ValidationError, excerpt
@@ -46,6 +47,7 @@ class EngineSettings:
             budget (chunked prefill).
         kv_capacity_tokens: the KV cache the plan assumed per instance, tokens.
         max_context_tokens: the model's longest context (``max_position_embeddings``), if known.
+        checkpoint_bytes: the checkpoint's size on disk (parameters × the model's weight dtype).
         notes: what the operator should check that the flags cannot say.
     """
 
@@ -59,6 +61,7 @@ class EngineSettings:
     kv_capacity_tokens: int
     max_context_tokens: int | None = None
     notes: tuple[str, ...] = ()
+    checkpoint_bytes: float | None = None
 
 
 #: fleetopt's KV dtypes that vLLM's --kv-cache-dtype names (vllm/config/cache.py ``CacheDType``);
@@ -145,6 +148,7 @@ def engine_settings(
         kv_capacity_tokens=sizing.kv_capacity_tokens_per_instance,
         max_context_tokens=model.max_context_tokens,
         notes=tuple(notes),
+        checkpoint_bytes=model.parameter_count_total * DTYPE_BYTES[model.weight_dtype],
     )
 
 

@@ -36,3 +36,21 @@ def check_option_text(value: str, option: str, pattern: re.Pattern, longest: int
     ``longest`` characters; ``allowed`` says what is."""
     if not pattern.fullmatch(value) or len(value) > longest:
         raise ValidationError(f"{option}: {excerpt(value)} is not allowed; expected {allowed}")
+
+
+#: An absolute host path of letters, digits, '/', '.', '_' and '-' (a hostPath volume).
+HOST_PATH = re.compile(r"^(/[A-Za-z0-9._-]+)+/?$")
+#: A label key ([prefix/]name, prefix a DNS subdomain) and a label value (Kubernetes' rules).
+_LABEL_KEY = re.compile(
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+)
+_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+
+
+def check_label(key: str, value: str, option: str) -> None:
+    """Refuse a Kubernetes label (or taint) ``key``=``value`` that the API server would refuse."""
+    if not _LABEL_KEY.fullmatch(key) or len(key) > 317 or not _LABEL_VALUE.fullmatch(value):
+        raise ValidationError(
+            f"{option}: {excerpt(key)}={excerpt(value)} is not a Kubernetes label: a key [prefix/]name and a "
+            "value of letters, digits, '-', '_' and '.' (at most 63)"
+        )

@@ -351,6 +351,8 @@ def _plan_options(check: _Checker, inputs: PlanInputs) -> PlanOptions:
         quantile=inputs.quantile,
         tpot_slo_s=inputs.tpot_slo_s,
         max_pools=inputs.max_pools,
+        spare_instances=inputs.spare_instances,
+        ttft_headroom_fraction=inputs.ttft_headroom_fraction,
         **basis,
     )
     try:

@@ -3,9 +3,10 @@ Deployments and Services, KEDA ScaledObjects and a markdown summary (docs/deploy
 
 Every number comes from the plan (instances, max_num_seqs, max_model_len, tensor parallelism,
 boundaries, γ, p_c) or from the serving profile the plan names (token budget, memory utilization,
-KV block, dtypes: :class:`fleetopt.io.deploy.EngineSettings`). Flag names were checked against
-vLLM's own argument parser: ``vllm/engine/arg_utils.py`` and ``vllm/config/cache.py``,
-``vllm/config/scheduler.py`` of vllm-project/vllm (commits 99d7eb5d, c1d86421; the v0.11 series).
+KV block, dtypes: :class:`fleetopt.io.deploy.EngineSettings`). Which flags are written depends on
+the vLLM release (``--vllm-version``, :data:`VLLM_RELEASES`); the tests check every flag written for
+a release against the flags that release's own argument parser defines
+(``vllm/engine/arg_utils.py`` of its PyPI wheel, vendored with its commit in tests/data/vllm-flags).
 No rich here: the API builds these too.
 """
 
@@ -30,9 +31,51 @@ from fleetopt.io.deploy import (
 )
 from fleetopt.io.plans import PlanSchedule
 
-#: The vLLM image of the manifests: the OpenAI-compatible server of the release series whose flag
-#: names were checked (see the module docstring).
-DEFAULT_VLLM_IMAGE = "vllm/vllm-openai:v0.11.0"
+
+@dataclass(frozen=True)
+class VllmRelease:
+    """What one vLLM release series parses beyond the flags every supported release has.
+
+    Attributes:
+        series: ``major.minor``.
+        custom_histogram_buckets: ``--custom-histogram-buckets`` (first in 0.32).
+        shutdown_timeout: ``--shutdown-timeout`` (SIGTERM drains running requests; first in 0.30).
+    """
+
+    series: str
+    custom_histogram_buckets: bool
+    shutdown_timeout: bool
+
+
+#: The vLLM release series export writes flags for, each read from its release's argument parser
+#: (``vllm/engine/arg_utils.py`` of the PyPI wheels 0.11.0, 0.30.0, 0.31.0, 0.32.0, 0.33.0; their
+#: commits are in tests/data/vllm-flags/, which the tests check every written flag against).
+VLLM_RELEASES = {
+    "0.11": VllmRelease("0.11", custom_histogram_buckets=False, shutdown_timeout=False),
+    "0.30": VllmRelease("0.30", custom_histogram_buckets=False, shutdown_timeout=True),
+    "0.31": VllmRelease("0.31", custom_histogram_buckets=False, shutdown_timeout=True),
+    "0.32": VllmRelease("0.32", custom_histogram_buckets=True, shutdown_timeout=True),
+    "0.33": VllmRelease("0.33", custom_histogram_buckets=True, shutdown_timeout=True),
+}
+#: The release export writes for unless told (``--vllm-version``): the newest on PyPI when checked.
+DEFAULT_VLLM_VERSION = "0.33.0"
+
+
+def vllm_image(version: str) -> str:
+    """vLLM's OpenAI-compatible server image of a release."""
+    return f"vllm/vllm-openai:v{version}"
+
+
+def image_vllm_version(image: str) -> str | None:
+    """The release an image's tag names (``…:v0.11.0`` → ``0.11.0``), or None."""
+    import re
+
+    match = re.search(r":v?(\d+\.\d+(?:\.\d+)?)$", image)
+    return match.group(1) if match else None
+
+
+#: The vLLM image of the manifests: the default release's OpenAI-compatible server.
+DEFAULT_VLLM_IMAGE = vllm_image(DEFAULT_VLLM_VERSION)
 #: vLLM's default port (``vllm serve --port``).
 VLLM_PORT = 8000
 #: vLLM's time-to-first-token histogram edges, seconds (``vllm:time_to_first_token_seconds``;
@@ -64,11 +107,20 @@ class DeployPool:
     mean_service_s: float | None = None
     p99_ttft_s: float | None = None
     p99_wait_s: float | None = None
+    iteration_s: float | None = None
+    tpot_limit_s: float | None = None
+    spare_instances: int = 0
 
 
 @dataclass(frozen=True)
 class ExportOptions:
-    """How the exported files name, place and scale things (the ``fleetopt export`` options)."""
+    """How the exported files name, place and scale things (the ``fleetopt export`` options).
+
+    ``histogram_buckets`` None: on when the release parses ``--custom-histogram-buckets``.
+    ``node_selector`` None: the GPU product label of each pool's GPU (:data:`GPU_PRODUCT_LABELS`);
+    ``tolerations`` None: tolerate the GPU vendor's taint (``nvidia.com/gpu``/``amd.com/gpu``
+    NoSchedule). ``surge_gpus`` None: one instance's GPUs. ``drain_s`` None: each pool's longest
+    stream at the plan's TPOT, at most :data:`MAX_DEFAULT_DRAIN_S`."""
 
     name_prefix: str = "fleetopt"
     namespace: str | None = None
@@ -76,7 +128,39 @@ class ExportOptions:
     prometheus_url: str = "http://prometheus-operated.monitoring.svc:9090"
     burst_headroom: float = 0.25
     hf_token_secret: str | None = None
-    histogram_buckets: bool = False
+    histogram_buckets: bool | None = None
+    vllm_version: str = DEFAULT_VLLM_VERSION
+    allow_long_context: bool = False
+    weight_cache: str = "pvc"
+    storage_class: str | None = None
+    prefetch_weights: bool = False
+    node_selector: tuple[tuple[str, str], ...] | None = None
+    tolerations: tuple[tuple[str, str | None, str], ...] | None = None
+    surge_gpus: int | None = None
+    drain_s: int | None = None
+
+    @property
+    def release(self) -> VllmRelease:
+        return VLLM_RELEASES[vllm_series(self.vllm_version)]
+
+    @property
+    def writes_histogram_buckets(self) -> bool:
+        return (
+            self.release.custom_histogram_buckets
+            if self.histogram_buckets is None
+            else self.histogram_buckets
+        )
+
+
+def vllm_series(version: str) -> str:
+    """``major.minor`` of a vLLM version such as ``0.33``, ``0.33.1`` or ``v0.33.0`` (ValueError if
+    it is not one)."""
+    import re
+
+    match = re.fullmatch(r"v?(\d+)\.(\d+)(?:\.\d+(?:\.post\d+)?)?", version)
+    if match is None:
+        raise ValueError(version)
+    return f"{int(match.group(1))}.{int(match.group(2))}"
 
 
 @dataclass(frozen=True)
@@ -144,10 +228,22 @@ def vllm_arguments(context: ExportContext, pool: DeployPool, options: ExportOpti
         args += ["--quantization", engine.quantization]
     if engine.kv_cache_dtype is not None:
         args += ["--kv-cache-dtype", engine.kv_cache_dtype]
-    if options.histogram_buckets:
+    if options.writes_histogram_buckets:
         buckets = histogram_buckets(context, pool)
         args += ["--custom-histogram-buckets", json.dumps(buckets, separators=(",", ":"))]
+    if options.release.shutdown_timeout:
+        args += ["--shutdown-timeout", str(drain_seconds(pool, options))]
     return args
+
+
+def long_context(pool: DeployPool) -> bool:
+    """Whether the pool's --max-model-len is beyond the model's trained context."""
+    limit = pool.engine.max_context_tokens
+    return limit is not None and pool.context_tokens > limit
+
+
+#: vLLM's switch that lets --max-model-len exceed the model's own context (vllm/envs.py).
+LONG_CONTEXT_ENV = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
 
 
 def pool_notes(context: ExportContext, pool: DeployPool) -> list[str]:
@@ -159,13 +255,11 @@ def pool_notes(context: ExportContext, pool: DeployPool) -> list[str]:
             f"{pool.engine.max_num_batched_tokens:,} to max_num_seqs = {pool.slots_per_instance:,}, the "
             f"least vLLM accepts; the plan's iteration times assumed {pool.engine.max_num_batched_tokens:,}"
         )
-    limit = pool.engine.max_context_tokens
-    if limit is not None and pool.context_tokens > limit:
+    if long_context(pool):
         notes.append(
-            f"--max-model-len {pool.context_tokens:,} is beyond the model's {limit:,} tokens: vLLM refuses "
-            "it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (and the model then runs past what it was trained "
-            "on); "
-            f"re-plan with --long-context {limit}"
+            f"--max-model-len {pool.context_tokens:,} is beyond the model's "
+            f"{pool.engine.max_context_tokens:,} tokens (--allow-long-context): {LONG_CONTEXT_ENV}=1 is "
+            "set, and the model runs past what it was trained on"
         )
     if pool.instances == 0:
         notes.append("this pool receives no traffic in the plan: 0 instances")
@@ -188,25 +282,53 @@ def _served_by(context: ExportContext, index: int) -> str:
     return text
 
 
+def pod_selector(pool: DeployPool, options: ExportOptions) -> str:
+    """The PromQL label matchers of the pool's pods: the ``namespace`` and ``pod`` labels a
+    PodMonitor (``--to monitoring``) sets, a pod being named ``<Deployment>-<ReplicaSet hash>-<id>``
+    (so pool ``pool-1`` does not match ``pool-10``'s pods). KEDA, the alerts and the dashboard use it."""
+    selector = f'pod=~"{pool.resource}-[a-z0-9]+-[a-z0-9]+"'
+    if options.namespace is not None:
+        selector = f'namespace="{options.namespace}",{selector}'
+    return selector
+
+
+def prometheus_le(value: float) -> str:
+    """A bucket edge as the ``le`` label vLLM's Prometheus client writes it (Python's float repr,
+    ``floatToGoString`` of prometheus_client: 0.5 → "0.5", 1 → "1.0")."""
+    return repr(float(value))
+
+
+def ttft_slo_edge(context: ExportContext, options: ExportOptions) -> float:
+    """The TTFT histogram edge the alerts count within: the SLO itself when it is an edge (vLLM's
+    default edges, or the SLO added by ``--custom-histogram-buckets``), else the next edge above it
+    (the alert then fires only once P99 TTFT is past that edge)."""
+    slo = context.ttft_slo_s
+    if options.writes_histogram_buckets or slo in VLLM_TTFT_BUCKETS_S:
+        return slo
+    return min((b for b in VLLM_TTFT_BUCKETS_S if b > slo), default=math.inf)
+
+
 def _metrics_comment(context: ExportContext, pool: DeployPool, options: ExportOptions) -> list[str]:
     slo = context.ttft_slo_s
-    selector = f'pod=~"{pool.resource}-.*"'
+    selector = pod_selector(pool, options)
     lines = [
         f"Prometheus (vLLM's /metrics on port {VLLM_PORT}): this pool's requests are exactly",
         f"  sum(rate(vllm:request_success_total{{{selector}}}[5m]))",
     ]
-    if options.histogram_buckets or slo in VLLM_TTFT_BUCKETS_S:
+    edge = ttft_slo_edge(context, options)
+    if edge == slo:
         lines += [
             f"and those within the {slo * 1e3:g} ms TTFT SLO exactly",
-            f'  sum(rate(vllm:time_to_first_token_seconds_bucket{{{selector},le="{slo:g}"}}[5m]))',
+            "  sum(rate(vllm:time_to_first_token_seconds_bucket"
+            f'{{{selector},le="{prometheus_le(slo)}"}}[5m]))',
         ]
     else:
         below = max((b for b in VLLM_TTFT_BUCKETS_S if b < slo), default=0.0)
-        above = min((b for b in VLLM_TTFT_BUCKETS_S if b > slo), default=math.inf)
         lines += [
-            f"vLLM's TTFT histogram has no edge at the {slo * 1e3:g} ms SLO: the count within it lies",
-            f'between its buckets le="{below:g}" and le="{"+Inf" if math.isinf(above) else f"{above:g}"}"'
-            " (vllm:time_to_first_token_seconds).",
+            f"vLLM {options.release.series}'s TTFT histogram has no edge at the {slo * 1e3:g} ms SLO (its "
+            "--custom-histogram-buckets is in 0.32 and later): the count within it lies",
+            f'between its buckets le="{prometheus_le(below)}" and '
+            f'le="{"+Inf" if math.isinf(edge) else prometheus_le(edge)}" (vllm:time_to_first_token_seconds).',
         ]
     return lines
 
@@ -220,14 +342,16 @@ def vllm_script(context: ExportContext, pool: DeployPool, options: ExportOptions
         f"{pool.instances:,} instances × {pool.gpus_per_instance} GPUs ({pool.gpu}); run this on each.",
         f"Serving profile {pool.serving_profile}.",
         f"It serves {_served_by(context, index)} (router.yaml).",
-        "Flags checked against vLLM's CLI (vllm/engine/arg_utils.py, v0.11 series; docs/deploy.md).",
+        f"Flags of vLLM {options.release.series} (--vllm-version; checked against its "
+        "vllm/engine/arg_utils.py, docs/deploy.md).",
         f"At start-up vLLM logs 'Maximum concurrency for {pool.context_tokens:,} tokens per request: Nx':",
         f"N must be at least max_num_seqs = {pool.slots_per_instance:,} (the plan assumed "
         f"{pool.engine.kv_capacity_tokens:,} KV tokens per instance).",
     ]
     comments += [f"note: {note}" for note in pool_notes(context, pool)]
     comments += _metrics_comment(context, pool, options)
-    return "#!/bin/sh\n" + comment_lines(comments) + _shell_command(command) + "\n"
+    env = f"export {LONG_CONTEXT_ENV}=1\n" if long_context(pool) else ""
+    return "#!/bin/sh\n" + comment_lines(comments) + env + _shell_command(command) + "\n"
 
 
 def comment_lines(lines: Sequence[str]) -> str:
@@ -355,40 +479,195 @@ def gpu_resource(gpu: str) -> str:
     return "amd.com/gpu" if gpu.lower().startswith("mi") else "nvidia.com/gpu"
 
 
+#: The node label that names each bundled GPU profile's product, and its value: NVIDIA GPU Feature
+#: Discovery's ``nvidia.com/gpu.product`` (nvidia-smi's product name, spaces as '-'; the SXM parts'
+#: names), AMD's GPU operator node labeller's ``amd.com/gpu.product-name``. Check them against
+#: ``kubectl get nodes -L nvidia.com/gpu.product``; ``--node-selector`` replaces them.
+GPU_PRODUCT_LABELS = {
+    "a100-80gb": ("nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"),
+    "a10g": ("nvidia.com/gpu.product", "NVIDIA-A10G"),
+    "b200": ("nvidia.com/gpu.product", "NVIDIA-B200"),
+    "h100-80gb": ("nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"),
+    "h200": ("nvidia.com/gpu.product", "NVIDIA-H200"),
+    "l40s": ("nvidia.com/gpu.product", "NVIDIA-L40S"),
+    "mi300x": ("amd.com/gpu.product-name", "AMD_Instinct_MI300X"),
+}
+#: Where the vLLM image keeps the Hugging Face cache (HF_HOME), mounted from the weight cache.
+HF_HOME = "/root/.cache/huggingface"
+#: Start-up budget of an instance: the engine's own start (CUDA graphs, compilation, KV allocation)
+#: plus reading the checkpoint at a cold cache's download rate.
+ENGINE_START_S = 300.0
+COLD_DOWNLOAD_BYTES_PER_S = 100e6
+#: Seconds between a pod's removal from its Service's endpoints and kube-proxy/the gateway knowing:
+#: the preStop hook sleeps this long before vLLM is told to stop.
+ENDPOINT_PROPAGATION_S = 15
+#: The default drain (a pool's longest stream at the plan's TPOT) is capped here; --drain-seconds.
+MAX_DEFAULT_DRAIN_S = 600
+#: Drain when the plan does not give the pool's TPOT.
+FALLBACK_DRAIN_S = 300
+#: Head-room of the weight cache over the checkpoints it holds (tokenizer, config, a second revision).
+CACHE_SIZE_FACTOR = 1.25
+
+
+def drain_seconds(pool: DeployPool, options: ExportOptions) -> int:
+    """Seconds a stopping instance gets to finish its running streams: ``--drain-seconds``, else
+    the pool's longest stream (its context in output tokens at the plan's TPOT) up to
+    :data:`MAX_DEFAULT_DRAIN_S`."""
+    if options.drain_s is not None:
+        return options.drain_s
+    if pool.iteration_s is None:
+        return FALLBACK_DRAIN_S
+    return min(MAX_DEFAULT_DRAIN_S, math.ceil(pool.context_tokens * pool.iteration_s))
+
+
+def startup_seconds(pool: DeployPool) -> float:
+    """The start-up the startup probe allows: :data:`ENGINE_START_S` plus the checkpoint at
+    :data:`COLD_DOWNLOAD_BYTES_PER_S`."""
+    return ENGINE_START_S + (pool.engine.checkpoint_bytes or 0.0) / COLD_DOWNLOAD_BYTES_PER_S
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """A pool's rolling update: instances started above and stopped below ``replicas`` at once."""
+
+    max_surge: int
+    max_unavailable: int
+    surge_gpus: int
+
+
+def rollout(pool: DeployPool, options: ExportOptions) -> Rollout:
+    """The surge the GPU budget allows (``--surge-gpus``, default one instance's GPUs), and as many
+    instances down at once as the plan has spares (at least one when nothing may surge)."""
+    budget = pool.gpus_per_instance if options.surge_gpus is None else options.surge_gpus
+    surge = budget // pool.gpus_per_instance
+    unavailable = max(pool.spare_instances, 0 if surge else 1)
+    return Rollout(surge, unavailable, surge * pool.gpus_per_instance)
+
+
+def _gpu_scheduling(pool: DeployPool, options: ExportOptions) -> dict[str, Any]:
+    """nodeSelector, tolerations and topology spread of a pool's pods."""
+    spec: dict[str, Any] = {}
+    if options.node_selector is None:
+        if pool.gpu in GPU_PRODUCT_LABELS:
+            key, value = GPU_PRODUCT_LABELS[pool.gpu]
+            spec["nodeSelector"] = {key: value}
+    elif options.node_selector:
+        spec["nodeSelector"] = dict(options.node_selector)
+    tolerations = options.tolerations
+    if tolerations is None:
+        tolerations = ((gpu_resource(pool.gpu), None, "NoSchedule"),)
+    spec["tolerations"] = [
+        {"key": key, "operator": "Exists", "effect": effect}
+        if value is None
+        else {"key": key, "operator": "Equal", "value": value, "effect": effect}
+        for key, value, effect in tolerations
+    ]
+    selector = {"matchLabels": {"app.kubernetes.io/instance": pool.resource}}
+    spec["topologySpreadConstraints"] = [
+        {"maxSkew": 1, "topologyKey": key, "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": selector}
+        for key in ("topology.kubernetes.io/zone", "kubernetes.io/hostname")
+    ]
+    return spec
+
+
+def cache_claim_name(options: ExportOptions) -> str:
+    return f"{options.name_prefix}-model-cache"
+
+
+def _weights(context: ExportContext, pool: DeployPool, options: ExportOptions):
+    """The weight cache's volume, the mount and environment of the containers, and the init container
+    that pre-pulls the checkpoint (None unless ``prefetch_weights``)."""
+    env = [{"name": "HF_HOME", "value": HF_HOME}]
+    if options.hf_token_secret is not None:
+        env.append(
+            {
+                "name": "HF_TOKEN",
+                "valueFrom": {"secretKeyRef": {"name": options.hf_token_secret, "key": "token"}},
+            }
+        )
+    if options.weight_cache == "none":
+        return None, [], env, None
+    if options.weight_cache == "pvc":
+        volume = {"name": "model-cache", "persistentVolumeClaim": {"claimName": cache_claim_name(options)}}
+    else:
+        volume = {
+            "name": "model-cache",
+            "hostPath": {"path": options.weight_cache, "type": "DirectoryOrCreate"},
+        }
+    mounts = [{"name": "model-cache", "mountPath": HF_HOME}]
+    init = None
+    if options.prefetch_weights:
+        init = {
+            "name": "prefetch-weights",
+            "image": options.image,
+            # the model id is an argument of the script, never part of its text
+            "command": ["python3", "-c", "import sys\nfrom huggingface_hub import snapshot_download\n"
+                        "snapshot_download(sys.argv[1])\n", pool.engine.model_id],
+            "env": env,
+            "volumeMounts": mounts,
+        }  # fmt: skip
+    return volume, mounts, env, init
+
+
 def deployment(context: ExportContext, pool: DeployPool, options: ExportOptions) -> dict[str, Any]:
-    """An apps/v1 Deployment running ``pool.instances`` vLLM servers of ``pool``."""
+    """An apps/v1 Deployment running ``pool.instances`` vLLM servers of ``pool``: GPUs and placement,
+    the weight cache, probes sized for the model's load, a rollout that surges at most the GPUs
+    allowed, and a drain that lets running streams finish before the pod stops."""
     health = {"httpGet": {"path": "/health", "port": "http"}}
+    volume, mounts, env, init = _weights(context, pool, options)
+    if long_context(pool):
+        env.append({"name": LONG_CONTEXT_ENV, "value": "1"})
+    drain = drain_seconds(pool, options)
     container: dict[str, Any] = {
         "name": "vllm",
         "image": options.image,
         "command": ["vllm", "serve"],
         "args": vllm_arguments(context, pool, options),
         "ports": [{"name": "http", "containerPort": VLLM_PORT, "protocol": "TCP"}],
+        "env": env,
         "resources": {
             "limits": {gpu_resource(pool.gpu): pool.gpus_per_instance},
             "requests": {gpu_resource(pool.gpu): pool.gpus_per_instance},
         },
-        # Loading a large model takes minutes: up to 30 minutes before the liveness check starts.
-        "startupProbe": {**health, "periodSeconds": 10, "failureThreshold": 180},
+        # the liveness check starts once the model is loaded: start-up may take startup_seconds()
+        "startupProbe": {
+            **health,
+            "periodSeconds": 10,
+            "failureThreshold": math.ceil(startup_seconds(pool) / 10),
+        },  # fmt: skip
         "readinessProbe": {**health, "periodSeconds": 5, "failureThreshold": 3},
         "livenessProbe": {**health, "periodSeconds": 30, "failureThreshold": 3},
-        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
+        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}, *mounts],
     }
-    if options.hf_token_secret is not None:
-        container["env"] = [
-            {
-                "name": "HF_TOKEN",
-                "valueFrom": {"secretKeyRef": {"name": options.hf_token_secret, "key": "token"}},
-            }
-        ]
+    # Stopping: the pod leaves its Service's endpoints; preStop waits until no new request can
+    # arrive; vLLM then drains (0.30 and later: --shutdown-timeout) or, before 0.30, the preStop
+    # hook itself waits out the drain, since such a vLLM aborts running requests on SIGTERM.
+    pre_stop = ENDPOINT_PROPAGATION_S + (0 if options.release.shutdown_timeout else drain)
+    container["lifecycle"] = {"preStop": {"exec": {"command": ["sleep", str(pre_stop)]}}}
+    plan = rollout(pool, options)
     annotations = {
         "fleetopt/pool": pool.name,
         "fleetopt/planned-instances": str(pool.instances),
+        "fleetopt/spare-instances": str(pool.spare_instances),
+        "fleetopt/rollout-surge-gpus": str(plan.surge_gpus),
         "fleetopt/serving-profile": pool.serving_profile,
         "fleetopt/plan": context.plan_label,
+        "fleetopt/vllm-version": options.vllm_version,
         "fleetopt/version": __version__,
     }
     selector = {"app.kubernetes.io/instance": pool.resource}
+    # NCCL between the tensor-parallel workers needs shared memory beyond Docker's 64 MB.
+    volumes: list[dict[str, Any]] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}}]
+    if volume is not None:
+        volumes.append(volume)
+    pod_spec: dict[str, Any] = {
+        **_gpu_scheduling(pool, options),
+        "terminationGracePeriodSeconds": pre_stop + drain + ENDPOINT_PROPAGATION_S,
+        "containers": [container],
+        "volumes": volumes,
+    }
+    if init is not None:
+        pod_spec["initContainers"] = [init]
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -396,14 +675,13 @@ def deployment(context: ExportContext, pool: DeployPool, options: ExportOptions)
         "spec": {
             "replicas": pool.instances,
             "selector": {"matchLabels": selector},
-            "template": {
-                "metadata": {"labels": _labels(pool, options)},
-                "spec": {
-                    "containers": [container],
-                    # NCCL between the tensor-parallel workers needs shared memory beyond Docker's 64 MB.
-                    "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}}],
-                },
+            "strategy": {
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxSurge": plan.max_surge, "maxUnavailable": plan.max_unavailable},
             },
+            # a new instance counts as available once it has served its readiness for a minute
+            "minReadySeconds": 60,
+            "template": {"metadata": {"labels": _labels(pool, options)}, "spec": pod_spec},
         },
     }
 
@@ -421,11 +699,51 @@ def service(pool: DeployPool, options: ExportOptions) -> dict[str, Any]:
     }
 
 
+def disruption_budget(pool: DeployPool, options: ExportOptions) -> dict[str, Any]:
+    """A policy/v1 PodDisruptionBudget: node drains and upgrades take down as many instances at
+    once as the rollout may (the plan's spares, at least one)."""
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": _metadata(pool, options),
+        "spec": {
+            "maxUnavailable": max(1, pool.spare_instances),
+            "selector": {"matchLabels": {"app.kubernetes.io/instance": pool.resource}},
+        },
+    }
+
+
+def cache_size_gib(context: ExportContext) -> int:
+    """The weight cache's size: every distinct checkpoint the pools serve, × :data:`CACHE_SIZE_FACTOR`."""
+    checkpoints = {p.engine.model_id: p.engine.checkpoint_bytes or 0.0 for p in context.pools}
+    return max(1, math.ceil(CACHE_SIZE_FACTOR * sum(checkpoints.values()) / 2**30))
+
+
+def cache_claim(context: ExportContext, options: ExportOptions) -> dict[str, Any]:
+    """The v1 PersistentVolumeClaim every pod mounts as its Hugging Face cache: ReadWriteMany, so the
+    checkpoint is downloaded once for the fleet, not once per pod."""
+    metadata: dict[str, Any] = {
+        "name": cache_claim_name(options),
+        "labels": {"app.kubernetes.io/part-of": options.name_prefix},
+    }
+    if options.namespace is not None:
+        metadata["namespace"] = options.namespace
+    spec: dict[str, Any] = {
+        "accessModes": ["ReadWriteMany"],
+        "resources": {"requests": {"storage": f"{cache_size_gib(context)}Gi"}},
+    }
+    if options.storage_class is not None:
+        spec["storageClassName"] = options.storage_class
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": metadata, "spec": spec}
+
+
 def kubernetes_manifests(context: ExportContext, options: ExportOptions) -> list[dict[str, Any]]:
-    """One Deployment and one Service per pool, shortest pool first."""
-    manifests = []
+    """The weight cache's claim (with ``weight_cache`` "pvc"), then per pool, shortest first, its
+    Deployment, Service and PodDisruptionBudget."""
+    manifests = [cache_claim(context, options)] if options.weight_cache == "pvc" else []
     for pool in context.pools:
         manifests += [deployment(context, pool, options), service(pool, options)]
+        manifests.append(disruption_budget(pool, options))
     return manifests
 
 
@@ -550,13 +868,14 @@ def scaled_object(context: ExportContext, pool: DeployPool, options: ExportOptio
                 f"{pool.name}: the plan's schedule is not a daily or weekly cycle with a wall-clock origin, "
                 f"so the floor is the planned {static:,} instances at all hours"
             )
-    selector = f'pod=~"{pool.resource}-.*"'
-    if options.namespace is not None:
-        selector = f'namespace="{options.namespace}",{selector}'
+    selector = pod_selector(pool, options)
+    # AverageValue: the HPA wants ceil(Σ waiting / threshold) instances, i.e. it adds instances once
+    # more than `threshold` requests wait per running instance (beyond its 10% tolerance).
     triggers.append(
         {
             "type": "prometheus",
             "name": "requests-waiting",
+            "metricType": "AverageValue",
             "metadata": {
                 "serverAddress": options.prometheus_url,
                 "query": f"sum(vllm:num_requests_waiting{{{selector}}})",

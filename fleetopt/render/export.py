@@ -11,14 +11,22 @@ from pathlib import Path
 from typing import Any
 
 from fleetopt import __version__
-from fleetopt.errors import ValidationError
+from fleetopt.errors import ValidationError, excerpt
 from fleetopt.io.data import profile_search_path
-from fleetopt.io.names import HTTP_URL, IMAGE, SUBDOMAIN, check_option_text, check_resource_name
+from fleetopt.io.names import (
+    HOST_PATH,
+    HTTP_URL,
+    IMAGE,
+    SUBDOMAIN,
+    check_label,
+    check_option_text,
+    check_resource_name,
+)
 
 # -- export: a plan as vLLM commands, a router file, Kubernetes and KEDA manifests, markdown -----
 
 #: ``fleetopt export --to`` targets, in the order their files are written and printed.
-EXPORT_TARGETS = ("vllm", "router", "litellm", "semantic-router", "kubernetes", "markdown")
+EXPORT_TARGETS = ("vllm", "router", "litellm", "semantic-router", "kubernetes", "monitoring", "markdown")
 
 
 @dataclass(frozen=True)
@@ -74,6 +82,9 @@ def export_context(
                 mean_service_s=number("mean_service_s"),
                 p99_ttft_s=number("p99_ttft_s"),
                 p99_wait_s=number("p99_wait_s"),
+                iteration_s=number("iteration_s"),
+                tpot_limit_s=number("tpot_limit_s"),
+                spare_instances=int(number("spare_instances") or 0),
             )
         )
     return ExportContext(
@@ -117,8 +128,9 @@ def export_plan(
     check_resource_name(options.name_prefix, "--name-prefix", 63 - len("-pool-8"))
     if options.namespace is not None:
         check_resource_name(options.namespace, "--namespace", 63)
+    check_vllm_options(options)
     check_option_text(
-        options.image, "--image", IMAGE, 255, "a container image reference such as vllm/vllm-openai:v0.11.0"
+        options.image, "--image", IMAGE, 255, "a container image reference such as vllm/vllm-openai:v0.33.0"
     )
     if options.hf_token_secret is not None:
         check_option_text(
@@ -138,6 +150,8 @@ def export_plan(
             plan_file, profiles_dir=profiles_dir, model_id=model_id, name_prefix=options.name_prefix,
             plan_label=label,
         )  # fmt: skip
+        if {"vllm", "kubernetes"} & set(targets):  # the targets that start vLLM
+            check_long_context(context, options, plan_file.source)
     for target in EXPORT_TARGETS:
         if target not in targets:
             continue
@@ -154,9 +168,10 @@ def export_plan(
             )
         elif target == "kubernetes":
             header = [
-                f"fleetopt {__version__} export --to kubernetes: {label}",
-                "One Deployment (replicas = the planned instances, GPUs = tensor parallelism) and one",
-                "Service per pool; validated against the Kubernetes apps/v1 and v1 schemas (docs/deploy.md).",
+                f"fleetopt {__version__} export --to kubernetes: {label} (vLLM {options.vllm_version})",
+                "Per pool a Deployment (replicas = the planned instances, GPUs = tensor parallelism), a",
+                "Service and a PodDisruptionBudget, and the weight cache's PersistentVolumeClaim;",
+                "validated against the Kubernetes 1.29-1.32 schemas (docs/deploy.md#kubernetes).",
             ] + [
                 f"note: {pool.name}: {note}"
                 for pool in context.pools
@@ -183,6 +198,21 @@ def export_plan(
                 ] + [f"note: {note}" for note in keda_notes]
                 files["keda.yaml"] = deploy.manifests_yaml(scaled, header)
                 notes += keda_notes
+        elif target == "monitoring":
+            from fleetopt.render import monitoring
+
+            cap = plan_file.options.max_utilization
+            header = [
+                f"fleetopt {__version__} export --to monitoring: {label}",
+                "A PodMonitor scraping every vLLM pod and a PrometheusRule alerting on the plan's own",
+                "numbers (prometheus-operator monitoring.coreos.com/v1; docs/deploy.md#monitoring).",
+            ]
+            files["monitoring.yaml"] = deploy.manifests_yaml(
+                monitoring.monitoring_manifests(context, options, cap), header
+            )
+            files["grafana-dashboard.json"] = monitoring.dashboard_json(context, options, cap)
+            if ttft_edge_note := _ttft_edge_note(context, options):
+                notes.append(ttft_edge_note)
         else:
             try:
                 files["plan.md"] = deploy.plan_markdown(plan_file.document, label)
@@ -200,3 +230,85 @@ def export_plan(
             "--compressibility 0 for a fleet that needs no compression)"
         )
     return ExportRun(files=files, notes=notes)
+
+
+def check_vllm_options(options: Any) -> None:
+    """Refuse a vLLM version export has no flags for, an image whose tag names another release, and
+    a flag the release cannot parse."""
+    from fleetopt.render import deploy
+
+    supported = ", ".join(deploy.VLLM_RELEASES)
+    try:
+        series = deploy.vllm_series(options.vllm_version)
+    except ValueError:
+        series = None
+    if series not in deploy.VLLM_RELEASES:
+        raise ValidationError(
+            f"--vllm-version: {excerpt(options.vllm_version)} is not a vLLM release export knows the flags "
+            f"of; use one of {supported} (a patch release such as 0.33.1 is its series')"
+        )
+    tag = deploy.image_vllm_version(options.image)
+    tag_series = tag and deploy.vllm_series(tag)
+    if tag_series not in (None, series) and options.image.split(":")[0].endswith("vllm-openai"):
+        raise ValidationError(
+            f"--image {excerpt(options.image)} is vLLM {tag_series}, but the flags are for vLLM {series} "
+            f"(--vllm-version {options.vllm_version}): give the image's version with --vllm-version"
+        )
+    if options.histogram_buckets and not options.release.custom_histogram_buckets:
+        raise ValidationError(
+            f"--histogram-buckets: vLLM {series} has no --custom-histogram-buckets (it is in 0.32 and later) "
+            "and refuses to start with it; use --vllm-version 0.32 or later, or leave it out"
+        )
+    for value, option in ((options.surge_gpus, "--surge-gpus"), (options.drain_s, "--drain-seconds")):
+        if value is not None and not (0 <= value <= 100_000):
+            raise ValidationError(f"{option}: {value} must be between 0 and 100,000")
+    cache = options.weight_cache
+    if cache not in ("pvc", "none") and not (cache.startswith("/") and HOST_PATH.fullmatch(cache)):
+        raise ValidationError(
+            f"--weight-cache: {excerpt(cache)} is not allowed; expected pvc, none or an absolute host path "
+            "of letters, digits, '/', '.', '_' and '-'"
+        )
+    if options.storage_class is not None:
+        check_option_text(
+            options.storage_class,
+            "--storage-class",
+            SUBDOMAIN,
+            253,
+            "a StorageClass name (DNS-1123 subdomain)",
+        )
+    for key, value in options.node_selector or ():
+        check_label(key, value, "--node-selector")
+    for key, value, effect in options.tolerations or ():
+        check_label(key, value or "", "--toleration")
+        if effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
+            raise ValidationError(
+                f"--toleration: effect {excerpt(effect)} is not one of NoSchedule, PreferNoSchedule, "
+                "NoExecute"
+            )
+
+
+def check_long_context(context: Any, options: Any, source: str) -> None:
+    """A pool whose --max-model-len exceeds its model's context is an error unless allowed."""
+    from fleetopt.render import deploy
+
+    for pool in context.pools:
+        if deploy.long_context(pool) and not options.allow_long_context:
+            raise ValidationError(
+                f"{source}: the {pool.name} pool's --max-model-len {pool.context_tokens:,} is beyond its "
+                f"model's {pool.engine.max_context_tokens:,}-token context: vLLM refuses it; re-plan with "
+                f"--long-context {pool.engine.max_context_tokens}, or pass --allow-long-context to set "
+                f"{deploy.LONG_CONTEXT_ENV}=1 (the model then runs past what it was trained on)"
+            )
+
+
+def _ttft_edge_note(context: Any, options: Any) -> str | None:
+    from fleetopt.render import deploy
+
+    edge = deploy.ttft_slo_edge(context, options)
+    if edge == context.ttft_slo_s:
+        return None
+    return (
+        f"monitoring: vLLM {options.release.series}'s TTFT histogram has no edge at the "
+        f"{context.ttft_slo_s * 1e3:g} ms SLO, so the TTFT alert counts at its next edge, {edge:g} s "
+        "(vLLM 0.32 and later: --histogram-buckets adds the SLO as an edge)"
+    )

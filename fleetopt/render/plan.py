@@ -89,7 +89,14 @@ def _arrival_scv(pool: PoolDocument) -> float:
 #: Rows of the pool table: (label, cell, shown for a pool that serves no traffic).
 _POOL_ROWS: tuple[tuple[str, Callable[[PoolDocument], str], bool], ...] = (
     ("context window (max_model_len)", lambda p: f"{p.context_tokens:,} tokens", True),
-    ("instances × GPUs each", lambda p: f"{p.instances:,} × {p.gpus_per_instance}", True),
+    (
+        "instances × GPUs each",
+        lambda p: (
+            f"{p.instances:,} × {p.gpus_per_instance}"
+            + (f" ({p.spare_instances} spare)" if p.spare_instances else "")
+        ),
+        True,
+    ),
     ("GPUs", lambda p: fmt_num(p.gpus), True),
     (
         "slots per instance (max_num_seqs)",
@@ -363,6 +370,15 @@ def draw_plan(console: Console, document: PlanDocument | Mapping[str, Any]) -> N
         console.print(schedule_summary(document.schedule), markup=False)
     if document.notes:
         console.print(bullets(document.notes, marker="note: "))
+    inputs = document.inputs
+    if inputs.spare_instances or inputs.ttft_headroom_fraction:
+        console.print(
+            f"Failure headroom: {inputs.spare_instances} spare instance(s) per pool (every latency and load "
+            f"figure is with them lost); pools sized to a P99 TTFT of "
+            f"{fmt_seconds(inputs.ttft_slo_s * (1 - inputs.ttft_headroom_fraction))} "
+            f"({inputs.ttft_headroom_fraction:.0%} below the SLO).",
+            markup=False,
+        )
     console.print(
         "GPUs = instances × GPUs per instance; $/year = GPUs × $/GPU-hour × 8,760. "
         "TTFT = P99 slot wait + prefill + first decode under the service model. "

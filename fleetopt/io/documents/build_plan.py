@@ -108,6 +108,7 @@ def pool_document(
         slot_wait_over_slo=pool.slot_wait_over_slo,
         cost_per_year_usd=pool.cost_per_hour_usd * HOURS_PER_YEAR if pool.feasible else None,
         **pool_headroom(pool, options),
+        spare_instances=pool.spare_instances,
     )
 
 
@@ -329,6 +330,8 @@ def plan_document(
             b_short_candidates=list(plan.b_short_candidates),
             gammas=list(o.gammas),
             profiles=Profiles(short=plan.short_hardware, long=plan.long_hardware),
+            spare_instances=o.spare_instances,
+            ttft_headroom_fraction=o.ttft_headroom_fraction,
         ),
         feasible=plan.feasible,
         best=best_document,

@@ -232,6 +232,10 @@ class PlanInputs(Document):
         b_short_candidates: the first boundaries B_short swept, tokens.
         gammas: the C&R band factors γ swept.
         profiles: the serving calibrations of the pools.
+        spare_instances: spare instances per pool (``--spare``): each pool meets the SLO with that
+            many of its instances lost (0 in plans before it).
+        ttft_headroom_fraction: the pools were sized to the SLO less this share of it
+            (``--ttft-headroom``; 0 in plans before it).
     """
 
     workload: str
@@ -253,6 +257,8 @@ class PlanInputs(Document):
     b_short_candidates: list[int] = field(min_items=1, minimum=1)
     gammas: list[float] = field(min_items=1, minimum=1)
     profiles: Profiles
+    spare_instances: int = field(minimum=0, maximum=1000, since=0)
+    ttft_headroom_fraction: float = field(minimum=0, maximum=0.99, since=0.0)
 
 
 @document
@@ -300,6 +306,8 @@ class PoolDocument(Document):
         tpot_limit_kind: ``tpot_slo`` or ``chat_reading_pace``.
         tpot_headroom_s: TPOT limit − iteration time, s.
         tpot_headroom_fraction: that headroom as a fraction of the limit.
+        spare_instances: of ``instances``, the spares (``--spare``): every latency and load figure
+            above is the pool's with them lost (0 in plans before it).
     """
 
     serving_profile: str = field(non_empty=True)
@@ -339,6 +347,7 @@ class PoolDocument(Document):
     tpot_limit_kind: Literal["tpot_slo", "chat_reading_pace"] | None = field(since=None)
     tpot_headroom_s: float | None = field(since=None)
     tpot_headroom_fraction: float | None = field(since=None)
+    spare_instances: int = field(minimum=0, since=0)
 
 
 @document
