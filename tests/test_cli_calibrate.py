@@ -1,7 +1,8 @@
 """``fleetopt calibrate``: the three input formats, --output, --check, and the errors, via CliRunner.
 
-The sample files in tests/data/ were made from known parameters with fleetopt's own closed-loop
-model (tests/data/README.md), so a correct fit recovers them exactly."""
+The sample files in tests/data/ were made from known parameters with fleetopt's physical engine
+under the closed-loop protocol (tests/data/README.md), so a correct fit recovers them (to the
+finite-difference steps of a piecewise-linear fit)."""
 
 from __future__ import annotations
 
@@ -36,8 +37,10 @@ def test_fit_recovers_the_parameters_behind_the_sample_files(files) -> None:
     document = _json(runner.invoke(app, ["calibrate", *files, "-f", "json"]))
     assert document["rows"] == 5
     for key, value in TRUTH.items():
-        assert document["parameters"][key] == pytest.approx(value, rel=1e-6)
-    assert document["tpot"]["max_abs_pct_error"] < 1e-6 and document["ttft"]["max_abs_pct_error"] < 1e-6
+        assert document["parameters"][key] == pytest.approx(value, rel=5e-3)
+        low, high = document["intervals_p10_p90"][key]
+        assert low <= document["parameters"][key] <= high
+    assert document["tpot"]["max_abs_pct_error"] < 0.1 and document["ttft"]["max_abs_pct_error"] < 0.1
 
 
 def test_output_writes_a_profile_the_planner_accepts(tmp_path) -> None:
@@ -47,14 +50,19 @@ def test_output_writes_a_profile_the_planner_accepts(tmp_path) -> None:
     document = _json(runner.invoke(app, [*args, "-f", "json"]))
     assert document["output"] == str(path)
     profile = yaml.safe_load(path.read_text())
-    assert profile["calibration"] == "measured" and profile["prefill_per_token_us"] == pytest.approx(30.0)
+    # with the model and GPU the engine adds the prompts' attention at τ's rate, which these
+    # samples (made without it) do not have: τ comes out lower, the planner gets what was fitted
+    assert profile["calibration"] == "measured" and 20.0 < profile["prefill_per_token_us"] < 30.0
+    assert profile["fit"]["protocols"] == "closed" and profile["fit"]["max_input_tokens"] == 8192
+    assert len(profile["fit"]["prefill_per_token_us_p10_p90"]) == 2
     assert profile["fit"]["rows"] == 5 and profile["fit"]["formats"] == "vllm-bench"
     planned = runner.invoke(
         app,
         ["plan", "--cdf", "azure-2023", "--slo", "1s", "--rate", "100", "--serving", str(path), "-f", "json"],
     )
     plan = _json(planned)
-    assert plan["inputs"]["profiles"]["short"]["prefill_per_token_s"] == pytest.approx(30e-6)
+    tau_s = profile["prefill_per_token_us"] / 1e6
+    assert plan["inputs"]["profiles"]["short"]["prefill_per_token_s"] == pytest.approx(tau_s)
     assert plan["best"]["pools"]["short"]["slots_per_instance"] <= 512
 
 
@@ -79,14 +87,22 @@ def test_check_reports_the_documented_fields() -> None:
         assert document[metric]["max_abs_pct_error"] >= document[metric]["median_abs_pct_error"] >= 0
 
 
-def test_shared_csv_is_read_with_row_filters(shared_dir) -> None:
+def test_shared_csv_rows_without_concurrency_1_do_not_determine_t0(shared_dir) -> None:
+    """The shared Llama-3.1-70B rows run at concurrency 4–64 only: T0 (and with it τ) is not
+    determined, and no profile is produced; the error says which rows would determine it."""
     csv_path = str(shared_dir / "reference" / "silicon" / "measured-ttft-tpot.csv")
     filters = ["--system", "h200_sxm", "--backend", "vllm", "--model", "meta-llama/Llama-3.1-70B"]
-    document = _json(
-        runner.invoke(app, ["calibrate", csv_path, *filters, "--tp", "8", "--precision", "fp8", "-f", "json"])
-    )
-    assert document["rows"] == 11 and document["formats"] == ["silicon-csv"]
-    assert document["tpot"]["median_abs_pct_error"] <= 10 and document["ttft"]["median_abs_pct_error"] <= 25
+    result = runner.invoke(app, ["calibrate", csv_path, *filters, "--tp", "8", "--precision", "fp8"])
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: calibration: the rows do not determine T0 (ttft_overhead)")
+    assert result.stderr.endswith("add rows at concurrency 1 with a short input (an idle engine's TTFT)\n")
+
+
+def test_rows_of_several_setups_are_refused(shared_dir) -> None:
+    csv_path = str(shared_dir / "reference" / "silicon" / "measured-ttft-tpot.csv")
+    result = runner.invoke(app, ["calibrate", csv_path, "--backend", "vllm"])
+    assert result.exit_code == 1
+    assert "differs from" in result.stderr and "one fit is of one model on one setup" in result.stderr
 
 
 @pytest.mark.parametrize(
