@@ -154,3 +154,83 @@ def test_filter_matching_nothing_and_unknown_files(tmp_path) -> None:
         "(no mean_ttft_ms) "
         "nor a GuideLLM benchmarks.json (no benchmarks list)\n"
     )
+
+
+def _vllm_run(**fields) -> dict:
+    """A `vllm bench serve` result (the keys of vllm/benchmarks/serve.py) with made-up numbers."""
+    run = {
+        "model_id": "example/model", "num_prompts": 100, "request_rate": "inf", "burstiness": 1.0,
+        "max_concurrency": 8, "completed": 100, "total_input_tokens": 102400, "total_output_tokens": 25600,
+        "mean_ttft_ms": 80.0, "mean_tpot_ms": 10.0,
+    }  # fmt: skip
+    return run | fields
+
+
+def test_append_result_json_lines_open_loop_and_batch_runs_are_read_as_such(tmp_path) -> None:
+    """`--append-result` writes one run per line (vllm/benchmarks/serve.py); a finite rate is an
+    open loop (its cap the concurrency), rate inf without a cap a batch of every prompt."""
+    from fleetopt.io.measurements import read_measurements
+
+    runs = [
+        _vllm_run(),
+        _vllm_run(request_rate=4.0, max_concurrency=None),
+        _vllm_run(max_concurrency=None, completed=32, num_prompts=32, total_input_tokens=32768,
+                  total_output_tokens=8192),
+        _vllm_run(mean_ttft_ms=None, mean_tpot_ms=None, median_ttft_ms=70.0, median_tpot_ms=9.0),
+    ]  # fmt: skip
+    path = tmp_path / "runs.jsonl"
+    path.write_text("\n".join(json.dumps(run) for run in runs))
+    benchmark = read_measurements([path]).benchmark
+    assert benchmark.protocol == ("closed", "open", "batch", "closed")
+    assert benchmark.concurrency[:3].tolist() == [8.0, float("inf"), 32.0]
+    assert benchmark.request_rate_per_s[1] == 4.0 and benchmark.statistic[3] == "median"
+    assert benchmark.ttft_s[3] == pytest.approx(0.070) and benchmark.input_tokens.tolist() == [1024.0] * 4
+
+
+@pytest.mark.parametrize(
+    ("runs", "message"),
+    [
+        (
+            [_vllm_run(), _vllm_run(model_id="other/model")],
+            "runs.jsonl:2: model_id 'other/model' differs from 'example/model' of runs.jsonl:1: one fit is "
+            "of one model on one setup",
+        ),
+        (
+            [_vllm_run(request_rate=2.0, burstiness=0.5)],
+            "runs.jsonl, line 1: burstiness = 0.5: only Poisson arrivals",
+        ),
+        (
+            [_vllm_run(mean_tpot_ms=None)],
+            "runs.jsonl, line 1: no TTFT and TPOT of one statistic",
+        ),
+    ],
+)
+def test_runs_the_fit_cannot_use_are_refused_by_file_line_and_field(tmp_path, runs, message) -> None:
+    path = tmp_path / "runs.jsonl"
+    path.write_text("\n".join(json.dumps(run) for run in runs) + "\n")
+    if len(runs) == 1:  # one JSON document: the whole file, not a line of it
+        path.write_text(json.dumps(runs[0]) + "\n{}\n")
+    result = runner.invoke(app, ["calibrate", str(path)])
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: ") and message in result.stderr.replace(str(tmp_path) + "/", "")
+
+
+def test_plain_csv_with_rates_and_percentiles(tmp_path) -> None:
+    from fleetopt.io.measurements import read_measurements
+
+    path = tmp_path / "runs.csv"
+    path.write_text(
+        "concurrency,request_rate_per_s,input_tokens,output_tokens,p99_ttft_ms,p99_tpot_ms,mean_itl_ms\n"
+        "4,,1024,256,90,12,11\n"
+        ",2.5,1024,256,120,14,13\n"
+    )
+    benchmark = read_measurements([path]).benchmark
+    assert benchmark.protocol == ("closed", "open") and benchmark.statistic == ("p99", "p99")
+    assert benchmark.tpot_s.tolist() == pytest.approx([0.012, 0.014])
+    guide = tmp_path / "guide.json"
+    guide.write_text(
+        json.dumps({"benchmarks": [{"config": {"strategy": {"type_": "throughput"}}, "metrics": {}}]})
+    )
+    result = runner.invoke(app, ["calibrate", str(guide)])
+    assert result.exit_code == 1
+    assert "benchmarks[0]: config.strategy.type_ = 'throughput'" in result.stderr
