@@ -437,7 +437,8 @@ def _require_identified(
     theta: np.ndarray, standard_errors: np.ndarray, used: list[int], lower: np.ndarray, benchmark: Benchmark
 ) -> None:
     reference = np.maximum(theta, lower)
-    reference[_T0] = max(theta[_T0], 0.05 * float(np.min(benchmark.ttft_s)))  # T0 may well be 0
+    # T0 may well be 0: determined when known to a twentieth of the fastest TTFT measured
+    reference[_T0] = max(theta[_T0], 0.2 * float(np.min(benchmark.ttft_s)))
     reference[_H] = max(theta[_H], 0.01 * theta[_W])
     for k in used:
         if not standard_errors[k] <= MAX_RELATIVE_SE * reference[k]:
