@@ -45,6 +45,7 @@ CONCURRENCIES = (1, 8, 32, 128)
 INPUTS = (256, 2048, 8192)
 OUTPUTS = (128, 512)
 KV_TOKENS = 280_000
+ROW_PREFIX = "a100_sxm,vidur,meta-llama/Meta-Llama-3-70B,bf16,agg"
 HEADER = (
     "system,backend,model_path,precision,mode,isl,osl,batch_size,tp_size,silicon_ttft_ms,silicon_tpot_ms\n"
 )
@@ -111,7 +112,8 @@ def old_fit(csv: Path):
 def report(label: str, tau_s: float, w_s: float, ttft_errors, tpot_errors, c, isolated_tau_s) -> None:
     alone = c == 1
     print(
-        f"| {label} | {tau_s * 1e6:.1f} µs | {(tau_s / isolated_tau_s - 1) * 100:+.1f}% | {w_s * 1e3:.2f} ms | "
+        f"| {label} | {tau_s * 1e6:.1f} µs | {(tau_s / isolated_tau_s - 1) * 100:+.1f}% | "
+        f"{w_s * 1e3:.2f} ms | "
         f"{np.median(np.abs(tpot_errors)):.1f}% / {np.median(np.abs(ttft_errors)):.1f}% | "
         f"{np.max(np.abs(ttft_errors[alone])):.1f}% |"
     )
@@ -133,15 +135,17 @@ def main() -> None:
         csv.write_text(
             HEADER
             + "".join(
-                f"a100_sxm,vidur,meta-llama/Meta-Llama-3-70B,bf16,agg,{i},{o},{c},4,{float(t) * 1e3!r},{float(p) * 1e3!r}\n"
+                f"{ROW_PREFIX},{i},{o},{c},4,{float(t) * 1e3!r},{float(p) * 1e3!r}\n"
                 for c, i, o, t, p in rows
             ),
             encoding="utf-8",
         )
         alone = [r for r in rows if r[0] == 1 and r[1] == max(INPUTS)][0]
         isolated_tau_s = (alone[3] - costs.base_s - tau_a * alone[1] * (alone[1] + 1) / 2) / alone[1]
-        print(f"\nisolated prefill: {alone[1]:,} tokens alone take {alone[3] * 1e3:.0f} ms; "
-              f"τ = {isolated_tau_s * 1e6:.1f} µs (profile: {costs.per_prefill_token_s * 1e6:.1f} µs)\n")  # fmt: skip
+        print(
+            f"\nisolated prefill: {alone[1]:,} tokens alone take {alone[3] * 1e3:.0f} ms; τ = "
+            f"{isolated_tau_s * 1e6:.1f} µs (profile: {costs.per_prefill_token_s * 1e6:.1f} µs)\n"
+        )
         print("| fit | τ | vs isolated | W | median TPOT / TTFT error | concurrency-1 TTFT max error |")
         print("|---|---|---|---|---|---|")
         fit, c = old_fit(csv)
@@ -156,9 +160,9 @@ def main() -> None:
                fit.ttft_pct_errors, fit.tpot_pct_errors, run.measurements.benchmark.concurrency,
                isolated_tau_s)  # fmt: skip
         print("\nafter, with 10th–90th percentiles:")
-        for name, low_high, value in zip(fit.fitted, fit.intervals_s[[0, 1, 2, 4]], fit.parameters[[0, 1, 2, 4]],
-                                         strict=False):  # fmt: skip
-            print(f"  {name}: {value:.4g} [{low_high[0]:.4g}–{low_high[1]:.4g}]")
+        for k in (0, 1, 2, 4):
+            low, high = fit.intervals_s[k]
+            print(f"  {fit.fitted[min(k, 3)]}: {fit.parameters[k]:.4g} [{low:.4g}–{high:.4g}]")
 
 
 if __name__ == "__main__":
