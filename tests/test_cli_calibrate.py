@@ -234,3 +234,51 @@ def test_plain_csv_with_rates_and_percentiles(tmp_path) -> None:
     result = runner.invoke(app, ["calibrate", str(guide)])
     assert result.exit_code == 1
     assert "benchmarks[0]: config.strategy.type_ = 'throughput'" in result.stderr
+
+
+def _measured_with_interval(tmp_path, widths: tuple[float, float]) -> tuple[Path, dict]:
+    path = tmp_path / "measured.yaml"
+    args = ["calibrate", *VLLM_FILES, "--output", str(path), "--model-profile", "llama-3.1-70b"]
+    _json(runner.invoke(app, [*args, "--gpu-profile", "h100-80gb", "--tp", "8", "-f", "json"]))
+    profile = yaml.safe_load(path.read_text())
+    for key in ("iteration_base_ms", "prefill_per_token_us"):  # wider than the exact samples' interval
+        profile["fit"][f"{key}_p10_p90"] = [widths[0] * profile[key], widths[1] * profile[key]]
+    path.write_text(yaml.safe_dump(profile))
+    return path, profile
+
+
+def _corner(tmp_path, profile: dict, side: int) -> str:
+    corner = dict(profile)
+    for key, value in profile["fit"].items():  # every fitted parameter at its percentile
+        if key.endswith("_p10_p90"):
+            corner[key.removesuffix("_p10_p90")] = value[side]
+    corner["fit"] = {"rows": 5}
+    path = tmp_path / f"corner{side}.yaml"
+    path.write_text(yaml.safe_dump(corner))
+    return str(path)
+
+
+PLAN = ["plan", "--cdf", "azure-2023", "--slo", "500ms", "--rate", "200", "-f", "json"]
+
+
+def test_plan_on_a_measured_profile_carries_its_calibration_interval(tmp_path) -> None:
+    """The fleet at the fitted parameters' 10th and 90th percentiles: the same pools re-sized,
+    i.e. what a plan of a profile written at those parameters gives at the best fleet's B and γ."""
+    path, profile = _measured_with_interval(tmp_path, (0.9, 1.1))
+    plan = _json(runner.invoke(app, [*PLAN, "--serving", str(path)]))
+    interval = plan["calibration_interval"]
+    assert interval["percentiles"] == [10.0, 90.0] and interval["feasible"] == [True, True]
+    low, high = interval["gpus"]
+    assert low <= plan["best"]["total_gpus"] <= high and low < high
+    fixed = ["--b-short", str(plan["best"]["b_short_tokens"]), "--gamma", str(plan["best"]["gamma"])]
+    for side, gpus in ((0, low), (1, high)):
+        again = _json(runner.invoke(app, [*PLAN, *fixed, "--serving", _corner(tmp_path, profile, side)]))
+        assert again["best"]["total_gpus"] == gpus
+    assert any(note.startswith("calibration: ") for note in plan["notes"])
+
+
+def test_where_the_same_pools_miss_the_slo_the_interval_is_the_best_fleet_there(tmp_path) -> None:
+    path, profile = _measured_with_interval(tmp_path, (0.8, 1.25))
+    plan = _json(runner.invoke(app, [*PLAN, "--serving", str(path)]))
+    again = _json(runner.invoke(app, [*PLAN, "--serving", _corner(tmp_path, profile, 1)]))
+    assert plan["calibration_interval"]["gpus"][1] == again["best"]["total_gpus"]

@@ -269,6 +269,14 @@ def plan_workload(
     )
     planner = Planner(loaded, short_hardware, long_hardware, options)
     plan = planner.plan()
+    interval = None
+    if plan.best is not None and gpu is None and gpu_long is None:
+        from fleetopt.api.calibrate import calibration_interval
+
+        interval = calibration_interval(
+            loaded, options, plan.best.routing, (serving, serving_long or serving),
+            (short_hardware, long_hardware), dirs,
+        )  # fmt: skip
     schedule = None
     if schedule_window_s is not None and plan.best is not None:
         from fleetopt.core.schedule import build_schedule
@@ -281,6 +289,7 @@ def plan_workload(
             {"workload": label, "arrival_rate_origin": origin, "workload_reader": reader_options},
             arrivals=arrivals,
             schedule=schedule,
+            calibration_interval=interval,
         )
     )
     return PlanRun(plan=plan, workload=loaded, document=document, arrivals=arrivals, schedule=schedule)

@@ -206,3 +206,58 @@ def check_calibration(
     )  # fmt: skip
     tpot, ttft = simulate_rows(theta, measurements.benchmark, terms)
     return CalibrationCheck(measurements, serving.name, tpot, ttft)
+
+
+# -- a plan's calibration interval ---------------------------------------------------------------
+
+
+def calibration_interval(
+    workload: Any, options: Any, routing: Any, servings: tuple[str, str], hardware: tuple[Any, Any],
+    dirs: Sequence[Path],
+) -> Any:  # fmt: skip
+    """The fleet of ``routing`` re-sized with the fitted parameters of the (short, long) serving
+    profiles at their lower and upper percentiles (the profiles' ``fit.<key>_p10_p90``), as a
+    :class:`fleetopt.io.documents.plan.CalibrationInterval`; where those pools cannot meet the SLO,
+    the cheapest fleet of any split there (None: no fleet does). None when neither profile has
+    percentiles."""
+    from dataclasses import replace
+
+    from fleetopt.core.calibrate import INTERVAL_PERCENTILES
+    from fleetopt.core.planner import Planner
+    from fleetopt.errors import FleetoptError
+    from fleetopt.io.documents.plan import CalibrationInterval
+    from fleetopt.io.measurements import PROFILE_PARAMETERS
+    from fleetopt.io.profiles import load_serving
+
+    corners: list[list[Any]] = [[], []]
+    found = False
+    for name, pool_hardware in zip(servings, hardware, strict=True):
+        try:
+            fit = load_serving(name, dirs).fit or {}
+        except FleetoptError:
+            fit = {}
+        for side in (0, 1):
+            changes = {
+                parameter: float(fit[f"{key}_p10_p90"][side]) / factor
+                for parameter, key, factor in PROFILE_PARAMETERS
+                if isinstance(fit.get(f"{key}_p10_p90"), list) and len(fit[f"{key}_p10_p90"]) == 2
+            }
+            found = found or bool(changes)
+            if "iteration_per_slot_s" in changes:  # the planner needs H > 0
+                changes["iteration_per_slot_s"] = max(changes["iteration_per_slot_s"], 1e-9)
+            corners[side].append(replace(pool_hardware, **changes))
+    if not found:
+        return None
+    fleets = []
+    for sides in corners:
+        planner = Planner(workload, *sides, options)
+        fleet = planner.fleet(routing, "calibration")
+        if not fleet.feasible:  # the pools cannot be re-sized to meet the SLO: the best fleet there
+            fleet = planner.plan().best or fleet
+        fleets.append(fleet)
+    return CalibrationInterval(
+        percentiles=[float(p) for p in INTERVAL_PERCENTILES],
+        gpus=[int(f.total_gpus) if f.feasible else None for f in fleets],
+        cost_per_hour_usd=[float(f.cost_per_hour_usd) if f.feasible else None for f in fleets],
+        feasible=[bool(f.feasible) for f in fleets],
+    )

@@ -238,7 +238,13 @@ def utc_text(epoch_s: float) -> str:
 
 
 def plan_document(
-    plan: FleetPlan, workload: Workload, inputs: dict[str, Any], *, arrivals: Any = None, schedule: Any = None
+    plan: FleetPlan,
+    workload: Workload,
+    inputs: dict[str, Any],
+    *,
+    arrivals: Any = None,
+    schedule: Any = None,
+    calibration_interval: Any = None,
 ) -> PlanDocument:
     """The versioned plan document (fields and schema: :mod:`fleetopt.io.documents.plan`).
 
@@ -321,6 +327,22 @@ def plan_document(
         + basis_notes(o, arrivals)
         + context_notes(plan)
         + pool_model_notes(plan)
-        + plan_notes(plan),
+        + plan_notes(plan)
+        + calibration_notes(plan, calibration_interval),
         schedule=None if schedule is None else schedule_document(schedule),
+        calibration_interval=calibration_interval,
     )
+
+
+def calibration_notes(plan: FleetPlan, interval: Any) -> list[str]:
+    """The best fleet with its calibration interval, in words (``interval``: a
+    :class:`fleetopt.io.documents.plan.CalibrationInterval` or None)."""
+    if interval is None or plan.best is None:
+        return []
+    low, high = ("no fleet meets the SLO" if g is None else f"{g:,}" for g in interval.gpus)
+    below, above = (f"{p:g}th" for p in interval.percentiles)
+    return [
+        f"calibration: {plan.best.total_gpus:,} GPUs; {low} to {high} under calibration error (the "
+        f"measured profiles' fitted parameters at their {below} and {above} percentiles, the same pools "
+        "re-sized where they still meet the SLO)"
+    ]
