@@ -269,14 +269,15 @@ def plan_workload(
     )
     planner = Planner(loaded, short_hardware, long_hardware, options)
     plan = planner.plan()
-    interval = None
+    interval, reach = None, []
     if plan.best is not None and gpu is None and gpu_long is None:
-        from fleetopt.api.calibrate import calibration_interval
+        from fleetopt.api.calibrate import calibration_interval, measured_reach
 
+        servings = (serving, serving_long or serving)
         interval = calibration_interval(
-            loaded, options, plan.best.routing, (serving, serving_long or serving),
-            (short_hardware, long_hardware), dirs,
-        )  # fmt: skip
+            loaded, options, plan.best.routing, servings, (short_hardware, long_hardware), dirs
+        )
+        reach = measured_reach(plan.best, servings, dirs)
     schedule = None
     if schedule_window_s is not None and plan.best is not None:
         from fleetopt.core.schedule import build_schedule
@@ -290,6 +291,7 @@ def plan_workload(
             arrivals=arrivals,
             schedule=schedule,
             calibration_interval=interval,
+            measured_reach=reach,
         )
     )
     return PlanRun(plan=plan, workload=loaded, document=document, arrivals=arrivals, schedule=schedule)

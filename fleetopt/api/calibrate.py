@@ -261,3 +261,25 @@ def calibration_interval(
         cost_per_hour_usd=[float(f.cost_per_hour_usd) if f.feasible else None for f in fleets],
         feasible=[bool(f.feasible) for f in fleets],
     )
+
+
+def measured_reach(
+    best: Any, servings: tuple[str, str], dirs: Sequence[Path]
+) -> list[tuple[str, str, int, int]]:
+    """(pool, serving profile, the pool's context tokens, the longest prompt measured) of every pool
+    of ``best`` whose requests run longer than its profile's benchmark rows did (the profile's
+    ``fit.max_input_tokens`` + ``fit.max_output_tokens``); the last pool runs on the long profile."""
+    from fleetopt.errors import FleetoptError
+    from fleetopt.io.profiles import load_serving
+
+    out = []
+    for index, (pool, hardware) in enumerate(zip(best.pools, best.hardware, strict=True)):
+        name = servings[1] if index == len(best.pools) - 1 else servings[0]
+        try:
+            fit = load_serving(name, dirs).fit or {}
+        except FleetoptError:
+            continue
+        measured, output = fit.get("max_input_tokens"), fit.get("max_output_tokens", 0)
+        if isinstance(measured, int) and isinstance(output, int) and pool.context_tokens > measured + output:
+            out.append((best.pool_names[index], hardware.serving_name, int(pool.context_tokens), measured))
+    return out

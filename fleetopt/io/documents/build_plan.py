@@ -11,6 +11,7 @@ the Python API builds it.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from fleetopt import __version__
@@ -245,6 +246,7 @@ def plan_document(
     arrivals: Any = None,
     schedule: Any = None,
     calibration_interval: Any = None,
+    measured_reach: Sequence[tuple[str, str, int, int]] = (),
 ) -> PlanDocument:
     """The versioned plan document (fields and schema: :mod:`fleetopt.io.documents.plan`).
 
@@ -328,21 +330,32 @@ def plan_document(
         + context_notes(plan)
         + pool_model_notes(plan)
         + plan_notes(plan)
-        + calibration_notes(plan, calibration_interval),
+        + calibration_notes(plan, calibration_interval, measured_reach),
         schedule=None if schedule is None else schedule_document(schedule),
         calibration_interval=calibration_interval,
     )
 
 
-def calibration_notes(plan: FleetPlan, interval: Any) -> list[str]:
-    """The best fleet with its calibration interval, in words (``interval``: a
-    :class:`fleetopt.io.documents.plan.CalibrationInterval` or None)."""
+def calibration_notes(
+    plan: FleetPlan, interval: Any, reach: Sequence[tuple[str, str, int, int]] = ()
+) -> list[str]:
+    """The best fleet with its calibration interval, and the pools that serve longer requests than
+    their measured profile was measured on, in words (``interval``: a
+    :class:`fleetopt.io.documents.plan.CalibrationInterval` or None; ``reach``: (pool, profile, the
+    pool's context, the longest prompt measured) of those pools)."""
+    notes = [
+        f"pool {pool} serves requests of up to {context:,} tokens; its profile {profile} was measured "
+        f"with prompts of up to {measured:,} tokens: beyond, its costs are extrapolated "
+        "from the shorter prompts measured"
+        for pool, profile, context, measured in reach
+    ]
     if interval is None or plan.best is None:
-        return []
+        return notes
     low, high = ("no fleet meets the SLO" if g is None else f"{g:,}" for g in interval.gpus)
     below, above = (f"{p:g}th" for p in interval.percentiles)
     return [
         f"calibration: {plan.best.total_gpus:,} GPUs; {low} to {high} under calibration error (the "
         f"measured profiles' fitted parameters at their {below} and {above} percentiles, the same pools "
-        "re-sized where they still meet the SLO)"
+        "re-sized where they still meet the SLO)",
+        *notes,
     ]
