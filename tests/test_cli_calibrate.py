@@ -287,26 +287,8 @@ def test_where_the_same_pools_miss_the_slo_the_interval_is_the_best_fleet_there(
 def test_a_pool_longer_than_its_profile_was_measured_says_so() -> None:
     """The bundled measured profiles were fitted on prompts of up to 8,192 tokens (fit.max_input_tokens):
     a long pool of 65,536 tokens is extrapolated, and the plan says so; a short pool inside is not."""
-    plan = _json(
-        runner.invoke(
-            app,
-            [
-                "plan",
-                "--cdf",
-                "azure-2023",
-                "--slo",
-                "1s",
-                "--rate",
-                "100",
-                "--long-context",
-                "65536",
-                "--b-short",
-                "4096",
-                "-f",
-                "json",
-            ],
-        )  # fmt: skip
-    )
+    args = "plan --cdf azure-2023 --slo 1s --rate 100 --long-context 65536 --b-short 4096 -f json"
+    plan = _json(runner.invoke(app, args.split()))
     notes = [n for n in plan["notes"] if "was measured with prompts of up to" in n]
     assert notes == [
         "pool long serves requests of up to 65,536 tokens; its profile llama-3.1-70b-fp8-h100-80gb-tp8-vllm "

@@ -212,30 +212,23 @@ def check_calibration(
 
 
 def calibration_interval(
-    workload: Any, options: Any, routing: Any, servings: tuple[str, str], hardware: tuple[Any, Any],
-    dirs: Sequence[Path],
-) -> Any:  # fmt: skip
+    workload: Any, options: Any, routing: Any, fits: tuple[dict, dict], hardware: tuple[Any, Any]
+) -> Any:
     """The fleet of ``routing`` re-sized with the fitted parameters of the (short, long) serving
-    profiles at their lower and upper percentiles (the profiles' ``fit.<key>_p10_p90``), as a
-    :class:`fleetopt.io.documents.plan.CalibrationInterval`; where those pools cannot meet the SLO,
-    the cheapest fleet of any split there (None: no fleet does). None when neither profile has
-    percentiles."""
+    profiles at their lower and upper percentiles (``fits``: the profiles' ``fit`` records, whose
+    ``<key>_p10_p90`` give them), as a :class:`fleetopt.io.documents.plan.CalibrationInterval`;
+    where those pools cannot meet the SLO, the cheapest fleet of any split there (None: no fleet
+    does). None when neither profile has percentiles."""
     from dataclasses import replace
 
     from fleetopt.core.calibrate import INTERVAL_PERCENTILES
     from fleetopt.core.planner import Planner
-    from fleetopt.errors import FleetoptError
     from fleetopt.io.documents.plan import CalibrationInterval
     from fleetopt.io.measurements import PROFILE_PARAMETERS
-    from fleetopt.io.profiles import load_serving
 
     corners: list[list[Any]] = [[], []]
     found = False
-    for name, pool_hardware in zip(servings, hardware, strict=True):
-        try:
-            fit = load_serving(name, dirs).fit or {}
-        except FleetoptError:
-            fit = {}
+    for fit, pool_hardware in zip(fits, hardware, strict=True):
         for side in (0, 1):
             changes = {
                 parameter: float(fit[f"{key}_p10_p90"][side]) / factor
@@ -261,25 +254,3 @@ def calibration_interval(
         cost_per_hour_usd=[float(f.cost_per_hour_usd) if f.feasible else None for f in fleets],
         feasible=[bool(f.feasible) for f in fleets],
     )
-
-
-def measured_reach(
-    best: Any, servings: tuple[str, str], dirs: Sequence[Path]
-) -> list[tuple[str, str, int, int]]:
-    """(pool, serving profile, the pool's context tokens, the longest prompt measured) of every pool
-    of ``best`` whose requests run longer than its profile's benchmark rows did (the profile's
-    ``fit.max_input_tokens`` + ``fit.max_output_tokens``); the last pool runs on the long profile."""
-    from fleetopt.errors import FleetoptError
-    from fleetopt.io.profiles import load_serving
-
-    out = []
-    for index, (pool, hardware) in enumerate(zip(best.pools, best.hardware, strict=True)):
-        name = servings[1] if index == len(best.pools) - 1 else servings[0]
-        try:
-            fit = load_serving(name, dirs).fit or {}
-        except FleetoptError:
-            continue
-        measured, output = fit.get("max_input_tokens"), fit.get("max_output_tokens", 0)
-        if isinstance(measured, int) and isinstance(output, int) and pool.context_tokens > measured + output:
-            out.append((best.pool_names[index], hardware.serving_name, int(pool.context_tokens), measured))
-    return out

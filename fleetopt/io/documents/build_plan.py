@@ -246,7 +246,7 @@ def plan_document(
     arrivals: Any = None,
     schedule: Any = None,
     calibration_interval: Any = None,
-    measured_reach: Sequence[tuple[str, str, int, int]] = (),
+    profile_fits: Sequence[dict[str, Any]] | None = None,
 ) -> PlanDocument:
     """The versioned plan document (fields and schema: :mod:`fleetopt.io.documents.plan`).
 
@@ -330,26 +330,34 @@ def plan_document(
         + context_notes(plan)
         + pool_model_notes(plan)
         + plan_notes(plan)
-        + calibration_notes(plan, calibration_interval, measured_reach),
+        + calibration_notes(plan, calibration_interval, profile_fits),
         schedule=None if schedule is None else schedule_document(schedule),
         calibration_interval=calibration_interval,
     )
 
 
 def calibration_notes(
-    plan: FleetPlan, interval: Any, reach: Sequence[tuple[str, str, int, int]] = ()
+    plan: FleetPlan, interval: Any, fits: Sequence[dict[str, Any]] | None = None
 ) -> list[str]:
     """The best fleet with its calibration interval, and the pools that serve longer requests than
-    their measured profile was measured on, in words (``interval``: a
-    :class:`fleetopt.io.documents.plan.CalibrationInterval` or None; ``reach``: (pool, profile, the
-    pool's context, the longest prompt measured) of those pools)."""
-    notes = [
-        f"pool {pool} serves requests of up to {context:,} tokens; its profile {profile} was measured "
-        f"with prompts of up to {measured:,} tokens: beyond, its costs are extrapolated "
-        "from the shorter prompts measured"
-        for pool, profile, context, measured in reach
-    ]
-    if interval is None or plan.best is None:
+    their measured profile was measured with, in words (``interval``: a
+    :class:`fleetopt.io.documents.plan.CalibrationInterval` or None; ``fits``: the (short, long)
+    serving profiles' ``fit`` records, whose ``max_input_tokens`` + ``max_output_tokens`` are the
+    longest requests measured; the last pool runs on the long profile)."""
+    if plan.best is None:
+        return []
+    notes = []
+    last = len(plan.best.pools) - 1
+    for index, (pool, hardware) in enumerate(zip(plan.best.pools, plan.best.hardware, strict=True)):
+        fit = (fits or ({}, {}))[1 if index == last else 0]
+        measured, output = fit.get("max_input_tokens"), fit.get("max_output_tokens", 0)
+        if isinstance(measured, int) and isinstance(output, int) and pool.context_tokens > measured + output:
+            notes.append(
+                f"pool {plan.best.pool_names[index]} serves requests of up to {pool.context_tokens:,} "
+                f"tokens; its profile {hardware.serving_name} was measured with prompts of up to "
+                f"{measured:,} tokens: beyond, its costs are extrapolated from the shorter prompts measured"
+            )
+    if interval is None:
         return notes
     low, high = ("no fleet meets the SLO" if g is None else f"{g:,}" for g in interval.gpus)
     below, above = (f"{p:g}th" for p in interval.percentiles)
