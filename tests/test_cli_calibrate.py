@@ -82,6 +82,7 @@ def test_check_reports_the_documented_fields() -> None:
         )
     )
     assert document["rows"] == 5
+    assert document["concurrency_1"] is None and document["warnings"][0].startswith("no concurrency-1 rows")
     for metric in ("tpot", "ttft"):
         assert set(document[metric]) == {"median_abs_pct_error", "max_abs_pct_error"}
         assert document[metric]["max_abs_pct_error"] >= document[metric]["median_abs_pct_error"] >= 0
@@ -295,3 +296,27 @@ def test_a_pool_longer_than_its_profile_was_measured_says_so() -> None:
         "was measured with prompts of up to 8,192 tokens: beyond, its costs are extrapolated from the "
         "shorter prompts measured"
     ]
+
+
+def test_check_warns_when_the_isolated_prefill_is_off(tmp_path) -> None:
+    """Concurrency-1 rows of an engine whose τ is twice the profile's: their TTFT (the isolated
+    prefill, 8,192 tokens) is far below the measured one, and --check says so on its own line."""
+    import numpy as np
+
+    from fleetopt.core.calibrate import Benchmark, EngineTerms, simulate_rows
+
+    theta = np.array([0.009, 0.0001, 61.4e-6, 0.0, 0.0166])  # the default profile's W, H, T0; 2·τ
+    c, isl = np.array([1.0, 1.0, 8.0]), np.array([1024.0, 8192.0, 8192.0])
+    rows = Benchmark(c, isl, np.full(3, 256.0), np.ones(3), np.ones(3), ("batch",) * 3)
+    tpot, ttft = simulate_rows(theta, rows, EngineTerms(8192))
+    path = tmp_path / "runs.csv"
+    path.write_text(
+        "protocol,concurrency,input_tokens,output_tokens,mean_ttft_ms,mean_tpot_ms\n"
+        + "".join(f"batch,{c[k]:g},{isl[k]:g},256,{ttft[k] * 1e3},{tpot[k] * 1e3}\n" for k in range(3))
+    )
+    args = ["calibrate", str(path), "--check", "--profile", "llama-3.1-70b-fp8-h100-80gb-tp8-vllm"]
+    document = _json(runner.invoke(app, [*args, "-f", "json"]))
+    assert document["concurrency_1"]["rows"] == 2
+    assert [g["input_tokens"] for g in document["by_protocol_and_input"]] == [1024.0, 8192.0]
+    assert document["concurrency_1"]["ttft"]["median_abs_pct_error"] > 10
+    assert document["warnings"][0].startswith("the isolated-prefill TTFT (concurrency 1) is off by")
