@@ -278,6 +278,7 @@ def test_plan_on_a_measured_profile_carries_its_calibration_interval(tmp_path) -
     assert any(note.startswith("calibration: ") for note in plan["notes"])
 
 
+@pytest.mark.slow
 def test_where_the_same_pools_miss_the_slo_the_interval_is_the_best_fleet_there(tmp_path) -> None:
     path, profile = _measured_with_interval(tmp_path, (0.8, 1.25))
     plan = _json(runner.invoke(app, [*PLAN, "--serving", str(path)]))
