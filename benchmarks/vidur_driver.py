@@ -106,7 +106,16 @@ def main() -> None:
         RequestMetricsTimeDistributions.PREFILL_TIME_E2E
     ]._data_series
     ttft = sorted(series)  # (request id, seconds): ids follow the trace's order
-    json.dump({"request_ids": [int(x) for x, _ in ttft], "ttft_s": [float(y) for _, y in ttft]}, sys.stdout)
+    e2e = sorted(
+        simulator.metric_store._request_metrics_time_distributions[
+            RequestMetricsTimeDistributions.REQUEST_E2E_TIME
+        ]._data_series
+    )
+    json.dump(
+        {"request_ids": [int(x) for x, _ in ttft], "ttft_s": [float(y) for _, y in ttft],
+         "e2e_request_ids": [int(x) for x, _ in e2e], "e2e_s": [float(y) for _, y in e2e]},
+        sys.stdout,
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

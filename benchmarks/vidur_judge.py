@@ -202,8 +202,9 @@ def agreement(args) -> None:
                     )
 
 
-def run_vidur(job: dict, folder: Path, args, count: int) -> np.ndarray:
-    """Each request's TTFT (seconds, NaN if Vidur returned none) from one run of the driver."""
+def run_vidur(job: dict, folder: Path, args, count: int, with_e2e: bool = False):
+    """Each request's TTFT (seconds, NaN if Vidur returned none) from one run of the driver (and, with
+    ``with_e2e``, each request's time from arrival to its last token)."""
     path = folder / "job.json"
     path.write_text(json.dumps(job), encoding="utf-8")
     env = dict(os.environ, PYTHONPATH=str(args.vidur))
@@ -214,7 +215,11 @@ def run_vidur(job: dict, folder: Path, args, count: int) -> np.ndarray:
     answer = json.loads(output.strip().splitlines()[-1])
     ttft = np.full(count, np.nan)
     ttft[np.asarray(answer["request_ids"], dtype=np.int64)] = answer["ttft_s"]
-    return ttft
+    if not with_e2e:
+        return ttft
+    e2e = np.full(count, np.nan)
+    e2e[np.asarray(answer["e2e_request_ids"], dtype=np.int64)] = answer["e2e_s"]
+    return ttft, e2e
 
 
 def main() -> None:

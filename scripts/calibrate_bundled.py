@@ -17,7 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
+from fleetopt.api import profile_search_path
+from fleetopt.api.calibrate import engine_terms
 from fleetopt.core.calibrate import fit_iteration_model, leave_one_out_errors
+from fleetopt.errors import ValidationError
 from fleetopt.io.measurements import Measurements, RowFilter, measured_profile_yaml, read_measurements
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,16 +84,31 @@ def main() -> None:
         + "| leave-one-out TPOT / TTFT median |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
+    refusals = []
     for name, model, gpu, system, tp, csv_model, precision, weight_dtype in TARGETS:
         measurements = measurements_for(args.csv, system, tp, csv_model, precision)
-        fit = fit_iteration_model(measurements.benchmark, VLLM_CHUNK_TOKENS)
-        loo = leave_one_out_errors(measurements.benchmark, VLLM_CHUNK_TOKENS)
+        terms = engine_terms(
+            model, gpu, tp, weight_dtype, VLLM_CHUNK_TOKENS, VLLM_MAX_NUM_SEQS, profile_search_path(None),
+            measurements,
+        )  # fmt: skip
+        try:
+            fit_iteration_model(measurements.benchmark, terms, intervals=False)
+        except ValidationError as refusal:  # reported, and the profile written all the same (below)
+            refusals.append(f"{name}: {refusal}")
+        fit = fit_iteration_model(measurements.benchmark, terms, require_identified=False)
+        loo = leave_one_out_errors(measurements.benchmark, terms, fit)
+
+        def interval(k: int, factor: float, fit=fit) -> str:  # noqa: ANN001
+            return f" [{fit.intervals_s[k][0] * factor:.3g}–{fit.intervals_s[k][1] * factor:.3g}]"
+
         tpot, ttft = _median_max(fit.tpot_pct_errors), _median_max(fit.ttft_pct_errors)
         loo_tpot, loo_ttft = _median_max(loo[0])[0], _median_max(loo[1])[0]
         cells = (
-            f"`{name}`", str(fit.rows), f"{fit.iteration_base_s * 1e3:.2f} ms",
-            f"{fit.iteration_per_slot_s * 1e3:.3f} ms", f"{fit.prefill_per_token_s * 1e6:.1f} µs",
-            f"{fit.ttft_overhead_s * 1e3:.1f} ms", f"{tpot[0]}% / {tpot[1]}%", f"{ttft[0]}% / {ttft[1]}%",
+            f"`{name}`", str(fit.rows), f"{fit.iteration_base_s * 1e3:.2f}{interval(0, 1e3)} ms",
+            f"{fit.iteration_per_slot_s * 1e3:.3f}{interval(1, 1e3)} ms",
+            f"{fit.prefill_per_token_s * 1e6:.1f}{interval(2, 1e6)} µs",
+            f"{fit.ttft_overhead_s * 1e3:.1f}{interval(4, 1e3)} ms", f"{tpot[0]}% / {tpot[1]}%",
+            f"{ttft[0]}% / {ttft[1]}%",
             f"{loo_tpot}% / {loo_ttft}%",
         )  # fmt: skip
         print("| " + " | ".join(cells) + " |")
@@ -110,6 +128,8 @@ def main() -> None:
                 max_num_seqs=VLLM_MAX_NUM_SEQS, weight_dtype=weight_dtype,
             )  # fmt: skip
             (ROOT / "profiles" / "serving" / f"{name}.yaml").write_text(text)
+    for refusal in refusals:
+        print(f"\n{refusal}")
 
 
 if __name__ == "__main__":

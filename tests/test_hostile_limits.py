@@ -209,11 +209,24 @@ def test_physically_impossible_calibration_rows_are_refused(tmp_path: Path, row,
 
 def test_a_calibrated_profile_always_reads_back(tmp_path: Path) -> None:
     """A fit with H = 0 wrote `iteration_per_slot_ms: 1e-06`, which YAML reads as text: calibrate
-    --output then refused (or wrote) a profile its own reader rejects."""
-    files = _bench(tmp_path, [(4, 69.1, 10.0), (16, 90.7, 10.0), (64, 176.9, 10.0)])  # TPOT flat: H = 0
+    --output then refused (or wrote) a profile its own reader rejects. (The fit now refuses rows
+    whose H is below the KV-read floor everywhere — they do not determine it —, so the profile of
+    such a fit is written directly.)"""
+    import datetime
+
+    import numpy as np
+
+    from fleetopt.core.calibrate import Fit
+    from fleetopt.io.measurements import measured_profile_yaml, read_measurements
+
+    measurements = read_measurements(_bench(tmp_path, GOOD))
+    fit = Fit(0.009, 0.0, 3e-5, 0.0, 0.015, 8192, 3, np.zeros(3), np.zeros(3))
+    text = measured_profile_yaml(
+        title="flat", model="llama-3.1-70b", gpu="h100-80gb", tensor_parallel=8, fit=fit, leave_one_out=None,
+        measurements=measurements, description="flat", date=datetime.date.today().isoformat(),
+    )  # fmt: skip
     output = tmp_path / "flat.yaml"
-    result = runner.invoke(app, ["calibrate", *files, "--output", str(output), *PROFILE])
-    assert result.exit_code == 0, result.output
+    output.write_text(text)
     assert yaml.safe_load(output.read_text())["iteration_per_slot_ms"] == 1e-6
     planned = runner.invoke(
         app, ["plan", "--cdf", "azure", "--slo", "2s", "--rate", "10", "--serving", str(output)]

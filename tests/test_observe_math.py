@@ -89,7 +89,7 @@ def test_placement_matches_the_exact_mean_within_the_buckets() -> None:
 
 
 def test_a_production_refit_recovers_the_profile_only_when_the_load_varied() -> None:
-    theta = np.array([0.012, 0.00015, 4e-5, 0.0, 0.03, 0.0])
+    theta = np.array([0.012, 0.00015, 4e-5, 0.0, 0.03])
     concurrency = np.array([8.0, 8.2, 20.0, 31.0, 45.0])
     isl, osl = np.array([700.0, 900, 650, 800, 1000]), np.array([180.0, 200, 150, 220, 190])
     tpot_rows, ttft_rows = design_rows(concurrency, isl, osl, 8192)

@@ -280,6 +280,17 @@ def plan_workload(
     )
     planner = Planner(loaded, short_hardware, long_hardware, options)
     plan = planner.plan()
+    interval, fits = None, None
+    if plan.best is not None and gpu is None and gpu_long is None:  # measured profiles' fit records
+        from fleetopt.io.profiles import load_serving
+
+        fits = tuple(load_serving(name, dirs).fit or {} for name in (serving, serving_long or serving))
+        if any(key.endswith("_p10_p90") for fit in fits for key in fit):
+            from fleetopt.api.calibrate import calibration_interval
+
+            interval = calibration_interval(
+                loaded, options, plan.best.routing, fits, (short_hardware, long_hardware)
+            )
     schedule = None
     if schedule_window_s is not None and plan.best is not None:
         from fleetopt.core.schedule import build_schedule
@@ -292,6 +303,8 @@ def plan_workload(
             {"workload": label, "arrival_rate_origin": origin, "workload_reader": reader_options},
             arrivals=arrivals,
             schedule=schedule,
+            calibration_interval=interval,
+            profile_fits=fits,
         )
     )
     return PlanRun(plan=plan, workload=loaded, document=document, arrivals=arrivals, schedule=schedule)

@@ -431,7 +431,7 @@ def calibrate_from_prometheus(
     serving = load_serving(profile, profile_search_path(profiles_dir))
     theta = np.array(
         [serving.iteration_base_s, serving.iteration_per_slot_s, serving.prefill_per_token_s,
-         serving.iteration_per_kv_token_s, serving.ttft_overhead_s, 0.0]
+         serving.iteration_per_kv_token_s, serving.ttft_overhead_s]
     )  # fmt: skip
     plan_file, _, _ = _plan_and_slo(plan_path, None, None)
     client = prometheus_client(

@@ -52,7 +52,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "calibrate": (
         "fleetopt.cli.calibrate",
-        "Fit W, H, τ and T0 of a serving profile to measured TTFT/TPOT (least squares), or --check one.",
+        "Fit W, H, τ and T0 of a serving profile to measured TTFT/TPOT (each run simulated), or --check one.",
     ),
     "kv": (
         "fleetopt.cli.kv",

@@ -4,8 +4,8 @@
         [--output profile.yaml --model-profile NAME --gpu-profile NAME] [--chunk 8192]
     fleetopt calibrate RESULTS... --check --profile NAME [filters]
 
-RESULTS: aiconfigurator's measured-results CSV, `vllm bench serve --save-result` JSON files, or a
-GuideLLM benchmarks.json (docs/profiles.md).
+RESULTS: aiconfigurator's measured-results CSV, a plain CSV, `vllm bench serve --save-result` JSON
+files or `--append-result` JSON lines, or a GuideLLM benchmarks.json (docs/profiles.md).
 """
 
 from __future__ import annotations
@@ -58,6 +58,14 @@ def calibrate(
     tp: int | None = typer.Option(None, "--tp", min=1, help="CSV rows of this tp_size; the profile's TP."),
     precision: str | None = typer.Option(None, "--precision", help="CSV rows of this precision, e.g. fp8."),
     chunk: int = typer.Option(8192, "--chunk", help="max_num_batched_tokens of the measured engine, tokens."),
+    protocol: str | None = typer.Option(
+        None,
+        "--protocol",
+        help="CSV rows without a protocol column: closed (default) or batch (started together).",
+    ),
+    kv_term: bool = typer.Option(
+        False, "--kv-term", help="Also fit κ, the cost per KV token held (long inputs)."
+    ),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write the fitted serving profile here."),
     model_profile: str | None = typer.Option(None, "--model-profile", help="Model profile of --output."),
     gpu_profile: str | None = typer.Option(None, "--gpu-profile", help="GPU profile of --output."),
@@ -67,7 +75,7 @@ def calibrate(
     profiles_dir: Path | None = PROFILES_DIR_OPTION,
     fmt: OutputFormat = FORMAT_OPTION,
 ) -> None:
-    """Fit W, H, τ and T0 of a serving profile to measured TTFT/TPOT (least squares), or --check one."""
+    """Fit W, H, τ and T0 of a serving profile to measured TTFT/TPOT (each run simulated), or --check one."""
     from fleetopt.api import calibrate_from_files, check_calibration
     from fleetopt.errors import ValidationError
     from fleetopt.io.measurements import RowFilter
@@ -86,7 +94,9 @@ def calibrate(
             raise ValidationError("--check needs --profile NAME (the serving profile to check)")
         if output is not None:
             raise ValidationError("--check does not write a profile: drop --output")
-        result = check_calibration(files, profile=profile, row_filter=row_filter, profiles_dir=profiles_dir)
+        result = check_calibration(
+            files, profile=profile, row_filter=row_filter, protocol=protocol, profiles_dir=profiles_dir
+        )
         emit(check_document(result), fmt, draw_check)
         return
     if profile is not None:
@@ -94,8 +104,8 @@ def calibrate(
     weight_dtype = precision if precision in ("fp8", "bf16", "fp16") else None
     run = calibrate_from_files(
         files, row_filter=row_filter, prefill_chunk_tokens=chunk, model=model_profile, gpu=gpu_profile,
-        tensor_parallel=tp, max_num_seqs=max_num_seqs, weight_dtype=weight_dtype, output=output,
-        profiles_dir=profiles_dir,
+        tensor_parallel=tp, max_num_seqs=max_num_seqs, weight_dtype=weight_dtype, protocol=protocol,
+        kv_term=kv_term, output=output, profiles_dir=profiles_dir,
     )  # fmt: skip
     emit(calibration_document(run), fmt, draw_calibration)
 

@@ -8,8 +8,9 @@ concurrency c with requests of the mean lengths:
 
     TPOT ≈ W + c·c₁,   TTFT − queue ≈ T0 + (P + 1)·(W + (c − 1)·c₁) + τ·isl
 
-(c₁ the residence-averaged per-sequence cost; the closed-loop overlap ζ of a benchmark is 0 here:
-production arrivals are not in lock-step). The check compares the profile's predictions with the
+(c₁ the residence-averaged per-sequence cost; production arrivals are not in lock-step, so the
+mean field holds better here than for a benchmark's identical requests). The check compares the
+profile's predictions with the
 observed means window by window (:func:`fleetopt.core.calibrate.predict`). The refit is the same
 bounded least squares on relative errors as benchmark calibration, over (W, H, τ, T0) only, under
 the same identifiability rule: at least two distinct concurrency levels (whole sequences per
@@ -26,7 +27,7 @@ import numpy as np
 from fleetopt.core.calibrate import PARAMETERS, Benchmark, design_rows, pct_errors, predict
 from fleetopt.errors import ValidationError
 
-#: The parameters a production refit may move (κ and the benchmark overlap ζ stay as they are / 0).
+#: The parameters a production refit may move (κ stays as it is).
 REFIT_PARAMETERS = ("iteration_base_s", "iteration_per_slot_s", "prefill_per_token_s", "ttft_overhead_s")
 
 
@@ -48,12 +49,11 @@ class ProductionCheck:
 
 
 def check_production(theta: np.ndarray, windows: Benchmark, prefill_chunk_tokens: int) -> ProductionCheck:
-    """The profile ``theta`` (:data:`fleetopt.core.calibrate.PARAMETERS`; ζ is set to 0) against the
+    """The profile ``theta`` (:data:`fleetopt.core.calibrate.PARAMETERS`) against the
     windows, and the refit of (W, H, τ, T0) when at least two concurrency levels were observed."""
     if windows.rows == 0:
         raise ValidationError("calibration from metrics: no window with finished requests and a load")
     theta = np.asarray(theta, dtype=np.float64).copy()
-    theta[PARAMETERS.index("benchmark_prefill_overlap_s")] = 0.0
     tpot, ttft = predict(theta, windows, prefill_chunk_tokens)
     levels = int(np.unique(np.rint(windows.concurrency)).size)
     refit = refit_tpot = refit_ttft = None

@@ -26,7 +26,10 @@ def _rows(measurements: Any, tpot_s: np.ndarray, ttft_s: np.ndarray) -> list[dic
     return [
         {
             "row": measurements.labels[k],
-            "concurrency": float(b.concurrency[k]),
+            "protocol": b.protocol[k],
+            "statistic": b.statistic[k],
+            "concurrency": float(b.concurrency[k]) if np.isfinite(b.concurrency[k]) else None,
+            "request_rate_per_s": float(b.request_rate_per_s[k]) if b.protocol[k] == "open" else None,
             "input_tokens": float(b.input_tokens[k]),
             "output_tokens": float(b.output_tokens[k]),
             "tpot_measured_ms": float(b.tpot_s[k] * 1e3),
@@ -38,27 +41,42 @@ def _rows(measurements: Any, tpot_s: np.ndarray, ttft_s: np.ndarray) -> list[dic
     ]
 
 
+#: The isolated-prefill TTFT error (median over concurrency-1 rows) above which --check warns.
+ISOLATED_PREFILL_WARNING_PCT = 10.0
+#: (key in the document, unit factor from seconds, unit) of each parameter.
+_UNITS = (
+    ("iteration_base_ms", 1e3), ("iteration_per_slot_ms", 1e3), ("prefill_per_token_us", 1e6),
+    ("iteration_per_kv_token_ns", 1e9), ("ttft_overhead_ms", 1e3),
+)  # fmt: skip
+
+
 def calibration_document(run: Any) -> dict[str, Any]:
-    """The fitted parameters (ms/µs as in a profile), the errors and the per-row predictions."""
-    from fleetopt.core.calibrate import predict
+    """The fitted parameters (ms/µs as in a profile) with their intervals, the errors and the per-row
+    predictions."""
+    from fleetopt.core.calibrate import PARAMETERS
 
     fit, measurements = run.fit, run.measurements
-    tpot, ttft = predict(fit.parameters, measurements.benchmark, fit.prefill_chunk_tokens)
+    b = measurements.benchmark
+    tpot = b.tpot_s * (1.0 + fit.tpot_pct_errors / 100.0)
+    ttft = b.ttft_s * (1.0 + fit.ttft_pct_errors / 100.0)
+    parameters, intervals, errors = {}, {}, {}
+    for name, (key, factor) in zip(PARAMETERS, _UNITS, strict=True):
+        k = PARAMETERS.index(name)
+        parameters[key] = float(fit.parameters[k] * factor)
+        if name in fit.fitted:
+            intervals[key] = [float(v * factor) for v in fit.intervals_s[k]]
+            errors[key] = float(fit.standard_errors_s[k] * factor)
     document: dict[str, Any] = {
         "kind": "fleetopt-calibration",
         "sources": list(measurements.sources),
         "formats": sorted(set(measurements.formats)),
         "filter": measurements.row_filter.describe(),
         "rows": fit.rows,
+        "protocols": sorted(set(b.protocol)),
         "prefill_chunk_tokens": fit.prefill_chunk_tokens,
-        "parameters": {
-            "iteration_base_ms": fit.iteration_base_s * 1e3,
-            "iteration_per_slot_ms": fit.iteration_per_slot_s * 1e3,
-            "prefill_per_token_us": fit.prefill_per_token_s * 1e6,
-            "iteration_per_kv_token_ns": fit.iteration_per_kv_token_s * 1e9,
-            "ttft_overhead_ms": fit.ttft_overhead_s * 1e3,
-            "benchmark_prefill_overlap_us": fit.benchmark_prefill_overlap_s * 1e6,
-        },
+        "parameters": parameters,
+        "intervals_p10_p90": intervals,
+        "standard_errors": errors,
         "tpot": _summary(fit.tpot_pct_errors),
         "ttft": _summary(fit.ttft_pct_errors),
         "leave_one_out": None
@@ -71,10 +89,42 @@ def calibration_document(run: Any) -> dict[str, Any]:
 
 
 def check_document(check: Any) -> dict[str, Any]:
-    """A profile's predictions against measured rows, with the error summary."""
+    """A profile's predictions against measured rows: the error summary overall, per protocol and
+    input length, on the concurrency-1 rows, and a warning when their TTFT (an isolated prefill) is
+    off by more than :data:`ISOLATED_PREFILL_WARNING_PCT`."""
     b = check.measurements.benchmark
     tpot_errors = (check.predicted_tpot_s / b.tpot_s - 1.0) * 100.0
     ttft_errors = (check.predicted_ttft_s / b.ttft_s - 1.0) * 100.0
+    groups = []
+    protocols = np.asarray(b.protocol)
+    for protocol in sorted(set(b.protocol)):
+        for tokens in sorted(set(np.round(b.input_tokens[protocols == protocol]))):
+            rows = (protocols == protocol) & (np.round(b.input_tokens) == tokens)
+            groups.append(
+                {"protocol": protocol, "input_tokens": float(tokens), "rows": int(rows.sum()),
+                 "tpot": _summary(tpot_errors[rows]), "ttft": _summary(ttft_errors[rows])}
+            )  # fmt: skip
+    alone = (b.concurrency == 1) & (protocols != "open")
+    isolated = None
+    warnings = []
+    if alone.any():
+        isolated = {
+            "rows": int(alone.sum()),
+            "tpot": _summary(tpot_errors[alone]),
+            "ttft": _summary(ttft_errors[alone]),
+        }
+        if isolated["ttft"]["median_abs_pct_error"] > ISOLATED_PREFILL_WARNING_PCT:
+            warnings.append(
+                "the isolated-prefill TTFT (concurrency 1) is off by "
+                f"{isolated['ttft']['median_abs_pct_error']:.1f}% "
+                f"(median), more than {ISOLATED_PREFILL_WARNING_PCT:g}%: the profile's τ or T0 does not "
+                "describe this engine; refit with these rows"
+            )
+    else:
+        warnings.append(
+            "no concurrency-1 rows: the isolated prefill (τ and T0 alone) is not checked; add one run at "
+            "concurrency 1 per input length"
+        )
     return {
         "kind": "fleetopt-calibration-check",
         "profile": check.profile,
@@ -83,6 +133,9 @@ def check_document(check: Any) -> dict[str, Any]:
         "rows": b.rows,
         "tpot": _summary(tpot_errors),
         "ttft": _summary(ttft_errors),
+        "by_protocol_and_input": groups,
+        "concurrency_1": isolated,
+        "warnings": warnings,
         "per_row": _rows(check.measurements, check.predicted_tpot_s, check.predicted_ttft_s),
     }
 
@@ -95,7 +148,11 @@ def _row_table(document: Mapping[str, Any]) -> Any:
         table.add_column(column, justify="left" if column == "row" else "right", wrap=column == "row")
     for row in document["per_row"]:
         table.add_row(
-            row["row"], fmt_num(row["concurrency"]), fmt_num(row["input_tokens"]),
+            row["row"],
+            fmt_num(row["concurrency"])
+            if row["protocol"] != "open"
+            else f"{fmt_num(row['request_rate_per_s'])}/s",
+            fmt_num(row["input_tokens"]),
             fmt_num(row["output_tokens"]),
             f"{row['tpot_measured_ms']:.2f} ms", f"{row['tpot_predicted_ms']:.2f} ms",
             f"{row['ttft_measured_ms']:.1f} ms", f"{row['ttft_predicted_ms']:.1f} ms",
@@ -120,11 +177,26 @@ def draw_calibration(console: Any, document: Mapping[str, Any]) -> None:
         f"({', '.join(document['formats'])}; {document['filter']}), "
         f"chunk {document['prefill_chunk_tokens']:,} tokens"
     )
+    intervals = document["intervals_p10_p90"]
+
+    def shown(key: str, unit: str, digits: str) -> str:
+        text = f"{p[key]:{digits}} {unit}"
+        if key in intervals:
+            low, high = intervals[key]
+            text += f" [{low:{digits}}–{high:{digits}}]"
+        return text
+
     console.print(
-        f"W = {p['iteration_base_ms']:.3f} ms, "
-        f"H = {p['iteration_per_slot_ms']:.4f} ms per decoding sequence, "
-        f"τ = {p['prefill_per_token_us']:.2f} µs per prompt token, T0 = {p['ttft_overhead_ms']:.1f} ms "
-        f"(benchmark prefill overlap ζ = {p['benchmark_prefill_overlap_us']:.3g} µs, not used in planning)"
+        f"W = {shown('iteration_base_ms', 'ms', '.3f')}, "
+        f"H = {shown('iteration_per_slot_ms', 'ms', '.4f')} per decoding sequence, "
+        f"τ = {shown('prefill_per_token_us', 'µs', '.2f')} per prompt token, "
+        f"T0 = {shown('ttft_overhead_ms', 'ms', '.1f')}"
+        + (
+            f", κ = {shown('iteration_per_kv_token_ns', 'ns', '.4f')} per KV token"
+            if "iteration_per_kv_token_ns" in intervals
+            else ""
+        )
+        + f" ([10th–90th percentile] over a bootstrap of rows; protocols: {', '.join(document['protocols'])})"
     )
     console.print(_errors_line(document, "fitted rows: "))
     if document["leave_one_out"] is not None:
@@ -141,4 +213,15 @@ def draw_check(console: Any, document: Mapping[str, Any]) -> None:
         f"({document['filter']})"
     )
     console.print(_errors_line(document))
+    for group in document["by_protocol_and_input"]:
+        label = f"{group['protocol']}, {fmt_num(group['input_tokens'])}-token inputs ({group['rows']} rows): "
+        console.print(_errors_line(group, label))
+    if document["concurrency_1"] is not None:
+        console.print(
+            _errors_line(
+                document["concurrency_1"], f"concurrency 1 ({document['concurrency_1']['rows']} rows): "
+            )
+        )
+    for warning in document["warnings"]:
+        console.print(f"warning: {warning}")
     console.print(_row_table(document))

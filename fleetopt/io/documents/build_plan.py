@@ -11,6 +11,7 @@ the Python API builds it.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from fleetopt import __version__
@@ -289,7 +290,14 @@ def utc_text(epoch_s: float) -> str:
 
 
 def plan_document(
-    plan: FleetPlan, workload: Workload, inputs: dict[str, Any], *, arrivals: Any = None, schedule: Any = None
+    plan: FleetPlan,
+    workload: Workload,
+    inputs: dict[str, Any],
+    *,
+    arrivals: Any = None,
+    schedule: Any = None,
+    calibration_interval: Any = None,
+    profile_fits: Sequence[dict[str, Any]] | None = None,
 ) -> PlanDocument:
     """The versioned plan document (fields and schema: :mod:`fleetopt.io.documents.plan`).
 
@@ -376,6 +384,41 @@ def plan_document(
         + basis_notes(o, arrivals)
         + context_notes(plan)
         + pool_model_notes(plan)
-        + plan_notes(plan),
+        + plan_notes(plan)
+        + calibration_notes(plan, calibration_interval, profile_fits),
         schedule=None if schedule is None else schedule_document(schedule),
+        calibration_interval=calibration_interval,
     )
+
+
+def calibration_notes(
+    plan: FleetPlan, interval: Any, fits: Sequence[dict[str, Any]] | None = None
+) -> list[str]:
+    """The best fleet with its calibration interval, and the pools that serve longer requests than
+    their measured profile was measured with, in words (``interval``: a
+    :class:`fleetopt.io.documents.plan.CalibrationInterval` or None; ``fits``: the (short, long)
+    serving profiles' ``fit`` records, whose ``max_input_tokens`` + ``max_output_tokens`` are the
+    longest requests measured; the last pool runs on the long profile)."""
+    if plan.best is None:
+        return []
+    notes = []
+    last = len(plan.best.pools) - 1
+    for index, (pool, hardware) in enumerate(zip(plan.best.pools, plan.best.hardware, strict=True)):
+        fit = (fits or ({}, {}))[1 if index == last else 0]
+        measured, output = fit.get("max_input_tokens"), fit.get("max_output_tokens", 0)
+        if isinstance(measured, int) and isinstance(output, int) and pool.context_tokens > measured + output:
+            notes.append(
+                f"pool {plan.best.pool_names[index]} serves requests of up to {pool.context_tokens:,} "
+                f"tokens; its profile {hardware.serving_name} was measured with prompts of up to "
+                f"{measured:,} tokens: beyond, its costs are extrapolated from the shorter prompts measured"
+            )
+    if interval is None:
+        return notes
+    low, high = ("no fleet meets the SLO" if g is None else f"{g:,}" for g in interval.gpus)
+    below, above = (f"{p:g}th" for p in interval.percentiles)
+    return [
+        f"calibration: {plan.best.total_gpus:,} GPUs; {low} to {high} under calibration error (the "
+        f"measured profiles' fitted parameters at their {below} and {above} percentiles, the same pools "
+        "re-sized where they still meet the SLO)",
+        *notes,
+    ]

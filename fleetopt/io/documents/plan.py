@@ -580,6 +580,26 @@ class CompressionReliance(Document):
 
 
 @document
+class CalibrationInterval(Document):
+    """The best fleet under its measured profiles' calibration error: the same pools (boundaries and
+    γ) re-sized with every fitted parameter at its lower and at its upper percentile of the fit's
+    bootstrap over benchmark rows (the profiles' ``fit.*_p10_p90``; docs/profiles.md).
+
+    Attributes:
+        percentiles: the parameters' percentiles, [lower, upper].
+        gpus: the fleet's GPUs at the lower and at the upper parameters (where the same pools cannot
+            meet the SLO, the cheapest fleet of any split; null where none can).
+        cost_per_hour_usd: its cost per hour at each (null where no fleet meets the SLO).
+        feasible: whether a fleet meets the SLO at each.
+    """
+
+    percentiles: list[float] = field(min_items=2, minimum=0, maximum=100)
+    gpus: list[int | None] = field(min_items=2, minimum=0)
+    cost_per_hour_usd: list[float | None] = field(min_items=2, minimum=0)
+    feasible: list[bool] = field(min_items=2)
+
+
+@document
 class PlanDocument(Document):
     """A capacity plan: the cheapest fleet that meets a P99 TTFT SLO, against the baselines.
 
@@ -603,6 +623,8 @@ class PlanDocument(Document):
             other than ``off``; :mod:`fleetopt.io.documents.prefix`).
         validation: the simulation cross-check of ``plan --validate`` (only on its standard output;
             docs/validation.md).
+        calibration_interval: the best fleet at the measured profiles' parameter percentiles (only
+            when a profile carries them).
     """
 
     schema_version: Literal[2]
@@ -621,6 +643,7 @@ class PlanDocument(Document):
     schedule: ScheduleDocument | None = field(omit_if_none=True)
     prefix_caching: PrefixCachingDocument | None = field(default=None, omit_if_none=True)
     validation: dict[str, Any] | None = field(default=None, omit_if_none=True)
+    calibration_interval: CalibrationInterval | None = field(default=None, omit_if_none=True)
 
 
 def upgrade(document: dict[str, Any]) -> dict[str, Any]:
