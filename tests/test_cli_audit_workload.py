@@ -161,6 +161,7 @@ def test_plot_without_matplotlib_gives_the_clear_message(tmp_path, monkeypatch) 
     assert result.stdout == "" and not target.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib (the 'plot' extra) is not installed")
 def test_plot_writes_a_png(tmp_path) -> None:
     target = tmp_path / "audit.png"

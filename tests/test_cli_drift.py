@@ -335,6 +335,7 @@ def test_hand_edited_plans_say_what_is_wrong(tmp_path, plans, edit, message) -> 
     _assert_refused(_drift("--plan", str(path), "--cdf", "azure-2023-conv"), f"plan {path}: {message}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("edit", "message"), HAND_EDITS)
 def test_simulate_refuses_exactly_the_plans_drift_refuses(tmp_path, plans, edit, message) -> None:
     path = _broken(tmp_path, plans["two_pool"], "edited.yaml", edit)

@@ -237,6 +237,7 @@ def test_plan_validate_replay_replays_right_after_planning(tmp_path: Path) -> No
     assert clash.stderr == "Error: --replay and --arrivals profile contradict each other; give one of them\n"
 
 
+@pytest.mark.slow
 def test_a_replay_runs_enough_seeds_for_its_rarest_pool(tmp_path: Path) -> None:
     """Cut to its first 1,000 arrivals a replay measures a few dozen long-pool requests per seed: by
     default it runs as many seeds as that pool needs for a P99 interval (at most 10), not 3."""

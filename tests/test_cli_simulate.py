@@ -67,6 +67,7 @@ def test_simulate_json_shape(plan_file: Path) -> None:
     assert any("NOT warmed up" in note for note in data["notes"])
 
 
+@pytest.mark.slow
 def test_default_request_count_warms_every_pool_up(plan_file: Path) -> None:
     result = runner.invoke(app, ["simulate", "--plan", str(plan_file), "--seeds", "2", "--format", "json"])
     assert result.exit_code == 0, result.output

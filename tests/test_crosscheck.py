@@ -281,6 +281,7 @@ def test_longest_service_of_a_three_pool_fleet_uses_each_pools_own_iteration_tim
     assert longest_service_s(workload, setup, "physical") == pytest.approx(504 * 0.03)
 
 
+@pytest.mark.slow
 def test_a_pool_the_fleet_run_barely_measures_is_simulated_on_its_own_stream() -> None:
     """LMSYS on the default profile at 3 s and 250 req/s (docs/validation.md, `fresh-6`): the long
     pool (3 × 19 slots) takes 0.35% of the traffic, so the whole-fleet run measures about a

@@ -258,6 +258,7 @@ def test_the_slots_scheduler_is_the_engine_before_bit_for_bit(dispatch: str) -> 
 _SLOW = pytest.mark.slow
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("scheduler", "dispatch"),
     [("vllm", "least-kv"), ("slots", "pooled")]
@@ -301,6 +302,7 @@ def test_attention_cost_per_token_pair_runs_at_the_prompts_dense_rate() -> None:
     assert attention_s_per_token_pair(30.7e-6, None, 1e6) == 0.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheduler", ["vllm", "slots"])
 def test_striding_over_unchanging_iterations_changes_no_time(scheduler: str) -> None:
     """Skipping, in one step, the iterations in which only decoding requests run and nothing can join

@@ -58,6 +58,7 @@ def test_without_spare_no_pool_has_one(plans) -> None:
     assert all(p["spare_instances"] == 0 for p in pinned["best"]["pools"].values())
 
 
+@pytest.mark.slow
 def test_a_ttft_headroom_sizes_to_the_tighter_slo(plans) -> None:
     tighter = plans["tighter"]
     assert tighter["inputs"]["ttft_headroom_fraction"] == pytest.approx(0.1)

@@ -92,6 +92,7 @@ def _run(args: list[str], inputs: list[Path], outputs: list[Path] = ()) -> None:
             assert not path.exists(), f"{path} was written by a failed command"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(SEEDS))
 @FUZZ
 @given(data=st.data())

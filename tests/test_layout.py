@@ -57,7 +57,7 @@ def _run(args: list[str], columns: str | None) -> str:
 
 
 @pytest.mark.parametrize("args", COMMANDS, ids=lambda a: " ".join(a[:3]))
-@pytest.mark.parametrize("columns", [80, 200])
+@pytest.mark.parametrize("columns", [80, pytest.param(200, marks=pytest.mark.slow)])
 def test_every_line_fits_the_terminal_and_no_number_is_cut(args: list[str], columns: int) -> None:
     text = _run(args, str(columns))
     lines = text.splitlines()
@@ -188,6 +188,7 @@ def small_plan(tmp_path_factory) -> str:
     return str(path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("columns", [80, 200, None])
 def test_drift_and_simulate_reports_fit_too(small_plan: str, columns: int | None) -> None:
     runs = {

@@ -244,6 +244,7 @@ def test_an_idle_pools_ttft_does_not_fall_with_more_instances() -> None:
         assert value == pytest.approx(alone, rel=1e-3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("instances", "slots"), [(4, 4), (8, 4), (2, 8)])
 def test_local_drain_rate_matches_a_least_loaded_simulation(instances, slots) -> None:
     """The wait given a wait behind a least-loaded router with a queue at every instance (the

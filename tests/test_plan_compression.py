@@ -25,6 +25,7 @@ def compressed():
     return plan_workload("azure-2023", compressibility=1.0, max_pools=3, **README)
 
 
+@pytest.mark.slow
 def test_the_fleet_without_compression_is_the_best_fleet_when_nothing_is_compressed(compressed) -> None:
     plain = plan_workload("azure-2023", compressibility=0.0, max_pools=3, **README)
     best, without = compressed.plan.best, compressed.plan.without_compression

@@ -115,7 +115,7 @@ def test_erlang_c_increases_in_load(servers: int, u1: float, u2: float) -> None:
     assert log_erlang_c(servers, low) <= log_erlang_c(servers, high) + 1e-13
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(
     arrival_rate=st.floats(0.01, 1e5),
     service_rate=st.floats(1e-3, 10.0),

@@ -181,6 +181,7 @@ def test_wait_quantile_where_c_underflows_is_still_exact_zero_or_positive() -> N
     assert wait_quantile(q, servers, load, 1.0, 1.0) == pytest.approx(expected, rel=1e-11)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("servers", [300, 100_000, 1_000_000, 10_000_000, 100_000_000])
 def test_the_poisson_tail_band_where_scipys_series_truncates(servers: int) -> None:
     # Loads 3.9–12 standard deviations below c: Q = P(X > c) is 1e-4…1e-33 here and scipy's

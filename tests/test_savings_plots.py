@@ -82,6 +82,7 @@ def test_missing_matplotlib_gives_an_install_hint(tmp_path, monkeypatch) -> None
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib (the 'plot' extra) is not installed")
 @pytest.mark.parametrize(
     ("draw", "rows"),
@@ -94,6 +95,7 @@ def test_plots_write_a_png_and_nothing_else(draw, rows, tmp_path) -> None:
     assert [path.name for path in tmp_path.iterdir()] == ["plot.png"]  # no temporary left behind
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib (the 'plot' extra) is not installed")
 def test_svg_plot_is_svg(tmp_path) -> None:
     target = plots.plot_fleet_vs_rate(_rate_rows(with_compression=False), tmp_path / "fleet.svg")

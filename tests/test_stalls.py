@@ -113,6 +113,7 @@ def _chain_args(ctx, rate, slots):
     )  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("prompt_share", [0.2, 0.3])
 def test_stall_factor_matches_the_simulated_occupancy_variance(prompt_share) -> None:
     """With unlimited slots, the variance of the occupancy an arrival finds in the ``physical``

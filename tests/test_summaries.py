@@ -110,6 +110,7 @@ def test_the_plan_of_a_summary_is_the_plan_of_its_log(logs) -> None:
     assert _drop(summary, *ignore) == _drop(raw, *ignore)
 
 
+@pytest.mark.slow
 def test_two_halves_merged_plan_like_the_whole_log(logs) -> None:
     """The must-hold: summaries of two halves, merged, give the plan of the whole log."""
     whole = _json(["plan", "--cdf", str(logs["whole"]), "--slo", "500ms", "--rate", "250"])

@@ -241,6 +241,7 @@ def test_the_papers_chunk_on_long_prompts(chunk) -> None:
         assert math.isfinite(law.variance_s2) and law.quantile_s(0.99) > law.mean_s > 0
 
 
+@pytest.mark.slow
 def test_a_thousand_levels_agree_with_the_plain_recursion_for_the_clusters() -> None:
     """At 1,000 levels (a 52-token chunk on 52K-token prompts) the plain background marks are out of
     reach (hours), but the plain cluster recursion is O(levels²): the numpy Q_r match it to 10⁻¹⁰,
