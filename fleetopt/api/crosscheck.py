@@ -54,13 +54,21 @@ def with_model_attention(setup: Any, dirs: Any = None) -> Any:
     """A cross-check setup whose pools charge prompt chunks their attention over the cached context:
     each pool's model looked up by name among the profiles (``dirs``: the bundled ones by default;
     a model not found keeps prompt tokens at τ, whatever the context)."""
-    from fleetopt.api import profile_search_path
     from fleetopt.core.crosscheck import with_attention
+
+    return with_attention(setup, model_attention_flops([p.hardware for p in setup.pools], dirs))
+
+
+def model_attention_flops(hardware: Any, dirs: Any = None) -> dict[str, float | None]:
+    """Each pool model's attention FLOPs per token pair, by model name (``hardware``: the pools'
+    :class:`~fleetopt.core.service.PoolHardware`), looked up among the profiles (``dirs``: the
+    bundled ones by default); None for a model not found."""
+    from fleetopt.api import profile_search_path
     from fleetopt.io.profiles import load_model
 
     flops: dict[str, float | None] = {}
-    for prediction in setup.pools:
-        name = prediction.hardware.model_name
+    for pool in hardware:
+        name = pool.model_name
         if name not in flops:
             try:
                 flops[name] = load_model(
@@ -68,7 +76,7 @@ def with_model_attention(setup: Any, dirs: Any = None) -> Any:
                 ).attention_flops_per_token_pair()
             except FleetoptError:
                 flops[name] = None
-    return with_attention(setup, flops)
+    return flops
 
 
 def _arrival_process(replay: bool, arrivals: str | None) -> str:

@@ -19,7 +19,7 @@ from fleetopt.core.routing import Routing
 from fleetopt.core.service import PoolHardware
 from fleetopt.core.sizing import PoolSizing
 from fleetopt.core.workload import Workload
-from fleetopt.defaults import CHAT_TPOT_NOTICE_S, HOURS_PER_YEAR
+from fleetopt.defaults import CHAT_TPOT_NOTICE_S, DEFAULT_DISPATCH, HOURS_PER_YEAR
 from fleetopt.io.documents.plan import (
     PLAN_KIND,
     SCHEMA_VERSION,
@@ -33,6 +33,9 @@ from fleetopt.io.documents.plan import (
     PoolDocument,
     Profiles,
     RateBasis,
+    RefinedFleetDocument,
+    RefinedPoolDocument,
+    RefinementDocument,
     Savings,
     ScheduleDocument,
     ScheduleWindowDocument,
@@ -237,8 +240,70 @@ def utc_text(epoch_s: float) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def refinement_document(refinement: Any) -> RefinementDocument:
+    """What ``--refine`` simulated and decided (:class:`fleetopt.core.refine.Refinement`)."""
+    settings = refinement.settings
+
+    def figure(value: float) -> float | None:
+        return value if math.isfinite(value) else None
+
+    fleets = []
+    for fleet in refinement.fleets:
+        analytic, refined = fleet.analytic, fleet.fleet
+        fleets.append(
+            RefinedFleetDocument(
+                boundaries_tokens=list(analytic.routing.boundaries_tokens),
+                gamma=analytic.gamma,
+                analytic_gpus=analytic.total_gpus,
+                refined_gpus=None if refined is None else refined.total_gpus,
+                analytic_cost_per_year_usd=analytic.cost_per_year_usd,
+                refined_cost_per_year_usd=None if refined is None else refined.cost_per_year_usd,
+                passed=fleet.passed,
+                chosen=fleet is refinement.best,
+                pools=[
+                    RefinedPoolDocument(
+                        pool=pool.name,
+                        outcome=pool.outcome,
+                        analytic_instances=pool.analytic_instances,
+                        refined_instances=pool.instances,
+                        slots_per_instance=pool.slots_per_instance,
+                        simulated_p99_ttft_s=figure(pool.p99_ttft_s),
+                        p99_ttft_low_s=figure(pool.p99_ttft_low_s),
+                        p99_ttft_high_s=figure(pool.p99_ttft_high_s),
+                        best_instances=pool.best_instances,
+                        confirmed=pool.confirmed,
+                        simulations=pool.simulations,
+                        requests_per_seed=pool.requests_per_seed,
+                        warmup_requests=pool.warmup_requests,
+                    )
+                    for pool in fleet.pools
+                ],
+            )
+        )
+    return RefinementDocument(
+        candidates=settings.candidates,
+        service_model="physical",
+        scheduler=settings.scheduler,
+        dispatch=settings.dispatch,
+        search_seed=settings.search_seed,
+        confirm_seeds=list(settings.confirm_seeds),
+        rule="the upper end of the simulated P99 TTFT's 95% interval at or below the SLO (the cross-check's "
+        "rule), on the pool's own Poisson stream at its planned rate",
+        max_requests_per_seed=settings.max_requests,
+        bound=f"up to {settings.max_instance_factor:g}× the analytic count + {settings.max_extra_instances}",
+        fleets=fleets,
+    )
+
+
 def plan_document(
-    plan: FleetPlan, workload: Workload, inputs: dict[str, Any], *, arrivals: Any = None, schedule: Any = None
+    plan: FleetPlan,
+    workload: Workload,
+    inputs: dict[str, Any],
+    *,
+    arrivals: Any = None,
+    schedule: Any = None,
+    dispatch: str = DEFAULT_DISPATCH,
+    refinement: Any = None,
 ) -> PlanDocument:
     """The versioned plan document (fields and schema: :mod:`fleetopt.io.documents.plan`).
 
@@ -323,4 +388,6 @@ def plan_document(
         + pool_model_notes(plan)
         + plan_notes(plan),
         schedule=None if schedule is None else schedule_document(schedule),
+        dispatch=dispatch,
+        refinement=None if refinement is None else refinement_document(refinement),
     )
