@@ -298,13 +298,15 @@ def crosscheck_plan_run(
     progress: Any = None,
     arrivals: str | None = None,
     replay: bool = False,
-    dispatch: str = DEFAULT_DISPATCH,
+    dispatch: str | None = None,
 ) -> CrossCheck:
     """``fleetopt plan --validate``: a fresh plan's best fleet, simulated under its model and traffic
-    (Poisson at its sizing rate, or its log replayed or followed at its mean: ``arrivals``)."""
+    (Poisson at its sizing rate, or its log replayed or followed at its mean: ``arrivals``) and the
+    dispatch policy the plan states unless ``dispatch`` is given."""
     from fleetopt.core.crosscheck import setup_from_plan
 
     setup = setup_from_plan(run.plan)
+    dispatch = dispatch or run.document.get("dispatch") or DEFAULT_DISPATCH
     return crosscheck_setup_run(
         setup, run.workload, service_model=setup.analytical_model, requests=requests, seeds=seeds,
         progress=progress, arrivals=arrivals, replay=replay, dispatch=dispatch,
@@ -316,7 +318,7 @@ def crosscheck_plan_file(
     *,
     workload: str | None = None,
     service_model: str | None = None,
-    dispatch: str = DEFAULT_DISPATCH,
+    dispatch: str | None = None,
     requests: int | None = None,
     seeds: int | None = None,
     warmup_fraction: float = 0.5,
@@ -331,7 +333,8 @@ def crosscheck_plan_file(
 
     The plan is read by the one plan reader (:func:`fleetopt.io.plans.read_plan`); its workload is
     re-read the way the plan read it; on another workload the predictions are re-evaluated first.
-    Arrivals as :func:`crosscheck_setup_run` (``rate_window_s``: 1 minute unless given).
+    Arrivals as :func:`crosscheck_setup_run` (``rate_window_s``: 1 minute unless given);
+    ``dispatch``: the plan's stated policy unless given (``least-loaded`` for plans before it).
     """
     from fleetopt.core.crosscheck import reevaluate, setup_from_planned
     from fleetopt.io.plans import read_plan, workload_fingerprint
@@ -343,6 +346,9 @@ def crosscheck_plan_file(
     if not 0.0 <= warmup_fraction < 1.0:
         raise ValidationError(f"--warmup-fraction: {warmup_fraction:g} must be in [0, 1)")
     process = _arrival_process(replay, arrivals)
+    if dispatch is None:
+        stated = plan_file.plan_document.dispatch if plan_file.plan_document is not None else None
+        dispatch = stated or DEFAULT_DISPATCH
     setup = setup_from_planned(plan_file.fleet, plan_file.options)
     name = workload if workload is not None else plan_file.workload
     if name is None:
