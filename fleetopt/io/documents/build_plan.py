@@ -50,6 +50,7 @@ from fleetopt.io.documents.words import (
     pool_model_notes,
     pool_reason,
     rate_notes,
+    regime_warnings,
     workload_notes,
 )
 from fleetopt.io.plans import workload_fingerprint
@@ -380,7 +381,8 @@ def plan_document(
             )
             for c in plan.grid
         ],
-        warnings=headroom_warnings(best_document.pools, o) if best_document is not None else [],
+        warnings=(headroom_warnings(best_document.pools, o) if best_document is not None else [])
+        + (regime_warnings(best_document.pools, o, dispatch) if best_document and refinement is None else []),
         notes=workload_notes(workload)
         + rate_notes(workload, o.mean_rate_per_s, origin)
         + basis_notes(o, arrivals)

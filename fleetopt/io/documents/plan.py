@@ -478,13 +478,19 @@ class HeadroomWarning(Document):
     Attributes:
         pool: the pool's name.
         kind: ``ttft_near_slo``, ``ttft_flat_in_instances``, ``slot_wait_sets_ttft``,
-            ``tpot_near_slo`` or ``tpot_noticeable``.
+            ``tpot_near_slo``, ``tpot_noticeable`` or ``outside_validated_region`` (an unrefined plan's
+            pool where the analytic model was not shown to hold: docs/validation.md).
         message: what it means and what to do, in words.
     """
 
     pool: str
     kind: Literal[
-        "ttft_flat_in_instances", "slot_wait_sets_ttft", "ttft_near_slo", "tpot_near_slo", "tpot_noticeable"
+        "ttft_flat_in_instances",
+        "slot_wait_sets_ttft",
+        "ttft_near_slo",
+        "tpot_near_slo",
+        "tpot_noticeable",
+        "outside_validated_region",
     ]
     message: str
 
