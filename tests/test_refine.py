@@ -116,3 +116,32 @@ def test_a_refined_plan_records_its_counts_and_simulate_uses_its_dispatch(tmp_pa
         crosscheck_plan_file(path, requests=3000, seeds=1, dispatch="pooled").report.result.dispatch
         == "pooled"
     )
+
+
+def _pool(**changes):
+    from types import SimpleNamespace
+
+    figures = dict(p99_prefill_s=0.457, p99_ttft_s=0.474, ttft_headroom_fraction=0.052, utilization=0.074)
+    return SimpleNamespace(**{**figures, **changes})
+
+
+@pytest.mark.parametrize(
+    ("changes", "dispatch", "warned"),
+    [
+        ({}, "least-loaded", True),  # the README plan's long pool (docs/validation.md)
+        ({}, "least-waiting", True),
+        ({}, "round-robin", False),  # never behind another prompt's prefill on a thin pool
+        ({}, "pooled", False),
+        ({"ttft_headroom_fraction": 0.2}, "least-loaded", False),  # more headroom than the ±15% band
+        ({"utilization": 0.6}, "least-loaded", False),  # not thin (the README plan's short pool)
+        ({"p99_prefill_s": 0.1}, "least-loaded", False),  # the P99 is not mostly prefill
+    ],
+)
+def test_the_regime_warning_names_prefill_bound_thin_pools_behind_counting_routers(changes, dispatch, warned):
+    from types import SimpleNamespace
+
+    from fleetopt.io.documents.words import regime_warnings
+
+    warnings = regime_warnings({"long": _pool(**changes)}, SimpleNamespace(ttft_slo_s=0.5), dispatch)
+    assert [w.kind for w in warnings] == (["outside_validated_region"] if warned else [])
+    assert not warned or dispatch in warnings[0].message and "--refine" in warnings[0].message

@@ -296,6 +296,22 @@ def refinement_document(refinement: Any) -> RefinementDocument:
     )
 
 
+def _warnings(best: FleetDocument | None, options: PlanOptions, dispatch: str, refinement: Any) -> list:
+    """The best fleet's warnings: headroom, and where the analytic model was not shown to hold
+    (unrefined plans). A pool whose count the simulation set gets no warning about its analytic TTFT:
+    its simulated P99 and interval are in ``refinement``."""
+    if best is None:
+        return []
+    if refinement is None:
+        return headroom_warnings(best.pools, options) + regime_warnings(best.pools, options, dispatch)
+    simulated = {p.name for p in (refinement.best.pools if refinement.best else ()) if p.outcome == "refined"}
+    return [
+        warning
+        for warning in headroom_warnings(best.pools, options)
+        if not (warning.pool in simulated and warning.kind in ("ttft_near_slo", "ttft_flat_in_instances"))
+    ]
+
+
 def plan_document(
     plan: FleetPlan,
     workload: Workload,
@@ -381,8 +397,7 @@ def plan_document(
             )
             for c in plan.grid
         ],
-        warnings=(headroom_warnings(best_document.pools, o) if best_document is not None else [])
-        + (regime_warnings(best_document.pools, o, dispatch) if best_document and refinement is None else []),
+        warnings=_warnings(best_document, o, dispatch, refinement),
         notes=workload_notes(workload)
         + rate_notes(workload, o.mean_rate_per_s, origin)
         + basis_notes(o, arrivals)
