@@ -214,7 +214,8 @@ def _reference_workload():
 
 #: The engine before issue 30 (``physical`` at d4cd161) on :func:`_reference_workload` through the
 #: fleet of :func:`_two_pool_fleet` without KV limits (and without the prompt attention, which that
-#: engine did not have; the short pool's context 8,192), Routing.two_pool(2048, 1.5, 1.0), 4,000
+#: engine did not have; the short pool's context 8,192), Routing.two_pool(2048, 1.5, 1.0) with no
+#: cut cap (d4cd161 had none; max_cut_fraction=1.0), 4,000
 #: requests, seed 5: the first 16 hex digits of the SHA-256 of each pool's slot-start, admission,
 #: first-token and departure times (float64, concatenated in that order).
 BEFORE_ISSUE_30 = {
@@ -242,7 +243,7 @@ def test_the_slots_scheduler_is_the_engine_before_bit_for_bit(dispatch: str) -> 
     pools = _two_pool_fleet(kv=False)  # what the slots scheduler ignores (attention) changes nothing
     for rate in (20.0, 40.0):
         traces = simulate_fleet(
-            workload, pools, Routing.two_pool(2048, 1.5, 1.0), arrival_rate_per_s=rate,
+            workload, pools, Routing.two_pool(2048, 1.5, 1.0, max_cut_fraction=1.0), arrival_rate_per_s=rate,
             service_model="physical", dispatch=dispatch, requests=4000, seeds=(5,), keep_requests=True,
             scheduler="slots",
         ).traces  # fmt: skip
@@ -274,7 +275,7 @@ def test_compiled_and_interpreted_engines_give_the_same_trace(scheduler: str, di
         with pytest.MonkeyPatch.context() as patch:
             patch.setenv(engines.JIT_ENV, jit)
             traces[jit] = simulate_fleet(
-                workload, _two_pool_fleet(kv=True), Routing.two_pool(2048, 1.5, 1.0), arrival_rate_per_s=40.0,
+                workload, _two_pool_fleet(kv=True), Routing.two_pool(2048, 1.5, 1.0, max_cut_fraction=1.0), arrival_rate_per_s=40.0,
                 service_model="physical", dispatch=dispatch, requests=800, seeds=(5,), keep_requests=True,
                 scheduler=scheduler,
             ).traces  # fmt: skip

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import io
 import json
 import math
@@ -539,11 +540,27 @@ def _log_source(label: str, files: list[str], fmt: str, gzip_compressed: bool) -
 
 
 def _load_bundled(name: str, split_model) -> Workload:
-    """A bundled workload: a YAML manifest naming one or more data files of one format."""
-
+    """A bundled workload: a YAML manifest naming one or more data files of one format. Bundled data
+    is read once per process (the API plans a bundled workload many times over in a notebook or a
+    sweep): the copy returned shares that read's arrays, which are read-only, and has its own
+    metadata."""
     from fleetopt.io.data import bundled_dir
 
-    folder = bundled_dir("workloads")
+    workload = _read_bundled(bundled_dir("workloads"), name, split_model)
+    return dataclasses.replace(workload, metadata=dict(workload.metadata))
+
+
+@functools.lru_cache(maxsize=16)
+def _read_bundled(folder: Path, name: str, split_model) -> Workload:
+    workload = _parse_bundled(folder, name, split_model)
+    for field in dataclasses.fields(workload):
+        value = getattr(workload, field.name)
+        if isinstance(value, np.ndarray):
+            value.flags.writeable = False
+    return workload
+
+
+def _parse_bundled(folder: Path, name: str, split_model) -> Workload:
     manifest_path = folder / f"{name}.yaml"
     manifest = safe_load(manifest_path.read_text(encoding="utf-8"))
     files = [folder / f for f in manifest["files"]]
