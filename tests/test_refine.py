@@ -145,3 +145,18 @@ def test_the_regime_warning_names_prefill_bound_thin_pools_behind_counting_route
     warnings = regime_warnings({"long": _pool(**changes)}, SimpleNamespace(ttft_slo_s=0.5), dispatch)
     assert [w.kind for w in warnings] == (["outside_validated_region"] if warned else [])
     assert not warned or dispatch in warnings[0].message and "--refine" in warnings[0].message
+
+
+@pytest.mark.slow
+def test_no_passing_fleet_is_one_error_line_with_the_best_p99_and_no_file(tmp_path) -> None:
+    """The README workload at B = 8,192: the long pool's P99 is one 8–14K prompt's own prefill with its
+    attention (522 ms, docs/validation.md), above the 500 ms SLO at every count; refining only that
+    fleet fails, in one line that names the pool and the best P99, and writes nothing."""
+    out = tmp_path / "plan.json"
+    result = runner.invoke(app, [
+        "plan", "--cdf", "azure-2023", "--slo", "500ms", "--rate", "1000", "--b-short", "8192",
+        "--gamma", "1", "--refine", "1", "--output", str(out),
+    ])  # fmt: skip
+    assert result.exit_code == 1 and not out.exists()
+    lines = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert len(lines) == 1 and "'long'" in lines[0] and "P99 TTFT of 5" in lines[0]
