@@ -160,7 +160,7 @@ def candidate_fleets(plan: FleetPlan, count: int) -> tuple[FleetCandidate, ...]:
 
 
 def _pool_key(pool: PoolSizing) -> tuple:
-    return (pool.instances, pool.slots_per_instance, pool.context_tokens, round(pool.arrival_rate_per_s, 9))
+    return (pool.instances, pool.slots_per_instance, pool.context_tokens, f"{pool.arrival_rate_per_s:.9g}")
 
 
 def _workload_digest(workload: Workload) -> str:
@@ -183,7 +183,7 @@ class PoolSearch:
         arrival_rate_per_s: float,
         residence_s: float,
         analytic_instances: int,
-        floor_instances: int,
+        floor_instances: int | Callable[[], int],
         ttft_slo_s: float,
         settings: RefineSettings,
     ) -> None:
@@ -194,8 +194,7 @@ class PoolSearch:
             arrival_rate_per_s, residence_s=residence_s, measured_requests=settings.measured_requests
         )
         self.per_seed = self.warmup + measured
-        bound = max(floor_instances, math.ceil(settings.max_instance_factor * analytic_instances))
-        self.bound = bound + settings.max_extra_instances
+        self.bound = analytic_instances  # set by search(), from the floor
         self.runs: dict[tuple[int, tuple[int, ...]], tuple[float, float, float]] = {}
         self.result: RefinedPool | None = None
         self.confirmed = False
@@ -245,7 +244,13 @@ class PoolSearch:
         if self.per_seed > self.settings.max_requests:
             self.result = self._outcome("too_large", self.analytic, (math.nan,) * 3, None)
             return self.result
-        floor, bound = self.floor, self.bound
+        if callable(self.floor):  # the floor costs model evaluations: only for a pool searched
+            self.floor = self.floor()
+        s = self.settings
+        floor = self.floor
+        self.bound = bound = (
+            max(floor, math.ceil(s.max_instance_factor * self.analytic)) + s.max_extra_instances
+        )
         start = min(max(self.analytic, floor), bound)
         if self._passes(start):  # step down while it passes: lo fails (or is below the floor), hi passes
             hi, step, lo = start, 1, floor - 1
@@ -300,14 +305,18 @@ class PoolSearch:
 
 
 def _floor_instances(evaluate: Callable[[int], PoolSizing], analytic: int, max_utilization: float) -> int:
-    """The fewest instances whose load stays within the utilization cap (at most ``analytic``)."""
-    load = evaluate(analytic).load_utilization
-    n = max(1, min(analytic, math.ceil(analytic * load / max_utilization))) if load > 0 else 1
-    while n < analytic and not evaluate(n).load_utilization <= max_utilization:
-        n += 1
-    while n > 1 and evaluate(n - 1).load_utilization <= max_utilization:
-        n -= 1
-    return n
+    """The fewest instances whose load stays within the utilization cap (at most ``analytic``), by
+    bisection: the load falls as instances are added."""
+    lo, hi = 0, analytic  # lo exceeds the cap (or is 0), hi is within it
+    if not evaluate(hi).load_utilization <= max_utilization:
+        return analytic
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if evaluate(mid).load_utilization <= max_utilization:
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 def refine_plan(
@@ -349,7 +358,7 @@ def refine_plan(
             stream = routed_pool_workload(planner.workload, candidate.routing, index)
             search = None
             if stream is not None and pool.instances > 0 and rate > 0:
-                key = (hardware, pool.context_tokens, pool.slots_per_instance, round(rate, 9))
+                key = (hardware, pool.context_tokens, pool.slots_per_instance, f"{rate:.9g}")
                 key += (_workload_digest(stream),)
                 if key not in searches:
                     simulated = _simulated_pool(
@@ -361,7 +370,8 @@ def refine_plan(
                         arrival_rate_per_s=rate,
                         residence_s=pool.mean_service_s if math.isfinite(pool.mean_service_s) else 0.0,
                         analytic_instances=pool.instances,
-                        floor_instances=_floor_instances(
+                        floor_instances=partial(
+                            _floor_instances,
                             lambda n, evaluate=evaluate: evaluate(instances=n),
                             pool.instances,
                             options.max_utilization,
@@ -400,7 +410,11 @@ def refine_plan(
         if not passing:
             return Refinement(settings, tuple(fleets), None)
         cheapest = passing[0]
-        unconfirmed = [s for _, _, s, _ in members[cheapest][1] if s is not None and not s.confirmed]
+        unconfirmed = [
+            s
+            for _, _, s, _ in members[cheapest][1]
+            if s is not None and s.result.outcome == "refined" and not s.confirmed
+        ]
         if not unconfirmed:
             return Refinement(settings, tuple(fleets), fleets[cheapest])
         for search in unconfirmed:
