@@ -160,3 +160,19 @@ def test_no_passing_fleet_is_one_error_line_with_the_best_p99_and_no_file(tmp_pa
     assert result.exit_code == 1 and not out.exists()
     lines = [line for line in result.output.splitlines() if line.startswith("Error:")]
     assert len(lines) == 1 and "'long'" in lines[0] and "P99 TTFT of 5" in lines[0]
+
+
+def test_a_fleet_of_pools_past_the_budget_is_the_analytic_one_flagged() -> None:
+    """Every pool too large to simulate: the refinement ends (nothing to confirm) with the analytic
+    fleet as the best, every pool flagged ``too_large`` and unconfirmed."""
+    from fleetopt.api import plan_workload
+    from fleetopt.core.planner import Planner
+    from fleetopt.core.refine import refine_plan
+
+    run = plan_workload("azure-2023-conv", ttft_slo_s=2.0, arrival_rate_per_s=0.5, b_short_candidates=[2048])
+    plan = run.plan
+    planner = Planner(run.workload, plan.short_hardware, plan.long_hardware, plan.options)
+    refinement = refine_plan(planner, plan, RefineSettings(candidates=2, max_requests=10))
+    assert refinement.best is not None and refinement.best.fleet.total_gpus == plan.best.total_gpus
+    outcomes = {p.outcome for f in refinement.fleets for p in f.pools} - {"no_traffic"}
+    assert outcomes == {"too_large"} and not any(p.confirmed for f in refinement.fleets for p in f.pools)
