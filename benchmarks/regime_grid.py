@@ -8,7 +8,8 @@ long contexts (azure-2023-code at 8K, azure-2023 at 16K, lmsys at 131K), SLOs of
 default). For each scenario the plan's best fleet is refined (``--refine 1``): each pool's
 smallest instance count whose simulated P99 TTFT meets the SLO with confidence
 (docs/validation.md, "Refining a plan by simulation") — the simulated minimum at the plan's own
-boundaries and slots. Printed: per scenario the analytic and refined counts; per region (GPU ×
+boundaries and slots. Printed: per scenario the analytic and refined counts and the pools the
+unrefined plan warned about (``outside_validated_region``); per region (GPU ×
 context) the pools whose analytic count is within ±15% of the simulated minimum and the fleets
 within ±5% of it.
 
@@ -43,8 +44,11 @@ def main() -> None:
 
     load_kernels()
     regions: dict[tuple[str, str], list] = defaultdict(list)
-    print("| GPU | context | SLO | pools: analytic → refined n (outcome) | GPUs analytic → refined | CPU |")
-    print("|---|---|---|---|---|---|")
+    print(
+        "| GPU | context | SLO | pools: analytic → refined n (outcome) | GPUs analytic → refined | warned "
+        "| CPU |"
+    )
+    print("|---|---|---|---|---|---|---|")
     for gpu, serving in HARDWARE:
         for label, workload, context in CONTEXTS:
             for slo in SLOS_S:
@@ -57,16 +61,24 @@ def main() -> None:
                 try:
                     analytic = plan_workload(workload, **kwargs)
                 except FleetoptError as exc:
-                    print(f"| {gpu} | {label} | {slo:g} s | error: {exc} | – | – |", flush=True)
+                    print(f"| {gpu} | {label} | {slo:g} s | error: {exc} | – | – | – |", flush=True)
                     continue
                 if analytic.plan.best is None:
-                    print(f"| {gpu} | {label} | {slo:g} s | infeasible (analytic) | – | – |", flush=True)
+                    print(f"| {gpu} | {label} | {slo:g} s | infeasible (analytic) | – | – | – |", flush=True)
                     continue
+                warned = (
+                    ", ".join(
+                        w["pool"]
+                        for w in analytic.document["warnings"]
+                        if w["kind"] == "outside_validated_region"
+                    )
+                    or "–"
+                )
                 try:
                     refined = plan_workload(workload, refine=1, **kwargs)
                 except FleetoptError as exc:
                     cpu = time.process_time() - start
-                    print(f"| {gpu} | {label} | {slo:g} s | {exc} | – | {cpu:.0f} s |", flush=True)
+                    print(f"| {gpu} | {label} | {slo:g} s | {exc} | – | {warned} | {cpu:.0f} s |", flush=True)
                     regions[(gpu, label)].append(None)
                     continue
                 cpu = time.process_time() - start
@@ -78,7 +90,9 @@ def main() -> None:
                     for p in pools
                 )
                 gpus = f"{fleet['analytic_gpus']:,} → {fleet['refined_gpus']:,}" if fleet["passed"] else "✗"
-                print(f"| {gpu} | {label} | {slo:g} s | {cells} | {gpus} | {cpu:.0f} s |", flush=True)
+                print(
+                    f"| {gpu} | {label} | {slo:g} s | {cells} | {gpus} | {warned} | {cpu:.0f} s |", flush=True
+                )
                 regions[(gpu, label)].append((pools, fleet))
     print(
         "\n| GPU | context | scenarios refined | pools within ±15% | fleets within ±5% "

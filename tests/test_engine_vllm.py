@@ -275,7 +275,8 @@ def test_compiled_and_interpreted_engines_give_the_same_trace(scheduler: str, di
         with pytest.MonkeyPatch.context() as patch:
             patch.setenv(engines.JIT_ENV, jit)
             traces[jit] = simulate_fleet(
-                workload, _two_pool_fleet(kv=True), Routing.two_pool(2048, 1.5, 1.0, max_cut_fraction=1.0), arrival_rate_per_s=40.0,
+                workload, _two_pool_fleet(kv=True), Routing.two_pool(2048, 1.5, 1.0, max_cut_fraction=1.0),
+                arrival_rate_per_s=40.0,
                 service_model="physical", dispatch=dispatch, requests=800, seeds=(5,), keep_requests=True,
                 scheduler=scheduler,
             ).traces  # fmt: skip

@@ -172,16 +172,33 @@ THIN_OCCUPANCY = 0.3
 #: Dispatch policies that never send a request behind another's prefill on a thin pool (round-robin
 #: spreads them; pooled waits for a free slot anywhere).
 PREFILL_SAFE_DISPATCH = ("round-robin", "pooled")
+#: The longest context of the validation sets (docs/validation.md): beyond it the regime grid
+#: (benchmarks/regime_grid.py) found 131K-token long pools 25–100% short of the simulated minimum, and
+#: issue 30 a replayed 131K pool at 5.40 s against 4.76 s predicted.
+VALIDATED_CONTEXT_TOKENS = 65_536
 
 
 def regime_warnings(pools: dict[str, PoolDocument], options, dispatch: str) -> list[HeadroomWarning]:
     """Pools of an unrefined plan outside the region where the analytic model was shown to hold
-    (docs/validation.md): prefill-bound thin pools under a dispatch policy that counts requests, with
-    less headroom to the SLO than the model's error band."""
+    (docs/validation.md): contexts beyond the validation sets', and prefill-bound thin pools under a
+    dispatch policy that counts requests with less headroom to the SLO than the model's error band."""
     from fleetopt.io.documents.plan import HeadroomWarning
 
     warnings = []
     for name, pool in pools.items():
+        if pool.context_tokens > VALIDATED_CONTEXT_TOKENS and pool.instances > 0:
+            warnings.append(HeadroomWarning(
+                pool=name,
+                kind="outside_validated_region",
+                message=(
+                    f"{name} pool: outside where the model was shown to hold — a context of "
+                    f"{pool.context_tokens:,} tokens, beyond the {VALIDATED_CONTEXT_TOKENS:,} of the "
+                    "validation sets; simulation found such long pools 25–100% short of the instances they "
+                    "need. Re-plan with --refine K (sizes it by simulation) or check it with plan --validate "
+                    '--strict (docs/validation.md, "Refining a plan by simulation")'
+                ),
+            ))  # fmt: skip
+            continue
         prefill, ttft, headroom = pool.p99_prefill_s, pool.p99_ttft_s, pool.ttft_headroom_fraction
         if (
             dispatch not in PREFILL_SAFE_DISPATCH and prefill is not None and ttft and headroom is not None
