@@ -30,7 +30,7 @@ def main() -> None:
             run = plan_run_from_options(
                 workload=str(LOG), slo=slo, rate_per_s=100, b_short=None, gamma=None, tpot_slo=None,
                 long_context_tokens=131072, reader_options={"log_format": "mooncake"},
-                prefix_caching=setting, dispatch=dispatch,
+                prefix_caching=setting, prefix_dispatch=dispatch,
             )  # fmt: skip
             gpus = run.plan.best.total_gpus
             off_gpus = off_gpus or gpus

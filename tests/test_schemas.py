@@ -91,6 +91,8 @@ PLANS = {
                             "rate_basis": "p99", "tpot_slo_s": 0.05},
     "one pool": {"workload": "azure-2023-conv", "ttft_slo_s": 2.0, "arrival_rate_per_s": 0.5,
                  "b_short_candidates": [2048], **PAPER},
+    "refined, round-robin": {"workload": "azure-2023-conv", "ttft_slo_s": 2.0, "arrival_rate_per_s": 0.5,
+                             "b_short_candidates": [2048], "refine": 2, "dispatch": "round-robin"},
     "two models": {"workload": "azure-2023-conv", "ttft_slo_s": 1.0, "arrival_rate_per_s": 100,
                    "service_model": "lockstep", "serving_long": "llama-3-70b-a100-80gb-tp8"},
 }  # fmt: skip
@@ -113,6 +115,7 @@ def test_the_plans_cover_every_shape(plans) -> None:
     assert "schedule" in plans["scheduled"] and "schedule" not in plans["mean basis"]
     assert {d["inputs"]["rate_basis"]["basis"] for d in plans.values()} >= {"mean", "peak", "p99"}
     assert any(d["warnings"] for d in plans.values()) and any(d["notes"] for d in plans.values())
+    assert "refinement" in plans["refined, round-robin"] and "refinement" not in plans["mean basis"]
 
 
 @pytest.mark.parametrize("fmt", ["json", "yaml"])

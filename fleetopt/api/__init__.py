@@ -221,6 +221,8 @@ def plan_workload(
     schedule_window_s: float | None = None,
     spare_instances: int = 0,
     ttft_headroom_fraction: float = 0.0,
+    refine: int | None = None,
+    dispatch: str | None = None,
 ) -> PlanRun:
     """Plan the cheapest fleet for a workload (a bundled name, a path, or a loaded Workload).
 
@@ -232,7 +234,10 @@ def plan_workload(
     DEFAULT_RATE_PER_S); ``rate_basis`` what each pool is sized for: ``mean``, ``peak`` or ``pNN`` of
     the rates in windows of ``rate_window_s`` (default ``peak`` for a log with timestamps, else
     ``mean``; see :func:`arrival_basis`). ``schedule_window_s``: also the time-of-day schedule
-    (:func:`fleetopt.core.schedule.build_schedule`) in windows of that length.
+    (:func:`fleetopt.core.schedule.build_schedule`) in windows of that length. ``refine`` = K: the K
+    cheapest fleets re-sized by simulation under ``dispatch`` (the policy the plan states; default
+    :data:`~fleetopt.defaults.DEFAULT_DISPATCH`), the cheapest passing one the answer
+    (:mod:`fleetopt.core.refine`).
     """
     from fleetopt.core.planner import Planner
     from fleetopt.io.documents.build_plan import plan_document
@@ -278,8 +283,12 @@ def plan_workload(
         spare_instances=spare_instances,
         ttft_headroom_fraction=ttft_headroom_fraction,
     )
+    dispatch = _plan_dispatch(dispatch, refine)
     planner = Planner(loaded, short_hardware, long_hardware, options)
     plan = planner.plan()
+    refinement = None
+    if refine is not None and plan.best is not None:
+        plan, refinement = _refined(planner, plan, refine, dispatch, dirs)
     interval, fits = None, None
     if plan.best is not None and gpu is None and gpu_long is None:  # measured profiles' fit records
         from fleetopt.io.profiles import load_serving
@@ -305,9 +314,64 @@ def plan_workload(
             schedule=schedule,
             calibration_interval=interval,
             profile_fits=fits,
+            dispatch=dispatch,
+            refinement=refinement,
         )
     )
     return PlanRun(plan=plan, workload=loaded, document=document, arrivals=arrivals, schedule=schedule)
+
+
+def _plan_dispatch(dispatch: str | None, refine: int | None) -> str:
+    """The dispatch policy a plan states (checked), and ``refine`` checked: K ≥ 1."""
+    from fleetopt.core.simulate import DISPATCH_POLICIES
+    from fleetopt.defaults import DEFAULT_DISPATCH
+
+    if refine is not None and (isinstance(refine, bool) or not 1 <= refine <= MAX_REFINE_CANDIDATES):
+        raise ValidationError(
+            f"--refine: {refine!r} must be a whole number of fleets from 1 to {MAX_REFINE_CANDIDATES}"
+        )
+    dispatch = DEFAULT_DISPATCH if dispatch is None else dispatch
+    if dispatch not in DISPATCH_POLICIES:
+        raise ValidationError(f"--dispatch: {dispatch!r} is not one of {', '.join(DISPATCH_POLICIES)}")
+    return dispatch
+
+
+#: The most fleets ``--refine`` re-sizes by simulation.
+MAX_REFINE_CANDIDATES = 50
+
+
+def _refined(
+    planner: Any, plan: FleetPlan, count: int, dispatch: str, dirs: Sequence[Path]
+) -> tuple[Any, Any]:
+    """The plan with its best fleet re-sized by simulation (:func:`fleetopt.core.refine.refine_plan`),
+    and the refinement; raises when no refined fleet meets the SLO."""
+    from dataclasses import replace
+
+    from fleetopt.api.crosscheck import model_attention_flops
+    from fleetopt.core.refine import RefineSettings, refine_plan
+
+    flops = model_attention_flops([plan.short_hardware, plan.long_hardware], dirs)
+    refinement = refine_plan(planner, plan, RefineSettings(candidates=count, dispatch=dispatch), flops)
+    if refinement.best is None:
+        worst = [
+            (fleet, pool)
+            for fleet in refinement.fleets
+            for pool in fleet.pools
+            if pool.outcome == "unreachable"
+        ]
+        fleet, pool = min(worst, key=lambda item: item[1].p99_ttft_s)
+        bound = f"{pool.best_instances} instances" if pool.best_instances else "its bound"
+        bounds = list(fleet.analytic.routing.boundaries_tokens) or "none"
+        raise FleetoptError(
+            f"--refine {count}: no fleet of the {len(refinement.fleets)} cheapest meets the "
+            f"{plan.options.ttft_slo_s * 1e3:g} ms SLO in simulation ({dispatch} dispatch); the closest, "
+            f"pool {pool.name!r} of the fleet at boundaries {bounds}, "
+            f"reached a P99 TTFT of {pool.p99_ttft_s * 1e3:.1f} ms with {bound} (up to "
+            f"{refinement.settings.max_instance_factor:g}× its analytic {pool.analytic_instances} + "
+            f"{refinement.settings.max_extra_instances} were tried); try more candidates, a looser --slo or "
+            "another --dispatch"
+        )
+    return replace(plan, best=replace(refinement.best.fleet, label="best")), refinement
 
 
 def plan_from_options(
@@ -376,7 +440,7 @@ def plan_run_from_options(
     else:
         options.pop("schedule", None)
     caching = options.pop("prefix_caching", None)
-    prefix_options = {k: options.pop(k) for k in ("dispatch", "block_size_tokens") if k in options}
+    prefix_options = {k: options.pop(k) for k in ("prefix_dispatch", "block_size_tokens") if k in options}
     arguments = dict(
         ttft_slo_s=parse_duration_s(slo, field="--slo"),
         arrival_rate_per_s=rate_per_s,

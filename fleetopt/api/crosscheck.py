@@ -54,13 +54,21 @@ def with_model_attention(setup: Any, dirs: Any = None) -> Any:
     """A cross-check setup whose pools charge prompt chunks their attention over the cached context:
     each pool's model looked up by name among the profiles (``dirs``: the bundled ones by default;
     a model not found keeps prompt tokens at τ, whatever the context)."""
-    from fleetopt.api import profile_search_path
     from fleetopt.core.crosscheck import with_attention
+
+    return with_attention(setup, model_attention_flops([p.hardware for p in setup.pools], dirs))
+
+
+def model_attention_flops(hardware: Any, dirs: Any = None) -> dict[str, float | None]:
+    """Each pool model's attention FLOPs per token pair, by model name (``hardware``: the pools'
+    :class:`~fleetopt.core.service.PoolHardware`), looked up among the profiles (``dirs``: the
+    bundled ones by default); None for a model not found."""
+    from fleetopt.api import profile_search_path
     from fleetopt.io.profiles import load_model
 
     flops: dict[str, float | None] = {}
-    for prediction in setup.pools:
-        name = prediction.hardware.model_name
+    for pool in hardware:
+        name = pool.model_name
         if name not in flops:
             try:
                 flops[name] = load_model(
@@ -68,7 +76,7 @@ def with_model_attention(setup: Any, dirs: Any = None) -> Any:
                 ).attention_flops_per_token_pair()
             except FleetoptError:
                 flops[name] = None
-    return with_attention(setup, flops)
+    return flops
 
 
 def _arrival_process(replay: bool, arrivals: str | None) -> str:
@@ -290,13 +298,15 @@ def crosscheck_plan_run(
     progress: Any = None,
     arrivals: str | None = None,
     replay: bool = False,
-    dispatch: str = DEFAULT_DISPATCH,
+    dispatch: str | None = None,
 ) -> CrossCheck:
     """``fleetopt plan --validate``: a fresh plan's best fleet, simulated under its model and traffic
-    (Poisson at its sizing rate, or its log replayed or followed at its mean: ``arrivals``)."""
+    (Poisson at its sizing rate, or its log replayed or followed at its mean: ``arrivals``) and the
+    dispatch policy the plan states unless ``dispatch`` is given."""
     from fleetopt.core.crosscheck import setup_from_plan
 
     setup = setup_from_plan(run.plan)
+    dispatch = dispatch or run.document.get("dispatch") or DEFAULT_DISPATCH
     return crosscheck_setup_run(
         setup, run.workload, service_model=setup.analytical_model, requests=requests, seeds=seeds,
         progress=progress, arrivals=arrivals, replay=replay, dispatch=dispatch,
@@ -308,7 +318,7 @@ def crosscheck_plan_file(
     *,
     workload: str | None = None,
     service_model: str | None = None,
-    dispatch: str = DEFAULT_DISPATCH,
+    dispatch: str | None = None,
     requests: int | None = None,
     seeds: int | None = None,
     warmup_fraction: float = 0.5,
@@ -323,7 +333,8 @@ def crosscheck_plan_file(
 
     The plan is read by the one plan reader (:func:`fleetopt.io.plans.read_plan`); its workload is
     re-read the way the plan read it; on another workload the predictions are re-evaluated first.
-    Arrivals as :func:`crosscheck_setup_run` (``rate_window_s``: 1 minute unless given).
+    Arrivals as :func:`crosscheck_setup_run` (``rate_window_s``: 1 minute unless given);
+    ``dispatch``: the plan's stated policy unless given (``least-loaded`` for plans before it).
     """
     from fleetopt.core.crosscheck import reevaluate, setup_from_planned
     from fleetopt.io.plans import read_plan, workload_fingerprint
@@ -335,6 +346,9 @@ def crosscheck_plan_file(
     if not 0.0 <= warmup_fraction < 1.0:
         raise ValidationError(f"--warmup-fraction: {warmup_fraction:g} must be in [0, 1)")
     process = _arrival_process(replay, arrivals)
+    if dispatch is None:
+        stated = plan_file.plan_document.dispatch if plan_file.plan_document is not None else None
+        dispatch = stated or DEFAULT_DISPATCH
     setup = setup_from_planned(plan_file.fleet, plan_file.options)
     name = workload if workload is not None else plan_file.workload
     if name is None:

@@ -174,16 +174,20 @@ def plan_with_prefix_caching(
     workload: str,
     setting: PrefixCaching,
     *,
-    dispatch: str = "random",
+    prefix_dispatch: str = "random",
     block_size_tokens: int = MOONCAKE_BLOCK_TOKENS,
     **plan_options: Any,
 ) -> Any:
     """:func:`fleetopt.api.plan_workload` with prompts charged only their uncached tokens (module
-    docstring); the plan document gains ``prefix_caching``. ``off`` returns today's plan as is."""
+    docstring); the plan document gains ``prefix_caching``. ``off`` returns today's plan as is.
+    ``prefix_dispatch``: how the cache simulation dispatches (``random`` or ``affinity``; the
+    plan's own router policy is ``dispatch``, among ``plan_options``)."""
     from fleetopt.api import plan_workload
 
-    if dispatch not in DISPATCH_POLICIES:
-        raise ValidationError(f"--prefix-dispatch: {dispatch!r} is not one of {', '.join(DISPATCH_POLICIES)}")
+    if prefix_dispatch not in DISPATCH_POLICIES:
+        raise ValidationError(
+            f"--prefix-dispatch: {prefix_dispatch!r} is not one of {', '.join(DISPATCH_POLICIES)}"
+        )
     if setting.mode != "off" and plan_options.get("compressibility"):
         raise ValidationError(
             "--prefix-caching with --compressibility > 0: compressing a prompt and reusing its cached "
@@ -218,7 +222,7 @@ def plan_with_prefix_caching(
             f"hit-rate:{fraction:g}, a given share, not measured)."
         )
         return _finish(run, off, section, note)
-    return _plan_auto(workload, off, options, dispatch, block_size_tokens)
+    return _plan_auto(workload, off, options, prefix_dispatch, block_size_tokens)
 
 
 def _plan_auto(

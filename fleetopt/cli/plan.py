@@ -193,6 +193,21 @@ def plan(
         help="With --validate: exit 1 on FAIL and on INCONCLUSIVE (too few requests, or a P99 interval "
         "straddling the SLO); the plan and report are printed (and written) first.",
     ),
+    refine: int | None = typer.Option(
+        None,
+        "--refine",
+        min=1,
+        max=50,
+        help="Re-size the K cheapest fleets by simulation (each pool's fewest instances whose simulated P99 "
+        "TTFT meets the SLO with 95% confidence, under --dispatch) and keep the cheapest that passes. "
+        "Seconds of CPU per fleet (docs/validation.md).",
+    ),
+    dispatch: str | None = typer.Option(
+        None,
+        "--dispatch",
+        help="The router policy the plan states, --refine simulates and export configures: least-loaded "
+        "(the default), round-robin, least-waiting, least-kv, least-tokens, random or pooled.",
+    ),
     export: list[ExportTarget] | None = typer.Option(
         None, "--export", help="Also export the plan (as fleetopt export --to): " + TO_HELP, metavar="TARGET"
     ),
@@ -245,11 +260,13 @@ def plan(
         ),
         profiles_dir=profiles_dir,
         prefix_caching=prefix_caching,
-        dispatch=prefix_dispatch,
+        prefix_dispatch=prefix_dispatch,
         block_size_tokens=block_size,
         rate_basis=rate_basis,
         rate_window=rate_window,
         schedule=schedule,
+        refine=refine,
+        dispatch=dispatch,
     )
     document = run.document
     strict_error = None

@@ -9,7 +9,6 @@ from pathlib import Path
 import typer
 
 from fleetopt.cli.common import FORMAT_OPTION, progress_bar
-from fleetopt.defaults import DEFAULT_DISPATCH
 from fleetopt.render.output import OutputFormat
 
 
@@ -40,10 +39,11 @@ def simulate(
     service_model: str | None = typer.Option(
         None, "--service-model", help="lockstep, fleet-sim or physical (default: the plan's)."
     ),
-    dispatch: str = typer.Option(
-        DEFAULT_DISPATCH,
+    dispatch: str | None = typer.Option(
+        None,
         "--dispatch",
-        help="least-loaded (the default: each request to the instance with the fewest outstanding), "
+        help="The plan's stated policy by default (plan --dispatch; least-loaded, each request to the "
+        "instance with the fewest outstanding, for plans without one), or least-loaded, "
         "round-robin, pooled (one queue per pool, the M/G/c assumption), and with the physical engine "
         "least-kv (lowest KV-cache usage), least-waiting (fewest waiting requests), least-tokens (fewest "
         "prompt tokens outstanding) or random.",

@@ -611,7 +611,7 @@ def compare(
         slo_met = served == 0 or ttft.simulated <= slo * (1 + SLO_SLACK)
         name = prediction.name
         utilization = metrics["utilization"]
-        interval = _p99_interval(summary)
+        interval = p99_interval(summary)
         needed = min_requests_for_quantile(setup.quantile)
         limit = slo * (1 + SLO_SLACK)
         if served == 0 and prediction.simulated.instances == 0:
@@ -675,7 +675,7 @@ def compare(
     )
 
 
-def _p99_interval(summary) -> tuple[float, float]:
+def p99_interval(summary) -> tuple[float, float]:
     """The 95% interval of a pool's P99 TTFT: Student-t over the seeds with a finite P99 when there are
     two or more, else the order-statistic interval of the one seed's sample (±∞ where unbounded)."""
     values = [v for v in summary.ttft_p99_s.values if math.isfinite(v)]

@@ -696,14 +696,16 @@ def _cheapest(cells) -> FleetCandidate | None:
     feasible = [c for c in cells if c.feasible]
     if not feasible:
         return None
-    return min(
-        feasible,
-        key=lambda c: (
-            round(c.cost_per_hour_usd, 9),
-            c.total_gpus,
-            c.gamma,
-            c.routing.boundaries_tokens or (0,),
-        ),
+    return min(feasible, key=fleet_sort_key)
+
+
+def fleet_sort_key(fleet: FleetCandidate) -> tuple:
+    """The planner's order of feasible fleets: cost, then fewer GPUs, smaller γ, smaller boundaries."""
+    return (
+        round(fleet.cost_per_hour_usd, 9),
+        fleet.total_gpus,
+        fleet.gamma,
+        fleet.routing.boundaries_tokens or (0,),
     )
 
 

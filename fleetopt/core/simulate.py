@@ -432,9 +432,9 @@ def simulate_pool_alone(
     measured requests per seed (at least a minute of them). With ``max_requests`` the run keeps
     within it: at most half of it measured, the warm-up cut to the rest (the summary's
     ``warmed_up`` says whether that was enough). ``residence_s``: the pool's mean slot-holding time."""
-    warmup_s = max(30.0, 10.0 * residence_s, warmup_s)
-    measured = max(measured_requests, math.ceil(arrival_rate_per_s * 60.0))
-    warmup = math.ceil(arrival_rate_per_s * warmup_s)
+    warmup, measured = pool_alone_requests(
+        arrival_rate_per_s, residence_s=residence_s, measured_requests=measured_requests, warmup_s=warmup_s
+    )
     if max_requests is not None:
         measured = min(measured, max_requests // 2)
         warmup = min(warmup, max_requests - measured)
@@ -443,6 +443,17 @@ def simulate_pool_alone(
         service_model=service_model, dispatch=dispatch, requests=warmup + measured,
         warmup_fraction=warmup / (warmup + measured), seeds=seeds, scheduler=scheduler,
     )  # fmt: skip
+
+
+def pool_alone_requests(
+    arrival_rate_per_s: float, *, residence_s: float, measured_requests: int, warmup_s: float = 0.0
+) -> tuple[int, int]:
+    """(warm-up, measured) requests per seed :func:`simulate_pool_alone` runs uncapped: a warm-up of
+    at least 30 s, ten mean residences and ``warmup_s``; at least ``measured_requests`` measured and
+    a minute of them."""
+    warmup_s = max(30.0, 10.0 * residence_s, warmup_s)
+    measured = max(measured_requests, math.ceil(arrival_rate_per_s * 60.0))
+    return math.ceil(arrival_rate_per_s * warmup_s), measured
 
 
 def _sample_atoms(workload: Workload, rng: np.random.Generator, count: int) -> np.ndarray:

@@ -174,6 +174,7 @@ class ExportContext:
     workload_sha256: str | None = None
     schedule: PlanSchedule | None = None
     notes: tuple[str, ...] = field(default=())
+    dispatch: str | None = None  # the plan's stated dispatch policy (the router file says it)
 
 
 # ------------------------------------------------------------------------------------------ vLLM
@@ -410,6 +411,10 @@ def router_document(context: ExportContext, options: ExportOptions) -> dict[str,
         ],
         "longer_than_every_pool": "reject",
     }
+    if context.dispatch is not None:
+        from fleetopt.render.words import dispatch_router_setting
+
+        document["dispatch"] = dispatch_router_setting(context.dispatch)
     band_top = routing.band_top_tokens
     if routing.compresses:
         first = routing.boundaries_tokens[0]
@@ -435,7 +440,8 @@ _ROUTER_HEADER = """\
 #      × prompt_tokens, then with probability `compressibility` compress the prompt to
 #      above_budget_tokens - max_tokens tokens and send it to `pool`;
 #   3. otherwise the first pool (in order) with L <= max_budget_tokens;
-#   4. longer than every pool: reject (no instance can hold it).
+#   4. longer than every pool: reject (no instance can hold it);
+#   5. within the pool, the instance `dispatch.policy` picks (what the plan was sized for).
 # Each pool's max_budget_tokens is its vLLM --max-model-len, so every routed request fits.
 """
 

@@ -94,6 +94,7 @@ def export_context(
         pools=tuple(pools),
         workload_sha256=plan_file.summary.digest,
         schedule=plan_file.schedule,
+        dispatch=None if plan_file.plan_document is None else plan_file.plan_document.dispatch,
     )
 
 

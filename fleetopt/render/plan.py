@@ -121,6 +121,85 @@ _POOL_ROWS: tuple[tuple[str, Callable[[PoolDocument], str], bool], ...] = (
 )
 
 
+def refined_reasons(document: PlanDocument) -> list[str]:
+    """For a refined plan: which of the best fleet's counts the simulation set, and what it measured
+    (the analytic figures above are the model's at those counts)."""
+    if document.refinement is None:
+        return []
+    chosen = next((f for f in document.refinement.fleets if f.chosen), None)
+    if chosen is None:
+        return []
+    return [
+        f"{pool.pool}: --refine set {pool.refined_instances:,} instances "
+        f"(analytic {pool.analytic_instances:,}): "
+        f"simulated P99 TTFT {fmt_seconds(pool.simulated_p99_ttft_s)} (95% interval up to "
+        f"{fmt_seconds(pool.p99_ttft_high_s)}); the analytic figures above are the model's at that count."
+        for pool in chosen.pools
+        if pool.outcome == "refined"
+        and pool.simulated_p99_ttft_s is not None
+        and pool.p99_ttft_high_s is not None
+    ]
+
+
+def draw_refinement(console: Console, document: PlanDocument) -> None:
+    """The dispatch policy the plan states and, with ``--refine``, what the simulation decided."""
+    refinement = document.refinement
+    if refinement is None:
+        console.print(
+            f"dispatch: {document.dispatch} (the router policy this plan states; the counts are the analytic "
+            "model's, not checked by simulation: --refine K re-sizes them)",
+            markup=False,
+        )
+        return
+    from fleetopt.render.layout import FitTable
+
+    console.print(
+        f"[bold]Refined by simulation[/bold] (--refine {refinement.candidates}): the "
+        f"{len(refinement.fleets)} cheapest fleets, each pool on its own stream under "
+        f"{refinement.dispatch} dispatch "
+        f"({refinement.service_model} engine, {refinement.scheduler} scheduler); a count passes when "
+        f"{refinement.rule}; search seed {refinement.search_seed}, confirmed on seeds "
+        f"{', '.join(map(str, refinement.confirm_seeds))}",
+        highlight=False,
+    )
+    table = FitTable(title="Refined fleets (* = the plan's best)")
+    for column in ("fleet", "pool", "analytic n", "refined n", "simulated P99 TTFT [95%]", "outcome", "GPUs"):
+        table.add_column(column)
+    for fleet in refinement.fleets:
+        label = ("* " if fleet.chosen else "") + (
+            "B = " + ", ".join(f"{b:,}" for b in fleet.boundaries_tokens)
+            if fleet.boundaries_tokens
+            else "homogeneous"
+        )
+        gpus = f"{fleet.analytic_gpus:,} → " + (
+            "✗" if fleet.refined_gpus is None else f"{fleet.refined_gpus:,}"
+        )
+        for index, pool in enumerate(fleet.pools):
+            p99 = NOT_APPLICABLE
+            if pool.simulated_p99_ttft_s is not None:
+                low, high = pool.p99_ttft_low_s, pool.p99_ttft_high_s
+                interval = (
+                    "" if low is None or high is None else f" [{fmt_seconds(low)}, {fmt_seconds(high)}]"
+                )
+                p99 = fmt_seconds(pool.simulated_p99_ttft_s) + interval
+            outcome = pool.outcome.replace("_", " ") + (
+                "" if pool.confirmed or pool.outcome != "refined" else " (1 seed)"
+            )
+            if pool.outcome == "unreachable" and pool.best_instances is not None:
+                outcome += f" (best at n = {pool.best_instances})"
+            table.add_row(
+                label if index == 0 else "", pool.pool, str(pool.analytic_instances),
+                str(pool.refined_instances), p99, outcome, gpus if index == 0 else "",
+            )  # fmt: skip
+    console.print(table)
+    if any(p.outcome == "too_large" for f in refinement.fleets for p in f.pools):
+        console.print(
+            f"too large: a pool whose simulation would take more than {refinement.max_requests_per_seed:,} "
+            "requests per seed keeps its analytic count, unchecked",
+            markup=False,
+        )
+
+
 def _pool_table(fleet: FleetDocument) -> FitTable:
     """Metrics as rows, pools as columns (stacks pools into more tables when they do not fit)."""
     from fleetopt.render.layout import FitTable
@@ -350,8 +429,8 @@ def draw_plan(console: Console, document: PlanDocument | Mapping[str, Any]) -> N
             console.print(f"[bold yellow]{escape(document.compression.message)}[/bold yellow]")
         console.print(_pool_table(best))
         console.print("[bold]Why[/bold]")
-        reasons = (explain_pool(name, pool, inputs.ttft_slo_s) for name, pool in best.pools.items())
-        console.print(bullets(reasons, marker="  "))
+        reasons = [explain_pool(name, pool, inputs.ttft_slo_s) for name, pool in best.pools.items()]
+        console.print(bullets(reasons + refined_reasons(document), marker="  "))
         if document.warnings:
             console.print("[bold]Headroom warnings[/bold]")
             console.print(bullets(w.message for w in document.warnings))
@@ -359,6 +438,7 @@ def draw_plan(console: Console, document: PlanDocument | Mapping[str, Any]) -> N
             from fleetopt.render.prefix import draw_plan_caching
 
             draw_plan_caching(console, document.prefix_caching)
+        draw_refinement(console, document)
     console.print(_baseline_table(document))
     by_count = _pool_count_table(document)
     if by_count is not None:

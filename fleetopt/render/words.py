@@ -41,4 +41,25 @@ def basis_sentence(basis: RateBasis | Mapping[str, Any]) -> str:
     )
 
 
-__all__ = ["basis_sentence", "duration_words"]
+#: What each dispatch policy is in the routers users run (the sources: fleetopt.core.simulate's
+#: DISPATCH_POLICIES and docs/validation.md, "Dispatch policies").
+DISPATCH_ROUTER_SETTINGS = {
+    "round-robin": "request k of the pool to instance k mod n (vLLM production-stack router: --routing-logic "
+    "roundrobin)",
+    "least-loaded": "the instance with the fewest outstanding requests, running and waiting (llm-d: "
+    "active-request-scorer; a least-request load balancer)",
+    "least-kv": "the instance with the lowest KV-cache usage (llm-d: kv-cache-utilization-scorer)",
+    "least-waiting": "the instance with the fewest waiting requests (llm-d: queue-scorer)",
+    "least-tokens": "the instance with the fewest prompt tokens outstanding (llm-d: token-load-scorer)",
+    "random": "an instance uniformly at random (a random or hash load balancer)",
+    "pooled": "one queue per pool that any free instance takes from (the M/G/c assumption; no deployed "
+    "router does this exactly)",
+}
+
+
+def dispatch_router_setting(policy: str) -> dict[str, str]:
+    """The router file's ``dispatch``: the policy the plan states and what it is in real routers."""
+    return {"policy": policy, "within_pool": DISPATCH_ROUTER_SETTINGS.get(policy, policy)}
+
+
+__all__ = ["basis_sentence", "dispatch_router_setting", "duration_words"]

@@ -20,7 +20,7 @@ from fleetopt.core.routing import Routing
 from fleetopt.core.service import PoolHardware
 from fleetopt.core.sizing import PoolSizing
 from fleetopt.core.workload import Workload
-from fleetopt.defaults import CHAT_TPOT_NOTICE_S, HOURS_PER_YEAR
+from fleetopt.defaults import CHAT_TPOT_NOTICE_S, DEFAULT_DISPATCH, HOURS_PER_YEAR
 from fleetopt.io.documents.plan import (
     PLAN_KIND,
     SCHEMA_VERSION,
@@ -35,6 +35,9 @@ from fleetopt.io.documents.plan import (
     PoolDocument,
     Profiles,
     RateBasis,
+    RefinedFleetDocument,
+    RefinedPoolDocument,
+    RefinementDocument,
     Savings,
     ScheduleDocument,
     ScheduleWindowDocument,
@@ -49,6 +52,7 @@ from fleetopt.io.documents.words import (
     pool_model_notes,
     pool_reason,
     rate_notes,
+    regime_warnings,
     workload_notes,
 )
 from fleetopt.io.plans import workload_fingerprint
@@ -289,6 +293,77 @@ def utc_text(epoch_s: float) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def refinement_document(refinement: Any) -> RefinementDocument:
+    """What ``--refine`` simulated and decided (:class:`fleetopt.core.refine.Refinement`)."""
+    settings = refinement.settings
+
+    def figure(value: float) -> float | None:
+        return value if math.isfinite(value) else None
+
+    fleets = []
+    for fleet in refinement.fleets:
+        analytic, refined = fleet.analytic, fleet.fleet
+        fleets.append(
+            RefinedFleetDocument(
+                boundaries_tokens=list(analytic.routing.boundaries_tokens),
+                gamma=analytic.gamma,
+                analytic_gpus=analytic.total_gpus,
+                refined_gpus=None if refined is None else refined.total_gpus,
+                analytic_cost_per_year_usd=analytic.cost_per_year_usd,
+                refined_cost_per_year_usd=None if refined is None else refined.cost_per_year_usd,
+                passed=fleet.passed,
+                chosen=fleet is refinement.best,
+                pools=[
+                    RefinedPoolDocument(
+                        pool=pool.name,
+                        outcome=pool.outcome,
+                        analytic_instances=pool.analytic_instances,
+                        refined_instances=pool.instances,
+                        slots_per_instance=pool.slots_per_instance,
+                        simulated_p99_ttft_s=figure(pool.p99_ttft_s),
+                        p99_ttft_low_s=figure(pool.p99_ttft_low_s),
+                        p99_ttft_high_s=figure(pool.p99_ttft_high_s),
+                        best_instances=pool.best_instances,
+                        confirmed=pool.confirmed,
+                        simulations=pool.simulations,
+                        requests_per_seed=pool.requests_per_seed,
+                        warmup_requests=pool.warmup_requests,
+                    )
+                    for pool in fleet.pools
+                ],
+            )
+        )
+    return RefinementDocument(
+        candidates=settings.candidates,
+        service_model="physical",
+        scheduler=settings.scheduler,
+        dispatch=settings.dispatch,
+        search_seed=settings.search_seed,
+        confirm_seeds=list(settings.confirm_seeds),
+        rule="the upper end of the simulated P99 TTFT's 95% interval at or below the SLO (the cross-check's "
+        "rule), on the pool's own Poisson stream at its planned rate",
+        max_requests_per_seed=settings.max_requests,
+        bound=f"up to {settings.max_instance_factor:g}× the analytic count + {settings.max_extra_instances}",
+        fleets=fleets,
+    )
+
+
+def _warnings(best: FleetDocument | None, options: PlanOptions, dispatch: str, refinement: Any) -> list:
+    """The best fleet's warnings: headroom, and where the analytic model was not shown to hold
+    (unrefined plans). A pool whose count the simulation set gets no warning about its analytic TTFT:
+    its simulated P99 and interval are in ``refinement``."""
+    if best is None:
+        return []
+    if refinement is None:
+        return headroom_warnings(best.pools, options) + regime_warnings(best.pools, options, dispatch)
+    simulated = {p.name for p in (refinement.best.pools if refinement.best else ()) if p.outcome == "refined"}
+    return [
+        warning
+        for warning in headroom_warnings(best.pools, options)
+        if not (warning.pool in simulated and warning.kind in ("ttft_near_slo", "ttft_flat_in_instances"))
+    ]
+
+
 def plan_document(
     plan: FleetPlan,
     workload: Workload,
@@ -298,6 +373,8 @@ def plan_document(
     schedule: Any = None,
     calibration_interval: Any = None,
     profile_fits: Sequence[dict[str, Any]] | None = None,
+    dispatch: str = DEFAULT_DISPATCH,
+    refinement: Any = None,
 ) -> PlanDocument:
     """The versioned plan document (fields and schema: :mod:`fleetopt.io.documents.plan`).
 
@@ -378,7 +455,7 @@ def plan_document(
             for c in plan.grid
         ],
         compression=compression_reliance(plan),
-        warnings=headroom_warnings(best_document.pools, o) if best_document is not None else [],
+        warnings=_warnings(best_document, o, dispatch, refinement),
         notes=workload_notes(workload)
         + rate_notes(workload, o.mean_rate_per_s, origin)
         + basis_notes(o, arrivals)
@@ -388,6 +465,8 @@ def plan_document(
         + calibration_notes(plan, calibration_interval, profile_fits),
         schedule=None if schedule is None else schedule_document(schedule),
         calibration_interval=calibration_interval,
+        dispatch=dispatch,
+        refinement=None if refinement is None else refinement_document(refinement),
     )
 
 

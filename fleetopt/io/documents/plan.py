@@ -16,6 +16,8 @@ import copy
 from typing import TYPE_CHECKING, Any, Literal
 
 from fleetopt.core.service import SERVICE_MODELS, PoolHardware
+from fleetopt.core.simulate import DISPATCH_POLICIES
+from fleetopt.defaults import DEFAULT_DISPATCH
 from fleetopt.errors import ValidationError
 from fleetopt.io.documents.prefix import PrefixCachingDocument
 from fleetopt.io.documents.typed import Document, constrain, document, field, from_document, spec
@@ -490,13 +492,19 @@ class HeadroomWarning(Document):
     Attributes:
         pool: the pool's name.
         kind: ``ttft_near_slo``, ``ttft_flat_in_instances``, ``slot_wait_sets_ttft``,
-            ``tpot_near_slo`` or ``tpot_noticeable``.
+            ``tpot_near_slo``, ``tpot_noticeable`` or ``outside_validated_region`` (an unrefined plan's
+            pool where the analytic model was not shown to hold: docs/validation.md).
         message: what it means and what to do, in words.
     """
 
     pool: str
     kind: Literal[
-        "ttft_flat_in_instances", "slot_wait_sets_ttft", "ttft_near_slo", "tpot_near_slo", "tpot_noticeable"
+        "ttft_flat_in_instances",
+        "slot_wait_sets_ttft",
+        "ttft_near_slo",
+        "tpot_near_slo",
+        "tpot_noticeable",
+        "outside_validated_region",
     ]
     message: str
 
@@ -600,6 +608,101 @@ class CalibrationInterval(Document):
 
 
 @document
+class RefinedPoolDocument(Document):
+    """One pool of a fleet ``--refine`` re-sized by simulation.
+
+    Attributes:
+        pool: the pool's name.
+        outcome: ``refined`` (the smallest count whose simulated P99 TTFT meets the SLO with
+            confidence), ``unreachable`` (no count up to the bound does), ``too_large`` (beyond the
+            simulation budget: the analytic count kept, unchecked) or ``no_traffic``.
+        analytic_instances: the count the analytic model sized.
+        refined_instances: the count the simulation chose (the analytic one unless ``refined``).
+        slots_per_instance: the slots simulated (the plan's).
+        simulated_p99_ttft_s: the simulated P99 TTFT at the refined count, s (for ``unreachable``: the
+            best reached, at ``best_instances``; null when not simulated).
+        p99_ttft_low_s: the lower end of its 95% interval, s.
+        p99_ttft_high_s: the upper end, s: at or below the SLO for ``refined``.
+        best_instances: the count of that P99 (null when not simulated).
+        confirmed: the figures are over the confirmation seeds (Student-t); else over the search seed
+            (the order-statistic interval), for a fleet that did not win.
+        simulations: one-seed runs the search took.
+        requests_per_seed: requests of each run, warm-up included.
+        warmup_requests: of which warm-up.
+    """
+
+    pool: str
+    outcome: Literal["refined", "unreachable", "too_large", "no_traffic"]
+    analytic_instances: int = field(minimum=0)
+    refined_instances: int = field(minimum=0)
+    slots_per_instance: int = field(minimum=0)
+    simulated_p99_ttft_s: float | None = field(minimum=0)
+    p99_ttft_low_s: float | None
+    p99_ttft_high_s: float | None
+    best_instances: int | None = field(minimum=0)
+    confirmed: bool
+    simulations: int = field(minimum=0)
+    requests_per_seed: int = field(minimum=0)
+    warmup_requests: int = field(minimum=0)
+
+
+@document
+class RefinedFleetDocument(Document):
+    """One of the K cheapest fleets, analytic and refined.
+
+    Attributes:
+        boundaries_tokens: its boundaries, tokens ([] for one pool).
+        gamma: its γ.
+        analytic_gpus: GPUs as the analytic model sized it.
+        refined_gpus: GPUs at the refined counts (null when a pool is unreachable).
+        analytic_cost_per_year_usd: $/year as sized.
+        refined_cost_per_year_usd: $/year refined (null when a pool is unreachable).
+        passed: every pool met the SLO in simulation (or kept its analytic count, ``too_large``).
+        chosen: this fleet is the plan's best.
+        pools: its pools, shortest first.
+    """
+
+    boundaries_tokens: list[int] = field(minimum=1)
+    gamma: float = field(minimum=1)
+    analytic_gpus: int = field(minimum=0)
+    refined_gpus: int | None = field(minimum=0)
+    analytic_cost_per_year_usd: float = field(minimum=0)
+    refined_cost_per_year_usd: float | None = field(minimum=0)
+    passed: bool
+    chosen: bool
+    pools: list[RefinedPoolDocument]
+
+
+@document
+class RefinementDocument(Document):
+    """``plan --refine K``: the analytic sweep proposed, the simulator decided (docs/validation.md).
+
+    Attributes:
+        candidates: K, the cheapest distinct feasible fleets re-sized.
+        service_model: the simulator's engine (``physical``).
+        scheduler: its scheduler (``vllm``).
+        dispatch: the dispatch policy simulated (the plan's).
+        search_seed: the seed of the search (common random numbers across instance counts).
+        confirm_seeds: the seeds the winner's counts were confirmed on.
+        rule: how a count passes, in words.
+        max_requests_per_seed: the budget: a pool needing more keeps its analytic count (``too_large``).
+        bound: how far up the search goes, in words.
+        fleets: the refined fleets, cheapest analytic first.
+    """
+
+    candidates: int = field(minimum=1)
+    service_model: str
+    scheduler: str
+    dispatch: str
+    search_seed: int
+    confirm_seeds: list[int]
+    rule: str
+    max_requests_per_seed: int = field(minimum=1)
+    bound: str
+    fleets: list[RefinedFleetDocument]
+
+
+@document
 class PlanDocument(Document):
     """A capacity plan: the cheapest fleet that meets a P99 TTFT SLO, against the baselines.
 
@@ -625,6 +728,9 @@ class PlanDocument(Document):
             docs/validation.md).
         calibration_interval: the best fleet at the measured profiles' parameter percentiles (only
             when a profile carries them).
+        dispatch: the dispatch policy the plan was sized (and refined) for: how a pool's router
+            picks an instance (``simulate --plan`` and ``export`` use it).
+        refinement: what ``--refine K`` simulated and decided (only with ``--refine``).
     """
 
     schema_version: Literal[2]
@@ -644,6 +750,8 @@ class PlanDocument(Document):
     prefix_caching: PrefixCachingDocument | None = field(default=None, omit_if_none=True)
     validation: dict[str, Any] | None = field(default=None, omit_if_none=True)
     calibration_interval: CalibrationInterval | None = field(default=None, omit_if_none=True)
+    dispatch: str = field(enum=DISPATCH_POLICIES, since=DEFAULT_DISPATCH)
+    refinement: RefinementDocument | None = field(omit_if_none=True, since=None)
 
 
 def upgrade(document: dict[str, Any]) -> dict[str, Any]:

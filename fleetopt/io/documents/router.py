@@ -96,6 +96,20 @@ class CompressAndRoute(Document):
 
 
 @document
+class RouterDispatch(Document):
+    """How a pool's router picks one of its instances: the policy the plan was sized (and refined) for.
+
+    Attributes:
+        policy: the plan's ``dispatch`` (``least-loaded``, ``round-robin``, ``least-waiting``,
+            ``least-kv``, ``least-tokens``, ``random`` or ``pooled``).
+        within_pool: what that is, and its setting in the routers that have it, in words.
+    """
+
+    policy: str = field(non_empty=True)
+    within_pool: str
+
+
+@document
 class RouterDocument(Document):
     """Which pool serves each request of a planned fleet (``fleetopt export --to router``).
 
@@ -110,6 +124,7 @@ class RouterDocument(Document):
             ``max_budget_tokens`` holds its budget.
         longer_than_every_pool: ``reject``: no pool's context holds such a request.
         compress_and_route: the C&R band (absent when C&R can compress nothing).
+        dispatch: how each pool picks an instance (absent in files before it).
     """
 
     kind: Literal["fleetopt-router"]
@@ -121,3 +136,4 @@ class RouterDocument(Document):
     pools: list[RouterPoolDocument] = field(min_items=1)
     longer_than_every_pool: Literal["reject"] = field(since="reject")
     compress_and_route: CompressAndRoute | None = field(default=None, omit_if_none=True)
+    dispatch: RouterDispatch | None = field(default=None, omit_if_none=True)

@@ -158,6 +158,69 @@ def plan_notes(plan: FleetPlan) -> list[str]:
     return []
 
 
+#: The engine model's stated agreement with the iteration-level simulation: 133 of 138 validation
+#: pools within ±15% (docs/validation.md, "The engine model against the iteration-level simulation").
+MODEL_ERROR_BAND = 0.15
+#: A pool whose P99 prefill is at least this share of its P99 TTFT and whose slots are at most
+#: :data:`THIN_OCCUPANCY` occupied is prefill-bound and thin: docs/validation.md ("Dispatch policies")
+#: measured such pools behind a router that counts requests 6–10% above the model (A100 TP4 long pool,
+#: 2,048 ms against 1,935; the README plan's long pool, 521 ms against 474 ms), because a request
+#: sent to an instance still prefilling another prompt waits for that prefill, which the model does
+#: not count.
+PREFILL_BOUND_SHARE = 0.5
+THIN_OCCUPANCY = 0.3
+#: Dispatch policies that never send a request behind another's prefill on a thin pool (round-robin
+#: spreads them; pooled waits for a free slot anywhere).
+PREFILL_SAFE_DISPATCH = ("round-robin", "pooled")
+#: The longest context of the validation sets (docs/validation.md): beyond it the regime grid
+#: (benchmarks/regime_grid.py) found 131K-token long pools 25–100% short of the simulated minimum, and
+#: issue 30 a replayed 131K pool at 5.40 s against 4.76 s predicted.
+VALIDATED_CONTEXT_TOKENS = 65_536
+
+
+def regime_warnings(pools: dict[str, PoolDocument], options, dispatch: str) -> list[HeadroomWarning]:
+    """Pools of an unrefined plan outside the region where the analytic model was shown to hold
+    (docs/validation.md): contexts beyond the validation sets', and prefill-bound thin pools under a
+    dispatch policy that counts requests with less headroom to the SLO than the model's error band."""
+    from fleetopt.io.documents.plan import HeadroomWarning
+
+    warnings = []
+    for name, pool in pools.items():
+        if pool.context_tokens > VALIDATED_CONTEXT_TOKENS and pool.instances > 0:
+            warnings.append(HeadroomWarning(
+                pool=name,
+                kind="outside_validated_region",
+                message=(
+                    f"{name} pool: outside where the model was shown to hold — a context of "
+                    f"{pool.context_tokens:,} tokens, beyond the {VALIDATED_CONTEXT_TOKENS:,} of the "
+                    "validation sets; simulation found such long pools 25–100% short of the instances they "
+                    "need. Re-plan with --refine K (sizes it by simulation) or check it with plan --validate "
+                    '--strict (docs/validation.md, "Refining a plan by simulation")'
+                ),
+            ))  # fmt: skip
+            continue
+        prefill, ttft, headroom = pool.p99_prefill_s, pool.p99_ttft_s, pool.ttft_headroom_fraction
+        if (
+            dispatch not in PREFILL_SAFE_DISPATCH and prefill is not None and ttft and headroom is not None
+            and pool.utilization is not None and pool.utilization <= THIN_OCCUPANCY
+            and prefill >= PREFILL_BOUND_SHARE * ttft and headroom < MODEL_ERROR_BAND
+        ):  # fmt: skip
+            warnings.append(HeadroomWarning(
+                pool=name,
+                kind="outside_validated_region",
+                message=(
+                    f"{name} pool: outside where the model was shown to hold — its P99 TTFT is mostly "
+                    f"prefill ({prefill * 1e3:.0f} of {ttft * 1e3:.0f} ms) on thin instances "
+                    f"({pool.utilization:.0%} of slots occupied) behind {dispatch} dispatch, which sends "
+                    "some requests to an instance still prefilling another prompt; simulation put such "
+                    f"pools 6–10% above the model, and this one has {headroom:.1%} headroom: it may fail "
+                    "its SLO. Re-plan with --refine K (sizes it by simulation) or check it with "
+                    "plan --validate --strict (docs/validation.md, \"Refining a plan by simulation\")"
+                ),
+            ))  # fmt: skip
+    return warnings
+
+
 def headroom_warnings(pools: dict[str, PoolDocument], options) -> list[HeadroomWarning]:
     """Pools that sit within :data:`~fleetopt.defaults.NEAR_SLO_FRACTION` of an SLO, or at a TPOT a chat
     user would notice, from the pool documents' headroom fields."""
