@@ -60,7 +60,7 @@ def main() -> None:
                 arrival_rate_per_s=rate, ttft_slo_s=slo, long_context_tokens=context, max_pools=pools
             )
             start = time.perf_counter()
-            plans[pools] = Planner(workload, hardware, hardware, options).plan()
+            plans[pools] = Planner(workload, (hardware,), options).plan()
             seconds[pools] = time.perf_counter() - start
         by_count = plans[4].best_by_pool_count
         gpus = ["—" if c is None else f"{c.total_gpus:,}" for c in by_count]

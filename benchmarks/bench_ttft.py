@@ -113,7 +113,7 @@ def plan_cases(old_plan_levels: int) -> list[tuple[str, Callable[[], object]]]:
         options = PlanOptions(arrival_rate_per_s=rate, ttft_slo_s=slo)
 
         def plan(workload=workload, hardware=hardware, options=options) -> object:
-            return Planner(workload, hardware, hardware, options).plan()
+            return Planner(workload, (hardware,), options).plan()
 
         label = f"full default plan, {name} chunk {chunk} (D = {levels}), λ = {rate:g}/s, {slo:g} s"
         if levels <= old_plan_levels:

@@ -125,7 +125,7 @@ def arrival_term(slo_s: float) -> None:
         run = plan_workload(name, ttft_slo_s=slo_s, arrival_rate_per_s=rate, service_model="lockstep",
                             serving="llama-3-70b-a100-80gb-tp8")  # fmt: skip
         options = replace(run.plan.options, arrival_dispersion=())
-        poisson = Planner(run.workload, run.plan.short_hardware, run.plan.long_hardware, options).plan()
+        poisson = Planner(run.workload, run.plan.hardware, options).plan()
         for label, plan in (("from the log", run.plan), ("1 (Poisson)", poisson)):
             report = crosscheck_setup_run(
                 setup_from_plan(plan), run.workload, service_model="lockstep", seeds=5, arrivals="replay"

@@ -93,7 +93,7 @@ def record(path: str) -> None:
                             tpot_slo_s=tpot,
                             compressibility=compressibility,
                         )
-                        planner = Planner(workload, hardware, hardware, options, statistics=prepared)
+                        planner = Planner(workload, (hardware,), options, statistics=prepared)
                         prepared = planner.prepared_statistics()
                         plan = planner.plan()
                         key = f"{workload_name}|{serving}|{setting}|{rate:g}|{slo:g}"

@@ -131,7 +131,7 @@ OPTIONS = PlanOptions(
 
 @pytest.fixture(scope="module")
 def planned():
-    planner = Planner(WORKLOAD, HARDWARE, HARDWARE, OPTIONS)
+    planner = Planner(WORKLOAD, (HARDWARE,), OPTIONS)
     best = planner.plan().best
     assert best is not None and best.short is not None
     fleet = PlannedFleet(

@@ -128,7 +128,7 @@ def test_the_peak_plan_has_at_least_the_mean_plans_instances_in_every_pool(name,
                       rate_basis="mean", arrival_dispersion=())  # fmt: skip
     from fleetopt.core.planner import Planner
 
-    at_mean = Planner(peak_run.workload, peak_run.plan.short_hardware, peak_run.plan.long_hardware, options)
+    at_mean = Planner(peak_run.workload, peak_run.plan.hardware, options)
     for pool, again in zip(peak.pools, at_mean.fleet(peak.routing).pools, strict=True):
         assert pool.instances >= again.instances
 

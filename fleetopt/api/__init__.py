@@ -158,13 +158,14 @@ def resolve_hardware(serving: str, gpu: str | None, dirs: Sequence[Path]) -> Poo
     return pool_hardware(found.source_file, dirs)
 
 
-def resolve_pool_hardware_pair(
+def resolve_pool_hardware(
     serving: str, serving_long: str | None, gpu: str | None, gpu_long: str | None, dirs: Sequence[Path]
-) -> tuple[PoolHardware, PoolHardware]:
-    """(short, long) pool hardware: the long pool follows the short one unless told otherwise."""
+) -> tuple[PoolHardware, ...]:
+    """The planner's per-pool hardware (:class:`fleetopt.core.planner.Planner`): one profile for
+    every pool, or (short, long) when the long pool is told otherwise."""
     short_hardware = resolve_hardware(serving, gpu, dirs)
     if serving_long is None and gpu_long is None:
-        return short_hardware, short_hardware
+        return (short_hardware,)
     return short_hardware, resolve_hardware(serving_long or serving, gpu_long, dirs)
 
 
@@ -236,7 +237,7 @@ def plan_workload(
     else:
         loaded, label = load_workload(workload, **(reader_options or {})), workload_label or workload
     dirs = profile_search_path(profiles_dir)
-    short_hardware, long_hardware = resolve_pool_hardware_pair(serving, serving_long, gpu, gpu_long, dirs)
+    hardware = resolve_pool_hardware(serving, serving_long, gpu, gpu_long, dirs)
     mean_rate_per_s, origin = rate_with_origin(loaded, arrival_rate_per_s)
     arrivals = arrival_basis(loaded, mean_rate_per_s, rate_basis, rate_window_s)
     if schedule_window_s is not None and arrivals.counts is None:
@@ -267,7 +268,7 @@ def plan_workload(
         rate_window_s=arrivals.window_s if arrivals.counts is not None else None,
         arrival_dispersion=arrivals.dispersion,
     )
-    planner = Planner(loaded, short_hardware, long_hardware, options)
+    planner = Planner(loaded, hardware, options)
     plan = planner.plan()
     schedule = None
     if schedule_window_s is not None and plan.best is not None:

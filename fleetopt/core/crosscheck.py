@@ -413,7 +413,6 @@ def reevaluate(
     with its planned instances and slots — the planner's own formulas, so the comparison with a
     simulation of that traffic is like for like.
     """
-    short_hw, long_hw = setup.pools[0].hardware, setup.pools[-1].hardware
     routing = setup.routing
     options = PlanOptions(
         arrival_rate_per_s=arrival_rate_per_s,
@@ -426,7 +425,7 @@ def reevaluate(
         max_utilization=setup.max_utilization,
         quantile=setup.quantile,
     )
-    traffic = Planner(workload, short_hw, long_hw, options).pool_traffic(routing)
+    traffic = Planner(workload, tuple(p.hardware for p in setup.pools), options).pool_traffic(routing)
     pools = []
     for prediction, (rate, moments) in zip(setup.pools, traffic, strict=True):
         pool = prediction.simulated

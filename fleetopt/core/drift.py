@@ -347,7 +347,6 @@ def check_drift(
     (``replan``), a KS lower bound above ``max_ks`` (``distribution``), requests longer than the
     long pool's context (``context``).
     """
-    short_hw, long_hw = fleet.pools[0].hardware, fleet.pools[-1].hardware
     same_data = planned.digest is not None and planned.digest == current.digest
     ks = ks_against_quantiles(today, planned.quantile_levels, planned.total_tokens_quantiles, exact=same_data)
     reasons: list[DriftReason] = []
@@ -360,7 +359,7 @@ def check_drift(
         beyond = 1.0 - today.cdf_at(options.long_context_tokens)
         reasons.append(DriftReason(DriftCheck.CONTEXT))
     else:
-        planner = Planner(today, short_hw, long_hw, options)
+        planner = Planner(today, tuple(p.hardware for p in fleet.pools), options)
         fit = evaluate_fleet(planner, fleet, rate)
         for pool in fit.pools:
             reasons += [DriftReason(DriftCheck.FIT, pool.name, problem) for problem in pool.problems]

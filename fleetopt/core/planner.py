@@ -229,8 +229,7 @@ class FleetPlan:
     """
 
     options: PlanOptions
-    short_hardware: PoolHardware
-    long_hardware: PoolHardware
+    hardware: tuple[PoolHardware, ...]
     best: FleetCandidate | None
     homogeneous: FleetCandidate
     pool_routing: FleetCandidate | None
@@ -242,6 +241,35 @@ class FleetPlan:
     @property
     def feasible(self) -> bool:
         return self.best is not None
+
+    def hardware_of(self, pool_count: int, index: int) -> PoolHardware:
+        """The hardware pool ``index`` of a ``pool_count``-pool fleet runs on (:func:`pool_hardware_of`)."""
+        return pool_hardware_of(self.hardware, pool_count, index)
+
+    @property
+    def short_hardware(self) -> PoolHardware:
+        """The first pool's hardware in a two-pool fleet (the plan document's ``profiles.short``)."""
+        return self.hardware_of(2, 0)
+
+    @property
+    def long_hardware(self) -> PoolHardware:
+        """The last (long-context) pool's hardware, also the homogeneous fleet's (``profiles.long``)."""
+        return self.hardware_of(1, 0)
+
+
+def hardware_position(profiles: int, pool_count: int, index: int) -> int:
+    """Which of ``profiles`` per-pool hardware profiles pool ``index`` of a ``pool_count``-pool
+    fleet runs on: the last profile for the last (long-context) pool, the homogeneous fleet's one
+    pool included; profile ``index`` for the others, the last-but-one for pools past it (so
+    (short, long) runs every pool but the last on ``short``, and one profile runs every pool)."""
+    if index == pool_count - 1 or profiles == 1:
+        return profiles - 1
+    return min(index, profiles - 2)
+
+
+def pool_hardware_of(hardware: tuple[PoolHardware, ...], pool_count: int, index: int) -> PoolHardware:
+    """The hardware pool ``index`` of a ``pool_count``-pool fleet runs on (:func:`hardware_position`)."""
+    return hardware[hardware_position(len(hardware), pool_count, index)]
 
 
 def default_b_short_candidates(workload: Workload, long_context_tokens: int) -> tuple[int, ...]:
@@ -267,10 +295,12 @@ def default_b_short_candidates(workload: Workload, long_context_tokens: int) -> 
 
 
 class Planner:
-    """Sizes fleets for one workload, two hardware profiles and one set of options.
+    """Sizes fleets for one workload, per-pool hardware profiles and one set of options.
 
-    The first pools of a routed fleet run on ``short_hardware``, the last (long-context) pool and
-    the homogeneous fleet on ``long_hardware``. Keeps the exact pool statistics (one per prefill
+    ``hardware``: one profile per pool, shortest pool first; the last (long-context) pool and the
+    homogeneous fleet run on the last profile, a fleet's other pools on theirs by position
+    (:func:`hardware_position`; ``(h,)`` runs every pool on ``h``, ``(short, long)`` is the papers'
+    split). Keeps the exact pool statistics (one per prefill
     chunk size) and every pool it has sized, so that many cells, baselines and re-evaluations
     cost only their sizing.
     """
@@ -278,17 +308,17 @@ class Planner:
     def __init__(
         self,
         workload: Workload,
-        short_hardware: PoolHardware,
-        long_hardware: PoolHardware,
+        hardware: tuple[PoolHardware, ...],
         options: PlanOptions,
         statistics: dict[int, PoolStatistics] | None = None,
     ):
         """``statistics``: prepared pool statistics of this same workload (by chunk size) to reuse,
         e.g. another planner's :meth:`prepared_statistics` when re-planning at another rate."""
         options.validate()
+        if not hardware or not all(isinstance(h, PoolHardware) for h in hardware):
+            raise ValidationError(f"hardware: {hardware!r} must be one or more pool hardware profiles")
         self.workload = workload
-        self.short_hardware = short_hardware
-        self.long_hardware = long_hardware
+        self.hardware = tuple(hardware)
         self.options = options
         self.model: ServiceModel = options.model
         self._stats: dict[int, PoolStatistics] = {} if statistics is None else statistics
@@ -299,7 +329,7 @@ class Planner:
         self._instance_hints: dict[tuple, int] = {}  # the last pool sized at (index, context)
         longest = workload.max_total_tokens
         if longest > options.long_context_tokens:
-            share = 1.0 - self.stats(long_hardware).cdf(options.long_context_tokens)
+            share = 1.0 - self.stats(self.hardware[-1]).cdf(options.long_context_tokens)
             raise ValidationError(
                 f"workload {workload.name}: {share:.4%} of requests are longer than the long context "
                 f"{options.long_context_tokens:,} tokens (longest {longest:,}); raise --long-context"
@@ -326,8 +356,12 @@ class Planner:
 
     # -- traffic --------------------------------------------------------------------------
     def pool_hardware(self, routing: Routing) -> tuple[PoolHardware, ...]:
-        """Each pool's hardware: the short profile for all but the last pool, the long one last."""
-        return tuple(self._hardware_of(routing, k) for k in range(routing.pool_count))
+        """Each pool's hardware (:meth:`hardware_of`)."""
+        return tuple(self.hardware_of(routing.pool_count, k) for k in range(routing.pool_count))
+
+    def hardware_of(self, pool_count: int, index: int) -> PoolHardware:
+        """The hardware pool ``index`` of a ``pool_count``-pool fleet runs on (:func:`hardware_position`)."""
+        return pool_hardware_of(self.hardware, pool_count, index)
 
     @staticmethod
     def _pool_key(routing: Routing, index: int) -> tuple:
@@ -339,31 +373,24 @@ class Planner:
         top = routing.pool_ranges[index][1]
         return (index, bounds[0], routing.gamma, routing.compressibility, routing.max_cut_fraction, top)
 
-    def _hardware(self, last: bool) -> PoolHardware:
-        """The last (long-context) pool and the homogeneous fleet run on the long profile, the rest
-        on the short one."""
-        return self.long_hardware if last else self.short_hardware
-
-    def _hardware_of(self, routing: Routing, index: int) -> PoolHardware:
-        return self._hardware(index == len(routing.boundaries_tokens))
-
     def pool_share(self, routing: Routing, index: int) -> PoolShare:
         """Pool ``index`` of ``routing``: its share of requests and their moments (memoized)."""
         if index >= 2:
-            return self._range_share(*routing.pool_ranges[index])
+            return self._range_share(*routing.pool_ranges[index], self.hardware_of(routing.pool_count, index))
         key = self._pool_key(routing, index)
         if key not in self._shares:
-            hardware = self._hardware_of(routing, index)
+            hardware = self.hardware_of(routing.pool_count, index)
             self._shares[key] = self.model.pool_share(
                 self.stats(hardware), routing, index, self.options.quantile
             )
         return self._shares[key]
 
-    def _range_share(self, lo_tokens: float, hi_tokens: float) -> PoolShare:
-        key = (True, lo_tokens, hi_tokens)
+    def _range_share(self, lo_tokens: float, hi_tokens: float, hardware: PoolHardware) -> PoolShare:
+        chunk = hardware.prefill_chunk_tokens  # the statistics it is drawn from
+        key = (True, lo_tokens, hi_tokens, chunk)
         if key not in self._shares:
             self._shares[key] = self.model.range_share(
-                self.stats(self._hardware(math.isinf(hi_tokens))), lo_tokens, hi_tokens, self.options.quantile
+                self.stats(hardware), lo_tokens, hi_tokens, self.options.quantile
             )
         return self._shares[key]
 
@@ -383,7 +410,7 @@ class Planner:
 
     def _alpha_beta(self, routing: Routing) -> tuple[float, float]:
         """(α, β) = (F(B₁), F(γB₁) − F(B₁)), by the first pool's statistics."""
-        stats = self.stats(self._hardware_of(routing, 0))
+        stats = self.stats(self.hardware_of(routing.pool_count, 0))
         b = routing.boundaries_tokens[0]
         alpha = stats.cdf(b)
         return alpha, stats.cdf(routing.gamma * b) - alpha
@@ -431,29 +458,32 @@ class Planner:
         rate = self.options.arrival_rate_per_s if arrival_rate_per_s is None else arrival_rate_per_s
         contexts = routing.context_tokens(self.options.long_context_tokens)
         return tuple(
-            self.arrival_scv(pool_rate, moments, self._hardware_of(routing, k), contexts[k], rate)
+            self.arrival_scv(pool_rate, moments, self.hardware_of(routing.pool_count, k), contexts[k], rate)
             for k, (pool_rate, moments) in enumerate(self.pool_traffic(routing, rate))
         )
 
     def sized_pool(self, routing: Routing, index: int) -> PoolSizing:
         """Pool ``index`` of ``routing``, sized (memoized: the K-pool sweep reuses pools)."""
         if index >= 2:
-            return self.range_pool(*routing.pool_ranges[index])
+            return self.range_pool(*routing.pool_ranges[index], index)
         context = routing.context_tokens(self.options.long_context_tokens)[index]
         return self._sized_once(
             self._pool_key(routing, index), self.pool_share(routing, index), index,
-            self._hardware_of(routing, index), context,
+            self.hardware_of(routing.pool_count, index), context,
         )  # fmt: skip
 
-    def range_pool(self, lo_tokens: float, hi_tokens: float) -> PoolSizing:
-        """Pool k ≥ 3 of a fleet, serving lo < L ≤ hi (the last pool when hi = ∞), sized (memoized).
+    def range_pool(self, lo_tokens: float, hi_tokens: float, index: int) -> PoolSizing:
+        """Pool ``index`` ≥ 2 of a fleet, serving lo < L ≤ hi (the last pool when hi = ∞), sized
+        (memoized).
 
-        Such a pool depends on its own range only (the C&R band ends within the second pool), so it
-        is the same pool in every routing that has it."""
+        Such a pool depends on its own range and hardware only (the C&R band ends within the second
+        pool), so it is the same pool in every routing that has it there."""
         last = math.isinf(hi_tokens)
+        position = hardware_position(len(self.hardware), index + 1 if last else index + 2, index)
+        hardware = self.hardware[position]
         return self._sized_once(
-            (True, lo_tokens, hi_tokens), self._range_share(lo_tokens, hi_tokens), 2,
-            self._hardware(last),
+            (True, lo_tokens, hi_tokens, position), self._range_share(lo_tokens, hi_tokens, hardware), 2,
+            hardware,
             self.options.long_context_tokens if last else int(hi_tokens),
         )  # fmt: skip
 
@@ -510,17 +540,18 @@ class Planner:
         assert routed.b_short_tokens is not None
         cell = self.candidate(routed.b_short_tokens, gamma)
         long_rate, long_moments = self.pool_traffic(cell.routing)[-1]
+        long_hardware = cell.hardware[-1]
         kept_long = evaluate_pool(
             arrival_rate_per_s=long_rate,
             moments=long_moments,
-            hardware=self.long_hardware,
+            hardware=long_hardware,
             context_tokens=o.long_context_tokens,
             service_model=self.model,
             instances=routed.long.instances,
             slots_per_instance=routed.long.slots_per_instance,
             ttft_slo_s=o.ttft_slo_s,
             max_utilization=o.max_utilization,
-            arrival_scv=self.arrival_scv(long_rate, long_moments, self.long_hardware, o.long_context_tokens),
+            arrival_scv=self.arrival_scv(long_rate, long_moments, long_hardware, o.long_context_tokens),
         )
         return replace(cell, label="retrofit", pools=(cell.pools[0], kept_long))
 
@@ -557,11 +588,11 @@ class Planner:
                             head[j] = path
             # extend with middle pools (B_{k−1}, B_k], then close with the last pool (B_{K−1}, ∞).
             layer = head
-            for _ in range(inner - 2):
+            for index in range(2, inner):
                 nxt: list[tuple | None] = [None] * m
                 for i in range(m):
                     for j in range(i + 1, m) if layer[i] is not None else ():
-                        path = _extend(layer[i], self.range_pool(bounds[i], bounds[j]), bounds[j])
+                        path = _extend(layer[i], self.range_pool(bounds[i], bounds[j], index), bounds[j])
                         if path is not None and (nxt[j] is None or path < nxt[j]):
                             nxt[j] = path
                 layer = nxt
@@ -569,7 +600,7 @@ class Planner:
                 path = (
                     None
                     if layer[i] is None
-                    else _extend(layer[i], self.range_pool(bounds[i], math.inf), None)
+                    else _extend(layer[i], self.range_pool(bounds[i], math.inf, pool_count - 1), None)
                 )
                 if path is not None:
                     closed = (path[0], path[1], gamma, path[2])
@@ -609,8 +640,7 @@ class Planner:
             retrofit = _cheapest(options) or (options[0] if options else None)
         return FleetPlan(
             options=o,
-            short_hardware=self.short_hardware,
-            long_hardware=self.long_hardware,
+            hardware=self.hardware,
             best=replace(best, label="best") if best is not None else None,
             homogeneous=homogeneous,
             pool_routing=routed,
@@ -653,15 +683,13 @@ def _cheapest(cells) -> FleetCandidate | None:
     )
 
 
-def plan_fleet(
-    workload: Workload, short_hardware: PoolHardware, long_hardware: PoolHardware, options: PlanOptions
-) -> FleetPlan:
+def plan_fleet(workload: Workload, hardware: tuple[PoolHardware, ...], options: PlanOptions) -> FleetPlan:
     """Plan the cheapest fleet for ``workload`` — the one call behind ``fleetopt plan``.
 
     Returns a :class:`FleetPlan`; ``plan.best`` is None when no cell is feasible (never an
     infeasible fleet presented as a plan).
     """
-    return Planner(workload, short_hardware, long_hardware, options).plan()
+    return Planner(workload, hardware, options).plan()
 
 
 def gamma_grid(start: float = 1.0, stop: float = 2.0, step: float = 0.1) -> tuple[float, ...]:

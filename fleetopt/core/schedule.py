@@ -190,8 +190,7 @@ def _fleet_at(planner: Planner, fleet: FleetCandidate, rate_per_s: float, mean_r
     )
     again = Planner(
         planner.workload,
-        planner.short_hardware,
-        planner.long_hardware,
+        planner.hardware,
         options,
         planner.prepared_statistics(),
     )
