@@ -52,7 +52,7 @@ def test_azure_2023_lockstep_plan_utilization_within_one_percent_and_slo_met() -
     """fleetopt plan --cdf azure-2023 --slo 500ms --rate 1000 --rate-basis mean --service-model lockstep
     (pooled dispatch)."""
     run = plan_workload(
-        "azure-2023", ttft_slo_s=SLO_S, arrival_rate_per_s=RATE_PER_S, service_model="lockstep",
+        "azure-2023", ttft_slo_s=SLO_S, mean_rate_per_s=RATE_PER_S, service_model="lockstep",
         serving=PAPER_SERVING, rate_basis="mean",  # the papers' Poisson at the mean rate
     )  # fmt: skip
     setup = setup_from_plan(run.plan)
@@ -96,7 +96,7 @@ def test_fleetopt_table_3_pool_routing_utilization_within_one_percent(
     """Each pool simulated on its own traffic: at γ = 1 the short pool takes L ≤ B and the long L > B,
     Poisson at λ·F(B) and λ·(1 − F(B)), so a pool alone gets a tight interval at a fraction of the cost."""
     run = plan_workload(
-        cdf, ttft_slo_s=SLO_S, arrival_rate_per_s=RATE_PER_S, service_model="fleet-sim",
+        cdf, ttft_slo_s=SLO_S, mean_rate_per_s=RATE_PER_S, service_model="fleet-sim",
         b_short_candidates=[b_short], gammas=[1.0], compressibility=p_c, serving=PAPER_SERVING,
     )  # fmt: skip
     best = run.plan.best
@@ -126,7 +126,7 @@ def test_fleet_sim_accounting_misses_compressed_requests_and_the_report_says_so(
     the compressed band (total B, original L_out) is work it never counts. Azure, B = 4096, γ = 2,
     p_c = 1: the simulated short pool saturates while the plan predicts ≤ 0.85."""
     run = plan_workload(
-        "azure", ttft_slo_s=SLO_S, arrival_rate_per_s=RATE_PER_S, service_model="fleet-sim",
+        "azure", ttft_slo_s=SLO_S, mean_rate_per_s=RATE_PER_S, service_model="fleet-sim",
         b_short_candidates=[4096], gammas=[2.0], compressibility=1.0,
     )  # fmt: skip
     setup = setup_from_plan(run.plan)
@@ -291,7 +291,7 @@ def test_a_pool_the_fleet_run_barely_measures_is_simulated_on_its_own_stream() -
     slot-bound pools). The short pool, measured on ~300,000 per seed, keeps the fleet run's figures."""
     from fleetopt.core.crosscheck import MIN_POOL_REQUESTS, PoolVerdict
 
-    run = plan_workload("lmsys", ttft_slo_s=3.0, arrival_rate_per_s=250.0, rate_basis="mean")
+    run = plan_workload("lmsys", ttft_slo_s=3.0, mean_rate_per_s=250.0, rate_basis="mean")
     setup = setup_from_plan(run.plan)
     report = crosscheck_setup(setup, run.workload, service_model="physical", seeds=(1, 2, 3))
     short, long = report.pools
