@@ -306,3 +306,41 @@ def test_a_pool_the_fleet_run_barely_measures_is_simulated_on_its_own_stream() -
     given = crosscheck_setup(setup, run.workload, service_model="physical", requests=200_000, seeds=(1, 2))
     assert all(row.fleet_requests_measured is None for row in given.pools)
     assert given.pools[1].requests_measured < 2_000
+
+
+def test_a_plan_file_gives_the_deployable_pools_and_predictions_the_plan_had(tmp_path) -> None:
+    """One pool vocabulary: the pools of a plan in memory and of the same plan written and read back
+    (two independent paths: the planner's sizings, the YAML document) are the same deployable pools
+    with the same predictions, and the cross-check sets both up alike."""
+    import yaml
+
+    from fleetopt.core.crosscheck import setup_from_plan, setup_from_planned
+    from fleetopt.core.pools import DeployablePool
+    from fleetopt.io.plans import read_plan
+
+    run = plan_workload(
+        "azure-2023", ttft_slo_s=0.5, mean_rate_per_s=200.0, max_pools=3, service_model="lockstep"
+    )
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(run.document, sort_keys=False))
+    read = read_plan(path)
+    best = run.plan.best
+    assert best is not None
+    for name, sizing, hardware, pool in zip(
+        best.pool_names, best.pools, best.hardware, read.fleet.pools, strict=True
+    ):
+        assert isinstance(pool, DeployablePool) and pool.name == name
+        assert (pool.context_tokens, pool.slots_per_instance, pool.instances) == (
+            sizing.context_tokens, sizing.slots_per_instance, sizing.instances,
+        )  # fmt: skip
+        assert pool.gpus == sizing.gpus and pool.hardware.serving_name == hardware.serving_name
+        assert pool.predicted.utilization == pytest.approx(sizing.utilization, rel=1e-9, nan_ok=True)
+        assert pool.predicted.p99_ttft_s == pytest.approx(sizing.p99_ttft_s, rel=1e-9, nan_ok=True)
+        assert pool.predicted.arrival_rate_per_s == pytest.approx(sizing.arrival_rate_per_s, rel=1e-9)
+    in_memory, from_file = setup_from_plan(run.plan), setup_from_planned(read.fleet, read.options)
+    assert from_file.arrival_scvs == pytest.approx(in_memory.arrival_scvs, rel=1e-9)
+    for a, b in zip(in_memory.pools, from_file.pools, strict=True):
+        assert a.simulated == b.simulated
+        assert (b.tpot_s, b.mean_service_s) == pytest.approx(
+            (a.tpot_s, a.mean_service_s), rel=1e-9, nan_ok=True
+        )

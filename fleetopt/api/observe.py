@@ -368,7 +368,7 @@ def check_plan_drift_live(
     plan = observed.plan
     factor = plan.options.basis_factor
     planned_rates = {
-        p.name: None if p.planned_arrival_rate_per_s is None else p.planned_arrival_rate_per_s / factor
+        p.name: None if p.predicted.arrival_rate_per_s is None else p.predicted.arrival_rate_per_s / factor
         for p in plan.fleet.pools
     }
     findings, undecided = live_findings(

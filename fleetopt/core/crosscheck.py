@@ -28,6 +28,7 @@ import numpy as np
 from fleetopt.core.arrivals import ArrivalSpec
 from fleetopt.core.drift import PlannedFleet
 from fleetopt.core.planner import FleetPlan, Planner, PlanOptions
+from fleetopt.core.pools import DeployablePool
 from fleetopt.core.routing import Routing
 from fleetopt.core.service import LOCKSTEP, PoolHardware, get_service_model, iteration_costs
 from fleetopt.core.simulate import (
@@ -299,20 +300,35 @@ def simulation_model_for(service_model: str) -> str:
     return get_service_model(service_model).simulation_model
 
 
-def _prediction(name: str, sizing: PoolSizing, hw: PoolHardware) -> PoolPrediction:
+def _prediction(pool: DeployablePool) -> PoolPrediction:
+    """A deployable pool to simulate with its predictions (NaN for a figure the plan does not carry)."""
+
+    def figure(value: float | None) -> float:
+        return math.nan if value is None else value
+
+    predicted = pool.predicted
     return PoolPrediction(
-        name=name,
+        name=pool.name,
         simulated=_simulated_pool(
-            name, sizing.instances, sizing.slots_per_instance, sizing.context_tokens, hw
+            pool.name, pool.instances, pool.slots_per_instance, pool.context_tokens, pool.hardware
         ),
-        hardware=hw,
-        arrival_rate_per_s=sizing.arrival_rate_per_s,
-        utilization=sizing.utilization,
-        p99_wait_s=sizing.p99_wait_s,
-        p99_ttft_s=sizing.p99_ttft_s,
-        tpot_s=sizing.iteration_s,
-        mean_service_s=sizing.mean_service_s,
+        hardware=pool.hardware,
+        arrival_rate_per_s=figure(predicted.arrival_rate_per_s),
+        utilization=figure(predicted.utilization),
+        p99_wait_s=figure(predicted.p99_wait_s),
+        p99_ttft_s=figure(predicted.p99_ttft_s),
+        tpot_s=figure(predicted.iteration_s),
+        mean_service_s=figure(predicted.mean_service_s),
     )
+
+
+def _deployed_setup(
+    pools: tuple[DeployablePool, ...], routing: Routing, options: PlanOptions
+) -> CrossCheckSetup:
+    """A setup of deployable pools at the plan's own rate, SLO, cap, quantile, long context and
+    service model; each pool's C_a² as predicted (1 when the plan does not carry it)."""
+    scvs = tuple(1.0 if p.predicted.arrival_scv is None else p.predicted.arrival_scv for p in pools)
+    return _planned_setup(tuple(_prediction(p) for p in pools), routing, options, scvs)
 
 
 def setup_from_plan(plan: FleetPlan) -> CrossCheckSetup:
@@ -320,12 +336,11 @@ def setup_from_plan(plan: FleetPlan) -> CrossCheckSetup:
     best = plan.best
     if best is None:
         raise ValidationError("plan: no feasible fleet to validate")
-    o = plan.options
     pools = tuple(
-        _prediction(name, sizing, hardware)
+        DeployablePool.of_sizing(name, sizing, hardware)
         for name, sizing, hardware in zip(best.pool_names, best.pools, best.hardware, strict=True)
     )
-    return _planned_setup(pools, best.routing, o, tuple(p.arrival_scv for p in best.pools))
+    return _deployed_setup(pools, best.routing, plan.options)
 
 
 def _planned_setup(
@@ -360,7 +375,7 @@ def single_pool_setup(
 ) -> CrossCheckSetup:
     """One sized pool taking all the traffic it is given (``size_pool`` / ``evaluate_pool`` output)."""
     return CrossCheckSetup(
-        pools=(_prediction(name, sizing, hardware),),
+        pools=(_prediction(DeployablePool.of_sizing(name, sizing, hardware)),),
         routing=Routing.homogeneous(),
         arrival_rate_per_s=sizing.arrival_rate_per_s,
         ttft_slo_s=ttft_slo_s,
@@ -376,30 +391,7 @@ def setup_from_planned(fleet: PlannedFleet, options: PlanOptions) -> CrossCheckS
 
     The plan's own figures are the predictions; a figure the plan does not carry is NaN.
     """
-
-    def figure(value: float | None) -> float:
-        return math.nan if value is None else value
-
-    pools = tuple(
-        PoolPrediction(
-            name=pool.name,
-            simulated=_simulated_pool(
-                pool.name, pool.instances, pool.slots_per_instance, pool.context_tokens, pool.hardware
-            ),
-            hardware=pool.hardware,
-            arrival_rate_per_s=figure(pool.planned_arrival_rate_per_s),
-            utilization=figure(pool.planned_utilization),
-            p99_wait_s=figure(pool.planned_p99_wait_s),
-            p99_ttft_s=figure(pool.planned_p99_ttft_s),
-            tpot_s=figure(pool.planned_iteration_s),
-            mean_service_s=figure(pool.planned_mean_service_s),
-        )
-        for pool in fleet.pools
-    )
-    scvs = tuple(
-        1.0 if pool.planned_arrival_scv is None else pool.planned_arrival_scv for pool in fleet.pools
-    )
-    return _planned_setup(pools, fleet.routing, options, scvs)
+    return _deployed_setup(fleet.pools, fleet.routing, options)
 
 
 def reevaluate(
@@ -440,7 +432,7 @@ def reevaluate(
             ttft_slo_s=setup.ttft_slo_s,
             max_utilization=setup.max_utilization,
         )
-        fresh = _prediction(prediction.name, sizing, prediction.hardware)
+        fresh = _prediction(DeployablePool.of_sizing(prediction.name, sizing, prediction.hardware))
         pools.append(replace(fresh, simulated=pool))
     return replace(
         setup,

@@ -24,8 +24,8 @@ from enum import Enum
 import numpy as np
 
 from fleetopt.core.planner import FleetCandidate, Planner, PlanOptions
+from fleetopt.core.pools import DeployablePool
 from fleetopt.core.routing import Routing
-from fleetopt.core.service import PoolHardware
 from fleetopt.core.sizing import PoolSizing, evaluate_pool
 from fleetopt.core.workload import Workload
 from fleetopt.errors import ValidationError
@@ -37,32 +37,11 @@ DEFAULT_MIN_HEADROOM = 0.0
 
 
 @dataclass(frozen=True)
-class PlannedPool:
-    """One pool of a written plan, as deployed.
-
-    ``planned_*`` are the plan's own figures for the pool (None when the plan does not carry them).
-    """
-
-    name: str
-    hardware: PoolHardware
-    instances: int
-    slots_per_instance: int
-    context_tokens: int
-    planned_arrival_rate_per_s: float | None = None
-    planned_utilization: float | None = None
-    planned_p99_ttft_s: float | None = None
-    planned_p99_wait_s: float | None = None
-    planned_iteration_s: float | None = None
-    planned_mean_service_s: float | None = None
-    planned_arrival_scv: float | None = None
-
-
-@dataclass(frozen=True)
 class PlannedFleet:
     """The deployed fleet of a plan: its routing and its pools, shortest first (one per routed range)."""
 
     routing: Routing
-    pools: tuple[PlannedPool, ...]
+    pools: tuple[DeployablePool, ...]
     total_gpus: int
     cost_per_hour_usd: float
 
@@ -74,7 +53,7 @@ class PlannedFleet:
     def gamma(self) -> float:
         return self.routing.gamma
 
-    def pool(self, name: str) -> PlannedPool | None:
+    def pool(self, name: str) -> DeployablePool | None:
         return next((p for p in self.pools if p.name == name), None)
 
 
@@ -302,7 +281,7 @@ def evaluate_fleet(planner: Planner, fleet: PlannedFleet, arrival_rate_per_s: fl
     o = planner.options
     rate = float(arrival_rate_per_s)
 
-    def evaluate(pool: PlannedPool, pool_rate: float, moments) -> PoolSizing:
+    def evaluate(pool: DeployablePool, pool_rate: float, moments) -> PoolSizing:
         return evaluate_pool(
             arrival_rate_per_s=pool_rate,
             moments=moments,
