@@ -202,7 +202,7 @@ def test_compare_states_optimism_and_slo_breach_from_the_numbers() -> None:
     )
     report = crosscheck_setup(setup, workload, service_model="lockstep", requests=20_000, seeds=(1, 2, 3))
     simulated = report.pools[0].metrics["p99_ttft_s"]
-    low = replace(setup.pools[0], p99_ttft_s=simulated.simulated - simulated.ci95_half_width - 0.1)
+    low = setup.pools[0].with_predictions(p99_ttft_s=simulated.simulated - simulated.ci95_half_width - 0.1)
     strict_slo = simulated.simulated / 2
     judged = compare(replace(setup, pools=(low,), ttft_slo_s=strict_slo), report.result)
     gap = simulated.simulated - low.p99_ttft_s

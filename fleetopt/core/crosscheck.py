@@ -28,7 +28,7 @@ import numpy as np
 from fleetopt.core.arrivals import ArrivalSpec
 from fleetopt.core.drift import PlannedFleet
 from fleetopt.core.planner import FleetPlan, Planner, PlanOptions
-from fleetopt.core.pools import DeployablePool
+from fleetopt.core.pools import DeployablePool, PoolPredictions
 from fleetopt.core.routing import Routing
 from fleetopt.core.service import LOCKSTEP, PoolHardware, get_service_model, iteration_costs
 from fleetopt.core.simulate import (
@@ -68,28 +68,59 @@ MIN_POOL_REQUESTS = 60_000
 
 @dataclass(frozen=True)
 class PoolPrediction:
-    """One planned pool: what to simulate and what the analytical model predicts for it.
+    """One planned pool: the deployable pool with what the analytical model predicts for it
+    (``pool.predicted``), and the pool as the simulator takes it (``simulated``).
 
-    Attributes:
-        name: ``short``, ``long`` or ``homogeneous``.
-        simulated: the pool as the simulator takes it.
-        hardware: the pool's serving calibration.
-        arrival_rate_per_s: predicted requests per second reaching the pool.
-        utilization: λ_p·E[S] / (n·s).
-        p99_wait_s, p99_ttft_s: predicted P99 slot wait and P99 TTFT, seconds.
-        tpot_s: predicted iteration time (TPOT), seconds.
-        mean_service_s: predicted E[S], seconds.
+    The figures read as floats, NaN where the plan does not carry one: ``arrival_rate_per_s``
+    (req/s reaching the pool), ``utilization`` (λ_p·E[S] / (n·s)), ``p99_wait_s`` and ``p99_ttft_s``
+    (seconds), ``tpot_s`` (the predicted iteration time, seconds), ``mean_service_s`` (E[S], seconds).
     """
 
-    name: str
+    pool: DeployablePool
     simulated: SimulatedPool
-    hardware: PoolHardware
-    arrival_rate_per_s: float
-    utilization: float
-    p99_wait_s: float
-    p99_ttft_s: float
-    tpot_s: float
-    mean_service_s: float
+
+    @property
+    def name(self) -> str:
+        """``short``, ``long``, ``homogeneous`` or ``pool-k``."""
+        return self.pool.name
+
+    @property
+    def hardware(self) -> PoolHardware:
+        return self.pool.hardware
+
+    @property
+    def arrival_rate_per_s(self) -> float:
+        return _figure(self.pool.predicted.arrival_rate_per_s)
+
+    @property
+    def utilization(self) -> float:
+        return _figure(self.pool.predicted.utilization)
+
+    @property
+    def p99_wait_s(self) -> float:
+        return _figure(self.pool.predicted.p99_wait_s)
+
+    @property
+    def p99_ttft_s(self) -> float:
+        return _figure(self.pool.predicted.p99_ttft_s)
+
+    @property
+    def tpot_s(self) -> float:
+        return _figure(self.pool.predicted.iteration_s)
+
+    @property
+    def mean_service_s(self) -> float:
+        return _figure(self.pool.predicted.mean_service_s)
+
+    def with_predictions(self, **figures: float | None) -> PoolPrediction:
+        """This pool with some predicted figures replaced (:class:`PoolPredictions`' names)."""
+        predicted = replace(self.pool.predicted, **figures)
+        return replace(self, pool=replace(self.pool, predicted=predicted))
+
+
+def _figure(value: float | None) -> float:
+    """A predicted figure as a float (NaN when the plan does not carry it)."""
+    return math.nan if value is None else value
 
 
 @dataclass(frozen=True)
@@ -301,25 +332,11 @@ def simulation_model_for(service_model: str) -> str:
 
 
 def _prediction(pool: DeployablePool) -> PoolPrediction:
-    """A deployable pool to simulate with its predictions (NaN for a figure the plan does not carry)."""
-
-    def figure(value: float | None) -> float:
-        return math.nan if value is None else value
-
-    predicted = pool.predicted
-    return PoolPrediction(
-        name=pool.name,
-        simulated=_simulated_pool(
-            pool.name, pool.instances, pool.slots_per_instance, pool.context_tokens, pool.hardware
-        ),
-        hardware=pool.hardware,
-        arrival_rate_per_s=figure(predicted.arrival_rate_per_s),
-        utilization=figure(predicted.utilization),
-        p99_wait_s=figure(predicted.p99_wait_s),
-        p99_ttft_s=figure(predicted.p99_ttft_s),
-        tpot_s=figure(predicted.iteration_s),
-        mean_service_s=figure(predicted.mean_service_s),
+    """A deployable pool with its predictions, and the pool as the simulator takes it."""
+    simulated = _simulated_pool(
+        pool.name, pool.instances, pool.slots_per_instance, pool.context_tokens, pool.hardware
     )
+    return PoolPrediction(pool, simulated)
 
 
 def _deployed_setup(
@@ -432,8 +449,8 @@ def reevaluate(
             ttft_slo_s=setup.ttft_slo_s,
             max_utilization=setup.max_utilization,
         )
-        fresh = _prediction(DeployablePool.of_sizing(prediction.name, sizing, prediction.hardware))
-        pools.append(replace(fresh, simulated=pool))
+        predicted = PoolPredictions.of_sizing(sizing)
+        pools.append(replace(prediction, pool=replace(prediction.pool, predicted=predicted)))
     return replace(
         setup,
         pools=tuple(pools),
@@ -473,7 +490,7 @@ def reevaluate_over_profile(
         utilization = sum(size * e.pools[index].utilization for _, size, e in evaluated) / windows
         flow = sum(size * rate for rate, size, _ in evaluated)
         tpot = sum(size * rate * e.pools[index].tpot_s for rate, size, e in evaluated) / flow
-        pools.append(replace(base, utilization=utilization, tpot_s=tpot))
+        pools.append(base.with_predictions(utilization=utilization, iteration_s=tpot))
     return replace(evaluated[0][2], pools=tuple(pools), arrival_rate_per_s=float(rates.mean()))
 
 
