@@ -151,9 +151,9 @@ class PoolFit:
 
 @dataclass(frozen=True)
 class FleetFit:
-    """The planned fleet under a given rate: α, β, α' of today's workload and each pool's fit."""
+    """The planned fleet under a given sizing rate: α, β, α' of today's workload and each pool's fit."""
 
-    arrival_rate_per_s: float
+    sizing_rate_per_s: float
     alpha: float | None
     beta: float | None
     short_traffic_fraction: float | None
@@ -177,9 +177,10 @@ class DriftReason:
 @dataclass(frozen=True)
 class DriftResult:
     """Everything ``fleetopt drift`` reports. ``fit``/``headroom_fit``/``replan`` are None when
-    today's workload cannot be evaluated against the plan (requests beyond the long context)."""
+    today's workload cannot be evaluated against the plan (requests beyond the long context).
+    ``sizing_rate_per_s``: today's rate on the plan's basis (the mean × the basis factor)."""
 
-    arrival_rate_per_s: float
+    sizing_rate_per_s: float
     fit: FleetFit | None
     headroom_fit: FleetFit | None
     replan: FleetCandidate | None
@@ -271,15 +272,15 @@ def _pool_fit(name: str, sizing: PoolSizing, options: PlanOptions) -> PoolFit:
     )
 
 
-def evaluate_fleet(planner: Planner, fleet: PlannedFleet, arrival_rate_per_s: float) -> FleetFit:
-    """The planned pools, unchanged, under ``planner``'s workload at ``arrival_rate_per_s``.
+def evaluate_fleet(planner: Planner, fleet: PlannedFleet, sizing_rate_per_s: float) -> FleetFit:
+    """The planned pools, unchanged, under ``planner``'s workload at ``sizing_rate_per_s``.
 
     Traffic splits as the planner splits it (:meth:`Planner.pool_traffic`, the service model's
     rules): under lockstep each pool gets its exact share; under fleet-sim α' = α + p_c·β goes to the
     first pool (a later pool at ≤ 0.01 req/s counts as empty, FACTS §1). Any number of pools.
     """
     o = planner.options
-    rate = float(arrival_rate_per_s)
+    rate = float(sizing_rate_per_s)
 
     def evaluate(pool: DeployablePool, pool_rate: float, moments) -> PoolSizing:
         return evaluate_pool(
@@ -357,7 +358,7 @@ def check_drift(
     if ks.lower > tolerances.max_ks:
         reasons.append(DriftReason(DriftCheck.DISTRIBUTION))
     return DriftResult(
-        arrival_rate_per_s=rate,
+        sizing_rate_per_s=rate,
         fit=fit,
         headroom_fit=headroom_fit,
         replan=replan,
