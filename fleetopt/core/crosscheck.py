@@ -286,13 +286,15 @@ class CrossCheckReport:
 # --------------------------------------------------------------------------------------------
 
 
-def _simulated_pool(name: str, instances: int, slots: int, context: int, hw: PoolHardware) -> SimulatedPool:
+def simulated_pool(pool: DeployablePool) -> SimulatedPool:
+    """A deployable pool as the simulator takes it (its hardware's iteration costs and KV cache)."""
+    hw = pool.hardware
     costs = iteration_costs(hw)
     return SimulatedPool(
-        name=name,
-        instances=int(instances),
-        slots_per_instance=int(slots),
-        context_tokens=int(context),
+        name=pool.name,
+        instances=int(pool.instances),
+        slots_per_instance=int(pool.slots_per_instance),
+        context_tokens=int(pool.context_tokens),
         iteration_base_s=hw.iteration_base_s,
         iteration_per_slot_s=hw.iteration_per_slot_s,
         prefill_chunk_tokens=hw.prefill_chunk_tokens,
@@ -333,10 +335,7 @@ def simulation_model_for(service_model: str) -> str:
 
 def _prediction(pool: DeployablePool) -> PoolPrediction:
     """A deployable pool with its predictions, and the pool as the simulator takes it."""
-    simulated = _simulated_pool(
-        pool.name, pool.instances, pool.slots_per_instance, pool.context_tokens, pool.hardware
-    )
-    return PoolPrediction(pool, simulated)
+    return PoolPrediction(pool, simulated_pool(pool))
 
 
 def _deployed_setup(
