@@ -57,10 +57,10 @@ def main() -> None:
         plans, seconds = {}, {}
         for pools in (2, 3, 4):
             options = PlanOptions(
-                arrival_rate_per_s=rate, ttft_slo_s=slo, long_context_tokens=context, max_pools=pools
+                sizing_rate_per_s=rate, ttft_slo_s=slo, long_context_tokens=context, max_pools=pools
             )
             start = time.perf_counter()
-            plans[pools] = Planner(workload, hardware, hardware, options).plan()
+            plans[pools] = Planner(workload, (hardware,), options).plan()
             seconds[pools] = time.perf_counter() - start
         by_count = plans[4].best_by_pool_count
         gpus = ["—" if c is None else f"{c.total_gpus:,}" for c in by_count]

@@ -70,31 +70,29 @@ def planning_cases() -> list[tuple[str, Callable[[], object]]]:
     cases: list[tuple[str, Callable[[], object]]] = []
     for name, b_short, p_c in PAPER_CDFS:
         cdf = load_workload(name)
-        prepared = Planner(cdf, hardware, hardware, PlanOptions(arrival_rate_per_s=1.0, ttft_slo_s=0.5))
+        prepared = Planner(cdf, (hardware,), PlanOptions(sizing_rate_per_s=1.0, ttft_slo_s=0.5))
         cases.append(
             (
                 f"prepare statistics, {name} CDF ({cdf.total_tokens.size:,} atoms)",
-                lambda cdf=cdf, options=prepared.options: Planner(cdf, hardware, hardware, options).stats(
-                    hardware
-                ),
+                lambda cdf=cdf, options=prepared.options: Planner(cdf, (hardware,), options).stats(hardware),
             )
         )
         prepared.stats(hardware)
         for rate in RATES:
             options = PlanOptions(
-                arrival_rate_per_s=rate, ttft_slo_s=0.5, b_short_candidates=(b_short,), compressibility=p_c,
+                sizing_rate_per_s=rate, ttft_slo_s=0.5, b_short_candidates=(b_short,), compressibility=p_c,
                 service_model="fleet-sim",
             )  # fmt: skip
 
             def sweep(options=options, cdf=cdf, shared=prepared.prepared_statistics(), b_short=b_short):
-                planner = Planner(cdf, hardware, hardware, options, shared)
+                planner = Planner(cdf, (hardware,), options, shared)
                 return [planner.candidate(b_short, gamma) for gamma in options.gammas]
 
             cases.append((f"fleet-sim 11-γ sweep, {name} B = {b_short}, λ = {rate:g}/s", sweep))
             if rate == 1000.0:
 
                 def sweep_from_scratch(options=options, cdf=cdf, b_short=b_short):
-                    planner = Planner(cdf, hardware, hardware, options)
+                    planner = Planner(cdf, (hardware,), options)
                     return [planner.candidate(b_short, gamma) for gamma in options.gammas]
 
                 cases.append(
@@ -103,19 +101,19 @@ def planning_cases() -> list[tuple[str, Callable[[], object]]]:
     trace = load_workload("azure-2023")
     default = pool_hardware(DEFAULT_SERVING, [bundled_dir("profiles")])
     for rate in RATES:
-        options = PlanOptions(arrival_rate_per_s=rate, ttft_slo_s=0.5)
-        cells = len(Planner(trace, default, default, options).plan().grid)
+        options = PlanOptions(sizing_rate_per_s=rate, ttft_slo_s=0.5)
+        cells = len(Planner(trace, (default,), options).plan().grid)
         cases.append(
             (
                 f"full default plan (engine, {DEFAULT_SERVING}), azure-2023, λ = {rate:g}/s ({cells} cells)",
-                lambda options=options: Planner(trace, default, default, options).plan(),
+                lambda options=options: Planner(trace, (default,), options).plan(),
             )
         )
-        lockstep = PlanOptions(arrival_rate_per_s=rate, ttft_slo_s=0.5, service_model="lockstep")
+        lockstep = PlanOptions(sizing_rate_per_s=rate, ttft_slo_s=0.5, service_model="lockstep")
         cases.append(
             (
                 f"  the same under lockstep on the papers' A100 profile, λ = {rate:g}/s",
-                lambda options=lockstep: Planner(trace, hardware, hardware, options).plan(),
+                lambda options=lockstep: Planner(trace, (hardware,), options).plan(),
             )
         )
     # The trace's own default plan, as `fleetopt plan --cdf azure-2023 --slo 500ms` makes it: its own
@@ -125,8 +123,8 @@ def planning_cases() -> list[tuple[str, Callable[[], object]]]:
     cases.append(
         (
             f"full default plan, azure-2023 at its own rate "
-            f"(peak basis {own.arrival_rate_per_s:.1f}/s, C_a² > 1)",
-            lambda: Planner(trace, default, default, own).plan(),
+            f"(peak basis {own.sizing_rate_per_s:.1f}/s, C_a² > 1)",
+            lambda: Planner(trace, (default,), own).plan(),
         )
     )
     cases.append(
@@ -195,14 +193,14 @@ def big_log_rows(pairs: int, rounds: int) -> list[str]:
     hardware = pool_hardware("llama-3-70b-a100-80gb-tp8", [bundled_dir("profiles")])
     rows = []
     for model in ("lockstep", "fleet-sim", "engine"):
-        options = PlanOptions(arrival_rate_per_s=1000.0, ttft_slo_s=0.5, service_model=model)
+        options = PlanOptions(sizing_rate_per_s=1000.0, ttft_slo_s=0.5, service_model=model)
         times = []
         for _ in range(rounds):
             start = time.process_time()
-            Planner(log, hardware, hardware, options).plan()
+            Planner(log, (hardware,), options).plan()
             times.append(time.process_time() - start)
         tracemalloc.start()
-        Planner(log, hardware, hardware, options).plan()
+        Planner(log, (hardware,), options).plan()
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         per_atom_us = statistics.median(times) / atoms * 1e6

@@ -29,10 +29,10 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|")
     for rate in (float(r) for r in args.rates.split(",")):
         start = time.process_time()
-        analytic = plan_workload("azure-2023", ttft_slo_s=0.5, arrival_rate_per_s=rate)
+        analytic = plan_workload("azure-2023", ttft_slo_s=0.5, mean_rate_per_s=rate)
         plan_s = time.process_time() - start
         start = time.process_time()
-        refined = plan_workload("azure-2023", ttft_slo_s=0.5, arrival_rate_per_s=rate, refine=args.refine)
+        refined = plan_workload("azure-2023", ttft_slo_s=0.5, mean_rate_per_s=rate, refine=args.refine)
         total_s = time.process_time() - start
         fleets = refined.document["refinement"]["fleets"]
         pools = [p for f in fleets for p in f["pools"]]

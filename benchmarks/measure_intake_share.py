@@ -67,7 +67,7 @@ def main() -> None:
         workload_name, slo_s, rate, serving, cap = scenario = SETS[set_name][1][int(index)]
         run = plan_scenario(*scenario)
         best = run.plan.best
-        planner = Planner(run.workload, best.hardware[0], best.hardware[-1], run.plan.options)
+        planner = Planner(run.workload, run.plan.hardware, run.plan.options)
         traffic = planner.pool_traffic(best.routing)
         for pool_index, prediction, sizing, workload in planned_pools(run):
             pool = prediction.simulated

@@ -28,7 +28,7 @@ def main() -> None:
         for setting, dispatch in (("off", "random"), ("auto", "random"), ("auto", "affinity"),
                                   ("hit-rate:0.3", "random"), ("hit-rate:0.6", "random")):  # fmt: skip
             run = plan_run_from_options(
-                workload=str(LOG), slo=slo, rate_per_s=100, b_short=None, gamma=None, tpot_slo=None,
+                workload=str(LOG), slo=slo, mean_rate_per_s=100, b_short=None, gamma=None, tpot_slo=None,
                 long_context_tokens=131072, reader_options={"log_format": "mooncake"},
                 prefix_caching=setting, prefix_dispatch=dispatch,
             )  # fmt: skip

@@ -54,7 +54,7 @@ def main() -> None:
             for slo in SLOS_S:
                 start = time.process_time()
                 kwargs = dict(
-                    ttft_slo_s=slo, arrival_rate_per_s=args.rate, serving=serving,
+                    ttft_slo_s=slo, mean_rate_per_s=args.rate, serving=serving,
                     long_context_tokens=context, profiles_dir=ROOT / "tests" / "data" / "profiles",
                     dispatch=args.dispatch,
                 )  # fmt: skip

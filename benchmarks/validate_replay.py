@@ -75,7 +75,7 @@ def main() -> None:
     for name, basis, window in CASES:
         if args.window is not None and window != args.window:
             continue
-        run = plan_workload(name, ttft_slo_s=args.slo, arrival_rate_per_s=args.rate, rate_basis=basis,
+        run = plan_workload(name, ttft_slo_s=args.slo, mean_rate_per_s=args.rate, rate_basis=basis,
                             rate_window_s=window)  # fmt: skip
         best = run.plan.best
         setup = setup_from_plan(run.plan)
@@ -96,7 +96,7 @@ def main() -> None:
                 share = shares[row.prediction.name]
                 print(
                     f"| {name} | {label} | {arrivals} | {row.prediction.name} | {pool.instances} | "
-                    f"{best.total_gpus:,} | {run.plan.options.arrival_rate_per_s:,.0f} req/s | "
+                    f"{best.total_gpus:,} | {run.plan.options.sizing_rate_per_s:,.0f} req/s | "
                     f"{pool.arrival_scv:.3g} | {interval} | "
                     f"{'–' if not np.isfinite(share) else f'{100 * share:.2f}%'} | {row.verdict.value} |",
                     flush=True,
@@ -122,10 +122,10 @@ def arrival_term(slo_s: float) -> None:
         ("azure-2023", 10),
         ("azure-2023", 50),
     ):
-        run = plan_workload(name, ttft_slo_s=slo_s, arrival_rate_per_s=rate, service_model="lockstep",
+        run = plan_workload(name, ttft_slo_s=slo_s, mean_rate_per_s=rate, service_model="lockstep",
                             serving="llama-3-70b-a100-80gb-tp8")  # fmt: skip
         options = replace(run.plan.options, arrival_dispersion=())
-        poisson = Planner(run.workload, run.plan.short_hardware, run.plan.long_hardware, options).plan()
+        poisson = Planner(run.workload, run.plan.hardware, options).plan()
         for label, plan in (("from the log", run.plan), ("1 (Poisson)", poisson)):
             report = crosscheck_setup_run(
                 setup_from_plan(plan), run.workload, service_model="lockstep", seeds=5, arrivals="replay"

@@ -87,13 +87,13 @@ def record(path: str) -> None:
                 for rate in RATES_PER_S:
                     for slo in SLOS_S:
                         options = PlanOptions(
-                            arrival_rate_per_s=rate,
+                            sizing_rate_per_s=rate,
                             ttft_slo_s=slo,
                             service_model=model,
                             tpot_slo_s=tpot,
                             compressibility=compressibility,
                         )
-                        planner = Planner(workload, hardware, hardware, options, statistics=prepared)
+                        planner = Planner(workload, (hardware,), options, statistics=prepared)
                         prepared = planner.prepared_statistics()
                         plan = planner.plan()
                         key = f"{workload_name}|{serving}|{setting}|{rate:g}|{slo:g}"

@@ -42,7 +42,7 @@ def _audit(name: str, service_model: str = "lockstep", b_short: int | None = Non
     options = WorkloadAuditOptions(
         # the audit's defaults (api/audit.py): the papers' C&R, p_c = 1 and no cap on the cut
         plan=PlanOptions(
-            arrival_rate_per_s=1000.0,
+            sizing_rate_per_s=1000.0,
             ttft_slo_s=0.5,
             service_model=service_model,
             compressibility=1.0,
@@ -52,7 +52,7 @@ def _audit(name: str, service_model: str = "lockstep", b_short: int | None = Non
         rates_per_s=None if sweeps else (),
         sweep_thresholds=sweeps,
     )
-    return audit_workload(load_workload(name), hw, hw, options)
+    return audit_workload(load_workload(name), (hw,), options)
 
 
 # --- Azure 2023 at 1,000 req/s: the order of the three estimates, and why -------------------------
@@ -121,7 +121,7 @@ def test_eq8_at_the_planners_own_utilization_is_the_planners_instance_count() ->
     # exactly; at the cap ρ_max it is a lower bound, equal after the ceiling where the cap binds.
     audit = _audit("azure-2023")
     for cell in [c for c in audit.plan.grid if c.feasible and c.gamma == 1.0 and c.long.instances > 0]:
-        rate = audit.options.plan.arrival_rate_per_s
+        rate = audit.options.plan.sizing_rate_per_s
         for pool, fraction in ((cell.short, cell.alpha), (cell.long, 1 - cell.alpha)):
             mu = pool.service_rate_per_instance_per_s
             assert fraction * rate / (mu * pool.utilization) == pytest.approx(
@@ -168,7 +168,7 @@ def test_compress_and_route_increment_is_beta_pc_one_minus_inverse_rho() -> None
     assert closed_cr - audit.estimate(CLOSED_FORM).savings_fraction == pytest.approx(
         audit.beta * audit.compressibility * (1 - 1 / rho)
     )
-    cell = Planner(load_workload("azure-2023"), _hardware(), _hardware(), audit.options.plan).candidate(
+    cell = Planner(load_workload("azure-2023"), (_hardware(),), audit.options.plan).candidate(
         audit.b_short_tokens, audit.gamma
     )
     assert audit.estimate(PLANNER_CR).gpus == cell.total_gpus
@@ -209,7 +209,7 @@ def test_papers_cdfs_archetype_and_lever_follow_the_numbers(name, b_short, arche
     advice = audit.lever
     # The advice is derived from the planner's costs: recompute both levers independently.
     hw = _hardware()
-    planner = Planner(load_workload(name), hw, hw, audit.options.plan)
+    planner = Planner(load_workload(name), (hw,), audit.options.plan)
     homo = planner.homogeneous().cost_per_year_usd
     routed = {b: planner.candidate(b, 1.0) for b in audit.options.plan.b_short_candidates}
     best_b = min((b for b in routed if routed[b].feasible), key=lambda b: routed[b].cost_per_year_usd)
@@ -246,13 +246,13 @@ def test_lever_neither_when_nothing_is_long() -> None:
 def _with_current(gpus: float, context: int | None = None):
     hw = _hardware()
     options = WorkloadAuditOptions(
-        plan=PlanOptions(arrival_rate_per_s=1000.0, ttft_slo_s=0.5, service_model="lockstep"),
+        plan=PlanOptions(sizing_rate_per_s=1000.0, ttft_slo_s=0.5, service_model="lockstep"),
         current_gpus=gpus,
         current_context_tokens=context,
         rates_per_s=(),
         sweep_thresholds=False,
     )
-    return audit_workload(load_workload("azure-2023"), hw, hw, options)
+    return audit_workload(load_workload("azure-2023"), (hw,), options)
 
 
 def test_current_fleet_equal_to_the_homogeneous_plan_fits_and_saves_nothing() -> None:
@@ -282,6 +282,6 @@ def test_current_context_shorter_than_the_longest_request_is_refused() -> None:
 
 def test_gamma_below_one_is_refused() -> None:
     hw = _hardware()
-    options = WorkloadAuditOptions(plan=PlanOptions(arrival_rate_per_s=1000.0, ttft_slo_s=0.5), gamma=0.5)
+    options = WorkloadAuditOptions(plan=PlanOptions(sizing_rate_per_s=1000.0, ttft_slo_s=0.5), gamma=0.5)
     with pytest.raises(ValidationError, match="gamma: 0.5 must be ≥ 1"):
-        audit_workload(load_workload("azure"), hw, hw, options)
+        audit_workload(load_workload("azure"), (hw,), options)

@@ -6,6 +6,7 @@ every boundary pair and γ, and the planner's own guarantee (every pool meets it
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -93,7 +94,7 @@ def test_registry_names_every_model_and_refuses_others_by_name() -> None:
         get_service_model("physical")
     assert str(error.value) == "service model: 'physical' is not one of engine, lockstep, fleet-sim"
     with pytest.raises(ValidationError, match="service model: 'nope'"):
-        PlanOptions(arrival_rate_per_s=1.0, ttft_slo_s=1.0, service_model="nope").validate()
+        PlanOptions(sizing_rate_per_s=1.0, ttft_slo_s=1.0, service_model="nope").validate()
 
 
 def _hand_shares(pairs, routing: Routing, chunk: int):
@@ -130,13 +131,13 @@ def test_lockstep_pool_shares_of_three_pools_match_a_request_by_request_sum(pair
     inputs, outputs = np.array(pairs).T
     workload = workload_from_requests(inputs, outputs, name="random")
     options = PlanOptions(
-        arrival_rate_per_s=10.0,
+        sizing_rate_per_s=10.0,
         ttft_slo_s=1.0,
         long_context_tokens=8192,
         compressibility=p_c,
         max_cut_fraction=cut,
     )
-    planner = Planner(workload, SMALL, SMALL, options)
+    planner = Planner(workload, (SMALL,), options)
     routing = Routing((1000, 2000, 4000), gamma, p_c, cut)
     fractions, mean_iterations = _hand_shares(pairs, routing, SMALL.prefill_chunk_tokens)
     shares = [planner.pool_share(routing, k) for k in range(4)]
@@ -179,13 +180,13 @@ def test_three_pool_sweep_equals_brute_force_over_every_boundary_pair(pairs, slo
     candidates = (512, 1024, 2048, 3072, 4096)
     gammas = (1.0, 1.5, 2.0)
     options = PlanOptions(
-        arrival_rate_per_s=rate, ttft_slo_s=slo_s, long_context_tokens=8192, b_short_candidates=candidates,
+        sizing_rate_per_s=rate, ttft_slo_s=slo_s, long_context_tokens=8192, b_short_candidates=candidates,
         gammas=gammas, compressibility=p_c, service_model=model, max_pools=3,
     )  # fmt: skip
-    planner = Planner(workload, SMALL, SMALL_LONG, options)
+    planner = Planner(workload, (SMALL, SMALL_LONG), options)
     plan = planner.plan()
     found = plan.best_by_pool_count[2]
-    expected = _brute_force_three_pools(Planner(workload, SMALL, SMALL_LONG, options), candidates, gammas)
+    expected = _brute_force_three_pools(Planner(workload, (SMALL, SMALL_LONG), options), candidates, gammas)
     if expected is None:
         assert found is None
     else:
@@ -210,11 +211,11 @@ def test_every_pool_of_a_k_pool_plan_meets_its_slo_and_cap(pairs, slo_s, rate, p
     inputs, outputs = np.array(pairs).T
     workload = workload_from_requests(inputs, outputs, name="random")
     options = PlanOptions(
-        arrival_rate_per_s=rate, ttft_slo_s=slo_s, long_context_tokens=8192,
+        sizing_rate_per_s=rate, ttft_slo_s=slo_s, long_context_tokens=8192,
         b_short_candidates=(512, 1024, 2048, 4096), gammas=(1.0, 2.0), compressibility=p_c, max_pools=4,
         service_model=model,
     )  # fmt: skip
-    planner = Planner(workload, SMALL, SMALL_LONG, options)
+    planner = Planner(workload, (SMALL, SMALL_LONG), options)
     plan = planner.plan()
     for fleet in plan.best_by_pool_count:
         if fleet is None:
@@ -237,6 +238,62 @@ def test_every_pool_of_a_k_pool_plan_meets_its_slo_and_cap(pairs, slo_s, rate, p
             assert again.p99_ttft_s <= slo_s + 1e-12 and again.utilization <= 0.85 + 1e-12
 
 
+# A third profile for a middle pool: a cheaper GPU with a 128-token chunk (its own statistics).
+SMALL_MID = PoolHardware(
+    serving_name="small-mid", model_name="m", gpu_name="g3", gpus_per_instance=1, gpu_hour_usd=0.9,
+    iteration_base_s=0.012, iteration_per_slot_s=0.0025, prefill_chunk_tokens=128,
+    calibration_context_tokens=4096, kv_capacity_tokens=16 * 4096, kv_block_tokens=16,
+)  # fmt: skip
+
+
+def test_hardware_position_runs_the_last_pool_on_the_last_profile_and_the_others_by_position() -> None:
+    from fleetopt.core.planner import hardware_position
+
+    # (profiles, pool count) → the profile of each pool, by hand from the rule
+    table = {
+        (1, 1): [0], (1, 3): [0, 0, 0],
+        (2, 1): [1], (2, 2): [0, 1], (2, 4): [0, 0, 0, 1],
+        (4, 1): [3], (4, 2): [0, 3], (4, 3): [0, 1, 3], (4, 4): [0, 1, 2, 3], (3, 5): [0, 1, 1, 1, 2],
+    }  # fmt: skip
+    for (profiles, count), expected in table.items():
+        assert [hardware_position(profiles, count, k) for k in range(count)] == expected
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pairs_strategy, st.floats(0.2, 2.0), st.floats(0.5, 200.0), st.sampled_from([0.0, 1.0]))
+def test_four_pool_sweep_on_per_pool_hardware_equals_brute_force(pairs, slo_s, rate, p_c) -> None:
+    """One profile per pool of a 4-pool fleet (a middle pool on its own GPU and chunk size): the
+    dynamic programme's cheapest fleet is the cheapest over every boundary triple and γ, and each
+    pool runs on its own profile."""
+    inputs, outputs = np.array(pairs).T
+    workload = workload_from_requests(inputs, outputs, name="random")
+    candidates = (512, 1024, 2048, 3072, 4096)
+    gammas = (1.0, 2.0)
+    options = PlanOptions(
+        sizing_rate_per_s=rate, ttft_slo_s=slo_s, long_context_tokens=8192, b_short_candidates=candidates,
+        gammas=gammas, compressibility=p_c, service_model="lockstep", max_pools=4,
+    )  # fmt: skip
+    hardware = (SMALL, SMALL_MID, SMALL, SMALL_LONG)
+    found = Planner(workload, hardware, options).plan().best_by_pool_count[3]
+    fresh = Planner(workload, hardware, options)
+    best = None
+    for bounds in itertools.combinations(candidates, 3):
+        for gamma in gammas:
+            if math.floor(gamma * bounds[0]) > bounds[1]:
+                continue
+            fleet = fresh.fleet(Routing(bounds, gamma, p_c))
+            assert fleet.hardware == hardware
+            if fleet.feasible and (best is None or fleet.cost_per_hour_usd < best.cost_per_hour_usd - 1e-9):
+                best = fleet
+    if best is None:
+        assert found is None
+    else:
+        assert found is not None and found.hardware == hardware
+        assert found.cost_per_hour_usd == pytest.approx(best.cost_per_hour_usd, rel=1e-12)
+    assert fresh.fleet(Routing((1024, 2048), 1.0, p_c)).hardware == (SMALL, SMALL_MID, SMALL_LONG)
+    assert fresh.homogeneous().hardware == (SMALL_LONG,)
+
+
 def test_three_pools_beat_two_on_a_long_tailed_conversation_cdf() -> None:
     """A long-context trace from 1K to 128K tokens: most requests short, a tail to 128K.
 
@@ -253,13 +310,13 @@ def test_three_pools_beat_two_on_a_long_tailed_conversation_cdf() -> None:
     hardware = pool_hardware("llama-3-70b-a100-80gb-tp8", [bundled_dir("profiles")])
     # 3 s: a 128K-token prefill alone takes 2.2 s at one slot under lockstep
     options = PlanOptions(
-        arrival_rate_per_s=200.0,
+        sizing_rate_per_s=200.0,
         ttft_slo_s=3.0,
         long_context_tokens=131_072,
         max_pools=3,
         service_model="lockstep",
     )
-    plan = Planner(workload, hardware, hardware, options).plan()
+    plan = Planner(workload, (hardware,), options).plan()
     two, three = plan.best_by_pool_count[1], plan.best_by_pool_count[2]
     assert two is not None and three is not None
     assert three.total_gpus < two.total_gpus

@@ -17,7 +17,7 @@ from fleetopt.api import plan_workload
 from fleetopt.cli import app
 
 REPO = Path(__file__).resolve().parents[1]
-README = {"ttft_slo_s": 0.5, "arrival_rate_per_s": 1000}
+README = {"ttft_slo_s": 0.5, "mean_rate_per_s": 1000}
 
 
 @pytest.fixture(scope="module")

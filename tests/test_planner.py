@@ -58,10 +58,10 @@ def test_every_plan_meets_its_slo_and_cap_and_is_minimal(pairs, slo_s, rate, cap
     inputs, outputs = np.array(pairs).T
     workload = workload_from_requests(inputs, outputs, name="random")
     options = PlanOptions(
-        arrival_rate_per_s=rate, ttft_slo_s=slo_s, long_context_tokens=8192, b_short_candidates=(1024, 2048),
+        sizing_rate_per_s=rate, ttft_slo_s=slo_s, long_context_tokens=8192, b_short_candidates=(1024, 2048),
         gammas=(1.0, 1.5), compressibility=p_c, max_utilization=cap,
     )  # fmt: skip
-    planner = Planner(workload, SMALL, SMALL, options)
+    planner = Planner(workload, (SMALL,), options)
     plan = planner.plan()
     for cell in (*plan.grid, plan.homogeneous):
         if not cell.feasible:
@@ -130,10 +130,10 @@ def test_co_design_never_costs_more_than_retrofit_fleetopt_theorem_2(pairs, slo_
     inputs, outputs = np.array(pairs).T
     workload = workload_from_requests(inputs, outputs, name="random")
     options = PlanOptions(
-        arrival_rate_per_s=rate, ttft_slo_s=slo_s, long_context_tokens=8192, b_short_candidates=(1024,),
+        sizing_rate_per_s=rate, ttft_slo_s=slo_s, long_context_tokens=8192, b_short_candidates=(1024,),
         gammas=(1.0, 1.2, 1.5, 2.0), compressibility=p_c,
     )  # fmt: skip
-    planner = Planner(workload, SMALL, SMALL, options)
+    planner = Planner(workload, (SMALL,), options)
     routed = planner.candidate(1024, 1.0)
     if not routed.feasible:
         return
@@ -148,7 +148,7 @@ def test_co_design_never_costs_more_than_retrofit_fleetopt_theorem_2(pairs, slo_
 def test_lambda_zero_plans_an_empty_fleet() -> None:
     workload = workload_from_requests(np.array([100, 5000]), np.array([10, 10]), name="two")
     plan = plan_fleet(
-        workload, SMALL, SMALL, PlanOptions(arrival_rate_per_s=0.0, ttft_slo_s=1.0, long_context_tokens=8192)
+        workload, (SMALL,), PlanOptions(sizing_rate_per_s=0.0, ttft_slo_s=1.0, long_context_tokens=8192)
     )
     assert plan.best is not None and plan.best.total_gpus == 0
 
@@ -156,8 +156,8 @@ def test_lambda_zero_plans_an_empty_fleet() -> None:
 def test_prefill_longer_than_the_slo_is_infeasible_with_the_reason() -> None:
     # 60,000-token prompts: 118 chunks of ≥ 8.65 ms each already exceed a 500 ms SLO (lockstep).
     workload = workload_from_requests(np.array([60_000]), np.array([100]), name="long")
-    options = PlanOptions(arrival_rate_per_s=10, ttft_slo_s=0.5, service_model="lockstep")
-    plan = plan_fleet(workload, PAPER_A100, PAPER_A100, options)
+    options = PlanOptions(sizing_rate_per_s=10, ttft_slo_s=0.5, service_model="lockstep")
+    plan = plan_fleet(workload, (PAPER_A100,), options)
     assert plan.best is None
     pool = plan.homogeneous.long
     assert not pool.feasible
@@ -206,10 +206,10 @@ def test_fleet_sim_model_reproduces_fleetopt_table_3(shared_dir, name) -> None:
     file_name, b_short, p_c, expected_cells, expected_homogeneous, spread = TABLE_3[name]
     workload = _paper_cdf(shared_dir, file_name)
     options = PlanOptions(
-        arrival_rate_per_s=1000.0, ttft_slo_s=0.5, b_short_candidates=(b_short,), compressibility=p_c,
+        sizing_rate_per_s=1000.0, ttft_slo_s=0.5, b_short_candidates=(b_short,), compressibility=p_c,
         service_model="fleet-sim", gammas=tuple(expected_cells),
     )  # fmt: skip
-    plan = plan_fleet(workload, PAPER_A100, PAPER_A100, options)
+    plan = plan_fleet(workload, (PAPER_A100,), options)
     cells = {c.gamma: (c.short.instances, c.long.instances) for c in plan.grid}
     assert cells == expected_cells  # pinned exact values (docs/planner.md compares them with the paper)
     assert plan.homogeneous.total_instances == expected_homogeneous
@@ -225,7 +225,7 @@ def test_a_pool_whose_p99_hardly_falls_with_more_instances_is_flagged() -> None:
     still within 5% of it, and the planned 1,022 instances were 64% more than the 623 that meet
     the SLO in simulation although the P99 there was predicted within 1%. The plan says so; the
     README plan (Azure 2023, 500 ms, 1,000 req/s), whose P99 climbs steeply below its size, does not."""
-    from fleetopt.api import arrival_basis, plan_workload, profile_search_path, resolve_pool_hardware_pair
+    from fleetopt.api import arrival_basis, plan_workload, profile_search_path, resolve_pool_hardware
     from fleetopt.defaults import FLAT_TTFT_FRACTION
     from fleetopt.io.documents.build_plan import plan_document
     from fleetopt.io.documents.typed import to_document
@@ -234,14 +234,14 @@ def test_a_pool_whose_p99_hardly_falls_with_more_instances_is_flagged() -> None:
     # the scenario as it was planned then: C&R with p_c = 1 and the papers' uncapped cut (with the
     # default no-compression plan or the 20% cap this SLO has no feasible fleet at all)
     workload = load_workload("agent-heavy")
-    short_hw, long_hw = resolve_pool_hardware_pair(
+    hardware = resolve_pool_hardware(
         "qwen3-32b-h100-80gb-tp4-vllm", None, None, None, profile_search_path(None)
     )
     arrivals = arrival_basis(workload, 200.0, "mean", 60.0)
     options = PlanOptions(
-        arrival_rate_per_s=200.0, ttft_slo_s=1.0, compressibility=1.0, max_cut_fraction=1.0, rate_basis="mean"
+        sizing_rate_per_s=200.0, ttft_slo_s=1.0, compressibility=1.0, max_cut_fraction=1.0, rate_basis="mean"
     )
-    plan = plan_fleet(workload, short_hw, long_hw, options)
+    plan = plan_fleet(workload, hardware, options)
     flat = to_document(plan_document(plan, workload, {"workload": "agent-heavy"}, arrivals=arrivals))
     short = flat["best"]["pools"]["short"]
     assert short["binding_constraint"] == "ttft"
@@ -254,7 +254,7 @@ def test_a_pool_whose_p99_hardly_falls_with_more_instances_is_flagged() -> None:
         f"({short['p99_ttft_fewer_instances_s'] * 1e3:.1f} ms with {short['fewer_instances']:,} instances, "
         f"{short['p99_ttft_s'] * 1e3:.1f} ms with {short['instances']:,}):"
     )
-    steep = plan_workload("azure-2023", ttft_slo_s=0.5, arrival_rate_per_s=1000.0).document
+    steep = plan_workload("azure-2023", ttft_slo_s=0.5, mean_rate_per_s=1000.0).document
     assert not [w for w in steep["warnings"] if w["kind"] == "ttft_flat_in_instances"]
     fewer_p99 = steep["best"]["pools"]["short"]["p99_ttft_fewer_instances_s"]
     assert fewer_p99 is None or fewer_p99 > 1.5 * 0.5  # null: unstable there (an unbounded P99)
@@ -270,7 +270,7 @@ def test_a_pool_whose_p99_is_set_by_the_slot_wait_is_flagged() -> None:
     from fleetopt.api import plan_workload
     from fleetopt.defaults import SLOT_WAIT_BUDGET_FRACTION
 
-    bound = plan_workload("lmsys", ttft_slo_s=3.0, arrival_rate_per_s=250.0, rate_basis="mean").document
+    bound = plan_workload("lmsys", ttft_slo_s=3.0, mean_rate_per_s=250.0, rate_basis="mean").document
     long = bound["best"]["pools"]["long"]
     assert (long["instances"], long["slots_per_instance"]) == (3, 19)
     assert SLOT_WAIT_BUDGET_FRACTION * 0.01 < long["slot_wait_over_slo"] <= 0.01  # it meets its P99
@@ -281,6 +281,6 @@ def test_a_pool_whose_p99_is_set_by_the_slot_wait_is_flagged() -> None:
         f"the TTFT SLO, {long['slot_wait_over_slo'] / 0.01:.0%} of the 1% the P99 allows (3 × 19 slots at "
         f"{long['utilization']:.0%} occupancy):"
     )
-    readme = plan_workload("azure-2023", ttft_slo_s=0.5, arrival_rate_per_s=1000.0).document
+    readme = plan_workload("azure-2023", ttft_slo_s=0.5, mean_rate_per_s=1000.0).document
     assert not [w for w in readme["warnings"] if w["kind"] == "slot_wait_sets_ttft"]
     assert all(0.0 <= pool["slot_wait_over_slo"] < 1e-6 for pool in readme["best"]["pools"].values())

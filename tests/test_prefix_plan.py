@@ -168,7 +168,7 @@ def test_auto_plans_fewer_gpus_at_hit_rates_its_own_fleet_reaches(dispatch: str)
     off = _plan("--slo", "10s")
     run = plan_with_prefix_caching(
         str(SESSIONS), parse_prefix_caching("auto"), prefix_dispatch=dispatch, ttft_slo_s=10.0,
-        arrival_rate_per_s=100.0, long_context_tokens=131072, reader_options={"log_format": "mooncake"},
+        mean_rate_per_s=100.0, long_context_tokens=131072, reader_options={"log_format": "mooncake"},
     )  # fmt: skip
     caching = run.document["prefix_caching"]
     assert run.plan.best.total_gpus < off["best"]["total_gpus"]

@@ -84,9 +84,9 @@ def test_the_api_refuses_a_bad_refine_or_dispatch() -> None:
     from fleetopt.api import plan_workload
 
     with pytest.raises(ValidationError, match="--refine"):
-        plan_workload("azure", ttft_slo_s=0.5, arrival_rate_per_s=1.0, refine=0)
+        plan_workload("azure", ttft_slo_s=0.5, mean_rate_per_s=1.0, refine=0)
     with pytest.raises(ValidationError, match="--dispatch"):
-        plan_workload("azure", ttft_slo_s=0.5, arrival_rate_per_s=1.0, dispatch="fastest")
+        plan_workload("azure", ttft_slo_s=0.5, mean_rate_per_s=1.0, dispatch="fastest")
 
 
 @pytest.mark.slow
@@ -98,7 +98,7 @@ def test_a_refined_plan_records_its_counts_and_simulate_uses_its_dispatch(tmp_pa
     from fleetopt.render.output import dumps
 
     run = plan_workload(
-        "azure-2023-conv", ttft_slo_s=2.0, arrival_rate_per_s=0.5, b_short_candidates=[2048], refine=1,
+        "azure-2023-conv", ttft_slo_s=2.0, mean_rate_per_s=0.5, b_short_candidates=[2048], refine=1,
         dispatch="round-robin",
     )  # fmt: skip
     document = run.document
@@ -178,9 +178,9 @@ def test_a_fleet_of_pools_past_the_budget_is_the_analytic_one_flagged() -> None:
     from fleetopt.core.planner import Planner
     from fleetopt.core.refine import refine_plan
 
-    run = plan_workload("azure-2023-conv", ttft_slo_s=2.0, arrival_rate_per_s=0.5, b_short_candidates=[2048])
+    run = plan_workload("azure-2023-conv", ttft_slo_s=2.0, mean_rate_per_s=0.5, b_short_candidates=[2048])
     plan = run.plan
-    planner = Planner(run.workload, plan.short_hardware, plan.long_hardware, plan.options)
+    planner = Planner(run.workload, plan.hardware, plan.options)
     refinement = refine_plan(planner, plan, RefineSettings(candidates=2, max_requests=10))
     assert refinement.best is not None and refinement.best.fleet.total_gpus == plan.best.total_gpus
     outcomes = {p.outcome for f in refinement.fleets for p in f.pools} - {"no_traffic"}

@@ -159,13 +159,14 @@ def resolve_hardware(serving: str, gpu: str | None, dirs: Sequence[Path]) -> Poo
     return pool_hardware(found.source_file, dirs)
 
 
-def resolve_pool_hardware_pair(
+def resolve_pool_hardware(
     serving: str, serving_long: str | None, gpu: str | None, gpu_long: str | None, dirs: Sequence[Path]
-) -> tuple[PoolHardware, PoolHardware]:
-    """(short, long) pool hardware: the long pool follows the short one unless told otherwise."""
+) -> tuple[PoolHardware, ...]:
+    """The planner's per-pool hardware (:class:`fleetopt.core.planner.Planner`): one profile for
+    every pool, or (short, long) when the long pool is told otherwise."""
     short_hardware = resolve_hardware(serving, gpu, dirs)
     if serving_long is None and gpu_long is None:
-        return short_hardware, short_hardware
+        return (short_hardware,)
     return short_hardware, resolve_hardware(serving_long or serving, gpu_long, dirs)
 
 
@@ -174,13 +175,13 @@ def resolve_pool_hardware_pair(
 MAX_RATE_PER_S = 1e8
 
 
-def rate_with_origin(workload: Workload, arrival_rate_per_s: float | None) -> tuple[float, str]:
+def rate_with_origin(workload: Workload, mean_rate_per_s: float | None) -> tuple[float, str]:
     """The rate to plan at and where it came from: ``given``, ``observed`` (the log), or ``default``."""
-    if arrival_rate_per_s is not None:
-        rate = float(arrival_rate_per_s)
+    if mean_rate_per_s is not None:
+        rate = float(mean_rate_per_s)
         if not (0.0 < rate <= MAX_RATE_PER_S):
             raise ValidationError(
-                f"--rate: {arrival_rate_per_s:g} req/s is not allowed; it must be > 0 and at most "
+                f"--rate: {mean_rate_per_s:g} req/s is not allowed; it must be > 0 and at most "
                 f"{MAX_RATE_PER_S:g} req/s"
             )
         return rate, "given"
@@ -199,7 +200,7 @@ def plan_workload(
     workload: str | Workload,
     *,
     ttft_slo_s: float,
-    arrival_rate_per_s: float | None = None,
+    mean_rate_per_s: float | None = None,
     serving: str = DEFAULT_SERVING,
     serving_long: str | None = None,
     gpu: str | None = None,
@@ -230,7 +231,7 @@ def plan_workload(
     still meets it with them lost (``--spare``). ``ttft_headroom_fraction``: size the pools to the
     SLO less that fraction of it (``--ttft-headroom``).
 
-    ``arrival_rate_per_s`` is the mean rate (default: the log's observed rate, else
+    ``mean_rate_per_s`` is the mean rate (default: the log's observed rate, else
     DEFAULT_RATE_PER_S); ``rate_basis`` what each pool is sized for: ``mean``, ``peak`` or ``pNN`` of
     the rates in windows of ``rate_window_s`` (default ``peak`` for a log with timestamps, else
     ``mean``; see :func:`arrival_basis`). ``schedule_window_s``: also the time-of-day schedule
@@ -249,8 +250,8 @@ def plan_workload(
     else:
         loaded, label = load_workload(workload, **(reader_options or {})), workload_label or workload
     dirs = profile_search_path(profiles_dir)
-    short_hardware, long_hardware = resolve_pool_hardware_pair(serving, serving_long, gpu, gpu_long, dirs)
-    mean_rate_per_s, origin = rate_with_origin(loaded, arrival_rate_per_s)
+    hardware = resolve_pool_hardware(serving, serving_long, gpu, gpu_long, dirs)
+    mean_rate_per_s, origin = rate_with_origin(loaded, mean_rate_per_s)
     arrivals = arrival_basis(loaded, mean_rate_per_s, rate_basis, rate_window_s)
     if schedule_window_s is not None and arrivals.counts is None:
         raise ValidationError(
@@ -265,7 +266,7 @@ def plan_workload(
             f"({MAX_RATE_PER_S:g} req/s)"
         )
     options = PlanOptions(
-        arrival_rate_per_s=float(sizing_rate_per_s),
+        sizing_rate_per_s=float(sizing_rate_per_s),
         ttft_slo_s=ttft_slo_s,
         long_context_tokens=long_context_tokens,
         b_short_candidates=tuple(int(b) for b in b_short_candidates) if b_short_candidates else None,
@@ -277,14 +278,14 @@ def plan_workload(
         tpot_slo_s=tpot_slo_s,
         max_pools=int(max_pools),
         rate_basis=arrivals.basis,
-        mean_arrival_rate_per_s=None if arrivals.basis == "mean" else float(mean_rate_per_s),
+        mean_rate_per_s=None if arrivals.basis == "mean" else float(mean_rate_per_s),
         rate_window_s=arrivals.window_s if arrivals.counts is not None else None,
         arrival_dispersion=arrivals.dispersion,
         spare_instances=spare_instances,
         ttft_headroom_fraction=ttft_headroom_fraction,
     )
     dispatch = _plan_dispatch(dispatch, refine)
-    planner = Planner(loaded, short_hardware, long_hardware, options)
+    planner = Planner(loaded, hardware, options)
     plan = planner.plan()
     refinement = None
     if refine is not None and plan.best is not None:
@@ -293,13 +294,12 @@ def plan_workload(
     if plan.best is not None and gpu is None and gpu_long is None:  # measured profiles' fit records
         from fleetopt.io.profiles import load_serving
 
-        fits = tuple(load_serving(name, dirs).fit or {} for name in (serving, serving_long or serving))
+        names = (serving,) if len(hardware) == 1 else (serving, serving_long or serving)
+        fits = tuple(load_serving(name, dirs).fit or {} for name in names)
         if any(key.endswith("_p10_p90") for fit in fits for key in fit):
             from fleetopt.api.calibrate import calibration_interval
 
-            interval = calibration_interval(
-                loaded, options, plan.best.routing, fits, (short_hardware, long_hardware)
-            )
+            interval = calibration_interval(loaded, options, plan.best.routing, fits, hardware)
     schedule = None
     if schedule_window_s is not None and plan.best is not None:
         from fleetopt.core.schedule import build_schedule
@@ -350,7 +350,7 @@ def _refined(
     from fleetopt.api.crosscheck import model_attention_flops
     from fleetopt.core.refine import RefineSettings, refine_plan
 
-    flops = model_attention_flops([plan.short_hardware, plan.long_hardware], dirs)
+    flops = model_attention_flops(list(plan.hardware), dirs)
     refinement = refine_plan(planner, plan, RefineSettings(candidates=count, dispatch=dispatch), flops)
     if refinement.best is None:
         worst = [
@@ -378,7 +378,7 @@ def plan_from_options(
     *,
     workload: str,
     slo: str,
-    rate_per_s: float | None,
+    mean_rate_per_s: float | None,
     b_short: str | None,
     gamma: str | None,
     tpot_slo: str | None,
@@ -388,7 +388,7 @@ def plan_from_options(
     return plan_run_from_options(
         workload=workload,
         slo=slo,
-        rate_per_s=rate_per_s,
+        mean_rate_per_s=mean_rate_per_s,
         b_short=b_short,
         gamma=gamma,
         tpot_slo=tpot_slo,
@@ -400,7 +400,7 @@ def plan_run_from_options(
     *,
     workload: str,
     slo: str,
-    rate_per_s: float | None,
+    mean_rate_per_s: float | None,
     b_short: str | None,
     gamma: str | None,
     tpot_slo: str | None,
@@ -443,7 +443,7 @@ def plan_run_from_options(
     prefix_options = {k: options.pop(k) for k in ("prefix_dispatch", "block_size_tokens") if k in options}
     arguments = dict(
         ttft_slo_s=parse_duration_s(slo, field="--slo"),
-        arrival_rate_per_s=rate_per_s,
+        mean_rate_per_s=mean_rate_per_s,
         b_short_candidates=b_values,
         gammas=gammas,
         tpot_slo_s=parse_duration_s(tpot_slo, field="--tpot-slo") if tpot_slo else None,

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from fleetopt.api import (
     profile_search_path,
     rate_with_origin,
-    resolve_pool_hardware_pair,
+    resolve_pool_hardware,
 )
 from fleetopt.core.planner import PlanOptions
 from fleetopt.defaults import DEFAULT_LONG_CONTEXT_TOKENS, PAPER_SERVING
@@ -155,12 +155,10 @@ def audit_workload_from_options(
     rate_values = tuple(parse_number_list(rates, field="--rates")) if rates else None
     workload = load_workload(cdf, **(reader_options or {}))
     dirs = profile_search_path(profiles_dir)
-    short_hardware, long_hardware = resolve_pool_hardware_pair(
-        serving or PAPER_SERVING, serving_long, gpu, gpu_long, dirs
-    )
+    hardware = resolve_pool_hardware(serving or PAPER_SERVING, serving_long, gpu, gpu_long, dirs)
     rate, origin = rate_with_origin(workload, rate)
     plan_options = PlanOptions(
-        arrival_rate_per_s=float(rate),
+        sizing_rate_per_s=float(rate),
         ttft_slo_s=ttft_slo_s,
         long_context_tokens=DEFAULT_LONG_CONTEXT_TOKENS if long_context is None else long_context,
         b_short_candidates=b_values,
@@ -178,9 +176,7 @@ def audit_workload_from_options(
         rates_per_s=rate_values,
     )
     try:
-        return WorkloadAuditRun(
-            audit_workload(workload, short_hardware, long_hardware, options), origin, workload.split_assumed
-        )
+        return WorkloadAuditRun(audit_workload(workload, hardware, options), origin, workload.split_assumed)
     except HomogeneousInfeasible as exc:
         from fleetopt.io.documents.words import fleet_reason
 

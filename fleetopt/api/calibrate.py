@@ -212,13 +212,14 @@ def check_calibration(
 
 
 def calibration_interval(
-    workload: Any, options: Any, routing: Any, fits: tuple[dict, dict], hardware: tuple[Any, Any]
+    workload: Any, options: Any, routing: Any, fits: tuple[dict, ...], hardware: tuple[Any, ...]
 ) -> Any:
-    """The fleet of ``routing`` re-sized with the fitted parameters of the (short, long) serving
-    profiles at their lower and upper percentiles (``fits``: the profiles' ``fit`` records, whose
-    ``<key>_p10_p90`` give them), as a :class:`fleetopt.io.documents.plan.CalibrationInterval`;
-    where those pools cannot meet the SLO, the cheapest fleet of any split there (None: no fleet
-    does). None when neither profile has percentiles."""
+    """The fleet of ``routing`` re-sized with the fitted parameters of the plan's serving profiles
+    (one per entry of ``hardware``, the planner's per-pool profiles) at their lower and upper
+    percentiles (``fits``: the profiles' ``fit`` records, whose ``<key>_p10_p90`` give them), as a
+    :class:`fleetopt.io.documents.plan.CalibrationInterval`; where those pools cannot meet the SLO,
+    the cheapest fleet of any split there (None: no fleet does). None when no profile has
+    percentiles."""
     from dataclasses import replace
 
     from fleetopt.core.calibrate import INTERVAL_PERCENTILES
@@ -243,7 +244,7 @@ def calibration_interval(
         return None
     fleets = []
     for sides in corners:
-        planner = Planner(workload, *sides, options)
+        planner = Planner(workload, tuple(sides), options)
         fleet = planner.fleet(routing, "calibration")
         if not fleet.feasible:  # the pools cannot be re-sized to meet the SLO: the best fleet there
             fleet = planner.plan().best or fleet

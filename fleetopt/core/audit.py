@@ -334,7 +334,7 @@ def _usable(pool: PoolSizing | None) -> bool:
 def boundary_throughputs(planner: Planner, b_short: int) -> Throughputs:
     """μ_homo, μ_s and μ_l (routed, γ = 1) at boundary ``b_short``, at the planner's slots or the KV limit."""
     o = planner.options
-    short_hw, long_hw = planner.short_hardware, planner.long_hardware
+    short_hw, long_hw = planner.hardware_of(2, 0), planner.hardware_of(2, 1)
     homogeneous = planner.homogeneous()
     cell = planner.candidate(b_short, 1.0)
     (_, short_moments), (_, long_moments) = planner.pool_traffic(planner.routing(b_short, 1.0))
@@ -407,7 +407,7 @@ class _Pricer:
     """GPUs and $/yr of a two-pool fleet on the audit's hardware, and comparisons with the baselines."""
 
     def __init__(self, planner: Planner, homogeneous: FleetCandidate, current_gpus: float | None):
-        self.short_hw, self.long_hw = planner.short_hardware, planner.long_hardware
+        self.short_hw, self.long_hw = planner.hardware_of(2, 0), planner.hardware_of(2, 1)
         self.homo_gpus = float(homogeneous.total_gpus)
         self.homo_cost = homogeneous.cost_per_year_usd
         self.current_gpus = current_gpus
@@ -555,7 +555,7 @@ def _lever(
 
 def _evaluate_current(planner: Planner, current_gpus: float, context_tokens: int | None) -> CurrentFleet:
     o = planner.options
-    hw = planner.long_hardware
+    hw = planner.hardware_of(1, 0)
     context = o.long_context_tokens if context_tokens is None else int(context_tokens)
     longest = planner.workload.max_total_tokens
     if context < longest:
@@ -572,7 +572,7 @@ def _evaluate_current(planner: Planner, current_gpus: float, context_tokens: int
     instances = int(current_gpus // hw.gpus_per_instance)
     moments = planner.stats(hw).range_moments(-1, math.inf, o.quantile)
     sizing = evaluate_pool(
-        arrival_rate_per_s=o.arrival_rate_per_s,
+        arrival_rate_per_s=o.sizing_rate_per_s,
         moments=moments,
         hardware=hw,
         context_tokens=context,
@@ -597,8 +597,8 @@ def _threshold_figures(
         mu = boundary_throughputs(planner, b)
         alpha = _clip_fraction(cell.alpha)
         closed = closed_form_savings_fraction(alpha, mu.throughput_ratio)
-        short, long = eq8_instances(o.arrival_rate_per_s, alpha, mu.short_per_s, mu.long_per_s, 1.0)
-        eq8 = 1.0 - (short + long) * mu.homogeneous_per_s / o.arrival_rate_per_s
+        short, long = eq8_instances(o.sizing_rate_per_s, alpha, mu.short_per_s, mu.long_per_s, 1.0)
+        eq8 = 1.0 - (short + long) * mu.homogeneous_per_s / o.sizing_rate_per_s
         cheapest = _cheapest_gamma(planner, b, gammas)
         figure = {
             "b_short_tokens": int(b),
@@ -649,8 +649,8 @@ def _rate_sweep(
     homogeneous, routed, compressed, kept, skipped = [], [], [], [], []
     best_b = None if best is None else best.b_short_tokens
     for rate in rates:
-        options = replace(planner.options, arrival_rate_per_s=float(rate))
-        sweep = Planner(workload, planner.short_hardware, planner.long_hardware, options)
+        options = replace(planner.options, sizing_rate_per_s=float(rate), mean_rate_per_s=None)
+        sweep = Planner(workload, planner.hardware, options)
         homo = sweep.homogeneous()
         cell = sweep.candidate(routed_b, 1.0) if routed_b is not None else homo
         cheapest = _cheapest_gamma(sweep, best_b, gammas) if best_b is not None else homo
@@ -667,8 +667,7 @@ def _rate_sweep(
 
 def audit_workload(
     workload: Workload,
-    short_hardware: PoolHardware,
-    long_hardware: PoolHardware,
+    hardware: tuple[PoolHardware, ...],
     options: WorkloadAuditOptions,
 ) -> WorkloadAudit:
     """Every savings estimate for ``workload``, computed with the planner's statistics, against the planner.
@@ -686,7 +685,7 @@ def audit_workload(
     candidates = tuple(o.b_short_candidates or default_b_short_candidates(workload, o.long_context_tokens))
     candidates = tuple(sorted(set(candidates) | set(extra)))
     plan_options = replace(o, b_short_candidates=candidates)
-    planner = Planner(workload, short_hardware, long_hardware, plan_options)
+    planner = Planner(workload, hardware, plan_options)
     plan = planner.plan()
     homogeneous = plan.homogeneous
     if not homogeneous.feasible:
@@ -717,7 +716,7 @@ def audit_workload(
     current = None
     if options.current_gpus is not None:
         current = _evaluate_current(planner, options.current_gpus, options.current_context_tokens)
-        if current.instances * long_hardware.gpus_per_instance != current.gpus:
+        if current.instances * planner.hardware_of(1, 0).gpus_per_instance != current.gpus:
             notes.append(AuditNote.CURRENT_PARTIAL_INSTANCE)
     pricer = _Pricer(planner, homogeneous, options.current_gpus)
     alpha_compressed = compressed_short_fraction(alpha, beta, p_c)
@@ -786,7 +785,7 @@ def _estimates(
 ) -> list[SavingsEstimate]:
     """Every row of the audit, baselines first, each formula compared with its planner fleet."""
     o = planner.options
-    rate, cap, homogeneous = o.arrival_rate_per_s, o.max_utilization, plan.homogeneous
+    rate, cap, homogeneous = o.sizing_rate_per_s, o.max_utilization, plan.homogeneous
     homo_cost = homogeneous.cost_per_year_usd
     planner_pr = _planner_estimate(PLANNER_PR, routed_cell, pricer, homo_cost)
     planner_cr = _planner_estimate(PLANNER_CR, cr_cell, pricer, homo_cost)
@@ -809,7 +808,7 @@ def _estimates(
         mu_long_cr = cr_long.service_rate_per_instance_per_s if _usable(cr_long) else None
         if mu_long_cr is None and cr_long.arrival_rate_per_s > 0:
             _, long_moments = planner.pool_traffic(planner.routing(b_short, gamma))[-1]
-            long_hw = planner.long_hardware
+            long_hw = planner.hardware_of(2, 1)
             mu_long_cr = pool_throughput_per_s(
                 long_moments, long_hw, long_hw.max_slots(o.long_context_tokens), o.service_model
             )
@@ -857,7 +856,7 @@ def _rate_rows(
     workload: Workload, planner: Planner, plan: FleetPlan, rates_per_s: tuple[float, ...] | None
 ) -> tuple[list[dict], RateSweepScope | None]:
     """The rate sweep's rows at the given rates (default: DEFAULT_RATE_MULTIPLIERS × the rate)."""
-    rate = planner.options.arrival_rate_per_s
+    rate = planner.options.sizing_rate_per_s
     rates = rates_per_s
     if rates is None:
         rates = tuple(m * rate for m in DEFAULT_RATE_MULTIPLIERS) if rate > 0 else ()

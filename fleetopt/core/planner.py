@@ -59,15 +59,16 @@ class PlanOptions:
     ``max_pools``: the most pools a fleet may have (2 = the papers' short/long split; K > 2 also
     sweeps fleets of 3 … K pools exactly, see :meth:`Planner.plan`).
 
-    ``arrival_rate_per_s`` is the rate every pool is sized for. With a rate basis other than the
+    ``sizing_rate_per_s`` is the rate every pool is sized for. With a rate basis other than the
     mean it is the mean rate × max(1, basis / mean) of the log's windowed profile, and
-    ``mean_arrival_rate_per_s`` keeps the mean (``rate_basis``: ``mean``, ``peak`` or ``pNN``,
-    ``rate_window_s``: the profile's window; :mod:`fleetopt.core.arrivals`).
+    ``mean_rate_per_s`` keeps the mean (``rate_basis``: ``mean``, ``peak`` or ``pNN``,
+    ``rate_window_s``: the profile's window; :mod:`fleetopt.core.arrivals`); left out (None) it is
+    the sizing rate (the mean basis), so it always reads as a number.
     ``arrival_dispersion``: (τ seconds, D(τ)) points of the arrivals' within-window index of
     dispersion; each pool's C_a² follows from it (:func:`fleetopt.core.arrivals.pool_arrival_scv`).
     Empty: Poisson arrivals, C_a² = 1 (the papers' assumption and the core's default)."""
 
-    arrival_rate_per_s: float
+    sizing_rate_per_s: float
     ttft_slo_s: float
     long_context_tokens: int = DEFAULT_LONG_CONTEXT_TOKENS
     b_short_candidates: tuple[int, ...] | None = None
@@ -80,7 +81,7 @@ class PlanOptions:
     tpot_slo_s: float | None = None
     max_pools: int = DEFAULT_POOL_COUNT
     rate_basis: str = "mean"
-    mean_arrival_rate_per_s: float | None = None
+    mean_rate_per_s: float | None = None  # None: the sizing rate (set in __post_init__)
     rate_window_s: float | None = None
     arrival_dispersion: tuple[tuple[float, float], ...] = ()
     spare_instances: int = 0
@@ -91,28 +92,25 @@ class PlanOptions:
         """The TTFT the pools are sized to: the SLO less ``ttft_headroom_fraction`` of it."""
         return self.ttft_slo_s * (1.0 - self.ttft_headroom_fraction)
 
+    def __post_init__(self) -> None:
+        if self.mean_rate_per_s is None:  # the mean basis: the mean is the sizing rate
+            object.__setattr__(self, "mean_rate_per_s", self.sizing_rate_per_s)
+
     @property
     def model(self) -> ServiceModel:
         """The service model named by ``service_model``."""
         return get_service_model(self.service_model)
 
     @property
-    def mean_rate_per_s(self) -> float:
-        """The mean arrival rate (the sizing rate when the basis is the mean)."""
-        return (
-            self.arrival_rate_per_s if self.mean_arrival_rate_per_s is None else self.mean_arrival_rate_per_s
-        )
-
-    @property
     def basis_factor(self) -> float:
         """Sizing rate / mean rate (1 on the mean basis)."""
         mean = self.mean_rate_per_s
-        return self.arrival_rate_per_s / mean if mean > 0 else 1.0
+        return self.sizing_rate_per_s / mean if mean > 0 else 1.0
 
     def validate(self) -> None:
         """Raise ValidationError for values outside the model's domain."""
-        if not (self.arrival_rate_per_s >= 0 and math.isfinite(self.arrival_rate_per_s)):
-            raise ValidationError(f"rate: {self.arrival_rate_per_s!r} req/s must be ≥ 0 and finite")
+        if not (self.sizing_rate_per_s >= 0 and math.isfinite(self.sizing_rate_per_s)):
+            raise ValidationError(f"rate: {self.sizing_rate_per_s!r} req/s must be ≥ 0 and finite")
         if not (self.ttft_slo_s > 0 and math.isfinite(self.ttft_slo_s)):
             raise ValidationError(f"slo: {self.ttft_slo_s!r} s must be positive and finite")
         if self.long_context_tokens < 1:
@@ -137,13 +135,11 @@ class PlanOptions:
         if self.tpot_slo_s is not None and not self.tpot_slo_s > 0:
             raise ValidationError(f"tpot slo: {self.tpot_slo_s!r} s must be positive")
         parse_rate_basis(self.rate_basis)
-        mean = self.mean_arrival_rate_per_s
-        if mean is not None and not (
-            0 <= mean <= self.arrival_rate_per_s * (1 + 1e-12) and math.isfinite(mean)
-        ):
+        mean = self.mean_rate_per_s
+        if not (0 <= mean <= self.sizing_rate_per_s * (1 + 1e-12) and math.isfinite(mean)):
             raise ValidationError(
                 f"mean rate: {mean!r} req/s must be ≥ 0 and at most the sizing rate "
-                f"{self.arrival_rate_per_s!r}"
+                f"{self.sizing_rate_per_s!r}"
             )
         if self.rate_window_s is not None and not (
             self.rate_window_s > 0 and math.isfinite(self.rate_window_s)
@@ -252,8 +248,7 @@ class FleetPlan:
     """
 
     options: PlanOptions
-    short_hardware: PoolHardware
-    long_hardware: PoolHardware
+    hardware: tuple[PoolHardware, ...]
     best: FleetCandidate | None
     homogeneous: FleetCandidate
     pool_routing: FleetCandidate | None
@@ -266,6 +261,35 @@ class FleetPlan:
     @property
     def feasible(self) -> bool:
         return self.best is not None
+
+    def hardware_of(self, pool_count: int, index: int) -> PoolHardware:
+        """The hardware pool ``index`` of a ``pool_count``-pool fleet runs on (:func:`pool_hardware_of`)."""
+        return pool_hardware_of(self.hardware, pool_count, index)
+
+    @property
+    def short_hardware(self) -> PoolHardware:
+        """The first pool's hardware in a two-pool fleet (the plan document's ``profiles.short``)."""
+        return self.hardware_of(2, 0)
+
+    @property
+    def long_hardware(self) -> PoolHardware:
+        """The last (long-context) pool's hardware, also the homogeneous fleet's (``profiles.long``)."""
+        return self.hardware_of(1, 0)
+
+
+def hardware_position(profiles: int, pool_count: int, index: int) -> int:
+    """Which of ``profiles`` per-pool hardware profiles pool ``index`` of a ``pool_count``-pool
+    fleet runs on: the last profile for the last (long-context) pool, the homogeneous fleet's one
+    pool included; profile ``index`` for the others, the last-but-one for pools past it (so
+    (short, long) runs every pool but the last on ``short``, and one profile runs every pool)."""
+    if index == pool_count - 1 or profiles == 1:
+        return profiles - 1
+    return min(index, profiles - 2)
+
+
+def pool_hardware_of(hardware: tuple[PoolHardware, ...], pool_count: int, index: int) -> PoolHardware:
+    """The hardware pool ``index`` of a ``pool_count``-pool fleet runs on (:func:`hardware_position`)."""
+    return hardware[hardware_position(len(hardware), pool_count, index)]
 
 
 def default_b_short_candidates(workload: Workload, long_context_tokens: int) -> tuple[int, ...]:
@@ -309,10 +333,12 @@ def with_spares(sized: PoolSizing, spare: int, hardware: PoolHardware) -> PoolSi
 
 
 class Planner:
-    """Sizes fleets for one workload, two hardware profiles and one set of options.
+    """Sizes fleets for one workload, per-pool hardware profiles and one set of options.
 
-    The first pools of a routed fleet run on ``short_hardware``, the last (long-context) pool and
-    the homogeneous fleet on ``long_hardware``. Keeps the exact pool statistics (one per prefill
+    ``hardware``: one profile per pool, shortest pool first; the last (long-context) pool and the
+    homogeneous fleet run on the last profile, a fleet's other pools on theirs by position
+    (:func:`hardware_position`; ``(h,)`` runs every pool on ``h``, ``(short, long)`` is the papers'
+    split). Keeps the exact pool statistics (one per prefill
     chunk size) and every pool it has sized, so that many cells, baselines and re-evaluations
     cost only their sizing.
     """
@@ -320,17 +346,17 @@ class Planner:
     def __init__(
         self,
         workload: Workload,
-        short_hardware: PoolHardware,
-        long_hardware: PoolHardware,
+        hardware: tuple[PoolHardware, ...],
         options: PlanOptions,
         statistics: dict[int, PoolStatistics] | None = None,
     ):
         """``statistics``: prepared pool statistics of this same workload (by chunk size) to reuse,
         e.g. another planner's :meth:`prepared_statistics` when re-planning at another rate."""
         options.validate()
+        if not hardware or not all(isinstance(h, PoolHardware) for h in hardware):
+            raise ValidationError(f"hardware: {hardware!r} must be one or more pool hardware profiles")
         self.workload = workload
-        self.short_hardware = short_hardware
-        self.long_hardware = long_hardware
+        self.hardware = tuple(hardware)
         self.options = options
         self.model: ServiceModel = options.model
         self._stats: dict[int, PoolStatistics] = {} if statistics is None else statistics
@@ -341,7 +367,7 @@ class Planner:
         self._instance_hints: dict[tuple, int] = {}  # the last pool sized at (index, context)
         longest = workload.max_total_tokens
         if longest > options.long_context_tokens:
-            share = 1.0 - self.stats(long_hardware).cdf(options.long_context_tokens)
+            share = 1.0 - self.stats(self.hardware[-1]).cdf(options.long_context_tokens)
             raise ValidationError(
                 f"workload {workload.name}: {share:.4%} of requests are longer than the long context "
                 f"{options.long_context_tokens:,} tokens (longest {longest:,}); raise --long-context"
@@ -368,8 +394,12 @@ class Planner:
 
     # -- traffic --------------------------------------------------------------------------
     def pool_hardware(self, routing: Routing) -> tuple[PoolHardware, ...]:
-        """Each pool's hardware: the short profile for all but the last pool, the long one last."""
-        return tuple(self._hardware_of(routing, k) for k in range(routing.pool_count))
+        """Each pool's hardware (:meth:`hardware_of`)."""
+        return tuple(self.hardware_of(routing.pool_count, k) for k in range(routing.pool_count))
+
+    def hardware_of(self, pool_count: int, index: int) -> PoolHardware:
+        """The hardware pool ``index`` of a ``pool_count``-pool fleet runs on (:func:`hardware_position`)."""
+        return pool_hardware_of(self.hardware, pool_count, index)
 
     @staticmethod
     def _pool_key(routing: Routing, index: int) -> tuple:
@@ -381,40 +411,33 @@ class Planner:
         top = routing.pool_ranges[index][1]
         return (index, bounds[0], routing.gamma, routing.compressibility, routing.max_cut_fraction, top)
 
-    def _hardware(self, last: bool) -> PoolHardware:
-        """The last (long-context) pool and the homogeneous fleet run on the long profile, the rest
-        on the short one."""
-        return self.long_hardware if last else self.short_hardware
-
-    def _hardware_of(self, routing: Routing, index: int) -> PoolHardware:
-        return self._hardware(index == len(routing.boundaries_tokens))
-
     def pool_share(self, routing: Routing, index: int) -> PoolShare:
         """Pool ``index`` of ``routing``: its share of requests and their moments (memoized)."""
         if index >= 2:
-            return self._range_share(*routing.pool_ranges[index])
+            return self._range_share(*routing.pool_ranges[index], self.hardware_of(routing.pool_count, index))
         key = self._pool_key(routing, index)
         if key not in self._shares:
-            hardware = self._hardware_of(routing, index)
+            hardware = self.hardware_of(routing.pool_count, index)
             self._shares[key] = self.model.pool_share(
                 self.stats(hardware), routing, index, self.options.quantile
             )
         return self._shares[key]
 
-    def _range_share(self, lo_tokens: float, hi_tokens: float) -> PoolShare:
-        key = (True, lo_tokens, hi_tokens)
+    def _range_share(self, lo_tokens: float, hi_tokens: float, hardware: PoolHardware) -> PoolShare:
+        chunk = hardware.prefill_chunk_tokens  # the statistics it is drawn from
+        key = (True, lo_tokens, hi_tokens, chunk)
         if key not in self._shares:
             self._shares[key] = self.model.range_share(
-                self.stats(self._hardware(math.isinf(hi_tokens))), lo_tokens, hi_tokens, self.options.quantile
+                self.stats(hardware), lo_tokens, hi_tokens, self.options.quantile
             )
         return self._shares[key]
 
     def pool_traffic(
-        self, routing: Routing, arrival_rate_per_s: float | None = None
+        self, routing: Routing, sizing_rate_per_s: float | None = None
     ) -> tuple[tuple[float, PoolMoments], ...]:
         """(λ req/s, moments) of each pool of a routed fleet, as the service model splits it
         (rate: the options' unless given)."""
-        rate = self.options.arrival_rate_per_s if arrival_rate_per_s is None else arrival_rate_per_s
+        rate = self.options.sizing_rate_per_s if sizing_rate_per_s is None else sizing_rate_per_s
         shares = [self.pool_share(routing, k) for k in range(routing.pool_count)]
         return tuple((self.model.pool_rate(sh, k, rate), sh.moments) for k, sh in enumerate(shares))
 
@@ -425,7 +448,7 @@ class Planner:
 
     def _alpha_beta(self, routing: Routing) -> tuple[float, float]:
         """(α, β) = (F(B₁), F(γB₁) − F(B₁)), by the first pool's statistics."""
-        stats = self.stats(self._hardware_of(routing, 0))
+        stats = self.stats(self.hardware_of(routing.pool_count, 0))
         b = routing.boundaries_tokens[0]
         alpha = stats.cdf(b)
         return alpha, stats.cdf(routing.gamma * b) - alpha
@@ -460,7 +483,7 @@ class Planner:
         o = self.options
         if not o.arrival_dispersion or not pool_rate_per_s > 0 or moments.is_empty:
             return 1.0
-        fleet_rate = o.arrival_rate_per_s if fleet_rate_per_s is None else fleet_rate_per_s
+        fleet_rate = o.sizing_rate_per_s if fleet_rate_per_s is None else fleet_rate_per_s
         slots = hardware.max_slots(context_tokens)
         if slots < 1 or not fleet_rate > 0:
             return 1.0
@@ -468,35 +491,38 @@ class Planner:
         return pool_arrival_scv(o.arrival_dispersion, min(1.0, pool_rate_per_s / fleet_rate), holding_s)
 
     def pool_arrival_scvs(
-        self, routing: Routing, arrival_rate_per_s: float | None = None
+        self, routing: Routing, sizing_rate_per_s: float | None = None
     ) -> tuple[float, ...]:
         """C_a² of each pool of a routed fleet (1 each for Poisson arrivals)."""
-        rate = self.options.arrival_rate_per_s if arrival_rate_per_s is None else arrival_rate_per_s
+        rate = self.options.sizing_rate_per_s if sizing_rate_per_s is None else sizing_rate_per_s
         contexts = routing.context_tokens(self.options.long_context_tokens)
         return tuple(
-            self.arrival_scv(pool_rate, moments, self._hardware_of(routing, k), contexts[k], rate)
+            self.arrival_scv(pool_rate, moments, self.hardware_of(routing.pool_count, k), contexts[k], rate)
             for k, (pool_rate, moments) in enumerate(self.pool_traffic(routing, rate))
         )
 
     def sized_pool(self, routing: Routing, index: int) -> PoolSizing:
         """Pool ``index`` of ``routing``, sized (memoized: the K-pool sweep reuses pools)."""
         if index >= 2:
-            return self.range_pool(*routing.pool_ranges[index])
+            return self.range_pool(*routing.pool_ranges[index], index)
         context = routing.context_tokens(self.options.long_context_tokens)[index]
         return self._sized_once(
             self._pool_key(routing, index), self.pool_share(routing, index), index,
-            self._hardware_of(routing, index), context,
+            self.hardware_of(routing.pool_count, index), context,
         )  # fmt: skip
 
-    def range_pool(self, lo_tokens: float, hi_tokens: float) -> PoolSizing:
-        """Pool k ≥ 3 of a fleet, serving lo < L ≤ hi (the last pool when hi = ∞), sized (memoized).
+    def range_pool(self, lo_tokens: float, hi_tokens: float, index: int) -> PoolSizing:
+        """Pool ``index`` ≥ 2 of a fleet, serving lo < L ≤ hi (the last pool when hi = ∞), sized
+        (memoized).
 
-        Such a pool depends on its own range only (the C&R band ends within the second pool), so it
-        is the same pool in every routing that has it."""
+        Such a pool depends on its own range and hardware only (the C&R band ends within the second
+        pool), so it is the same pool in every routing that has it there."""
         last = math.isinf(hi_tokens)
+        position = hardware_position(len(self.hardware), index + 1 if last else index + 2, index)
+        hardware = self.hardware[position]
         return self._sized_once(
-            (True, lo_tokens, hi_tokens), self._range_share(lo_tokens, hi_tokens), 2,
-            self._hardware(last),
+            (True, lo_tokens, hi_tokens, position), self._range_share(lo_tokens, hi_tokens, hardware), 2,
+            hardware,
             self.options.long_context_tokens if last else int(hi_tokens),
         )  # fmt: skip
 
@@ -504,7 +530,7 @@ class Planner:
         self, key: tuple, share: PoolShare, index: int, hardware: PoolHardware, context_tokens: int
     ) -> PoolSizing:
         if key not in self._pools:
-            rate = self.model.pool_rate(share, index, self.options.arrival_rate_per_s)
+            rate = self.model.pool_rate(share, index, self.options.sizing_rate_per_s)
             # other cells often route the very same requests to a pool (the long pool of B at γ
             # and of B' at γ' when γB = γ'B', a short pool whose band holds no request): equal
             # rate, statistics, hardware and context size equally
@@ -553,19 +579,20 @@ class Planner:
         assert routed.b_short_tokens is not None
         cell = self.candidate(routed.b_short_tokens, gamma)
         long_rate, long_moments = self.pool_traffic(cell.routing)[-1]
+        long_hardware = cell.hardware[-1]
         kept_long = evaluate_pool(
             arrival_rate_per_s=long_rate,
             moments=long_moments,
-            hardware=self.long_hardware,
+            hardware=long_hardware,
             context_tokens=o.long_context_tokens,
             service_model=self.model,
             instances=routed.long.instances - routed.long.spare_instances,
             slots_per_instance=routed.long.slots_per_instance,
             ttft_slo_s=o.sizing_ttft_slo_s,
             max_utilization=o.max_utilization,
-            arrival_scv=self.arrival_scv(long_rate, long_moments, self.long_hardware, o.long_context_tokens),
+            arrival_scv=self.arrival_scv(long_rate, long_moments, long_hardware, o.long_context_tokens),
         )
-        kept_long = with_spares(kept_long, routed.long.spare_instances, self.long_hardware)
+        kept_long = with_spares(kept_long, routed.long.spare_instances, long_hardware)
         return replace(cell, label="retrofit", pools=(cell.pools[0], kept_long))
 
     # -- K pools ---------------------------------------------------------------------------
@@ -604,11 +631,11 @@ class Planner:
                             head[j] = path
             # extend with middle pools (B_{k−1}, B_k], then close with the last pool (B_{K−1}, ∞).
             layer = head
-            for _ in range(inner - 2):
+            for index in range(2, inner):
                 nxt: list[tuple | None] = [None] * m
                 for i in range(m):
                     for j in range(i + 1, m) if layer[i] is not None else ():
-                        path = _extend(layer[i], self.range_pool(bounds[i], bounds[j]), bounds[j])
+                        path = _extend(layer[i], self.range_pool(bounds[i], bounds[j], index), bounds[j])
                         if path is not None and (nxt[j] is None or path < nxt[j]):
                             nxt[j] = path
                 layer = nxt
@@ -616,7 +643,7 @@ class Planner:
                 path = (
                     None
                     if layer[i] is None
-                    else _extend(layer[i], self.range_pool(bounds[i], math.inf), None)
+                    else _extend(layer[i], self.range_pool(bounds[i], math.inf, pool_count - 1), None)
                 )
                 if path is not None:
                     closed = (path[0], path[1], gamma, path[2])
@@ -662,8 +689,7 @@ class Planner:
             without = None if without is None else replace(without, label="without_compression")
         return FleetPlan(
             options=o,
-            short_hardware=self.short_hardware,
-            long_hardware=self.long_hardware,
+            hardware=self.hardware,
             best=replace(best, label="best") if best is not None else None,
             homogeneous=homogeneous,
             pool_routing=routed,
@@ -709,15 +735,13 @@ def fleet_sort_key(fleet: FleetCandidate) -> tuple:
     )
 
 
-def plan_fleet(
-    workload: Workload, short_hardware: PoolHardware, long_hardware: PoolHardware, options: PlanOptions
-) -> FleetPlan:
+def plan_fleet(workload: Workload, hardware: tuple[PoolHardware, ...], options: PlanOptions) -> FleetPlan:
     """Plan the cheapest fleet for ``workload`` — the one call behind ``fleetopt plan``.
 
     Returns a :class:`FleetPlan`; ``plan.best`` is None when no cell is feasible (never an
     infeasible fleet presented as a plan).
     """
-    return Planner(workload, short_hardware, long_hardware, options).plan()
+    return Planner(workload, hardware, options).plan()
 
 
 def gamma_grid(start: float = 1.0, stop: float = 2.0, step: float = 0.1) -> tuple[float, ...]:

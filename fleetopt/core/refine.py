@@ -40,8 +40,9 @@ from functools import partial
 
 import numpy as np
 
-from fleetopt.core.crosscheck import SLO_SLACK, _simulated_pool, p99_interval
+from fleetopt.core.crosscheck import SLO_SLACK, p99_interval, simulated_pool
 from fleetopt.core.planner import FleetCandidate, FleetPlan, Planner, fleet_sort_key
+from fleetopt.core.pools import DeployablePool
 from fleetopt.core.poolsizing import PoolSizing, replace_pool
 from fleetopt.core.service import PoolHardware, iteration_costs
 from fleetopt.core.simulate import (
@@ -361,8 +362,10 @@ def refine_plan(
                 key = (hardware, pool.context_tokens, pool.slots_per_instance, f"{rate:.9g}")
                 key += (_workload_digest(stream),)
                 if key not in searches:
-                    simulated = _simulated_pool(
-                        name, pool.instances, pool.slots_per_instance, pool.context_tokens, hardware
+                    simulated = simulated_pool(
+                        DeployablePool(
+                            name, pool.context_tokens, pool.slots_per_instance, pool.instances, hardware
+                        )
                     )
                     searches[key] = PoolSearch(
                         stream,

@@ -42,7 +42,8 @@ from fleetopt.io.files import read_text, write_document_atomically, write_files_
 from fleetopt.io.yamlio import json_loads, safe_load
 
 if TYPE_CHECKING:  # the drift types are built only when a plan is read back (drift, simulate)
-    from fleetopt.core.drift import PlannedFleet, PlannedPool, WorkloadSummary
+    from fleetopt.core.drift import PlannedFleet, WorkloadSummary
+    from fleetopt.core.pools import DeployablePool
 
 __all__ = ["PLAN_KIND", "READABLE_SCHEMA_VERSIONS", "SCHEMA_VERSION", "PlanFile", "read_plan"]
 
@@ -135,7 +136,7 @@ class ScheduleWindow:
 
     start_s: float
     end_s: float
-    arrival_rate_per_s: float
+    sizing_rate_per_s: float
     instances: dict[str, int]
 
 
@@ -333,13 +334,13 @@ def _plan_options(check: _Checker, inputs: PlanInputs) -> PlanOptions:
         rate_basis = inputs.rate_basis
         basis = {
             "rate_basis": rate_basis.basis,
-            "mean_arrival_rate_per_s": inputs.arrival_rate_per_s,
+            "mean_rate_per_s": inputs.arrival_rate_per_s,
             "rate_window_s": rate_basis.window_s,
             "arrival_dispersion": tuple(rate_basis.arrival_dispersion),
         }
     sizing = inputs.sizing_rate_per_s
     options = PlanOptions(
-        arrival_rate_per_s=inputs.arrival_rate_per_s if sizing is None else sizing,
+        sizing_rate_per_s=inputs.arrival_rate_per_s if sizing is None else sizing,
         ttft_slo_s=inputs.ttft_slo_s,
         long_context_tokens=inputs.long_context_tokens,
         b_short_candidates=tuple(inputs.b_short_candidates),
@@ -420,7 +421,7 @@ def _routing(check: _Checker, best: FleetDocument, options: PlanOptions, pool_co
 
 def _planned_pool(
     check: _Checker, pool: PoolDocument, name: str, role: str, hardware: PoolHardware
-) -> PlannedPool:
+) -> DeployablePool:
     where = f"best.pools.{name}"
     if pool.serving_profile != hardware.serving_name:
         raise ValidationError(
@@ -438,22 +439,9 @@ def _planned_pool(
         check.fail(
             f"{where}.slots_per_instance", pool.slots_per_instance, f"at most the {most:,} the profile holds"
         )
-    from fleetopt.core.drift import PlannedPool
+    from fleetopt.core.pools import DeployablePool
 
-    return PlannedPool(
-        name=name,
-        hardware=hardware,
-        instances=pool.instances,
-        slots_per_instance=pool.slots_per_instance,
-        context_tokens=pool.context_tokens,
-        planned_arrival_rate_per_s=pool.arrival_rate_per_s,
-        planned_utilization=pool.utilization,
-        planned_p99_ttft_s=pool.p99_ttft_s,
-        planned_p99_wait_s=pool.p99_wait_s,
-        planned_iteration_s=pool.iteration_s,
-        planned_mean_service_s=pool.mean_service_s,
-        planned_arrival_scv=pool.arrival_scv,
-    )
+    return DeployablePool.of_sizing(name, pool, hardware)
 
 
 def workload_summary(

@@ -137,7 +137,7 @@ def routing_rule(routing: Routing) -> str:
 
 def fleet_document(candidate: FleetCandidate, plan: FleetPlan) -> FleetDocument:
     """One fleet (best, a baseline or a grid cell) with its pools, by name, and its routing rule."""
-    rate = plan.options.arrival_rate_per_s
+    rate = plan.options.sizing_rate_per_s
     pools = {
         name: pool_document(pool, hardware, rate, plan.options)
         for name, pool, hardware in zip(
@@ -196,7 +196,7 @@ def rate_basis_document(options: PlanOptions, arrivals: Any = None) -> RateBasis
         basis=options.rate_basis,
         window_s=options.rate_window_s,
         mean_rate_per_s=options.mean_rate_per_s,
-        sizing_rate_per_s=options.arrival_rate_per_s,
+        sizing_rate_per_s=options.sizing_rate_per_s,
         factor=options.basis_factor,
         # the basis of the profile as observed, and how much of it was Poisson counting noise (left out
         # of the factor: fleetopt.core.arrivals.denoised_counts)
@@ -221,8 +221,8 @@ def schedule_document(schedule: Any) -> ScheduleDocument:
             ScheduleWindowDocument(
                 start_s=window.start_s,
                 end_s=window.end_s,
-                arrival_rate_per_s=window.arrival_rate_per_s,
-                mean_arrival_rate_per_s=window.mean_arrival_rate_per_s,
+                arrival_rate_per_s=window.sizing_rate_per_s,
+                mean_arrival_rate_per_s=window.mean_rate_per_s,
                 instances=dict(zip(schedule.pool_names, window.instances, strict=True)),
                 gpus=sum(window.gpus),
                 rate_windows=window.rate_windows,
@@ -245,7 +245,7 @@ def compression_reliance(plan: FleetPlan) -> CompressionReliance | None:
     if best is None or best.compressed_fraction <= 0:
         return None
     share = best.compressed_fraction
-    rate = share * plan.options.arrival_rate_per_s
+    rate = share * plan.options.sizing_rate_per_s
     routing = best.routing
     first, second = best.pool_names[:2]
     cut = routing.max_cut_fraction
@@ -400,7 +400,7 @@ def plan_document(
                 best.gamma if best is not None else None,
             ),
             arrival_rate_per_s=o.mean_rate_per_s,
-            sizing_rate_per_s=o.arrival_rate_per_s,
+            sizing_rate_per_s=o.sizing_rate_per_s,
             arrival_rate_origin=origin,
             rate_basis=rate_basis_document(o, arrivals),
             ttft_slo_s=o.ttft_slo_s,
@@ -475,15 +475,17 @@ def calibration_notes(
 ) -> list[str]:
     """The best fleet with its calibration interval, and the pools that serve longer requests than
     their measured profile was measured with, in words (``interval``: a
-    :class:`fleetopt.io.documents.plan.CalibrationInterval` or None; ``fits``: the (short, long)
-    serving profiles' ``fit`` records, whose ``max_input_tokens`` + ``max_output_tokens`` are the
-    longest requests measured; the last pool runs on the long profile)."""
+    :class:`fleetopt.io.documents.plan.CalibrationInterval` or None; ``fits``: the serving
+    profiles' ``fit`` records, (every pool's) or (short, long), whose ``max_input_tokens`` +
+    ``max_output_tokens`` are the longest requests measured; the last pool runs on the long
+    profile)."""
     if plan.best is None:
         return []
     notes = []
     last = len(plan.best.pools) - 1
     for index, (pool, hardware) in enumerate(zip(plan.best.pools, plan.best.hardware, strict=True)):
-        fit = (fits or ({}, {}))[1 if index == last else 0]
+        profile_fits = fits or ({},)  # one per profile: (every pool's) or (short, long)
+        fit = profile_fits[min(1 if index == last else 0, len(profile_fits) - 1)]
         measured, output = fit.get("max_input_tokens"), fit.get("max_output_tokens", 0)
         if isinstance(measured, int) and isinstance(output, int) and pool.context_tokens > measured + output:
             notes.append(
