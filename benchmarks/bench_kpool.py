@@ -57,7 +57,7 @@ def main() -> None:
         plans, seconds = {}, {}
         for pools in (2, 3, 4):
             options = PlanOptions(
-                arrival_rate_per_s=rate, ttft_slo_s=slo, long_context_tokens=context, max_pools=pools
+                sizing_rate_per_s=rate, ttft_slo_s=slo, long_context_tokens=context, max_pools=pools
             )
             start = time.perf_counter()
             plans[pools] = Planner(workload, (hardware,), options).plan()

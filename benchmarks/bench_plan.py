@@ -70,7 +70,7 @@ def planning_cases() -> list[tuple[str, Callable[[], object]]]:
     cases: list[tuple[str, Callable[[], object]]] = []
     for name, b_short, p_c in PAPER_CDFS:
         cdf = load_workload(name)
-        prepared = Planner(cdf, (hardware,), PlanOptions(arrival_rate_per_s=1.0, ttft_slo_s=0.5))
+        prepared = Planner(cdf, (hardware,), PlanOptions(sizing_rate_per_s=1.0, ttft_slo_s=0.5))
         cases.append(
             (
                 f"prepare statistics, {name} CDF ({cdf.total_tokens.size:,} atoms)",
@@ -80,7 +80,7 @@ def planning_cases() -> list[tuple[str, Callable[[], object]]]:
         prepared.stats(hardware)
         for rate in RATES:
             options = PlanOptions(
-                arrival_rate_per_s=rate, ttft_slo_s=0.5, b_short_candidates=(b_short,), compressibility=p_c,
+                sizing_rate_per_s=rate, ttft_slo_s=0.5, b_short_candidates=(b_short,), compressibility=p_c,
                 service_model="fleet-sim",
             )  # fmt: skip
 
@@ -101,7 +101,7 @@ def planning_cases() -> list[tuple[str, Callable[[], object]]]:
     trace = load_workload("azure-2023")
     default = pool_hardware(DEFAULT_SERVING, [bundled_dir("profiles")])
     for rate in RATES:
-        options = PlanOptions(arrival_rate_per_s=rate, ttft_slo_s=0.5)
+        options = PlanOptions(sizing_rate_per_s=rate, ttft_slo_s=0.5)
         cells = len(Planner(trace, (default,), options).plan().grid)
         cases.append(
             (
@@ -109,7 +109,7 @@ def planning_cases() -> list[tuple[str, Callable[[], object]]]:
                 lambda options=options: Planner(trace, (default,), options).plan(),
             )
         )
-        lockstep = PlanOptions(arrival_rate_per_s=rate, ttft_slo_s=0.5, service_model="lockstep")
+        lockstep = PlanOptions(sizing_rate_per_s=rate, ttft_slo_s=0.5, service_model="lockstep")
         cases.append(
             (
                 f"  the same under lockstep on the papers' A100 profile, λ = {rate:g}/s",
@@ -123,7 +123,7 @@ def planning_cases() -> list[tuple[str, Callable[[], object]]]:
     cases.append(
         (
             f"full default plan, azure-2023 at its own rate "
-            f"(peak basis {own.arrival_rate_per_s:.1f}/s, C_a² > 1)",
+            f"(peak basis {own.sizing_rate_per_s:.1f}/s, C_a² > 1)",
             lambda: Planner(trace, (default,), own).plan(),
         )
     )
@@ -193,7 +193,7 @@ def big_log_rows(pairs: int, rounds: int) -> list[str]:
     hardware = pool_hardware("llama-3-70b-a100-80gb-tp8", [bundled_dir("profiles")])
     rows = []
     for model in ("lockstep", "fleet-sim", "engine"):
-        options = PlanOptions(arrival_rate_per_s=1000.0, ttft_slo_s=0.5, service_model=model)
+        options = PlanOptions(sizing_rate_per_s=1000.0, ttft_slo_s=0.5, service_model=model)
         times = []
         for _ in range(rounds):
             start = time.process_time()

@@ -110,7 +110,7 @@ def plan_cases(old_plan_levels: int) -> list[tuple[str, Callable[[], object]]]:
         workload = load_workload(name)
         hardware: PoolHardware = replace(default, prefill_chunk_tokens=chunk)
         levels = -(-int(workload.input_tokens.max()) // chunk)
-        options = PlanOptions(arrival_rate_per_s=rate, ttft_slo_s=slo)
+        options = PlanOptions(sizing_rate_per_s=rate, ttft_slo_s=slo)
 
         def plan(workload=workload, hardware=hardware, options=options) -> object:
             return Planner(workload, (hardware,), options).plan()

@@ -96,7 +96,7 @@ def main() -> None:
                 share = shares[row.prediction.name]
                 print(
                     f"| {name} | {label} | {arrivals} | {row.prediction.name} | {pool.instances} | "
-                    f"{best.total_gpus:,} | {run.plan.options.arrival_rate_per_s:,.0f} req/s | "
+                    f"{best.total_gpus:,} | {run.plan.options.sizing_rate_per_s:,.0f} req/s | "
                     f"{pool.arrival_scv:.3g} | {interval} | "
                     f"{'–' if not np.isfinite(share) else f'{100 * share:.2f}%'} | {row.verdict.value} |",
                     flush=True,

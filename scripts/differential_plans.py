@@ -87,7 +87,7 @@ def record(path: str) -> None:
                 for rate in RATES_PER_S:
                     for slo in SLOS_S:
                         options = PlanOptions(
-                            arrival_rate_per_s=rate,
+                            sizing_rate_per_s=rate,
                             ttft_slo_s=slo,
                             service_model=model,
                             tpot_slo_s=tpot,

@@ -42,7 +42,7 @@ def _audit(name: str, service_model: str = "lockstep", b_short: int | None = Non
     options = WorkloadAuditOptions(
         # the audit's defaults (api/audit.py): the papers' C&R, p_c = 1 and no cap on the cut
         plan=PlanOptions(
-            arrival_rate_per_s=1000.0,
+            sizing_rate_per_s=1000.0,
             ttft_slo_s=0.5,
             service_model=service_model,
             compressibility=1.0,
@@ -121,7 +121,7 @@ def test_eq8_at_the_planners_own_utilization_is_the_planners_instance_count() ->
     # exactly; at the cap ρ_max it is a lower bound, equal after the ceiling where the cap binds.
     audit = _audit("azure-2023")
     for cell in [c for c in audit.plan.grid if c.feasible and c.gamma == 1.0 and c.long.instances > 0]:
-        rate = audit.options.plan.arrival_rate_per_s
+        rate = audit.options.plan.sizing_rate_per_s
         for pool, fraction in ((cell.short, cell.alpha), (cell.long, 1 - cell.alpha)):
             mu = pool.service_rate_per_instance_per_s
             assert fraction * rate / (mu * pool.utilization) == pytest.approx(
@@ -246,7 +246,7 @@ def test_lever_neither_when_nothing_is_long() -> None:
 def _with_current(gpus: float, context: int | None = None):
     hw = _hardware()
     options = WorkloadAuditOptions(
-        plan=PlanOptions(arrival_rate_per_s=1000.0, ttft_slo_s=0.5, service_model="lockstep"),
+        plan=PlanOptions(sizing_rate_per_s=1000.0, ttft_slo_s=0.5, service_model="lockstep"),
         current_gpus=gpus,
         current_context_tokens=context,
         rates_per_s=(),
@@ -282,6 +282,6 @@ def test_current_context_shorter_than_the_longest_request_is_refused() -> None:
 
 def test_gamma_below_one_is_refused() -> None:
     hw = _hardware()
-    options = WorkloadAuditOptions(plan=PlanOptions(arrival_rate_per_s=1000.0, ttft_slo_s=0.5), gamma=0.5)
+    options = WorkloadAuditOptions(plan=PlanOptions(sizing_rate_per_s=1000.0, ttft_slo_s=0.5), gamma=0.5)
     with pytest.raises(ValidationError, match="gamma: 0.5 must be ≥ 1"):
         audit_workload(load_workload("azure"), (hw,), options)

@@ -120,7 +120,7 @@ def test_relative_change() -> None:
 
 WORKLOAD = _log([300, 800, 1500, 2500, 3000, 6000, 9000, 12000] * 50 + [700] * 200)
 OPTIONS = PlanOptions(
-    arrival_rate_per_s=40.0,
+    sizing_rate_per_s=40.0,
     ttft_slo_s=2.0,
     long_context_tokens=16384,
     b_short_candidates=(2048, 4096),
@@ -150,7 +150,7 @@ def planned():
 
 def test_the_planned_fleet_at_the_planned_rate_reproduces_the_plan(planned) -> None:
     planner, best, fleet = planned
-    fit = evaluate_fleet(planner, fleet, OPTIONS.arrival_rate_per_s)
+    fit = evaluate_fleet(planner, fleet, OPTIONS.sizing_rate_per_s)
     assert fit.fits
     for pool, sized in zip(fit.pools, (best.short, best.long), strict=True):
         assert pool.sizing.utilization == pytest.approx(sized.utilization, rel=1e-12)
@@ -179,10 +179,10 @@ def test_utilization_by_hand_lockstep(planned) -> None:
 def test_overload_is_reported_not_raised(planned) -> None:
     """At a rate that saturates the long pool: ρ ≥ 1, P99 TTFT = ∞, the reason says it cannot keep up."""
     planner, _, fleet = planned
-    base = evaluate_fleet(planner, fleet, OPTIONS.arrival_rate_per_s)
+    base = evaluate_fleet(planner, fleet, OPTIONS.sizing_rate_per_s)
     long_rho = base.pools[1].sizing.utilization
     factor = 1.5 / long_rho
-    fit = evaluate_fleet(planner, fleet, OPTIONS.arrival_rate_per_s * factor)
+    fit = evaluate_fleet(planner, fleet, OPTIONS.sizing_rate_per_s * factor)
     long = fit.pools[1]
     assert long.sizing.utilization == pytest.approx(1.5)  # ρ is linear in λ
     assert math.isinf(long.sizing.p99_ttft_s) and long.ttft_headroom_s == -math.inf
@@ -210,7 +210,7 @@ def test_homogeneous_fleet_is_evaluated_as_one_pool(planned) -> None:
         homogeneous.total_gpus,
         homogeneous.cost_per_hour_usd,
     )
-    fit = evaluate_fleet(planner, fleet, OPTIONS.arrival_rate_per_s)
+    fit = evaluate_fleet(planner, fleet, OPTIONS.sizing_rate_per_s)
     assert [p.name for p in fit.pools] == ["homogeneous"]
     assert fit.pools[0].sizing.utilization == pytest.approx(homogeneous.long.utilization, rel=1e-12)
     assert fit.alpha is None

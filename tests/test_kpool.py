@@ -94,7 +94,7 @@ def test_registry_names_every_model_and_refuses_others_by_name() -> None:
         get_service_model("physical")
     assert str(error.value) == "service model: 'physical' is not one of engine, lockstep, fleet-sim"
     with pytest.raises(ValidationError, match="service model: 'nope'"):
-        PlanOptions(arrival_rate_per_s=1.0, ttft_slo_s=1.0, service_model="nope").validate()
+        PlanOptions(sizing_rate_per_s=1.0, ttft_slo_s=1.0, service_model="nope").validate()
 
 
 def _hand_shares(pairs, routing: Routing, chunk: int):
@@ -131,7 +131,7 @@ def test_lockstep_pool_shares_of_three_pools_match_a_request_by_request_sum(pair
     inputs, outputs = np.array(pairs).T
     workload = workload_from_requests(inputs, outputs, name="random")
     options = PlanOptions(
-        arrival_rate_per_s=10.0,
+        sizing_rate_per_s=10.0,
         ttft_slo_s=1.0,
         long_context_tokens=8192,
         compressibility=p_c,
@@ -180,7 +180,7 @@ def test_three_pool_sweep_equals_brute_force_over_every_boundary_pair(pairs, slo
     candidates = (512, 1024, 2048, 3072, 4096)
     gammas = (1.0, 1.5, 2.0)
     options = PlanOptions(
-        arrival_rate_per_s=rate, ttft_slo_s=slo_s, long_context_tokens=8192, b_short_candidates=candidates,
+        sizing_rate_per_s=rate, ttft_slo_s=slo_s, long_context_tokens=8192, b_short_candidates=candidates,
         gammas=gammas, compressibility=p_c, service_model=model, max_pools=3,
     )  # fmt: skip
     planner = Planner(workload, (SMALL, SMALL_LONG), options)
@@ -211,7 +211,7 @@ def test_every_pool_of_a_k_pool_plan_meets_its_slo_and_cap(pairs, slo_s, rate, p
     inputs, outputs = np.array(pairs).T
     workload = workload_from_requests(inputs, outputs, name="random")
     options = PlanOptions(
-        arrival_rate_per_s=rate, ttft_slo_s=slo_s, long_context_tokens=8192,
+        sizing_rate_per_s=rate, ttft_slo_s=slo_s, long_context_tokens=8192,
         b_short_candidates=(512, 1024, 2048, 4096), gammas=(1.0, 2.0), compressibility=p_c, max_pools=4,
         service_model=model,
     )  # fmt: skip
@@ -270,7 +270,7 @@ def test_four_pool_sweep_on_per_pool_hardware_equals_brute_force(pairs, slo_s, r
     candidates = (512, 1024, 2048, 3072, 4096)
     gammas = (1.0, 2.0)
     options = PlanOptions(
-        arrival_rate_per_s=rate, ttft_slo_s=slo_s, long_context_tokens=8192, b_short_candidates=candidates,
+        sizing_rate_per_s=rate, ttft_slo_s=slo_s, long_context_tokens=8192, b_short_candidates=candidates,
         gammas=gammas, compressibility=p_c, service_model="lockstep", max_pools=4,
     )  # fmt: skip
     hardware = (SMALL, SMALL_MID, SMALL, SMALL_LONG)
@@ -310,7 +310,7 @@ def test_three_pools_beat_two_on_a_long_tailed_conversation_cdf() -> None:
     hardware = pool_hardware("llama-3-70b-a100-80gb-tp8", [bundled_dir("profiles")])
     # 3 s: a 128K-token prefill alone takes 2.2 s at one slot under lockstep
     options = PlanOptions(
-        arrival_rate_per_s=200.0,
+        sizing_rate_per_s=200.0,
         ttft_slo_s=3.0,
         long_context_tokens=131_072,
         max_pools=3,

@@ -267,7 +267,7 @@ def test_a_plan_document_loads_the_arrival_statistics_only_when_it_holds_them() 
         "from fleetopt.io.documents.typed import to_document\n"
         "from fleetopt.core.planner import PlanOptions\n"
         "from fleetopt.io.documents.build_plan import rate_basis_document\n"
-        "to_document(rate_basis_document(PlanOptions(arrival_rate_per_s=10.0, ttft_slo_s=0.5)))\n"
+        "to_document(rate_basis_document(PlanOptions(sizing_rate_per_s=10.0, ttft_slo_s=0.5)))\n"
         "before = 'fleetopt.core.workload_stats' in sys.modules\n"
         "from fleetopt.io.documents import json_schema\n"
         "json_schema('plan')\n"

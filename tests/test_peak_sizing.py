@@ -124,7 +124,7 @@ def test_the_peak_plan_has_at_least_the_mean_plans_instances_in_every_pool(name,
     assert peak_run.plan.options.rate_basis == "peak"
     assert peak.total_instances >= mean.total_instances and peak.total_gpus >= mean.total_gpus
     # every pool of the peak plan, re-sized at the mean with the peak plan's routing, needs no more
-    options = replace(peak_run.plan.options, arrival_rate_per_s=1000.0, mean_arrival_rate_per_s=None,
+    options = replace(peak_run.plan.options, sizing_rate_per_s=1000.0, mean_rate_per_s=None,
                       rate_basis="mean", arrival_dispersion=())  # fmt: skip
     from fleetopt.core.planner import Planner
 
@@ -144,13 +144,13 @@ def test_the_peak_basis_sizes_at_the_busiest_minute_of_the_log(shared_dir) -> No
     assert run.arrivals.observed_factor == pytest.approx(counts.max() / counts.mean())
     # sized on the busiest minute with its Poisson counting noise taken out (test_counting_noise.py)
     sizing = denoised_counts(run.arrivals.counts).counts
-    assert run.plan.options.arrival_rate_per_s == pytest.approx(1000 * sizing.max() / sizing.mean())
-    assert 1000 < run.plan.options.arrival_rate_per_s < 1000 * counts.max() / counts.mean()
+    assert run.plan.options.sizing_rate_per_s == pytest.approx(1000 * sizing.max() / sizing.mean())
+    assert 1000 < run.plan.options.sizing_rate_per_s < 1000 * counts.max() / counts.mean()
     assert run.document["inputs"]["arrival_rate_per_s"] == 1000
-    assert run.document["inputs"]["sizing_rate_per_s"] == run.plan.options.arrival_rate_per_s
+    assert run.document["inputs"]["sizing_rate_per_s"] == run.plan.options.sizing_rate_per_s
     # a p50 basis is below this log's mean: it sizes at the mean (never below it)
     p50 = plan_workload("azure-2023", ttft_slo_s=0.5, arrival_rate_per_s=1000, rate_basis="p50")
-    assert p50.plan.options.arrival_rate_per_s == 1000.0
+    assert p50.plan.options.sizing_rate_per_s == 1000.0
 
 
 def test_a_summary_with_window_counts_plans_like_the_log(shared_dir) -> None:
@@ -165,8 +165,8 @@ def test_a_summary_with_window_counts_plans_like_the_log(shared_dir) -> None:
     assert summary.arrival_times_s is None
     from_log = plan_workload(log, ttft_slo_s=0.5, arrival_rate_per_s=1000)
     from_summary = plan_workload(summary, ttft_slo_s=0.5, arrival_rate_per_s=1000)
-    assert from_summary.plan.options.arrival_rate_per_s == pytest.approx(
-        from_log.plan.options.arrival_rate_per_s
+    assert from_summary.plan.options.sizing_rate_per_s == pytest.approx(
+        from_log.plan.options.sizing_rate_per_s
     )
     assert [p.instances for p in from_summary.plan.best.pools] == [
         p.instances for p in from_log.plan.best.pools

@@ -58,7 +58,7 @@ def test_every_plan_meets_its_slo_and_cap_and_is_minimal(pairs, slo_s, rate, cap
     inputs, outputs = np.array(pairs).T
     workload = workload_from_requests(inputs, outputs, name="random")
     options = PlanOptions(
-        arrival_rate_per_s=rate, ttft_slo_s=slo_s, long_context_tokens=8192, b_short_candidates=(1024, 2048),
+        sizing_rate_per_s=rate, ttft_slo_s=slo_s, long_context_tokens=8192, b_short_candidates=(1024, 2048),
         gammas=(1.0, 1.5), compressibility=p_c, max_utilization=cap,
     )  # fmt: skip
     planner = Planner(workload, (SMALL,), options)
@@ -130,7 +130,7 @@ def test_co_design_never_costs_more_than_retrofit_fleetopt_theorem_2(pairs, slo_
     inputs, outputs = np.array(pairs).T
     workload = workload_from_requests(inputs, outputs, name="random")
     options = PlanOptions(
-        arrival_rate_per_s=rate, ttft_slo_s=slo_s, long_context_tokens=8192, b_short_candidates=(1024,),
+        sizing_rate_per_s=rate, ttft_slo_s=slo_s, long_context_tokens=8192, b_short_candidates=(1024,),
         gammas=(1.0, 1.2, 1.5, 2.0), compressibility=p_c,
     )  # fmt: skip
     planner = Planner(workload, (SMALL,), options)
@@ -148,7 +148,7 @@ def test_co_design_never_costs_more_than_retrofit_fleetopt_theorem_2(pairs, slo_
 def test_lambda_zero_plans_an_empty_fleet() -> None:
     workload = workload_from_requests(np.array([100, 5000]), np.array([10, 10]), name="two")
     plan = plan_fleet(
-        workload, (SMALL,), PlanOptions(arrival_rate_per_s=0.0, ttft_slo_s=1.0, long_context_tokens=8192)
+        workload, (SMALL,), PlanOptions(sizing_rate_per_s=0.0, ttft_slo_s=1.0, long_context_tokens=8192)
     )
     assert plan.best is not None and plan.best.total_gpus == 0
 
@@ -156,7 +156,7 @@ def test_lambda_zero_plans_an_empty_fleet() -> None:
 def test_prefill_longer_than_the_slo_is_infeasible_with_the_reason() -> None:
     # 60,000-token prompts: 118 chunks of ≥ 8.65 ms each already exceed a 500 ms SLO (lockstep).
     workload = workload_from_requests(np.array([60_000]), np.array([100]), name="long")
-    options = PlanOptions(arrival_rate_per_s=10, ttft_slo_s=0.5, service_model="lockstep")
+    options = PlanOptions(sizing_rate_per_s=10, ttft_slo_s=0.5, service_model="lockstep")
     plan = plan_fleet(workload, (PAPER_A100,), options)
     assert plan.best is None
     pool = plan.homogeneous.long
@@ -206,7 +206,7 @@ def test_fleet_sim_model_reproduces_fleetopt_table_3(shared_dir, name) -> None:
     file_name, b_short, p_c, expected_cells, expected_homogeneous, spread = TABLE_3[name]
     workload = _paper_cdf(shared_dir, file_name)
     options = PlanOptions(
-        arrival_rate_per_s=1000.0, ttft_slo_s=0.5, b_short_candidates=(b_short,), compressibility=p_c,
+        sizing_rate_per_s=1000.0, ttft_slo_s=0.5, b_short_candidates=(b_short,), compressibility=p_c,
         service_model="fleet-sim", gammas=tuple(expected_cells),
     )  # fmt: skip
     plan = plan_fleet(workload, (PAPER_A100,), options)
@@ -239,7 +239,7 @@ def test_a_pool_whose_p99_hardly_falls_with_more_instances_is_flagged() -> None:
     )
     arrivals = arrival_basis(workload, 200.0, "mean", 60.0)
     options = PlanOptions(
-        arrival_rate_per_s=200.0, ttft_slo_s=1.0, compressibility=1.0, max_cut_fraction=1.0, rate_basis="mean"
+        sizing_rate_per_s=200.0, ttft_slo_s=1.0, compressibility=1.0, max_cut_fraction=1.0, rate_basis="mean"
     )
     plan = plan_fleet(workload, hardware, options)
     flat = to_document(plan_document(plan, workload, {"workload": "agent-heavy"}, arrivals=arrivals))

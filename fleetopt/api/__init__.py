@@ -253,7 +253,7 @@ def plan_workload(
             f"({MAX_RATE_PER_S:g} req/s)"
         )
     options = PlanOptions(
-        arrival_rate_per_s=float(sizing_rate_per_s),
+        sizing_rate_per_s=float(sizing_rate_per_s),
         ttft_slo_s=ttft_slo_s,
         long_context_tokens=long_context_tokens,
         b_short_candidates=tuple(int(b) for b in b_short_candidates) if b_short_candidates else None,
@@ -264,7 +264,7 @@ def plan_workload(
         tpot_slo_s=tpot_slo_s,
         max_pools=int(max_pools),
         rate_basis=arrivals.basis,
-        mean_arrival_rate_per_s=None if arrivals.basis == "mean" else float(mean_rate_per_s),
+        mean_rate_per_s=None if arrivals.basis == "mean" else float(mean_rate_per_s),
         rate_window_s=arrivals.window_s if arrivals.counts is not None else None,
         arrival_dispersion=arrivals.dispersion,
     )

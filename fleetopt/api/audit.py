@@ -158,7 +158,7 @@ def audit_workload_from_options(
     hardware = resolve_pool_hardware(serving or PAPER_SERVING, serving_long, gpu, gpu_long, dirs)
     rate, origin = rate_with_origin(workload, rate)
     plan_options = PlanOptions(
-        arrival_rate_per_s=float(rate),
+        sizing_rate_per_s=float(rate),
         ttft_slo_s=ttft_slo_s,
         long_context_tokens=DEFAULT_LONG_CONTEXT_TOKENS if long_context is None else long_context,
         b_short_candidates=b_values,

@@ -111,8 +111,8 @@ def drift_of_workload(
             factor, dispersion = basis.factor, basis.dispersion
     options = dataclasses.replace(
         planned,
-        arrival_rate_per_s=rate * factor,
-        mean_arrival_rate_per_s=None if planned.rate_basis == "mean" else rate,
+        sizing_rate_per_s=rate * factor,
+        mean_rate_per_s=None if planned.rate_basis == "mean" else rate,
         arrival_dispersion=dispersion,
     )
     result = check_drift(today, fleet, options, plan_file.summary, current, tolerances)

@@ -494,7 +494,7 @@ def _workload_path(
     )  # fmt: skip
     if plot is not None:
         plan_options = run.audit.options.plan
-        rate_text = f"{plan_options.arrival_rate_per_s:,g} req/s"
+        rate_text = f"{plan_options.sizing_rate_per_s:,g} req/s"
         title = f"fleetopt audit — {cdf}, {rate_text}, {plan_options.service_model}"
         plot_audit(list(run.audit.threshold_rows), list(run.audit.rate_rows), plot, title=title)
     document = workload_audit_document(

@@ -572,7 +572,7 @@ def _evaluate_current(planner: Planner, current_gpus: float, context_tokens: int
     instances = int(current_gpus // hw.gpus_per_instance)
     moments = planner.stats(hw).range_moments(-1, math.inf, o.quantile)
     sizing = evaluate_pool(
-        arrival_rate_per_s=o.arrival_rate_per_s,
+        arrival_rate_per_s=o.sizing_rate_per_s,
         moments=moments,
         hardware=hw,
         context_tokens=context,
@@ -597,8 +597,8 @@ def _threshold_figures(
         mu = boundary_throughputs(planner, b)
         alpha = _clip_fraction(cell.alpha)
         closed = closed_form_savings_fraction(alpha, mu.throughput_ratio)
-        short, long = eq8_instances(o.arrival_rate_per_s, alpha, mu.short_per_s, mu.long_per_s, 1.0)
-        eq8 = 1.0 - (short + long) * mu.homogeneous_per_s / o.arrival_rate_per_s
+        short, long = eq8_instances(o.sizing_rate_per_s, alpha, mu.short_per_s, mu.long_per_s, 1.0)
+        eq8 = 1.0 - (short + long) * mu.homogeneous_per_s / o.sizing_rate_per_s
         cheapest = _cheapest_gamma(planner, b, gammas)
         figure = {
             "b_short_tokens": int(b),
@@ -649,7 +649,7 @@ def _rate_sweep(
     homogeneous, routed, compressed, kept, skipped = [], [], [], [], []
     best_b = None if best is None else best.b_short_tokens
     for rate in rates:
-        options = replace(planner.options, arrival_rate_per_s=float(rate))
+        options = replace(planner.options, sizing_rate_per_s=float(rate), mean_rate_per_s=None)
         sweep = Planner(workload, planner.hardware, options)
         homo = sweep.homogeneous()
         cell = sweep.candidate(routed_b, 1.0) if routed_b is not None else homo
@@ -785,7 +785,7 @@ def _estimates(
 ) -> list[SavingsEstimate]:
     """Every row of the audit, baselines first, each formula compared with its planner fleet."""
     o = planner.options
-    rate, cap, homogeneous = o.arrival_rate_per_s, o.max_utilization, plan.homogeneous
+    rate, cap, homogeneous = o.sizing_rate_per_s, o.max_utilization, plan.homogeneous
     homo_cost = homogeneous.cost_per_year_usd
     planner_pr = _planner_estimate(PLANNER_PR, routed_cell, pricer, homo_cost)
     planner_cr = _planner_estimate(PLANNER_CR, cr_cell, pricer, homo_cost)
@@ -856,7 +856,7 @@ def _rate_rows(
     workload: Workload, planner: Planner, plan: FleetPlan, rates_per_s: tuple[float, ...] | None
 ) -> tuple[list[dict], RateSweepScope | None]:
     """The rate sweep's rows at the given rates (default: DEFAULT_RATE_MULTIPLIERS × the rate)."""
-    rate = planner.options.arrival_rate_per_s
+    rate = planner.options.sizing_rate_per_s
     rates = rates_per_s
     if rates is None:
         rates = tuple(m * rate for m in DEFAULT_RATE_MULTIPLIERS) if rate > 0 else ()

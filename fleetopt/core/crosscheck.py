@@ -336,13 +336,13 @@ def _planned_setup(
     return CrossCheckSetup(
         pools=pools,
         routing=routing,
-        arrival_rate_per_s=options.arrival_rate_per_s,
+        arrival_rate_per_s=options.sizing_rate_per_s,
         ttft_slo_s=options.ttft_slo_s,
         max_utilization=options.max_utilization,
         quantile=options.quantile,
         long_context_tokens=options.long_context_tokens,
         analytical_model=options.service_model,
-        mean_arrival_rate_per_s=options.mean_arrival_rate_per_s,
+        mean_arrival_rate_per_s=options.mean_rate_per_s,
         rate_basis=options.rate_basis,
         arrival_scvs=arrival_scvs or tuple(1.0 for _ in pools),
     )
@@ -415,7 +415,7 @@ def reevaluate(
     """
     routing = setup.routing
     options = PlanOptions(
-        arrival_rate_per_s=arrival_rate_per_s,
+        sizing_rate_per_s=arrival_rate_per_s,
         ttft_slo_s=setup.ttft_slo_s,
         long_context_tokens=setup.long_context_tokens,
         b_short_candidates=routing.boundaries_tokens or None,

@@ -316,7 +316,7 @@ def evaluate_fleet(planner: Planner, fleet: PlannedFleet, arrival_rate_per_s: fl
             arrival_scv=planner.arrival_scv(pool_rate, moments, pool.hardware, pool.context_tokens, rate),
         )
 
-    traffic = planner.pool_traffic(fleet.routing, arrival_rate_per_s=rate)
+    traffic = planner.pool_traffic(fleet.routing, sizing_rate_per_s=rate)
     if len(traffic) != len(fleet.pools):
         raise ValidationError(
             f"the plan's routing has {len(traffic)} pool(s) but the plan lists {len(fleet.pools)}"
@@ -350,7 +350,7 @@ def check_drift(
     same_data = planned.digest is not None and planned.digest == current.digest
     ks = ks_against_quantiles(today, planned.quantile_levels, planned.total_tokens_quantiles, exact=same_data)
     reasons: list[DriftReason] = []
-    rate = options.arrival_rate_per_s
+    rate = options.sizing_rate_per_s
     longest = today.max_total_tokens
     fit = headroom_fit = replan = None
     cost_change = gpu_change = None

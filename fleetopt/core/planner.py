@@ -59,15 +59,16 @@ class PlanOptions:
     ``max_pools``: the most pools a fleet may have (2 = the papers' short/long split; K > 2 also
     sweeps fleets of 3 … K pools exactly, see :meth:`Planner.plan`).
 
-    ``arrival_rate_per_s`` is the rate every pool is sized for. With a rate basis other than the
+    ``sizing_rate_per_s`` is the rate every pool is sized for. With a rate basis other than the
     mean it is the mean rate × max(1, basis / mean) of the log's windowed profile, and
-    ``mean_arrival_rate_per_s`` keeps the mean (``rate_basis``: ``mean``, ``peak`` or ``pNN``,
-    ``rate_window_s``: the profile's window; :mod:`fleetopt.core.arrivals`).
+    ``mean_rate_per_s`` keeps the mean (``rate_basis``: ``mean``, ``peak`` or ``pNN``,
+    ``rate_window_s``: the profile's window; :mod:`fleetopt.core.arrivals`); left out (None) it is
+    the sizing rate (the mean basis), so it always reads as a number.
     ``arrival_dispersion``: (τ seconds, D(τ)) points of the arrivals' within-window index of
     dispersion; each pool's C_a² follows from it (:func:`fleetopt.core.arrivals.pool_arrival_scv`).
     Empty: Poisson arrivals, C_a² = 1 (the papers' assumption and the core's default)."""
 
-    arrival_rate_per_s: float
+    sizing_rate_per_s: float
     ttft_slo_s: float
     long_context_tokens: int = DEFAULT_LONG_CONTEXT_TOKENS
     b_short_candidates: tuple[int, ...] | None = None
@@ -80,9 +81,13 @@ class PlanOptions:
     tpot_slo_s: float | None = None
     max_pools: int = DEFAULT_POOL_COUNT
     rate_basis: str = "mean"
-    mean_arrival_rate_per_s: float | None = None
+    mean_rate_per_s: float | None = None  # None: the sizing rate (set in __post_init__)
     rate_window_s: float | None = None
     arrival_dispersion: tuple[tuple[float, float], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.mean_rate_per_s is None:  # the mean basis: the mean is the sizing rate
+            object.__setattr__(self, "mean_rate_per_s", self.sizing_rate_per_s)
 
     @property
     def model(self) -> ServiceModel:
@@ -90,22 +95,15 @@ class PlanOptions:
         return get_service_model(self.service_model)
 
     @property
-    def mean_rate_per_s(self) -> float:
-        """The mean arrival rate (the sizing rate when the basis is the mean)."""
-        return (
-            self.arrival_rate_per_s if self.mean_arrival_rate_per_s is None else self.mean_arrival_rate_per_s
-        )
-
-    @property
     def basis_factor(self) -> float:
         """Sizing rate / mean rate (1 on the mean basis)."""
         mean = self.mean_rate_per_s
-        return self.arrival_rate_per_s / mean if mean > 0 else 1.0
+        return self.sizing_rate_per_s / mean if mean > 0 else 1.0
 
     def validate(self) -> None:
         """Raise ValidationError for values outside the model's domain."""
-        if not (self.arrival_rate_per_s >= 0 and math.isfinite(self.arrival_rate_per_s)):
-            raise ValidationError(f"rate: {self.arrival_rate_per_s!r} req/s must be ≥ 0 and finite")
+        if not (self.sizing_rate_per_s >= 0 and math.isfinite(self.sizing_rate_per_s)):
+            raise ValidationError(f"rate: {self.sizing_rate_per_s!r} req/s must be ≥ 0 and finite")
         if not (self.ttft_slo_s > 0 and math.isfinite(self.ttft_slo_s)):
             raise ValidationError(f"slo: {self.ttft_slo_s!r} s must be positive and finite")
         if self.long_context_tokens < 1:
@@ -126,13 +124,11 @@ class PlanOptions:
         if self.tpot_slo_s is not None and not self.tpot_slo_s > 0:
             raise ValidationError(f"tpot slo: {self.tpot_slo_s!r} s must be positive")
         parse_rate_basis(self.rate_basis)
-        mean = self.mean_arrival_rate_per_s
-        if mean is not None and not (
-            0 <= mean <= self.arrival_rate_per_s * (1 + 1e-12) and math.isfinite(mean)
-        ):
+        mean = self.mean_rate_per_s
+        if not (0 <= mean <= self.sizing_rate_per_s * (1 + 1e-12) and math.isfinite(mean)):
             raise ValidationError(
                 f"mean rate: {mean!r} req/s must be ≥ 0 and at most the sizing rate "
-                f"{self.arrival_rate_per_s!r}"
+                f"{self.sizing_rate_per_s!r}"
             )
         if self.rate_window_s is not None and not (
             self.rate_window_s > 0 and math.isfinite(self.rate_window_s)
@@ -395,11 +391,11 @@ class Planner:
         return self._shares[key]
 
     def pool_traffic(
-        self, routing: Routing, arrival_rate_per_s: float | None = None
+        self, routing: Routing, sizing_rate_per_s: float | None = None
     ) -> tuple[tuple[float, PoolMoments], ...]:
         """(λ req/s, moments) of each pool of a routed fleet, as the service model splits it
         (rate: the options' unless given)."""
-        rate = self.options.arrival_rate_per_s if arrival_rate_per_s is None else arrival_rate_per_s
+        rate = self.options.sizing_rate_per_s if sizing_rate_per_s is None else sizing_rate_per_s
         shares = [self.pool_share(routing, k) for k in range(routing.pool_count)]
         return tuple((self.model.pool_rate(sh, k, rate), sh.moments) for k, sh in enumerate(shares))
 
@@ -444,7 +440,7 @@ class Planner:
         o = self.options
         if not o.arrival_dispersion or not pool_rate_per_s > 0 or moments.is_empty:
             return 1.0
-        fleet_rate = o.arrival_rate_per_s if fleet_rate_per_s is None else fleet_rate_per_s
+        fleet_rate = o.sizing_rate_per_s if fleet_rate_per_s is None else fleet_rate_per_s
         slots = hardware.max_slots(context_tokens)
         if slots < 1 or not fleet_rate > 0:
             return 1.0
@@ -452,10 +448,10 @@ class Planner:
         return pool_arrival_scv(o.arrival_dispersion, min(1.0, pool_rate_per_s / fleet_rate), holding_s)
 
     def pool_arrival_scvs(
-        self, routing: Routing, arrival_rate_per_s: float | None = None
+        self, routing: Routing, sizing_rate_per_s: float | None = None
     ) -> tuple[float, ...]:
         """C_a² of each pool of a routed fleet (1 each for Poisson arrivals)."""
-        rate = self.options.arrival_rate_per_s if arrival_rate_per_s is None else arrival_rate_per_s
+        rate = self.options.sizing_rate_per_s if sizing_rate_per_s is None else sizing_rate_per_s
         contexts = routing.context_tokens(self.options.long_context_tokens)
         return tuple(
             self.arrival_scv(pool_rate, moments, self.hardware_of(routing.pool_count, k), contexts[k], rate)
@@ -491,7 +487,7 @@ class Planner:
         self, key: tuple, share: PoolShare, index: int, hardware: PoolHardware, context_tokens: int
     ) -> PoolSizing:
         if key not in self._pools:
-            rate = self.model.pool_rate(share, index, self.options.arrival_rate_per_s)
+            rate = self.model.pool_rate(share, index, self.options.sizing_rate_per_s)
             # other cells often route the very same requests to a pool (the long pool of B at γ
             # and of B' at γ' when γB = γ'B', a short pool whose band holds no request): equal
             # rate, statistics, hardware and context size equally

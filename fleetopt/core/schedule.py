@@ -41,8 +41,8 @@ class ScheduleWindow:
 
     start_s: float
     end_s: float
-    arrival_rate_per_s: float
-    mean_arrival_rate_per_s: float
+    sizing_rate_per_s: float
+    mean_rate_per_s: float
     instances: tuple[int, ...]
     gpus: tuple[int, ...]
     rate_windows: int
@@ -144,7 +144,7 @@ def build_schedule(
                 ScheduleWindow(
                     start,
                     end,
-                    options.arrival_rate_per_s,
+                    options.sizing_rate_per_s,
                     options.mean_rate_per_s,
                     static_instances,
                     tuple(p.gpus for p in static),
@@ -185,8 +185,8 @@ def _fleet_at(planner: Planner, fleet: FleetCandidate, rate_per_s: float, mean_r
         return tuple(replace(p, instances=0, feasible=True) for p in fleet.pools)
     options = replace(
         planner.options,
-        arrival_rate_per_s=rate_per_s,
-        mean_arrival_rate_per_s=min(mean_rate_per_s, rate_per_s),
+        sizing_rate_per_s=rate_per_s,
+        mean_rate_per_s=min(mean_rate_per_s, rate_per_s),
     )
     again = Planner(
         planner.workload,

@@ -135,7 +135,7 @@ class ScheduleWindow:
 
     start_s: float
     end_s: float
-    arrival_rate_per_s: float
+    sizing_rate_per_s: float
     instances: dict[str, int]
 
 
@@ -333,13 +333,13 @@ def _plan_options(check: _Checker, inputs: PlanInputs) -> PlanOptions:
         rate_basis = inputs.rate_basis
         basis = {
             "rate_basis": rate_basis.basis,
-            "mean_arrival_rate_per_s": inputs.arrival_rate_per_s,
+            "mean_rate_per_s": inputs.arrival_rate_per_s,
             "rate_window_s": rate_basis.window_s,
             "arrival_dispersion": tuple(rate_basis.arrival_dispersion),
         }
     sizing = inputs.sizing_rate_per_s
     options = PlanOptions(
-        arrival_rate_per_s=inputs.arrival_rate_per_s if sizing is None else sizing,
+        sizing_rate_per_s=inputs.arrival_rate_per_s if sizing is None else sizing,
         ttft_slo_s=inputs.ttft_slo_s,
         long_context_tokens=inputs.long_context_tokens,
         b_short_candidates=tuple(inputs.b_short_candidates),

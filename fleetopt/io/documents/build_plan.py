@@ -128,7 +128,7 @@ def routing_rule(routing: Routing) -> str:
 
 def fleet_document(candidate: FleetCandidate, plan: FleetPlan) -> FleetDocument:
     """One fleet (best, a baseline or a grid cell) with its pools, by name, and its routing rule."""
-    rate = plan.options.arrival_rate_per_s
+    rate = plan.options.sizing_rate_per_s
     pools = {
         name: pool_document(pool, hardware, rate, plan.options)
         for name, pool, hardware in zip(
@@ -187,7 +187,7 @@ def rate_basis_document(options: PlanOptions, arrivals: Any = None) -> RateBasis
         basis=options.rate_basis,
         window_s=options.rate_window_s,
         mean_rate_per_s=options.mean_rate_per_s,
-        sizing_rate_per_s=options.arrival_rate_per_s,
+        sizing_rate_per_s=options.sizing_rate_per_s,
         factor=options.basis_factor,
         # the basis of the profile as observed, and how much of it was Poisson counting noise (left out
         # of the factor: fleetopt.core.arrivals.denoised_counts)
@@ -212,8 +212,8 @@ def schedule_document(schedule: Any) -> ScheduleDocument:
             ScheduleWindowDocument(
                 start_s=window.start_s,
                 end_s=window.end_s,
-                arrival_rate_per_s=window.arrival_rate_per_s,
-                mean_arrival_rate_per_s=window.mean_arrival_rate_per_s,
+                arrival_rate_per_s=window.sizing_rate_per_s,
+                mean_arrival_rate_per_s=window.mean_rate_per_s,
                 instances=dict(zip(schedule.pool_names, window.instances, strict=True)),
                 gpus=sum(window.gpus),
                 rate_windows=window.rate_windows,
@@ -264,7 +264,7 @@ def plan_document(
                 best.gamma if best is not None else None,
             ),
             arrival_rate_per_s=o.mean_rate_per_s,
-            sizing_rate_per_s=o.arrival_rate_per_s,
+            sizing_rate_per_s=o.sizing_rate_per_s,
             arrival_rate_origin=origin,
             rate_basis=rate_basis_document(o, arrivals),
             ttft_slo_s=o.ttft_slo_s,
