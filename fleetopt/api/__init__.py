@@ -218,6 +218,9 @@ def plan_workload(
     rate_basis: str | None = None,
     rate_window_s: float = DEFAULT_RATE_WINDOW_S,
     schedule_window_s: float | None = None,
+    hardware: str | Sequence[str] | None = None,
+    prices_usd_per_gpu_hour: dict[str, float] | None = None,
+    max_gpus: dict[str, int] | None = None,
 ) -> PlanRun:
     """Plan the cheapest fleet for a workload (a bundled name, a path, or a loaded Workload).
 
@@ -225,7 +228,9 @@ def plan_workload(
     DEFAULT_RATE_PER_S); ``rate_basis`` what each pool is sized for: ``mean``, ``peak`` or ``pNN`` of
     the rates in windows of ``rate_window_s`` (default ``peak`` for a log with timestamps, else
     ``mean``; see :func:`arrival_basis`). ``schedule_window_s``: also the time-of-day schedule
-    (:func:`fleetopt.core.schedule.build_schedule`) in windows of that length.
+    (:func:`fleetopt.core.schedule.build_schedule`) in windows of that length. ``hardware``:
+    ``auto`` or serving profiles every pool chooses among (:mod:`fleetopt.api.hardware`), with
+    ``prices_usd_per_gpu_hour`` and ``max_gpus`` by GPU type.
     """
     from fleetopt.core.planner import Planner
     from fleetopt.io.documents.build_plan import plan_document
@@ -237,7 +242,27 @@ def plan_workload(
     else:
         loaded, label = load_workload(workload, **(reader_options or {})), workload_label or workload
     dirs = profile_search_path(profiles_dir)
-    hardware = resolve_pool_hardware(serving, serving_long, gpu, gpu_long, dirs)
+    if hardware is not None:
+        from fleetopt.api.hardware import hardware_catalog
+
+        if serving_long is not None or gpu is not None or gpu_long is not None:
+            raise ValidationError(
+                "--hardware chooses every pool's profile: drop --serving-long, --gpu, --gpu-long"
+            )
+        catalog = hardware_catalog(hardware, serving, dirs, prices_usd_per_gpu_hour)
+        pool_profiles = catalog[:1]
+    else:
+        if max_gpus:
+            raise ValidationError("--max-gpus needs --hardware (an inventory limits the hardware search)")
+        from fleetopt.core.hardware_search import priced
+
+        catalog = None
+        pool_profiles = resolve_pool_hardware(serving, serving_long, gpu, gpu_long, dirs)
+        if prices_usd_per_gpu_hour:
+            from fleetopt.api.hardware import check_prices
+
+            check_prices(prices_usd_per_gpu_hour, pool_profiles)
+            pool_profiles = tuple(priced(h, prices_usd_per_gpu_hour) for h in pool_profiles)
     mean_rate_per_s, origin = rate_with_origin(loaded, arrival_rate_per_s)
     arrivals = arrival_basis(loaded, mean_rate_per_s, rate_basis, rate_window_s)
     if schedule_window_s is not None and arrivals.counts is None:
@@ -268,13 +293,31 @@ def plan_workload(
         rate_window_s=arrivals.window_s if arrivals.counts is not None else None,
         arrival_dispersion=arrivals.dispersion,
     )
-    planner = Planner(loaded, hardware, options)
-    plan = planner.plan()
+    from fleetopt.core.hardware_search import (
+        HardwareSearchPlanner,
+        fleet_planner,
+        fleet_token_costs,
+        search_hardware,
+    )
+
+    search = None
+    if catalog is not None:
+        if max_gpus:
+            from fleetopt.api.hardware import check_inventory
+
+            check_inventory(max_gpus, catalog)
+        planner = HardwareSearchPlanner(loaded, catalog, options)
+        plan, search = search_hardware(planner, prices_usd_per_gpu_hour, max_gpus)
+    else:
+        planner = Planner(loaded, pool_profiles, options)
+        plan = planner.plan()
     schedule = None
     if schedule_window_s is not None and plan.best is not None:
         from fleetopt.core.schedule import build_schedule
 
-        schedule = build_schedule(planner, plan.best, arrivals.sizing_counts, schedule_window_s)
+        schedule = build_schedule(
+            fleet_planner(planner, plan.best), plan.best, arrivals.sizing_counts, schedule_window_s
+        )
     document = to_document(
         plan_document(
             plan,
@@ -282,6 +325,8 @@ def plan_workload(
             {"workload": label, "arrival_rate_origin": origin, "workload_reader": reader_options},
             arrivals=arrivals,
             schedule=schedule,
+            token_costs=lambda fleet: fleet_token_costs(planner, fleet),
+            search=search,
         )
     )
     return PlanRun(plan=plan, workload=loaded, document=document, arrivals=arrivals, schedule=schedule)
@@ -333,6 +378,14 @@ def plan_run_from_options(
         options["rate_window_s"] = parse_duration_s(options.pop("rate_window"), field="--rate-window")
     else:
         options.pop("rate_window", None)
+    for key, flag, integer, target in (
+        ("price", "--price", False, "prices_usd_per_gpu_hour"),
+        ("max_gpus_per_type", "--max-gpus", True, "max_gpus"),
+    ):
+        if key in options:  # the CLI's TYPE=VALUE texts
+            from fleetopt.api.hardware import parse_type_values
+
+            options[target] = parse_type_values(options.pop(key), flag, integer=integer) or None
     if isinstance(options.get("schedule"), str):
         options["schedule_window_s"] = parse_duration_s(options.pop("schedule"), field="--schedule")
     else:
