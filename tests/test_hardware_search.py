@@ -10,7 +10,9 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -28,26 +30,15 @@ from fleetopt.core.hardware_search import (
 )
 from fleetopt.core.planner import Planner, PlanOptions
 from fleetopt.core.routing import Routing
-from fleetopt.core.service import PoolHardware
 from fleetopt.core.workload import workload_from_requests
 from fleetopt.errors import ValidationError
 
-# Three small instances of one model on three GPU types: different KV, speed, TP and price.
-A = PoolHardware(
-    serving_name="m-a", model_name="m", gpu_name="ga", gpus_per_instance=2, gpu_hour_usd=1.0,
-    iteration_base_s=0.01, iteration_per_slot_s=0.002, prefill_chunk_tokens=256,
-    calibration_context_tokens=4096, kv_capacity_tokens=24 * 4096, kv_block_tokens=16,
-)  # fmt: skip
-B = PoolHardware(
-    serving_name="m-b", model_name="m", gpu_name="gb", gpus_per_instance=4, gpu_hour_usd=1.5,
-    iteration_base_s=0.008, iteration_per_slot_s=0.0015, prefill_chunk_tokens=512,
-    calibration_context_tokens=4096, kv_capacity_tokens=40 * 4096, kv_block_tokens=16,
-)  # fmt: skip
-C = PoolHardware(
-    serving_name="m-c", model_name="m", gpu_name="gc", gpus_per_instance=1, gpu_hour_usd=0.9,
-    iteration_base_s=0.012, iteration_per_slot_s=0.0025, prefill_chunk_tokens=128,
-    calibration_context_tokens=4096, kv_capacity_tokens=16 * 4096, kv_block_tokens=16,
-)  # fmt: skip
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_kpool import SMALL, SMALL_LONG, SMALL_MID  # noqa: E402
+
+# Three small instances of one model on three GPU types (different KV, speed, TP, price and
+# prefill chunk): the K-pool tests' profiles.
+A, B, C = SMALL, SMALL_LONG, SMALL_MID
 CANDIDATES = (512, 1024, 2048, 4096)
 GAMMAS = (1.0, 2.0)
 
@@ -162,7 +153,7 @@ def test_an_inventory_limit_is_met_or_refused_with_what_the_cheapest_fleet_needs
     assert roomy_outcome.inventory_method == "unconstrained" and roomy.best == plan.best
     with pytest.raises(ValidationError, match="needs"):
         search_hardware(
-            HardwareSearchPlanner(workload, (A, B, C), options), max_gpus={"ga": 0, "gb": 0, "gc": 0}
+            HardwareSearchPlanner(workload, (A, B, C), options), max_gpus={"g": 0, "g2": 0, "g3": 0}
         )
 
 
