@@ -382,10 +382,11 @@ def plan_run_from_options(
         ("price", "--price", False, "prices_usd_per_gpu_hour"),
         ("max_gpus_per_type", "--max-gpus", True, "max_gpus"),
     ):
-        if key in options:  # the CLI's TYPE=VALUE texts
+        texts = options.pop(key, None)
+        if texts:  # the CLI's TYPE=VALUE texts
             from fleetopt.api.hardware import parse_type_values
 
-            options[target] = parse_type_values(options.pop(key), flag, integer=integer) or None
+            options[target] = parse_type_values(texts, flag, integer=integer)
     if isinstance(options.get("schedule"), str):
         options["schedule_window_s"] = parse_duration_s(options.pop("schedule"), field="--schedule")
     else:
