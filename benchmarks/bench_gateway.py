@@ -158,7 +158,7 @@ def main() -> None:
 
     rng = np.random.default_rng(0)
     text = prose_corpus(REPO) * 3
-    run = plan_workload("azure-2023", ttft_slo_s=0.5, arrival_rate_per_s=1000, compressibility=1.0)
+    run = plan_workload("azure-2023", ttft_slo_s=0.5, mean_rate_per_s=1000, compressibility=1.0)
     plan_file = plan_file_from_document(json.loads(dumps(run.document, "json")), "benchmark plan")
     names = run.plan.best.pool_names
     contexts = run.plan.best.routing.context_tokens(65_536)

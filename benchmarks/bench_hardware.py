@@ -41,7 +41,7 @@ def figures() -> None:
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for workload, slo_s, rate, pools in CASES:
-        kwargs = {"ttft_slo_s": slo_s, "arrival_rate_per_s": rate, "max_pools": pools}
+        kwargs = {"ttft_slo_s": slo_s, "mean_rate_per_s": rate, "max_pools": pools}
         searched = plan_workload(workload, hardware="auto", **kwargs).document
         default = plan_workload(workload, **kwargs).document
         best, single = searched["best"], searched["baselines"]["best_single_hardware"]
@@ -59,7 +59,7 @@ def figures() -> None:
 
 
 def timing(rounds: int) -> None:
-    kwargs = {"ttft_slo_s": 0.5, "arrival_rate_per_s": 1000.0}
+    kwargs = {"ttft_slo_s": 0.5, "mean_rate_per_s": 1000.0}
     cases = {
         "single profile (default)": lambda: plan_workload("azure-2023", **kwargs),
         "--hardware auto (6 profiles)": lambda: plan_workload("azure-2023", hardware="auto", **kwargs),

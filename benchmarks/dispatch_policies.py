@@ -57,7 +57,7 @@ def planned(name: str):
         kwargs["long_context_tokens"] = context
     if folder:
         kwargs["profiles_dir"] = folder
-    run = plan_workload(workload, ttft_slo_s=slo_s, arrival_rate_per_s=rate, rate_basis="mean", **kwargs)
+    run = plan_workload(workload, ttft_slo_s=slo_s, mean_rate_per_s=rate, rate_basis="mean", **kwargs)
     setup = with_model_attention(setup_from_plan(run.plan))
     pools = []
     for index, (prediction, sizing) in enumerate(zip(setup.pools, run.plan.best.pools, strict=True)):

@@ -209,7 +209,7 @@ def plan_scenario(
     (another's assumptions for ``--ablate``)."""
     kwargs = {} if serving is None else {"serving": serving}
     return plan_workload(
-        workload_name, ttft_slo_s=slo_s, arrival_rate_per_s=rate, max_utilization=cap, rate_basis="mean",
+        workload_name, ttft_slo_s=slo_s, mean_rate_per_s=rate, max_utilization=cap, rate_basis="mean",
         service_model=model, **kwargs,
     )  # fmt: skip
 

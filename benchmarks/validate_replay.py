@@ -75,7 +75,7 @@ def main() -> None:
     for name, basis, window in CASES:
         if args.window is not None and window != args.window:
             continue
-        run = plan_workload(name, ttft_slo_s=args.slo, arrival_rate_per_s=args.rate, rate_basis=basis,
+        run = plan_workload(name, ttft_slo_s=args.slo, mean_rate_per_s=args.rate, rate_basis=basis,
                             rate_window_s=window)  # fmt: skip
         best = run.plan.best
         setup = setup_from_plan(run.plan)
@@ -122,7 +122,7 @@ def arrival_term(slo_s: float) -> None:
         ("azure-2023", 10),
         ("azure-2023", 50),
     ):
-        run = plan_workload(name, ttft_slo_s=slo_s, arrival_rate_per_s=rate, service_model="lockstep",
+        run = plan_workload(name, ttft_slo_s=slo_s, mean_rate_per_s=rate, service_model="lockstep",
                             serving="llama-3-70b-a100-80gb-tp8")  # fmt: skip
         options = replace(run.plan.options, arrival_dispersion=())
         poisson = Planner(run.workload, run.plan.hardware, options).plan()

@@ -80,7 +80,7 @@ def plan_pools(label, workload, slo_s, rate, serving, context, folder, basis):
                        ("rate_basis", basis)):  # fmt: skip
         if value is not None:
             kwargs[key] = value
-    run = plan_workload(workload, ttft_slo_s=slo_s, arrival_rate_per_s=rate, **kwargs)
+    run = plan_workload(workload, ttft_slo_s=slo_s, mean_rate_per_s=rate, **kwargs)
     setup = with_model_attention(setup_from_plan(run.plan))
     for index, (prediction, sizing) in enumerate(zip(setup.pools, run.plan.best.pools, strict=True)):
         own = routed_pool_workload(run.workload, run.plan.best.routing, index)

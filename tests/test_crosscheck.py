@@ -52,7 +52,7 @@ def test_azure_2023_lockstep_plan_utilization_within_one_percent_and_slo_met() -
     """fleetopt plan --cdf azure-2023 --slo 500ms --rate 1000 --rate-basis mean --service-model lockstep
     (pooled dispatch)."""
     run = plan_workload(
-        "azure-2023", ttft_slo_s=SLO_S, arrival_rate_per_s=RATE_PER_S, service_model="lockstep",
+        "azure-2023", ttft_slo_s=SLO_S, mean_rate_per_s=RATE_PER_S, service_model="lockstep",
         serving=PAPER_SERVING, rate_basis="mean",  # the papers' Poisson at the mean rate
     )  # fmt: skip
     setup = setup_from_plan(run.plan)
@@ -96,7 +96,7 @@ def test_fleetopt_table_3_pool_routing_utilization_within_one_percent(
     """Each pool simulated on its own traffic: at γ = 1 the short pool takes L ≤ B and the long L > B,
     Poisson at λ·F(B) and λ·(1 − F(B)), so a pool alone gets a tight interval at a fraction of the cost."""
     run = plan_workload(
-        cdf, ttft_slo_s=SLO_S, arrival_rate_per_s=RATE_PER_S, service_model="fleet-sim",
+        cdf, ttft_slo_s=SLO_S, mean_rate_per_s=RATE_PER_S, service_model="fleet-sim",
         b_short_candidates=[b_short], gammas=[1.0], compressibility=p_c, serving=PAPER_SERVING,
     )  # fmt: skip
     best = run.plan.best
@@ -126,7 +126,7 @@ def test_fleet_sim_accounting_misses_compressed_requests_and_the_report_says_so(
     the compressed band (total B, original L_out) is work it never counts. Azure, B = 4096, γ = 2,
     p_c = 1: the simulated short pool saturates while the plan predicts ≤ 0.85."""
     run = plan_workload(
-        "azure", ttft_slo_s=SLO_S, arrival_rate_per_s=RATE_PER_S, service_model="fleet-sim",
+        "azure", ttft_slo_s=SLO_S, mean_rate_per_s=RATE_PER_S, service_model="fleet-sim",
         b_short_candidates=[4096], gammas=[2.0], compressibility=1.0,
     )  # fmt: skip
     setup = setup_from_plan(run.plan)
@@ -202,7 +202,7 @@ def test_compare_states_optimism_and_slo_breach_from_the_numbers() -> None:
     )
     report = crosscheck_setup(setup, workload, service_model="lockstep", requests=20_000, seeds=(1, 2, 3))
     simulated = report.pools[0].metrics["p99_ttft_s"]
-    low = replace(setup.pools[0], p99_ttft_s=simulated.simulated - simulated.ci95_half_width - 0.1)
+    low = setup.pools[0].with_predictions(p99_ttft_s=simulated.simulated - simulated.ci95_half_width - 0.1)
     strict_slo = simulated.simulated / 2
     judged = compare(replace(setup, pools=(low,), ttft_slo_s=strict_slo), report.result)
     gap = simulated.simulated - low.p99_ttft_s
@@ -291,7 +291,7 @@ def test_a_pool_the_fleet_run_barely_measures_is_simulated_on_its_own_stream() -
     slot-bound pools). The short pool, measured on ~300,000 per seed, keeps the fleet run's figures."""
     from fleetopt.core.crosscheck import MIN_POOL_REQUESTS, PoolVerdict
 
-    run = plan_workload("lmsys", ttft_slo_s=3.0, arrival_rate_per_s=250.0, rate_basis="mean")
+    run = plan_workload("lmsys", ttft_slo_s=3.0, mean_rate_per_s=250.0, rate_basis="mean")
     setup = setup_from_plan(run.plan)
     report = crosscheck_setup(setup, run.workload, service_model="physical", seeds=(1, 2, 3))
     short, long = report.pools
@@ -306,3 +306,41 @@ def test_a_pool_the_fleet_run_barely_measures_is_simulated_on_its_own_stream() -
     given = crosscheck_setup(setup, run.workload, service_model="physical", requests=200_000, seeds=(1, 2))
     assert all(row.fleet_requests_measured is None for row in given.pools)
     assert given.pools[1].requests_measured < 2_000
+
+
+def test_a_plan_file_gives_the_deployable_pools_and_predictions_the_plan_had(tmp_path) -> None:
+    """One pool vocabulary: the pools of a plan in memory and of the same plan written and read back
+    (two independent paths: the planner's sizings, the YAML document) are the same deployable pools
+    with the same predictions, and the cross-check sets both up alike."""
+    import yaml
+
+    from fleetopt.core.crosscheck import setup_from_plan, setup_from_planned
+    from fleetopt.core.pools import DeployablePool
+    from fleetopt.io.plans import read_plan
+
+    run = plan_workload(
+        "azure-2023", ttft_slo_s=0.5, mean_rate_per_s=200.0, max_pools=3, service_model="lockstep"
+    )
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(run.document, sort_keys=False))
+    read = read_plan(path)
+    best = run.plan.best
+    assert best is not None
+    for name, sizing, hardware, pool in zip(
+        best.pool_names, best.pools, best.hardware, read.fleet.pools, strict=True
+    ):
+        assert isinstance(pool, DeployablePool) and pool.name == name
+        assert (pool.context_tokens, pool.slots_per_instance, pool.instances) == (
+            sizing.context_tokens, sizing.slots_per_instance, sizing.instances,
+        )  # fmt: skip
+        assert pool.gpus == sizing.gpus and pool.hardware.serving_name == hardware.serving_name
+        assert pool.predicted.utilization == pytest.approx(sizing.utilization, rel=1e-9, nan_ok=True)
+        assert pool.predicted.p99_ttft_s == pytest.approx(sizing.p99_ttft_s, rel=1e-9, nan_ok=True)
+        assert pool.predicted.arrival_rate_per_s == pytest.approx(sizing.arrival_rate_per_s, rel=1e-9)
+    in_memory, from_file = setup_from_plan(run.plan), setup_from_planned(read.fleet, read.options)
+    assert from_file.arrival_scvs == pytest.approx(in_memory.arrival_scvs, rel=1e-9)
+    for a, b in zip(in_memory.pools, from_file.pools, strict=True):
+        assert a.simulated == b.simulated
+        assert (b.tpot_s, b.mean_service_s) == pytest.approx(
+            (a.tpot_s, a.mean_service_s), rel=1e-9, nan_ok=True
+        )

@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 from fleetopt.core.drift import (
     FitProblem,
     PlannedFleet,
-    PlannedPool,
     evaluate_fleet,
     ks_against_quantiles,
     relative_change,
 )
 from fleetopt.core.planner import Planner, PlanOptions
+from fleetopt.core.pools import DeployablePool
 from fleetopt.core.routing import Routing
 from fleetopt.core.service import PoolHardware
 from fleetopt.core.workload import workload_from_requests
@@ -137,10 +137,10 @@ def planned():
     fleet = PlannedFleet(
         routing=best.routing,
         pools=(
-            PlannedPool(
-                "short", HARDWARE, best.short.instances, best.short.slots_per_instance, best.b_short_tokens
+            DeployablePool(
+                "short", best.b_short_tokens, best.short.slots_per_instance, best.short.instances, HARDWARE
             ),
-            PlannedPool("long", HARDWARE, best.long.instances, best.long.slots_per_instance, 16384),
+            DeployablePool("long", 16384, best.long.slots_per_instance, best.long.instances, HARDWARE),
         ),
         total_gpus=best.total_gpus,
         cost_per_hour_usd=best.cost_per_hour_usd,
@@ -199,12 +199,12 @@ def test_homogeneous_fleet_is_evaluated_as_one_pool(planned) -> None:
     fleet = PlannedFleet(
         Routing.homogeneous(),
         (
-            PlannedPool(
+            DeployablePool(
                 "homogeneous",
-                HARDWARE,
-                homogeneous.long.instances,
-                homogeneous.long.slots_per_instance,
                 16384,
+                homogeneous.long.slots_per_instance,
+                homogeneous.long.instances,
+                HARDWARE,
             ),
         ),
         homogeneous.total_gpus,

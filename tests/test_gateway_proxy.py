@@ -87,7 +87,7 @@ def gateway(tmp_path_factory):
     def count(text: str) -> int:
         return len(encoding.encode(text, disallowed_special=()))
 
-    run = plan_workload("azure-2023", ttft_slo_s=0.5, arrival_rate_per_s=1000)
+    run = plan_workload("azure-2023", ttft_slo_s=0.5, mean_rate_per_s=1000)
     routing = run.plan.best.routing
     contexts = routing.context_tokens(65_536)
     pools = [

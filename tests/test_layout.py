@@ -71,7 +71,7 @@ def test_the_issues_plan_command_fits_80_columns() -> None:
     """Issue 15, must hold: COLUMNS=80 fleetopt plan --cdf azure-2023 --slo 500ms --rate 1000."""
     text = _run(["plan", "--cdf", "azure-2023", "--slo", "500ms", "--rate", "1000"], "80")
     assert max(len(line) for line in text.splitlines()) <= 80
-    document = api.plan_workload("azure-2023", ttft_slo_s=0.5, arrival_rate_per_s=1000).document
+    document = api.plan_workload("azure-2023", ttft_slo_s=0.5, mean_rate_per_s=1000).document
     best, homogeneous = document["best"], document["baselines"]["homogeneous"]
     short = best["pools"]["short"]
     numbers = (

@@ -118,8 +118,8 @@ def test_more_rate_or_burstier_arrivals_never_need_fewer_instances(
 def test_the_peak_plan_has_at_least_the_mean_plans_instances_in_every_pool(name, slo_s) -> None:
     from fleetopt.api import plan_workload
 
-    mean = plan_workload(name, ttft_slo_s=slo_s, arrival_rate_per_s=1000, rate_basis="mean").plan.best
-    peak_run = plan_workload(name, ttft_slo_s=slo_s, arrival_rate_per_s=1000)
+    mean = plan_workload(name, ttft_slo_s=slo_s, mean_rate_per_s=1000, rate_basis="mean").plan.best
+    peak_run = plan_workload(name, ttft_slo_s=slo_s, mean_rate_per_s=1000)
     peak = peak_run.plan.best
     assert peak_run.plan.options.rate_basis == "peak"
     assert peak.total_instances >= mean.total_instances and peak.total_gpus >= mean.total_gpus
@@ -139,7 +139,7 @@ def test_the_peak_basis_sizes_at_the_busiest_minute_of_the_log(shared_dir) -> No
     from fleetopt.api import plan_workload
     from fleetopt.core.arrivals import denoised_counts
 
-    run = plan_workload("azure-2023", ttft_slo_s=0.5, arrival_rate_per_s=1000)
+    run = plan_workload("azure-2023", ttft_slo_s=0.5, mean_rate_per_s=1000)
     counts = run.arrivals.counts.counts
     assert run.arrivals.observed_factor == pytest.approx(counts.max() / counts.mean())
     # sized on the busiest minute with its Poisson counting noise taken out (test_counting_noise.py)
@@ -149,7 +149,7 @@ def test_the_peak_basis_sizes_at_the_busiest_minute_of_the_log(shared_dir) -> No
     assert run.document["inputs"]["arrival_rate_per_s"] == 1000
     assert run.document["inputs"]["sizing_rate_per_s"] == run.plan.options.sizing_rate_per_s
     # a p50 basis is below this log's mean: it sizes at the mean (never below it)
-    p50 = plan_workload("azure-2023", ttft_slo_s=0.5, arrival_rate_per_s=1000, rate_basis="p50")
+    p50 = plan_workload("azure-2023", ttft_slo_s=0.5, mean_rate_per_s=1000, rate_basis="p50")
     assert p50.plan.options.sizing_rate_per_s == 1000.0
 
 
@@ -163,8 +163,8 @@ def test_a_summary_with_window_counts_plans_like_the_log(shared_dir) -> None:
     log = load_workload("azure-2023-code")
     summary = workload_from_summary(summary_from_workload(log, "code", window_us=1_000_000), "summary")
     assert summary.arrival_times_s is None
-    from_log = plan_workload(log, ttft_slo_s=0.5, arrival_rate_per_s=1000)
-    from_summary = plan_workload(summary, ttft_slo_s=0.5, arrival_rate_per_s=1000)
+    from_log = plan_workload(log, ttft_slo_s=0.5, mean_rate_per_s=1000)
+    from_summary = plan_workload(summary, ttft_slo_s=0.5, mean_rate_per_s=1000)
     assert from_summary.plan.options.sizing_rate_per_s == pytest.approx(
         from_log.plan.options.sizing_rate_per_s
     )
@@ -202,7 +202,7 @@ def test_a_daily_schedule_tiles_the_day_never_exceeds_the_static_fleet_and_adds_
     from fleetopt.api import plan_workload
 
     path = _datetime_log(tmp_path, 2.5)
-    run = plan_workload(str(path), ttft_slo_s=1.0, arrival_rate_per_s=500, schedule_window_s=3600.0)
+    run = plan_workload(str(path), ttft_slo_s=1.0, mean_rate_per_s=500, schedule_window_s=3600.0)
     schedule = run.schedule
     assert schedule.periodic and schedule.period_s == 86400.0 and len(schedule.windows) == 24
     document = run.document["schedule"]
@@ -237,7 +237,7 @@ def test_a_week_long_log_gets_a_weekly_schedule_from_monday(tmp_path) -> None:
     from fleetopt.api import plan_workload
 
     path = _datetime_log(tmp_path, 7.2, seed=1)
-    run = plan_workload(str(path), ttft_slo_s=1.0, arrival_rate_per_s=100, schedule_window_s=86400.0)
+    run = plan_workload(str(path), ttft_slo_s=1.0, mean_rate_per_s=100, schedule_window_s=86400.0)
     document = run.document["schedule"]
     assert document["period_s"] == 604800.0 and len(document["windows"]) == 7
     assert document["origin_utc"] == "2024-03-04T00:00:00Z"  # the log starts on a Monday
@@ -280,7 +280,7 @@ def test_a_summary_cannot_be_replayed_but_its_profile_can(shared_dir) -> None:
 
     log = load_workload("azure-2023-conv")
     summary = workload_from_summary(summary_from_workload(log, "conv", window_us=1_000_000), "conv summary")
-    run = plan_workload(summary, ttft_slo_s=1.0, arrival_rate_per_s=20, service_model="lockstep")
+    run = plan_workload(summary, ttft_slo_s=1.0, mean_rate_per_s=20, service_model="lockstep")
     setup = setup_from_plan(run.plan)
     with pytest.raises(
         ValidationError, match="is a workload summary: .* follow its windows with --arrivals profile"

@@ -254,7 +254,7 @@ def test_a_pool_whose_p99_hardly_falls_with_more_instances_is_flagged() -> None:
         f"({short['p99_ttft_fewer_instances_s'] * 1e3:.1f} ms with {short['fewer_instances']:,} instances, "
         f"{short['p99_ttft_s'] * 1e3:.1f} ms with {short['instances']:,}):"
     )
-    steep = plan_workload("azure-2023", ttft_slo_s=0.5, arrival_rate_per_s=1000.0).document
+    steep = plan_workload("azure-2023", ttft_slo_s=0.5, mean_rate_per_s=1000.0).document
     assert not [w for w in steep["warnings"] if w["kind"] == "ttft_flat_in_instances"]
     fewer_p99 = steep["best"]["pools"]["short"]["p99_ttft_fewer_instances_s"]
     assert fewer_p99 is None or fewer_p99 > 1.5 * 0.5  # null: unstable there (an unbounded P99)
@@ -270,7 +270,7 @@ def test_a_pool_whose_p99_is_set_by_the_slot_wait_is_flagged() -> None:
     from fleetopt.api import plan_workload
     from fleetopt.defaults import SLOT_WAIT_BUDGET_FRACTION
 
-    bound = plan_workload("lmsys", ttft_slo_s=3.0, arrival_rate_per_s=250.0, rate_basis="mean").document
+    bound = plan_workload("lmsys", ttft_slo_s=3.0, mean_rate_per_s=250.0, rate_basis="mean").document
     long = bound["best"]["pools"]["long"]
     assert (long["instances"], long["slots_per_instance"]) == (3, 19)
     assert SLOT_WAIT_BUDGET_FRACTION * 0.01 < long["slot_wait_over_slo"] <= 0.01  # it meets its P99
@@ -281,6 +281,6 @@ def test_a_pool_whose_p99_is_set_by_the_slot_wait_is_flagged() -> None:
         f"the TTFT SLO, {long['slot_wait_over_slo'] / 0.01:.0%} of the 1% the P99 allows (3 × 19 slots at "
         f"{long['utilization']:.0%} occupancy):"
     )
-    readme = plan_workload("azure-2023", ttft_slo_s=0.5, arrival_rate_per_s=1000.0).document
+    readme = plan_workload("azure-2023", ttft_slo_s=0.5, mean_rate_per_s=1000.0).document
     assert not [w for w in readme["warnings"] if w["kind"] == "slot_wait_sets_ttft"]
     assert all(0.0 <= pool["slot_wait_over_slo"] < 1e-6 for pool in readme["best"]["pools"].values())

@@ -76,22 +76,22 @@ def _printed(document: dict, fmt: str = "json") -> dict:
 #: Plans that between them write every shape of the document (name → plan_workload arguments).
 PLANS = {
     "four pools, lockstep": {
-        "workload": "azure-2023", "ttft_slo_s": 0.5, "arrival_rate_per_s": 1000, "max_pools": 4, **PAPER,
+        "workload": "azure-2023", "ttft_slo_s": 0.5, "mean_rate_per_s": 1000, "max_pools": 4, **PAPER,
     },
     "fleet-sim, a CDF, p_c 0.75": {
-        "workload": "azure", "ttft_slo_s": 0.5, "arrival_rate_per_s": 10, "service_model": "fleet-sim",
+        "workload": "azure", "ttft_slo_s": 0.5, "mean_rate_per_s": 10, "service_model": "fleet-sim",
         "compressibility": 0.75,
     },
-    "infeasible": {"workload": "azure-2023", "ttft_slo_s": 0.02, "arrival_rate_per_s": 1000},
-    "scheduled": {"workload": "azure-2023", "ttft_slo_s": 0.5, "arrival_rate_per_s": 1000,
+    "infeasible": {"workload": "azure-2023", "ttft_slo_s": 0.02, "mean_rate_per_s": 1000},
+    "scheduled": {"workload": "azure-2023", "ttft_slo_s": 0.5, "mean_rate_per_s": 1000,
                   "schedule_window_s": 3600.0},
-    "mean basis": {"workload": "azure-2023-conv", "ttft_slo_s": 0.5, "arrival_rate_per_s": 200,
+    "mean basis": {"workload": "azure-2023-conv", "ttft_slo_s": 0.5, "mean_rate_per_s": 200,
                    "rate_basis": "mean", **PAPER},
-    "p99 basis, TPOT SLO": {"workload": "azure-2023-code", "ttft_slo_s": 2.0, "arrival_rate_per_s": 50,
+    "p99 basis, TPOT SLO": {"workload": "azure-2023-code", "ttft_slo_s": 2.0, "mean_rate_per_s": 50,
                             "rate_basis": "p99", "tpot_slo_s": 0.05},
-    "one pool": {"workload": "azure-2023-conv", "ttft_slo_s": 2.0, "arrival_rate_per_s": 0.5,
+    "one pool": {"workload": "azure-2023-conv", "ttft_slo_s": 2.0, "mean_rate_per_s": 0.5,
                  "b_short_candidates": [2048], **PAPER},
-    "two models": {"workload": "azure-2023-conv", "ttft_slo_s": 1.0, "arrival_rate_per_s": 100,
+    "two models": {"workload": "azure-2023-conv", "ttft_slo_s": 1.0, "mean_rate_per_s": 100,
                    "service_model": "lockstep", "serving_long": "llama-3-70b-a100-80gb-tp8"},
 }  # fmt: skip
 
@@ -206,7 +206,7 @@ def test_every_drift_verdict_and_reason_validates(drift_plans, validators) -> No
     ]
     checks, verdicts = set(), set()
     for plan, today, rate, tolerances in cases:
-        run = check_plan_drift(drift_plans[plan], today, arrival_rate_per_s=rate, tolerances=tolerances)
+        run = check_plan_drift(drift_plans[plan], today, mean_rate_per_s=rate, tolerances=tolerances)
         for fmt in ("json", "yaml"):
             document = _printed(run.document(str(drift_plans[plan]), today), fmt)
             assert errors(validators["drift"], document) == [], (plan, today)
@@ -251,7 +251,7 @@ def test_every_router_file_validates_and_a_minimal_onereads(drift_plans, plans, 
 def small_plan() -> dict:
     """A plan of every section (three pools, a schedule) with fewer numbers to pick among."""
     run = plan_workload(
-        "azure-2023-conv", ttft_slo_s=0.5, arrival_rate_per_s=200, b_short_candidates=[2048, 4096],
+        "azure-2023-conv", ttft_slo_s=0.5, mean_rate_per_s=200, b_short_candidates=[2048, 4096],
         gammas=(1.0, 1.5), max_pools=3, schedule_window_s=3600.0, **PAPER,
     )  # fmt: skip
     document = _printed(run.document)
@@ -291,7 +291,7 @@ def _sample_document(drift_plans: dict[str, Path], name: str) -> dict:
     if name not in _SAMPLES:
         plan = drift_plans["two pools"]
         if name == "drift":
-            run = check_plan_drift(plan, "azure-2023-code", arrival_rate_per_s=200.0,
+            run = check_plan_drift(plan, "azure-2023-code", mean_rate_per_s=200.0,
                                    tolerances=Tolerances(min_headroom=0.1))  # fmt: skip
             _SAMPLES[name] = _printed(run.document(str(plan), "azure-2023-code"))
         else:

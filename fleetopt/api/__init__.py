@@ -174,13 +174,13 @@ def resolve_pool_hardware(
 MAX_RATE_PER_S = 1e8
 
 
-def rate_with_origin(workload: Workload, arrival_rate_per_s: float | None) -> tuple[float, str]:
+def rate_with_origin(workload: Workload, mean_rate_per_s: float | None) -> tuple[float, str]:
     """The rate to plan at and where it came from: ``given``, ``observed`` (the log), or ``default``."""
-    if arrival_rate_per_s is not None:
-        rate = float(arrival_rate_per_s)
+    if mean_rate_per_s is not None:
+        rate = float(mean_rate_per_s)
         if not (0.0 < rate <= MAX_RATE_PER_S):
             raise ValidationError(
-                f"--rate: {arrival_rate_per_s:g} req/s is not allowed; it must be > 0 and at most "
+                f"--rate: {mean_rate_per_s:g} req/s is not allowed; it must be > 0 and at most "
                 f"{MAX_RATE_PER_S:g} req/s"
             )
         return rate, "given"
@@ -199,7 +199,7 @@ def plan_workload(
     workload: str | Workload,
     *,
     ttft_slo_s: float,
-    arrival_rate_per_s: float | None = None,
+    mean_rate_per_s: float | None = None,
     serving: str = DEFAULT_SERVING,
     serving_long: str | None = None,
     gpu: str | None = None,
@@ -224,7 +224,7 @@ def plan_workload(
 ) -> PlanRun:
     """Plan the cheapest fleet for a workload (a bundled name, a path, or a loaded Workload).
 
-    ``arrival_rate_per_s`` is the mean rate (default: the log's observed rate, else
+    ``mean_rate_per_s`` is the mean rate (default: the log's observed rate, else
     DEFAULT_RATE_PER_S); ``rate_basis`` what each pool is sized for: ``mean``, ``peak`` or ``pNN`` of
     the rates in windows of ``rate_window_s`` (default ``peak`` for a log with timestamps, else
     ``mean``; see :func:`arrival_basis`). ``schedule_window_s``: also the time-of-day schedule
@@ -263,7 +263,7 @@ def plan_workload(
 
             check_prices(prices_usd_per_gpu_hour, pool_profiles)
             pool_profiles = tuple(priced(h, prices_usd_per_gpu_hour) for h in pool_profiles)
-    mean_rate_per_s, origin = rate_with_origin(loaded, arrival_rate_per_s)
+    mean_rate_per_s, origin = rate_with_origin(loaded, mean_rate_per_s)
     arrivals = arrival_basis(loaded, mean_rate_per_s, rate_basis, rate_window_s)
     if schedule_window_s is not None and arrivals.counts is None:
         raise ValidationError(
@@ -336,7 +336,7 @@ def plan_from_options(
     *,
     workload: str,
     slo: str,
-    rate_per_s: float | None,
+    mean_rate_per_s: float | None,
     b_short: str | None,
     gamma: str | None,
     tpot_slo: str | None,
@@ -346,7 +346,7 @@ def plan_from_options(
     return plan_run_from_options(
         workload=workload,
         slo=slo,
-        rate_per_s=rate_per_s,
+        mean_rate_per_s=mean_rate_per_s,
         b_short=b_short,
         gamma=gamma,
         tpot_slo=tpot_slo,
@@ -358,7 +358,7 @@ def plan_run_from_options(
     *,
     workload: str,
     slo: str,
-    rate_per_s: float | None,
+    mean_rate_per_s: float | None,
     b_short: str | None,
     gamma: str | None,
     tpot_slo: str | None,
@@ -394,7 +394,7 @@ def plan_run_from_options(
     return plan_workload(
         workload,
         ttft_slo_s=parse_duration_s(slo, field="--slo"),
-        arrival_rate_per_s=rate_per_s,
+        mean_rate_per_s=mean_rate_per_s,
         b_short_candidates=b_values,
         gammas=gammas,
         tpot_slo_s=parse_duration_s(tpot_slo, field="--tpot-slo") if tpot_slo else None,

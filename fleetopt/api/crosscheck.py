@@ -92,7 +92,7 @@ def crosscheck_setup_run(
     requests: int | None = None,
     seeds: int | None = None,
     warmup_fraction: float = 0.5,
-    arrival_rate_per_s: float | None = None,
+    mean_rate_per_s: float | None = None,
     replay: bool = False,
     progress: Any = None,
     reevaluated_for_other_workload: bool = False,
@@ -104,10 +104,10 @@ def crosscheck_setup_run(
 
     ``arrivals`` (or ``replay`` for ``replay``):
 
-    * ``poisson`` (default) at ``arrival_rate_per_s``, else at the rate the plan was sized for (its
+    * ``poisson`` (default) at ``mean_rate_per_s``, else at the rate the plan was sized for (its
       peak on a peak basis): the analytical check, predictions re-evaluated for Poisson arrivals at
       that rate when they were made for another rate or burstier arrivals;
-    * ``replay``: the log's own arrival times at ``arrival_rate_per_s`` as the mean (default: the
+    * ``replay``: the log's own arrival times at ``mean_rate_per_s`` as the mean (default: the
       plan's mean), keeping their time scale (:func:`fleetopt.core.arrivals.replay_at_rate`): the
       whole log once after a warm-up, ``requests`` (if given) cutting it to its first arrivals;
     * ``profile``: a non-homogeneous Poisson process following the log's windowed rate profile
@@ -170,16 +170,16 @@ def crosscheck_setup_run(
         raise ValidationError(f"seeds: {seeds} must be ≥ 1")
     if requests is not None and requests < 2:
         raise ValidationError(f"requests: {requests} must be ≥ 2")
-    if arrival_rate_per_s is not None and not (0 < arrival_rate_per_s <= MAX_RATE_PER_S):
+    if mean_rate_per_s is not None and not (0 < mean_rate_per_s <= MAX_RATE_PER_S):
         raise ValidationError(
-            f"--rate: {arrival_rate_per_s:g} req/s is not allowed; it must be > 0 and at most "
+            f"--rate: {mean_rate_per_s:g} req/s is not allowed; it must be > 0 and at most "
             f"{MAX_RATE_PER_S:g} req/s"
         )
     if service_model == PHYSICAL:
         setup = with_model_attention(setup)
     analytical_model = setup.analytical_model if service_model == PHYSICAL else service_model
     if process == "poisson":
-        rate = setup.arrival_rate_per_s if arrival_rate_per_s is None else arrival_rate_per_s
+        rate = setup.arrival_rate_per_s if mean_rate_per_s is None else mean_rate_per_s
         if (
             rate != setup.arrival_rate_per_s
             or analytical_model != setup.analytical_model
@@ -194,7 +194,7 @@ def crosscheck_setup_run(
         return CrossCheck(report, workload.name, process, reevaluated_for_other_workload)
     if analytical_model != setup.analytical_model:
         setup = reevaluate(setup, workload, setup.arrival_rate_per_s, analytical_model)
-    mean = setup.mean_rate_per_s if arrival_rate_per_s is None else float(arrival_rate_per_s)
+    mean = setup.mean_rate_per_s if mean_rate_per_s is None else float(mean_rate_per_s)
     warmup_s = WARMUP_MARGIN * longest_service_s(workload, setup, service_model)
     window_s = rate_window_s or DEFAULT_RATE_WINDOW_S
     times = workload.arrival_times_s
@@ -312,7 +312,7 @@ def crosscheck_plan_file(
     requests: int | None = None,
     seeds: int | None = None,
     warmup_fraction: float = 0.5,
-    arrival_rate_per_s: float | None = None,
+    mean_rate_per_s: float | None = None,
     replay: bool = False,
     progress: Any = None,
     arrivals: str | None = None,
@@ -330,8 +330,8 @@ def crosscheck_plan_file(
     from fleetopt.io.workloads import load_workload
 
     plan_file = read_plan(path)
-    if arrival_rate_per_s is not None and not arrival_rate_per_s > 0:
-        raise ValidationError(f"--rate: {arrival_rate_per_s:g} req/s must be > 0")
+    if mean_rate_per_s is not None and not mean_rate_per_s > 0:
+        raise ValidationError(f"--rate: {mean_rate_per_s:g} req/s must be > 0")
     if not 0.0 <= warmup_fraction < 1.0:
         raise ValidationError(f"--warmup-fraction: {warmup_fraction:g} must be in [0, 1)")
     process = _arrival_process(replay, arrivals)
@@ -348,12 +348,12 @@ def crosscheck_plan_file(
     other = workload_fingerprint(loaded, None, None).sha256 != plan_file.summary.digest
     if other:
         rate = setup.arrival_rate_per_s
-        if process == "poisson" and arrival_rate_per_s is not None:
-            rate = arrival_rate_per_s
+        if process == "poisson" and mean_rate_per_s is not None:
+            rate = mean_rate_per_s
         setup = reevaluate(setup, loaded, rate, setup.analytical_model)
     return crosscheck_setup_run(
         setup, loaded, service_model=service_model or plan_file.options.service_model,
         dispatch=dispatch, requests=requests, seeds=seeds, warmup_fraction=warmup_fraction,
-        arrival_rate_per_s=arrival_rate_per_s, progress=progress, reevaluated_for_other_workload=other,
+        mean_rate_per_s=mean_rate_per_s, progress=progress, reevaluated_for_other_workload=other,
         arrivals=process, rate_window_s=rate_window_s, scheduler=scheduler,
     )  # fmt: skip

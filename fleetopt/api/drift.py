@@ -56,7 +56,7 @@ def check_plan_drift(
     plan_path: Path,
     workload: str,
     *,
-    arrival_rate_per_s: float | None = None,
+    mean_rate_per_s: float | None = None,
     tolerances: Any = None,
     reader_options: dict[str, Any] | None = None,
 ) -> DriftRun:
@@ -66,18 +66,18 @@ def check_plan_drift(
     from fleetopt.io.plans import read_plan
     from fleetopt.io.workloads import load_workload
 
-    if arrival_rate_per_s is not None and not (0 < arrival_rate_per_s < float("inf")):
-        raise ValidationError(f"--rate: {arrival_rate_per_s:g} req/s must be positive and finite")
+    if mean_rate_per_s is not None and not (0 < mean_rate_per_s < float("inf")):
+        raise ValidationError(f"--rate: {mean_rate_per_s:g} req/s must be positive and finite")
     plan_file = read_plan(plan_path)
     today = load_workload(workload, **(reader_options or {}))
-    return drift_of_workload(plan_file, today, arrival_rate_per_s=arrival_rate_per_s, tolerances=tolerances)
+    return drift_of_workload(plan_file, today, mean_rate_per_s=mean_rate_per_s, tolerances=tolerances)
 
 
 def drift_of_workload(
     plan_file: Any,
     today: Workload,
     *,
-    arrival_rate_per_s: float | None = None,
+    mean_rate_per_s: float | None = None,
     tolerances: Any = None,
 ) -> DriftRun:
     """The drift of a read plan (:func:`fleetopt.io.plans.read_plan`) against a loaded workload
@@ -91,8 +91,8 @@ def drift_of_workload(
 
     tolerances = Tolerances() if tolerances is None else tolerances
     planned = plan_file.options
-    if arrival_rate_per_s is not None:
-        rate, origin = float(arrival_rate_per_s), "given"
+    if mean_rate_per_s is not None:
+        rate, origin = float(mean_rate_per_s), "given"
     elif (observed := observed_rate_per_s(today)) is not None:
         rate, origin = observed, "observed"
     else:

@@ -329,7 +329,7 @@ def check_plan_drift_live(
     window_s: int = 60,
     tolerances: Any = None,
     min_load: float = DEFAULT_MIN_LOAD,
-    arrival_rate_per_s: float | None = None,
+    mean_rate_per_s: float | None = None,
     token_env: str | None = None,
     token_file: Path | None = None,
     ca_file: str | None = None,
@@ -364,13 +364,11 @@ def check_plan_drift_live(
     tolerances = Tolerances() if tolerances is None else tolerances
     tolerances = dataclasses.replace(tolerances, max_ks=1.0)  # not decidable from buckets
     today = workload_from_summary(observed.summary, "live metrics", observed.source)
-    drift = drift_of_workload(
-        observed.plan, today, arrival_rate_per_s=arrival_rate_per_s, tolerances=tolerances
-    )
+    drift = drift_of_workload(observed.plan, today, mean_rate_per_s=mean_rate_per_s, tolerances=tolerances)
     plan = observed.plan
     factor = plan.options.basis_factor
     planned_rates = {
-        p.name: None if p.planned_arrival_rate_per_s is None else p.planned_arrival_rate_per_s / factor
+        p.name: None if p.predicted.arrival_rate_per_s is None else p.predicted.arrival_rate_per_s / factor
         for p in plan.fleet.pools
     }
     findings, undecided = live_findings(

@@ -138,7 +138,7 @@ def drift(
                 plan, prometheus, since_s=parse_duration_s(since, field="--since"), end_s=parse_end(end),
                 selector=selector,
                 pool_label=pool_label, name_prefix=name_prefix, tolerances=tolerances,
-                min_load=parse_fraction(min_load, field="--min-load"), arrival_rate_per_s=rate,
+                min_load=parse_fraction(min_load, field="--min-load"), mean_rate_per_s=rate,
                 token_env=token_env, token_file=token_file, ca_file=ca_file,
                 timeout_s=parse_duration_s(timeout, field="--timeout"),
             )  # fmt: skip
@@ -147,7 +147,7 @@ def drift(
                 input_format, log_format, input_column, output_column, time_column, time_unit, split
             )
             run = check_plan_drift(
-                plan, cdf, arrival_rate_per_s=rate, tolerances=tolerances, reader_options=reader
+                plan, cdf, mean_rate_per_s=rate, tolerances=tolerances, reader_options=reader
             )
     except FleetoptError as exc:
         from fleetopt.cli import error_text

@@ -205,7 +205,7 @@ def plan(
     run = plan_run_from_options(
         workload=cdf,
         slo=slo,
-        rate_per_s=rate,
+        mean_rate_per_s=rate,
         serving=serving,
         serving_long=serving_long,
         gpu=gpu,

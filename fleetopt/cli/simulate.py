@@ -121,7 +121,7 @@ def simulate(
     with progress_bar(fmt) as progress:
         check = crosscheck_plan_file(
             plan, workload=cdf, service_model=service_model, dispatch=dispatch, requests=requests,
-            seeds=seeds, warmup_fraction=warmup_fraction, arrival_rate_per_s=rate, replay=replay,
+            seeds=seeds, warmup_fraction=warmup_fraction, mean_rate_per_s=rate, replay=replay,
             progress=progress, arrivals=arrivals, rate_window_s=window_s, scheduler=scheduler,
         )  # fmt: skip
     data = check.document(str(plan))

@@ -28,6 +28,7 @@ import numpy as np
 from fleetopt.core.arrivals import ArrivalSpec
 from fleetopt.core.drift import PlannedFleet
 from fleetopt.core.planner import FleetPlan, Planner, PlanOptions
+from fleetopt.core.pools import DeployablePool, PoolPredictions
 from fleetopt.core.routing import Routing
 from fleetopt.core.service import LOCKSTEP, PoolHardware, get_service_model, iteration_costs
 from fleetopt.core.simulate import (
@@ -67,28 +68,59 @@ MIN_POOL_REQUESTS = 60_000
 
 @dataclass(frozen=True)
 class PoolPrediction:
-    """One planned pool: what to simulate and what the analytical model predicts for it.
+    """One planned pool: the deployable pool with what the analytical model predicts for it
+    (``pool.predicted``), and the pool as the simulator takes it (``simulated``).
 
-    Attributes:
-        name: ``short``, ``long`` or ``homogeneous``.
-        simulated: the pool as the simulator takes it.
-        hardware: the pool's serving calibration.
-        arrival_rate_per_s: predicted requests per second reaching the pool.
-        utilization: λ_p·E[S] / (n·s).
-        p99_wait_s, p99_ttft_s: predicted P99 slot wait and P99 TTFT, seconds.
-        tpot_s: predicted iteration time (TPOT), seconds.
-        mean_service_s: predicted E[S], seconds.
+    The figures read as floats, NaN where the plan does not carry one: ``arrival_rate_per_s``
+    (req/s reaching the pool), ``utilization`` (λ_p·E[S] / (n·s)), ``p99_wait_s`` and ``p99_ttft_s``
+    (seconds), ``tpot_s`` (the predicted iteration time, seconds), ``mean_service_s`` (E[S], seconds).
     """
 
-    name: str
+    pool: DeployablePool
     simulated: SimulatedPool
-    hardware: PoolHardware
-    arrival_rate_per_s: float
-    utilization: float
-    p99_wait_s: float
-    p99_ttft_s: float
-    tpot_s: float
-    mean_service_s: float
+
+    @property
+    def name(self) -> str:
+        """``short``, ``long``, ``homogeneous`` or ``pool-k``."""
+        return self.pool.name
+
+    @property
+    def hardware(self) -> PoolHardware:
+        return self.pool.hardware
+
+    @property
+    def arrival_rate_per_s(self) -> float:
+        return _figure(self.pool.predicted.arrival_rate_per_s)
+
+    @property
+    def utilization(self) -> float:
+        return _figure(self.pool.predicted.utilization)
+
+    @property
+    def p99_wait_s(self) -> float:
+        return _figure(self.pool.predicted.p99_wait_s)
+
+    @property
+    def p99_ttft_s(self) -> float:
+        return _figure(self.pool.predicted.p99_ttft_s)
+
+    @property
+    def tpot_s(self) -> float:
+        return _figure(self.pool.predicted.iteration_s)
+
+    @property
+    def mean_service_s(self) -> float:
+        return _figure(self.pool.predicted.mean_service_s)
+
+    def with_predictions(self, **figures: float | None) -> PoolPrediction:
+        """This pool with some predicted figures replaced (:class:`PoolPredictions`' names)."""
+        predicted = replace(self.pool.predicted, **figures)
+        return replace(self, pool=replace(self.pool, predicted=predicted))
+
+
+def _figure(value: float | None) -> float:
+    """A predicted figure as a float (NaN when the plan does not carry it)."""
+    return math.nan if value is None else value
 
 
 @dataclass(frozen=True)
@@ -254,13 +286,15 @@ class CrossCheckReport:
 # --------------------------------------------------------------------------------------------
 
 
-def _simulated_pool(name: str, instances: int, slots: int, context: int, hw: PoolHardware) -> SimulatedPool:
+def simulated_pool(pool: DeployablePool) -> SimulatedPool:
+    """A deployable pool as the simulator takes it (its hardware's iteration costs and KV cache)."""
+    hw = pool.hardware
     costs = iteration_costs(hw)
     return SimulatedPool(
-        name=name,
-        instances=int(instances),
-        slots_per_instance=int(slots),
-        context_tokens=int(context),
+        name=pool.name,
+        instances=int(pool.instances),
+        slots_per_instance=int(pool.slots_per_instance),
+        context_tokens=int(pool.context_tokens),
         iteration_base_s=hw.iteration_base_s,
         iteration_per_slot_s=hw.iteration_per_slot_s,
         prefill_chunk_tokens=hw.prefill_chunk_tokens,
@@ -299,20 +333,18 @@ def simulation_model_for(service_model: str) -> str:
     return get_service_model(service_model).simulation_model
 
 
-def _prediction(name: str, sizing: PoolSizing, hw: PoolHardware) -> PoolPrediction:
-    return PoolPrediction(
-        name=name,
-        simulated=_simulated_pool(
-            name, sizing.instances, sizing.slots_per_instance, sizing.context_tokens, hw
-        ),
-        hardware=hw,
-        arrival_rate_per_s=sizing.arrival_rate_per_s,
-        utilization=sizing.utilization,
-        p99_wait_s=sizing.p99_wait_s,
-        p99_ttft_s=sizing.p99_ttft_s,
-        tpot_s=sizing.iteration_s,
-        mean_service_s=sizing.mean_service_s,
-    )
+def _prediction(pool: DeployablePool) -> PoolPrediction:
+    """A deployable pool with its predictions, and the pool as the simulator takes it."""
+    return PoolPrediction(pool, simulated_pool(pool))
+
+
+def _deployed_setup(
+    pools: tuple[DeployablePool, ...], routing: Routing, options: PlanOptions
+) -> CrossCheckSetup:
+    """A setup of deployable pools at the plan's own rate, SLO, cap, quantile, long context and
+    service model; each pool's C_a² as predicted (1 when the plan does not carry it)."""
+    scvs = tuple(1.0 if p.predicted.arrival_scv is None else p.predicted.arrival_scv for p in pools)
+    return _planned_setup(tuple(_prediction(p) for p in pools), routing, options, scvs)
 
 
 def setup_from_plan(plan: FleetPlan) -> CrossCheckSetup:
@@ -320,12 +352,11 @@ def setup_from_plan(plan: FleetPlan) -> CrossCheckSetup:
     best = plan.best
     if best is None:
         raise ValidationError("plan: no feasible fleet to validate")
-    o = plan.options
     pools = tuple(
-        _prediction(name, sizing, hardware)
+        DeployablePool.of_sizing(name, sizing, hardware)
         for name, sizing, hardware in zip(best.pool_names, best.pools, best.hardware, strict=True)
     )
-    return _planned_setup(pools, best.routing, o, tuple(p.arrival_scv for p in best.pools))
+    return _deployed_setup(pools, best.routing, plan.options)
 
 
 def _planned_setup(
@@ -360,7 +391,7 @@ def single_pool_setup(
 ) -> CrossCheckSetup:
     """One sized pool taking all the traffic it is given (``size_pool`` / ``evaluate_pool`` output)."""
     return CrossCheckSetup(
-        pools=(_prediction(name, sizing, hardware),),
+        pools=(_prediction(DeployablePool.of_sizing(name, sizing, hardware)),),
         routing=Routing.homogeneous(),
         arrival_rate_per_s=sizing.arrival_rate_per_s,
         ttft_slo_s=ttft_slo_s,
@@ -376,30 +407,7 @@ def setup_from_planned(fleet: PlannedFleet, options: PlanOptions) -> CrossCheckS
 
     The plan's own figures are the predictions; a figure the plan does not carry is NaN.
     """
-
-    def figure(value: float | None) -> float:
-        return math.nan if value is None else value
-
-    pools = tuple(
-        PoolPrediction(
-            name=pool.name,
-            simulated=_simulated_pool(
-                pool.name, pool.instances, pool.slots_per_instance, pool.context_tokens, pool.hardware
-            ),
-            hardware=pool.hardware,
-            arrival_rate_per_s=figure(pool.planned_arrival_rate_per_s),
-            utilization=figure(pool.planned_utilization),
-            p99_wait_s=figure(pool.planned_p99_wait_s),
-            p99_ttft_s=figure(pool.planned_p99_ttft_s),
-            tpot_s=figure(pool.planned_iteration_s),
-            mean_service_s=figure(pool.planned_mean_service_s),
-        )
-        for pool in fleet.pools
-    )
-    scvs = tuple(
-        1.0 if pool.planned_arrival_scv is None else pool.planned_arrival_scv for pool in fleet.pools
-    )
-    return _planned_setup(pools, fleet.routing, options, scvs)
+    return _deployed_setup(fleet.pools, fleet.routing, options)
 
 
 def reevaluate(
@@ -440,8 +448,8 @@ def reevaluate(
             ttft_slo_s=setup.ttft_slo_s,
             max_utilization=setup.max_utilization,
         )
-        fresh = _prediction(prediction.name, sizing, prediction.hardware)
-        pools.append(replace(fresh, simulated=pool))
+        predicted = PoolPredictions.of_sizing(sizing)
+        pools.append(replace(prediction, pool=replace(prediction.pool, predicted=predicted)))
     return replace(
         setup,
         pools=tuple(pools),
@@ -481,7 +489,7 @@ def reevaluate_over_profile(
         utilization = sum(size * e.pools[index].utilization for _, size, e in evaluated) / windows
         flow = sum(size * rate for rate, size, _ in evaluated)
         tpot = sum(size * rate * e.pools[index].tpot_s for rate, size, e in evaluated) / flow
-        pools.append(replace(base, utilization=utilization, tpot_s=tpot))
+        pools.append(base.with_predictions(utilization=utilization, iteration_s=tpot))
     return replace(evaluated[0][2], pools=tuple(pools), arrival_rate_per_s=float(rates.mean()))
 
 

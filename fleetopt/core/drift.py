@@ -24,8 +24,8 @@ from enum import Enum
 import numpy as np
 
 from fleetopt.core.planner import FleetCandidate, Planner, PlanOptions
+from fleetopt.core.pools import DeployablePool
 from fleetopt.core.routing import Routing
-from fleetopt.core.service import PoolHardware
 from fleetopt.core.sizing import PoolSizing, evaluate_pool
 from fleetopt.core.workload import Workload
 from fleetopt.errors import ValidationError
@@ -37,32 +37,11 @@ DEFAULT_MIN_HEADROOM = 0.0
 
 
 @dataclass(frozen=True)
-class PlannedPool:
-    """One pool of a written plan, as deployed.
-
-    ``planned_*`` are the plan's own figures for the pool (None when the plan does not carry them).
-    """
-
-    name: str
-    hardware: PoolHardware
-    instances: int
-    slots_per_instance: int
-    context_tokens: int
-    planned_arrival_rate_per_s: float | None = None
-    planned_utilization: float | None = None
-    planned_p99_ttft_s: float | None = None
-    planned_p99_wait_s: float | None = None
-    planned_iteration_s: float | None = None
-    planned_mean_service_s: float | None = None
-    planned_arrival_scv: float | None = None
-
-
-@dataclass(frozen=True)
 class PlannedFleet:
     """The deployed fleet of a plan: its routing and its pools, shortest first (one per routed range)."""
 
     routing: Routing
-    pools: tuple[PlannedPool, ...]
+    pools: tuple[DeployablePool, ...]
     total_gpus: int
     cost_per_hour_usd: float
 
@@ -74,7 +53,7 @@ class PlannedFleet:
     def gamma(self) -> float:
         return self.routing.gamma
 
-    def pool(self, name: str) -> PlannedPool | None:
+    def pool(self, name: str) -> DeployablePool | None:
         return next((p for p in self.pools if p.name == name), None)
 
 
@@ -172,9 +151,9 @@ class PoolFit:
 
 @dataclass(frozen=True)
 class FleetFit:
-    """The planned fleet under a given rate: α, β, α' of today's workload and each pool's fit."""
+    """The planned fleet under a given sizing rate: α, β, α' of today's workload and each pool's fit."""
 
-    arrival_rate_per_s: float
+    sizing_rate_per_s: float
     alpha: float | None
     beta: float | None
     short_traffic_fraction: float | None
@@ -198,9 +177,10 @@ class DriftReason:
 @dataclass(frozen=True)
 class DriftResult:
     """Everything ``fleetopt drift`` reports. ``fit``/``headroom_fit``/``replan`` are None when
-    today's workload cannot be evaluated against the plan (requests beyond the long context)."""
+    today's workload cannot be evaluated against the plan (requests beyond the long context).
+    ``sizing_rate_per_s``: today's rate on the plan's basis (the mean × the basis factor)."""
 
-    arrival_rate_per_s: float
+    sizing_rate_per_s: float
     fit: FleetFit | None
     headroom_fit: FleetFit | None
     replan: FleetCandidate | None
@@ -292,17 +272,17 @@ def _pool_fit(name: str, sizing: PoolSizing, options: PlanOptions) -> PoolFit:
     )
 
 
-def evaluate_fleet(planner: Planner, fleet: PlannedFleet, arrival_rate_per_s: float) -> FleetFit:
-    """The planned pools, unchanged, under ``planner``'s workload at ``arrival_rate_per_s``.
+def evaluate_fleet(planner: Planner, fleet: PlannedFleet, sizing_rate_per_s: float) -> FleetFit:
+    """The planned pools, unchanged, under ``planner``'s workload at ``sizing_rate_per_s``.
 
     Traffic splits as the planner splits it (:meth:`Planner.pool_traffic`, the service model's
     rules): under lockstep each pool gets its exact share; under fleet-sim α' = α + p_c·β goes to the
     first pool (a later pool at ≤ 0.01 req/s counts as empty, FACTS §1). Any number of pools.
     """
     o = planner.options
-    rate = float(arrival_rate_per_s)
+    rate = float(sizing_rate_per_s)
 
-    def evaluate(pool: PlannedPool, pool_rate: float, moments) -> PoolSizing:
+    def evaluate(pool: DeployablePool, pool_rate: float, moments) -> PoolSizing:
         return evaluate_pool(
             arrival_rate_per_s=pool_rate,
             moments=moments,
@@ -378,7 +358,7 @@ def check_drift(
     if ks.lower > tolerances.max_ks:
         reasons.append(DriftReason(DriftCheck.DISTRIBUTION))
     return DriftResult(
-        arrival_rate_per_s=rate,
+        sizing_rate_per_s=rate,
         fit=fit,
         headroom_fit=headroom_fit,
         replan=replan,

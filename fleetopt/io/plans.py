@@ -42,7 +42,8 @@ from fleetopt.io.files import read_text, write_document_atomically, write_files_
 from fleetopt.io.yamlio import json_loads, safe_load
 
 if TYPE_CHECKING:  # the drift types are built only when a plan is read back (drift, simulate)
-    from fleetopt.core.drift import PlannedFleet, PlannedPool, WorkloadSummary
+    from fleetopt.core.drift import PlannedFleet, WorkloadSummary
+    from fleetopt.core.pools import DeployablePool
 
 __all__ = ["PLAN_KIND", "READABLE_SCHEMA_VERSIONS", "SCHEMA_VERSION", "PlanFile", "read_plan"]
 
@@ -423,7 +424,7 @@ def _routing(check: _Checker, best: FleetDocument, options: PlanOptions, pool_co
 
 def _planned_pool(
     check: _Checker, pool: PoolDocument, name: str, role: str, hardware: PoolHardware
-) -> PlannedPool:
+) -> DeployablePool:
     where = f"best.pools.{name}"
     if pool.serving_profile != hardware.serving_name:
         raise ValidationError(
@@ -441,21 +442,23 @@ def _planned_pool(
         check.fail(
             f"{where}.slots_per_instance", pool.slots_per_instance, f"at most the {most:,} the profile holds"
         )
-    from fleetopt.core.drift import PlannedPool
+    from fleetopt.core.pools import DeployablePool, PoolPredictions
 
-    return PlannedPool(
+    return DeployablePool(
         name=name,
-        hardware=hardware,
-        instances=pool.instances,
-        slots_per_instance=pool.slots_per_instance,
         context_tokens=pool.context_tokens,
-        planned_arrival_rate_per_s=pool.arrival_rate_per_s,
-        planned_utilization=pool.utilization,
-        planned_p99_ttft_s=pool.p99_ttft_s,
-        planned_p99_wait_s=pool.p99_wait_s,
-        planned_iteration_s=pool.iteration_s,
-        planned_mean_service_s=pool.mean_service_s,
-        planned_arrival_scv=pool.arrival_scv,
+        slots_per_instance=pool.slots_per_instance,
+        instances=pool.instances,
+        hardware=hardware,
+        predicted=PoolPredictions(
+            arrival_rate_per_s=pool.arrival_rate_per_s,
+            utilization=pool.utilization,
+            p99_ttft_s=pool.p99_ttft_s,
+            p99_wait_s=pool.p99_wait_s,
+            iteration_s=pool.iteration_s,
+            mean_service_s=pool.mean_service_s,
+            arrival_scv=pool.arrival_scv,
+        ),
     )
 
 

@@ -75,7 +75,7 @@ def workload_audit_document(
         "mode": "workload",
         "inputs": {
             "workload": workload_label,
-            "arrival_rate_per_s": p.arrival_rate_per_s,
+            "arrival_rate_per_s": p.sizing_rate_per_s,
             "arrival_rate_origin": arrival_rate_origin,
             "ttft_slo_s": p.ttft_slo_s,
             "service_model": p.service_model,
