@@ -14,6 +14,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import jsonschema
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -32,6 +33,7 @@ from fleetopt.core.planner import Planner, PlanOptions
 from fleetopt.core.routing import Routing
 from fleetopt.core.workload import workload_from_requests
 from fleetopt.errors import ValidationError
+from fleetopt.io.documents import json_schema
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_kpool import SMALL, SMALL_LONG, SMALL_MID  # noqa: E402
@@ -168,6 +170,8 @@ def test_plan_hardware_auto_names_each_pools_profile_and_reads_back_through_expo
     result = _invoke("--hardware", "auto", "--price", "b200=5.5", "-o", str(path), "--format", "json")
     assert result.exit_code == 0, result.output
     document = json.loads(path.read_text())
+    errors = list(jsonschema.Draft202012Validator(json_schema("plan")).iter_errors(document))
+    assert errors == []  # the published schema (fleetopt schema plan) holds the new fields
     search = document["hardware_search"]
     assert len(search["catalog"]) == 6 and search["prices_usd_per_gpu_hour"] == {"b200": 5.5}
     best = document["best"]
