@@ -10,9 +10,9 @@ these two types.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from fleetopt.core.hardware import PoolHardware
-from fleetopt.core.poolsizing import PoolSizing
 
 
 @dataclass(frozen=True)
@@ -37,8 +37,10 @@ class PoolPredictions:
     arrival_scv: float | None = None
 
     @classmethod
-    def of_sizing(cls, sizing: PoolSizing) -> PoolPredictions:
-        """The planner's figures for a sized (or evaluated) pool."""
+    def of_sizing(cls, sizing: Any) -> PoolPredictions:
+        """The figures of a sized (or evaluated) pool: a
+        :class:`fleetopt.core.poolsizing.PoolSizing`, or a plan document's pool (same names; a
+        figure it leaves out is None)."""
         return cls(
             arrival_rate_per_s=sizing.arrival_rate_per_s,
             utilization=sizing.utilization,
@@ -69,8 +71,9 @@ class DeployablePool:
         return self.instances * self.hardware.gpus_per_instance
 
     @classmethod
-    def of_sizing(cls, name: str, sizing: PoolSizing, hardware: PoolHardware) -> DeployablePool:
-        """A pool the planner sized, on ``hardware``, with the sizing's figures as its predictions."""
+    def of_sizing(cls, name: str, sizing: Any, hardware: PoolHardware) -> DeployablePool:
+        """A sized pool on ``hardware`` with its figures as the predictions: the planner's
+        :class:`fleetopt.core.poolsizing.PoolSizing`, or a plan document's pool (the same names)."""
         return cls(
             name=name,
             context_tokens=sizing.context_tokens,

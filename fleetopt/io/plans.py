@@ -442,24 +442,9 @@ def _planned_pool(
         check.fail(
             f"{where}.slots_per_instance", pool.slots_per_instance, f"at most the {most:,} the profile holds"
         )
-    from fleetopt.core.pools import DeployablePool, PoolPredictions
+    from fleetopt.core.pools import DeployablePool
 
-    return DeployablePool(
-        name=name,
-        context_tokens=pool.context_tokens,
-        slots_per_instance=pool.slots_per_instance,
-        instances=pool.instances,
-        hardware=hardware,
-        predicted=PoolPredictions(
-            arrival_rate_per_s=pool.arrival_rate_per_s,
-            utilization=pool.utilization,
-            p99_ttft_s=pool.p99_ttft_s,
-            p99_wait_s=pool.p99_wait_s,
-            iteration_s=pool.iteration_s,
-            mean_service_s=pool.mean_service_s,
-            arrival_scv=pool.arrival_scv,
-        ),
-    )
+    return DeployablePool.of_sizing(name, pool, hardware)
 
 
 def workload_summary(
