@@ -224,6 +224,9 @@ def plan_workload(
     ttft_headroom_fraction: float = 0.0,
     refine: int | None = None,
     dispatch: str | None = None,
+    hardware: str | Sequence[str] | None = None,
+    prices_usd_per_gpu_hour: dict[str, float] | None = None,
+    max_gpus: dict[str, int] | None = None,
 ) -> PlanRun:
     """Plan the cheapest fleet for a workload (a bundled name, a path, or a loaded Workload).
 
@@ -238,7 +241,9 @@ def plan_workload(
     (:func:`fleetopt.core.schedule.build_schedule`) in windows of that length. ``refine`` = K: the K
     cheapest fleets re-sized by simulation under ``dispatch`` (the policy the plan states; default
     :data:`~fleetopt.defaults.DEFAULT_DISPATCH`), the cheapest passing one the answer
-    (:mod:`fleetopt.core.refine`).
+    (:mod:`fleetopt.core.refine`). ``hardware``: ``auto`` or serving profiles every pool chooses
+    among (:mod:`fleetopt.api.hardware`), with ``prices_usd_per_gpu_hour`` and ``max_gpus`` by GPU
+    type.
     """
     from fleetopt.core.planner import Planner
     from fleetopt.io.documents.build_plan import plan_document
@@ -250,7 +255,27 @@ def plan_workload(
     else:
         loaded, label = load_workload(workload, **(reader_options or {})), workload_label or workload
     dirs = profile_search_path(profiles_dir)
-    hardware = resolve_pool_hardware(serving, serving_long, gpu, gpu_long, dirs)
+    if hardware is not None:
+        from fleetopt.api.hardware import hardware_catalog
+
+        if serving_long is not None or gpu is not None or gpu_long is not None:
+            raise ValidationError(
+                "--hardware chooses every pool's profile: drop --serving-long, --gpu, --gpu-long"
+            )
+        catalog = hardware_catalog(hardware, serving, dirs, prices_usd_per_gpu_hour)
+        pool_profiles = catalog[:1]
+    else:
+        if max_gpus:
+            raise ValidationError("--max-gpus needs --hardware (an inventory limits the hardware search)")
+        from fleetopt.core.hardware_search import priced
+
+        catalog = None
+        pool_profiles = resolve_pool_hardware(serving, serving_long, gpu, gpu_long, dirs)
+        if prices_usd_per_gpu_hour:
+            from fleetopt.api.hardware import check_prices
+
+            check_prices(prices_usd_per_gpu_hour, pool_profiles)
+            pool_profiles = tuple(priced(h, prices_usd_per_gpu_hour) for h in pool_profiles)
     mean_rate_per_s, origin = rate_with_origin(loaded, mean_rate_per_s)
     arrivals = arrival_basis(loaded, mean_rate_per_s, rate_basis, rate_window_s)
     if schedule_window_s is not None and arrivals.counts is None:
@@ -285,26 +310,49 @@ def plan_workload(
         ttft_headroom_fraction=ttft_headroom_fraction,
     )
     dispatch = _plan_dispatch(dispatch, refine)
-    planner = Planner(loaded, hardware, options)
-    plan = planner.plan()
+    if refine is not None and catalog is not None:
+        raise ValidationError(
+            "--refine with --hardware: a hardware search is not refined by simulation yet; plan with "
+            "--hardware, then re-plan on the profiles it chose (--serving, --serving-long) with --refine"
+        )
+    from fleetopt.core.hardware_search import (
+        HardwareSearchPlanner,
+        fleet_planner,
+        fleet_token_costs,
+        search_hardware,
+    )
+
+    search = None
+    if catalog is not None:
+        if max_gpus:
+            from fleetopt.api.hardware import check_inventory
+
+            check_inventory(max_gpus, catalog)
+        planner = HardwareSearchPlanner(loaded, catalog, options)
+        plan, search = search_hardware(planner, prices_usd_per_gpu_hour, max_gpus)
+    else:
+        planner = Planner(loaded, pool_profiles, options)
+        plan = planner.plan()
     refinement = None
     if refine is not None and plan.best is not None:
         plan, refinement = _refined(planner, plan, refine, dispatch, dirs)
     interval, fits = None, None
-    if plan.best is not None and gpu is None and gpu_long is None:  # measured profiles' fit records
-        from fleetopt.io.profiles import load_serving
+    if catalog is None and plan.best is not None and gpu is None and gpu_long is None:
+        from fleetopt.io.profiles import load_serving  # measured profiles' fit records
 
-        names = (serving,) if len(hardware) == 1 else (serving, serving_long or serving)
+        names = (serving,) if len(pool_profiles) == 1 else (serving, serving_long or serving)
         fits = tuple(load_serving(name, dirs).fit or {} for name in names)
         if any(key.endswith("_p10_p90") for fit in fits for key in fit):
             from fleetopt.api.calibrate import calibration_interval
 
-            interval = calibration_interval(loaded, options, plan.best.routing, fits, hardware)
+            interval = calibration_interval(loaded, options, plan.best.routing, fits, pool_profiles)
     schedule = None
     if schedule_window_s is not None and plan.best is not None:
         from fleetopt.core.schedule import build_schedule
 
-        schedule = build_schedule(planner, plan.best, arrivals.sizing_counts, schedule_window_s)
+        schedule = build_schedule(
+            fleet_planner(planner, plan.best), plan.best, arrivals.sizing_counts, schedule_window_s
+        )
     document = to_document(
         plan_document(
             plan,
@@ -316,6 +364,8 @@ def plan_workload(
             profile_fits=fits,
             dispatch=dispatch,
             refinement=refinement,
+            token_costs=lambda fleet: fleet_token_costs(planner, fleet),
+            search=search,
         )
     )
     return PlanRun(plan=plan, workload=loaded, document=document, arrivals=arrivals, schedule=schedule)
@@ -435,6 +485,15 @@ def plan_run_from_options(
         options["rate_window_s"] = parse_duration_s(options.pop("rate_window"), field="--rate-window")
     else:
         options.pop("rate_window", None)
+    for key, flag, integer, target in (
+        ("price", "--price", False, "prices_usd_per_gpu_hour"),
+        ("max_gpus_per_type", "--max-gpus", True, "max_gpus"),
+    ):
+        texts = options.pop(key, None)
+        if texts:  # the CLI's TYPE=VALUE texts
+            from fleetopt.api.hardware import parse_type_values
+
+            options[target] = parse_type_values(texts, flag, integer=integer)
     if isinstance(options.get("schedule"), str):
         options["schedule_window_s"] = parse_duration_s(options.pop("schedule"), field="--schedule")
     else:

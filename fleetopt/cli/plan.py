@@ -77,6 +77,21 @@ def plan(
         None, "--gpu", help="Use the --serving model's calibration on this GPU instead."
     ),
     gpu_long: str | None = typer.Option(None, "--gpu-long", help="The long pool on this GPU (same model)."),
+    hardware: str | None = typer.Option(
+        None,
+        "--hardware",
+        help="Choose every pool's serving profile: auto (every profile of the --serving model) or a comma "
+        "list of profiles; each pool runs the cheapest that meets the SLO (docs/planner.md).",
+    ),
+    price: list[str] | None = typer.Option(
+        None, "--price", help="A GPU type's $/GPU-hour, e.g. h100-80gb=2.10 (repeatable).", metavar="TYPE=$/h"
+    ),
+    max_gpus: list[str] | None = typer.Option(
+        None,
+        "--max-gpus",
+        help="With --hardware: at most N GPUs of a type, e.g. b200=256 (repeatable).",
+        metavar="TYPE=N",
+    ),
     long_context: int = typer.Option(
         DEFAULT_LONG_CONTEXT_TOKENS, "--long-context", min=1, help="Context window of the long pool, tokens."
     ),
@@ -244,6 +259,9 @@ def plan(
         serving_long=serving_long,
         gpu=gpu,
         gpu_long=gpu_long,
+        hardware=hardware,
+        price=price or (),
+        max_gpus_per_type=max_gpus or (),
         long_context_tokens=long_context,
         b_short=b_short,
         gamma=gamma,

@@ -368,7 +368,8 @@ def _planned_fleet(
 ) -> PlannedFleet:
     """The best fleet: its pools by name (shortest first), their hardware and the routing."""
     source = check.source
-    hardware = {"short": inputs.profiles.short, "long": inputs.profiles.long}
+    by_role = {"short": inputs.profiles.short, "long": inputs.profiles.long}
+    by_pool = inputs.profiles.pools or {}  # per pool when the search chose it (plan --hardware)
     pools_doc = best.pools
     names = pool_names(len(pools_doc)) if pools_doc else ()
     if not pools_doc or set(pools_doc) != set(names):
@@ -377,9 +378,14 @@ def _planned_fleet(
         check.fail("best.pool_count", best.pool_count, f"{len(names)}, the number of best.pools")
     routing = _routing(check, best, options, len(names))
     pools = []
+    if by_pool and set(by_pool) != set(names):
+        allowed = f"one profile for each of best.pools {list(names)}"
+        check.fail("inputs.profiles.pools", sorted(by_pool), allowed)
     for index, name in enumerate(names):
         role = "long" if index == len(names) - 1 else "short"
-        pools.append(_planned_pool(check, pools_doc[name], name, role, hardware[role]))
+        where = f"pools.{name}" if by_pool else role
+        hardware = by_pool.get(name) or by_role[role]
+        pools.append(_planned_pool(check, pools_doc[name], name, where, hardware))
     for pool, boundary in zip(pools, routing.boundaries_tokens, strict=False):
         if pool.context_tokens < boundary:
             check.fail(

@@ -200,8 +200,9 @@ def draw_refinement(console: Console, document: PlanDocument) -> None:
         )
 
 
-def _pool_table(fleet: FleetDocument) -> FitTable:
-    """Metrics as rows, pools as columns (stacks pools into more tables when they do not fit)."""
+def _pool_table(fleet: FleetDocument, hardware_rows: bool = False) -> FitTable:
+    """Metrics as rows, pools as columns (stacks pools into more tables when they do not fit);
+    ``hardware_rows``: first the GPU and tensor-parallel size of each pool (pools on mixed hardware)."""
     from fleetopt.render.layout import FitTable
 
     pools = fleet.pools
@@ -209,6 +210,8 @@ def _pool_table(fleet: FleetDocument) -> FitTable:
     table.add_column("", justify="left", wrap=True)
     for name in pools:
         table.add_column(name)
+    if hardware_rows:
+        table.add_row("hardware (GPU, TP)", *(f"{p.gpu} TP{p.gpus_per_instance}" for p in pools.values()))
     for label, cell, when_empty in _POOL_ROWS:
         if label == "TPOT headroom":
             label = _tpot_label(pools)
@@ -319,8 +322,9 @@ def _pool_count_table(document: PlanDocument) -> FitTable | None:
 def _baseline_table(document: PlanDocument) -> FitTable:
     from fleetopt.render.layout import FitTable
 
-    table = FitTable(title="Against the baselines")
-    for column in ("fleet", "B_short", "γ", "instances", "GPUs", "$/year", "saving vs homogeneous"):
+    table = FitTable(title="Against the baselines ($/M: per million input tokens, output tokens, requests)")
+    columns = ("fleet", "B_short", "γ", "instances", "GPUs", "$/year", "saving vs homogeneous")
+    for column in (*columns, "$/M in", "$/M out", "$/M req"):
         table.add_column(column, justify="left" if column == "fleet" else "right", wrap=column == "fleet")
     baselines = document.baselines
     base_cost = baselines.homogeneous.cost_per_year_usd
@@ -328,13 +332,15 @@ def _baseline_table(document: PlanDocument) -> FitTable:
         ("homogeneous", baselines.homogeneous),
         ("pool routing (γ = 1)", baselines.pool_routing),
         ("PR + C&R retrofit", baselines.retrofit),
-        ("fleetopt (best)", document.best),
     ]
+    if document.hardware_search is not None:
+        rows.append(("best single hardware", baselines.best_single_hardware))
+    rows.append(("fleetopt (best)", document.best))
     if document.compression is not None:
         rows.append(("without compression (γ = 1)", document.compression.without_compression))
     for label, fleet in rows:
         if fleet is None:
-            table.add_row(label, "–", "–", "–", "–", "–", "–")
+            table.add_row(label, *("–" for _ in range(9)))
             continue
         cost = fleet.cost_per_year_usd
         saving = (base_cost - cost) / base_cost if cost is not None and base_cost else None
@@ -346,7 +352,49 @@ def _baseline_table(document: PlanDocument) -> FitTable:
             fmt_num(fleet.total_gpus) if fleet.feasible else "✗",
             fmt_usd(cost) if fleet.feasible else f"✗ {fleet.reason}",
             fmt_pct(saving),
+            *(
+                _usd_cents(value)
+                for value in (
+                    fleet.cost_per_million_input_tokens_usd,
+                    fleet.cost_per_million_output_tokens_usd,
+                    fleet.cost_per_million_requests_usd,
+                )
+            ),
         )
+    return table
+
+
+def _usd_cents(value: float | None) -> str:
+    """$ to the cent (three significant figures below $1), or – when unknown."""
+    if value is None:
+        return "–"
+    return f"${value:,.2f}" if value >= 1 else f"${value:.3g}"
+
+
+def _hardware_table(document: PlanDocument) -> FitTable | None:
+    """``plan --hardware``: each pool of the best fleet on every profile of the catalog (* = chosen)."""
+    from fleetopt.render.layout import FitTable
+
+    search = document.hardware_search
+    if search is None:
+        return None
+    table = FitTable(
+        title="Hardware per pool (--hardware; * = chosen: the cheapest that meets the SLO and cap)"
+    )
+    table.add_column("serving profile", justify="left", wrap=True)
+    for name in search.pools:
+        table.add_column(name, justify="right")
+    for index, profile in enumerate(search.catalog):
+        cells = []
+        for options in search.pools.values():
+            option = options[index]
+            if not option.feasible:
+                cells.append(f"✗ {option.binding_constraint}")
+                continue
+            mark = "*" if option.chosen else ""
+            cost = f"${option.cost_per_hour_usd:,.0f}/h"
+            cells.append(f"{fmt_num(option.gpus)} GPUs {cost} {option.binding_constraint}{mark}")
+        table.add_row(profile, *cells)
     return table
 
 
@@ -402,6 +450,11 @@ def draw_plan(console: Console, document: PlanDocument | Mapping[str, Any]) -> N
     profiles = f"short pool: {short.serving_name} (TP {short.gpus_per_instance}, {price})"
     if long.serving_name != short.serving_name:
         profiles += f"; long pool: {long.serving_name} (TP {long.gpus_per_instance})"
+    if inputs.profiles.pools:  # chosen per pool by --hardware
+        profiles = "chosen per pool (--hardware): " + "; ".join(
+            f"{name}: {h.serving_name} (${h.gpu_hour_usd:g}/GPU-h)"
+            for name, h in inputs.profiles.pools.items()
+        )
     console.print(f"profiles — {profiles}; long context {inputs.long_context_tokens:,} tokens")
     best = document.best
     if best is None:
@@ -421,13 +474,18 @@ def draw_plan(console: Console, document: PlanDocument | Mapping[str, Any]) -> N
             f"\n[bold]Best fleet:[/bold] {where}: {best.total_gpus:,} GPUs in {best.total_instances:,} "
             f"instances, {fmt_usd(best.cost_per_year_usd)}/year "
             f"({fmt_pct(savings.vs_homogeneous)} below homogeneous, "
-            f"{fmt_pct(savings.vs_pool_routing)} below pool routing)"
+            f"{fmt_pct(savings.vs_pool_routing)} below pool routing"
+            + (
+                f", {fmt_pct(savings.vs_best_single_hardware)} below the best single hardware)"
+                if document.hardware_search is not None
+                else ")"
+            )
         )
         if best.routing:
             console.print(f"routing: {best.routing.rule}", markup=False)
         if document.compression is not None:
             console.print(f"[bold yellow]{escape(document.compression.message)}[/bold yellow]")
-        console.print(_pool_table(best))
+        console.print(_pool_table(best, hardware_rows=document.hardware_search is not None))
         console.print("[bold]Why[/bold]")
         reasons = [explain_pool(name, pool, inputs.ttft_slo_s) for name, pool in best.pools.items()]
         console.print(bullets(reasons + refined_reasons(document), marker="  "))
@@ -440,6 +498,9 @@ def draw_plan(console: Console, document: PlanDocument | Mapping[str, Any]) -> N
             draw_plan_caching(console, document.prefix_caching)
         draw_refinement(console, document)
     console.print(_baseline_table(document))
+    hardware = _hardware_table(document)
+    if hardware is not None:
+        console.print(hardware)
     by_count = _pool_count_table(document)
     if by_count is not None:
         console.print(by_count)

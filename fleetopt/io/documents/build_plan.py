@@ -11,7 +11,7 @@ the Python API builds it.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from fleetopt import __version__
@@ -29,6 +29,8 @@ from fleetopt.io.documents.plan import (
     FleetDocument,
     FleetRouting,
     GridCell,
+    HardwareOption,
+    HardwareSearchDocument,
     PlanDocument,
     PlanInputs,
     PoolCountBest,
@@ -135,8 +137,11 @@ def routing_rule(routing: Routing) -> str:
     return "; ".join(parts) + f"; otherwise {names[-1]}"
 
 
-def fleet_document(candidate: FleetCandidate, plan: FleetPlan) -> FleetDocument:
-    """One fleet (best, a baseline or a grid cell) with its pools, by name, and its routing rule."""
+def fleet_document(
+    candidate: FleetCandidate, plan: FleetPlan, token_costs: Callable[[FleetCandidate], Any] | None = None
+) -> FleetDocument:
+    """One fleet (best, a baseline or a grid cell) with its pools, by name, and its routing rule;
+    ``token_costs``: its :class:`~fleetopt.core.hardware_search.TokenCosts` (cost per million tokens)."""
     rate = plan.options.sizing_rate_per_s
     pools = {
         name: pool_document(pool, hardware, rate, plan.options)
@@ -168,6 +173,47 @@ def fleet_document(candidate: FleetCandidate, plan: FleetPlan) -> FleetDocument:
         cost_per_year_usd=candidate.cost_per_year_usd if candidate.feasible else None,
         routing=routing,
         pools=pools,
+        **_token_cost_fields(token_costs(candidate) if token_costs is not None else None),
+    )
+
+
+def _token_cost_fields(costs: Any) -> dict[str, float | None]:
+    """The fleet document's cost per million tokens and requests (null without them)."""
+    return {
+        "cost_per_million_input_tokens_usd": getattr(costs, "per_million_input_tokens_usd", None),
+        "cost_per_million_output_tokens_usd": getattr(costs, "per_million_output_tokens_usd", None),
+        "cost_per_million_requests_usd": getattr(costs, "per_million_requests_usd", None),
+        "prompt_cost_fraction": getattr(costs, "prompt_cost_fraction", None),
+    }
+
+
+def hardware_search_document(search: Any, best: FleetCandidate) -> HardwareSearchDocument:
+    """``plan --hardware``: the catalog and every profile's sizing of each pool of the best fleet
+    (``search``: a :class:`~fleetopt.core.hardware_search.HardwareSearchOutcome`)."""
+    return HardwareSearchDocument(
+        catalog=[h.serving_name for h in search.catalog],
+        prices_usd_per_gpu_hour=dict(search.prices_usd_per_gpu_hour),
+        max_gpus=dict(search.max_gpus),
+        inventory_method=search.inventory_method,
+        pools={
+            name: [
+                HardwareOption(
+                    serving_profile=c.hardware.serving_name,
+                    gpu=c.hardware.gpu_name,
+                    gpus_per_instance=c.hardware.gpus_per_instance,
+                    gpu_hour_usd=c.hardware.gpu_hour_usd,
+                    feasible=c.pool.feasible,
+                    instances=c.pool.instances if c.pool.feasible else None,
+                    gpus=c.pool.gpus if c.pool.feasible else None,
+                    cost_per_hour_usd=c.pool.cost_per_hour_usd if c.pool.feasible else None,
+                    binding_constraint=c.pool.binding_constraint,
+                    reason=None if c.pool.feasible else pool_reason(c.pool),
+                    chosen=c.chosen,
+                )
+                for c in options
+            ]
+            for name, options in zip(best.pool_names, search.choices, strict=True)
+        },
     )
 
 
@@ -375,17 +421,33 @@ def plan_document(
     profile_fits: Sequence[dict[str, Any]] | None = None,
     dispatch: str = DEFAULT_DISPATCH,
     refinement: Any = None,
+    token_costs: Callable[[FleetCandidate], Any] | None = None,
+    search: Any = None,
 ) -> PlanDocument:
     """The versioned plan document (fields and schema: :mod:`fleetopt.io.documents.plan`).
 
     ``inputs`` carries what only the caller knows: ``workload`` (name or path as given),
     ``arrival_rate_origin`` (``given`` / ``observed`` / ``default``) and the reader options;
     ``arrivals`` the :class:`fleetopt.api.ArrivalBasis` the plan sized on (its profile), ``schedule``
-    the time-of-day schedule when one was asked for.
+    the time-of-day schedule when one was asked for; ``token_costs`` a fleet's cost per million
+    tokens; ``search`` the hardware search (``plan --hardware``,
+    :class:`~fleetopt.core.hardware_search.HardwareSearchOutcome`).
     """
     o = plan.options
     best = plan.best
-    best_document = fleet_document(best, plan) if best is not None else None
+    costs = token_costs
+
+    def fleet(candidate: FleetCandidate) -> FleetDocument:
+        return fleet_document(candidate, plan, costs)
+
+    best_document = fleet(best) if best is not None else None
+    profiles = Profiles(short=plan.short_hardware, long=plan.long_hardware)
+    if search is not None and best is not None:
+        profiles = Profiles(
+            short=best.hardware[0],
+            long=best.hardware[-1],
+            pools=dict(zip(best.pool_names, best.hardware, strict=True)),
+        )
     origin = inputs.get("arrival_rate_origin", "given")
     return PlanDocument(
         schema_version=SCHEMA_VERSION,
@@ -414,21 +476,25 @@ def plan_document(
             long_context_tokens=o.long_context_tokens,
             b_short_candidates=list(plan.b_short_candidates),
             gammas=list(o.gammas),
-            profiles=Profiles(short=plan.short_hardware, long=plan.long_hardware),
+            profiles=profiles,
             spare_instances=o.spare_instances,
             ttft_headroom_fraction=o.ttft_headroom_fraction,
         ),
         feasible=plan.feasible,
         best=best_document,
         baselines=Baselines(
-            homogeneous=fleet_document(plan.homogeneous, plan),
-            pool_routing=fleet_document(plan.pool_routing, plan) if plan.pool_routing else None,
-            retrofit=fleet_document(plan.retrofit, plan) if plan.retrofit else None,
+            homogeneous=fleet(plan.homogeneous),
+            pool_routing=fleet(plan.pool_routing) if plan.pool_routing else None,
+            retrofit=fleet(plan.retrofit) if plan.retrofit else None,
+            best_single_hardware=(
+                fleet(search.best_single) if search is not None and search.best_single is not None else None
+            ),
         ),
         savings=Savings(
             vs_homogeneous=_savings(best, plan.homogeneous),
             vs_pool_routing=_savings(best, plan.pool_routing),
             vs_retrofit=_savings(best, plan.retrofit),
+            vs_best_single_hardware=_savings(best, search.best_single) if search is not None else None,
         ),
         best_by_pool_count=[
             PoolCountBest(
@@ -467,6 +533,9 @@ def plan_document(
         calibration_interval=calibration_interval,
         dispatch=dispatch,
         refinement=None if refinement is None else refinement_document(refinement),
+        hardware_search=hardware_search_document(search, best)
+        if search is not None and best is not None
+        else None,
     )
 
 

@@ -201,10 +201,13 @@ class Profiles(Document):
     Attributes:
         short: every pool but the last.
         long: the last (longest-context) pool, and the homogeneous fleet.
+        pools: the best fleet's hardware by pool name, when its pools run on hardware the search
+            chose (``--hardware``); absent otherwise (each pool then runs ``short`` or ``long``).
     """
 
     short: PoolHardware
     long: PoolHardware
+    pools: dict[str, PoolHardware] | None = field(default=None, since=None, omit_if_none=True)
 
 
 @document
@@ -390,6 +393,15 @@ class FleetDocument(Document):
         routing: the routing (null for one homogeneous pool).
         pools: the pools, shortest first: ``homogeneous``; ``short`` and ``long``; or ``pool-1`` …
             ``pool-K``.
+        cost_per_million_input_tokens_usd: the prompt share of the fleet's $/hour per million input
+            tokens clients send at the mean rate (docs/planner.md, "Cost per million tokens"; null
+            when infeasible).
+        cost_per_million_output_tokens_usd: the output share per million output tokens (null when
+            infeasible).
+        cost_per_million_requests_usd: $/hour per million requests at the mean rate (null when
+            infeasible).
+        prompt_cost_fraction: the share of the fleet's cost its prompts take (prefill work against
+            decode work, pool by pool; null when infeasible).
     """
 
     label: str
@@ -407,6 +419,10 @@ class FleetDocument(Document):
     cost_per_year_usd: float | None = field(minimum=0)
     routing: FleetRouting | None
     pools: dict[str, PoolDocument]
+    cost_per_million_input_tokens_usd: float | None = field(minimum=0, since=None)
+    cost_per_million_output_tokens_usd: float | None = field(minimum=0, since=None)
+    cost_per_million_requests_usd: float | None = field(minimum=0, since=None)
+    prompt_cost_fraction: float | None = field(minimum=0, maximum=1, since=None)
 
 
 @document
@@ -417,11 +433,14 @@ class Baselines(Document):
         homogeneous: one pool at the long context.
         pool_routing: the cheapest two-pool fleet without C&R, γ = 1 (null when none is feasible).
         retrofit: pool routing's boundary with C&R added (null when none).
+        best_single_hardware: with ``--hardware``, the cheapest fleet whose every pool runs one
+            profile of the catalog (absent without ``--hardware``; null when none is feasible).
     """
 
     homogeneous: FleetDocument
     pool_routing: FleetDocument | None
     retrofit: FleetDocument | None
+    best_single_hardware: FleetDocument | None = field(since=None, omit_if_none=True)
 
 
 @document
@@ -432,11 +451,13 @@ class Savings(Document):
         vs_homogeneous: against the homogeneous fleet.
         vs_pool_routing: against pool routing.
         vs_retrofit: against the retrofit.
+        vs_best_single_hardware: against the best single-hardware fleet (only with ``--hardware``).
     """
 
     vs_homogeneous: float | None
     vs_pool_routing: float | None
     vs_retrofit: float | None
+    vs_best_single_hardware: float | None = field(since=None, omit_if_none=True)
 
 
 @document
@@ -703,6 +724,59 @@ class RefinementDocument(Document):
 
 
 @document
+class HardwareOption(Document):
+    """One pool of the best fleet's routing sized on one profile of the catalog.
+
+    Attributes:
+        serving_profile: the profile.
+        gpu: its GPU type.
+        gpus_per_instance: its tensor-parallel size.
+        gpu_hour_usd: the $/GPU-hour the plan priced it at.
+        feasible: the pool meets its SLOs and cap on it.
+        instances: instances it needs (null when infeasible).
+        gpus: GPUs it needs (null when infeasible).
+        cost_per_hour_usd: $/hour (null when infeasible).
+        binding_constraint: what sets its size (``infeasible`` when no size meets the SLO).
+        reason: why it is infeasible (null when feasible).
+        chosen: the search picked it (the cheapest feasible; ties: fewer GPUs, then catalog order).
+    """
+
+    serving_profile: str
+    gpu: str
+    gpus_per_instance: int = field(minimum=1)
+    gpu_hour_usd: float = field(exclusive_minimum=0)
+    feasible: bool
+    instances: int | None = field(minimum=0)
+    gpus: int | None = field(minimum=0)
+    cost_per_hour_usd: float | None = field(minimum=0)
+    binding_constraint: str
+    reason: str | None
+    chosen: bool
+
+
+@document
+class HardwareSearchDocument(Document):
+    """``plan --hardware``: the catalog searched and, for each pool of the best fleet, every profile's
+    sizing there (the chosen one marked).
+
+    Attributes:
+        catalog: the serving profiles every pool chose among (one model).
+        prices_usd_per_gpu_hour: ``--price`` overrides by GPU type ({} when none).
+        max_gpus: ``--max-gpus`` inventory by GPU type ({} when none).
+        inventory_method: how the inventory was met: ``none`` (no inventory), ``unconstrained``
+            (the unconstrained optimum fits it: exact), ``pairs`` (every hardware pair of every two-pool
+            cell and every single profile checked: exact over fleets of at most two pools).
+        pools: the best fleet's pools by name, each with every profile's option.
+    """
+
+    catalog: list[str] = field(min_items=1)
+    prices_usd_per_gpu_hour: dict[str, float] = field(exclusive_minimum=0)
+    max_gpus: dict[str, int] = field(minimum=0)
+    inventory_method: Literal["none", "unconstrained", "pairs"]
+    pools: dict[str, list[HardwareOption]]
+
+
+@document
 class PlanDocument(Document):
     """A capacity plan: the cheapest fleet that meets a P99 TTFT SLO, against the baselines.
 
@@ -724,6 +798,8 @@ class PlanDocument(Document):
         schedule: the time-of-day schedule (only with ``--schedule``).
         prefix_caching: the prefix-cache hit rates the plan assumed (only with ``--prefix-caching``
             other than ``off``; :mod:`fleetopt.io.documents.prefix`).
+        hardware_search: which profile each pool of the best fleet runs and why (only with
+            ``--hardware``).
         validation: the simulation cross-check of ``plan --validate`` (only on its standard output;
             docs/validation.md).
         calibration_interval: the best fleet at the measured profiles' parameter percentiles (only
@@ -748,6 +824,7 @@ class PlanDocument(Document):
     notes: list[str]
     schedule: ScheduleDocument | None = field(omit_if_none=True)
     prefix_caching: PrefixCachingDocument | None = field(default=None, omit_if_none=True)
+    hardware_search: HardwareSearchDocument | None = field(since=None, omit_if_none=True)
     validation: dict[str, Any] | None = field(default=None, omit_if_none=True)
     calibration_interval: CalibrationInterval | None = field(default=None, omit_if_none=True)
     dispatch: str = field(enum=DISPATCH_POLICIES, since=DEFAULT_DISPATCH)
