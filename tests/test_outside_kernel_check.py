@@ -53,3 +53,12 @@ def test_decode_step_is_base_plus_each_sequences_kv_read_floor():
     assert per_sequence > H_S
     got = check.predicted_ms(check.hardware(H100_TP8), "decode", 8192, 32)
     assert got == pytest.approx((W_S + 32 * per_sequence) * 1e3, rel=1e-9)
+
+
+def test_docs_tables_are_the_scripts_output():
+    """docs/profiles.md's outside-check tables are what the script computes from the cached
+    reference and the bundled profiles now (regenerate: benchmarks/outside_kernel_check.py --markdown)."""
+    comparisons = check.compare(check.read_rows())
+    docs = (ROOT / "docs" / "profiles.md").read_text()
+    for line in check.regime_table(comparisons) + check.length_table(comparisons):
+        assert line in docs, line
