@@ -18,6 +18,7 @@ import functools
 import json
 import os
 import secrets
+import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -75,7 +76,9 @@ class Gateway:
         return {p.name: list(p.requests) for p in self.pools}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(
+    scope="session"
+)  # one proxy per worker (a module fixture restarts it when xdist interleaves modules)
 def gateway(tmp_path_factory):
     from fleetopt.api import plan_workload
     from fleetopt.render.export import export_plan
@@ -294,12 +297,19 @@ def test_backend_errors_and_timeouts_come_back_as_errors_and_free_the_slot(gatew
         {"model": MODEL, "messages": [{"role": "user", "content": "after the errors"}], "max_tokens": 5}
     )
     assert ok[0] == 200
-    with urllib.request.urlopen(gateway.metrics_url, timeout=10) as response:
-        metrics = response.read().decode()
-    in_flight = {
-        line.split('pool="')[1].split('"')[0]: float(line.rsplit(" ", 1)[1])
-        for line in metrics.splitlines()
-        if line.startswith("fleetopt_gateway_in_flight{")
-    }
+    # LiteLLM runs its failure callbacks (which free the slot) after it has answered the client:
+    # read the gauges until they are back to 0, for at most 10 s
+    deadline = time.monotonic() + 10.0
+    while True:
+        with urllib.request.urlopen(gateway.metrics_url, timeout=10) as response:
+            metrics = response.read().decode()
+        in_flight = {
+            line.split('pool="')[1].split('"')[0]: float(line.rsplit(" ", 1)[1])
+            for line in metrics.splitlines()
+            if line.startswith("fleetopt_gateway_in_flight{")
+        }
+        if (in_flight and all(v == 0 for v in in_flight.values())) or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     assert in_flight and all(v == 0 for v in in_flight.values()), in_flight
     assert 'fleetopt_gateway_requests_total{outcome="routed",pool="short"}' in metrics
