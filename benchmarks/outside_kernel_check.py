@@ -51,8 +51,9 @@ from pathlib import Path
 import numpy as np
 
 from fleetopt.api import profile_search_path
-from fleetopt.core.crosscheck import _simulated_pool
+from fleetopt.core import crosscheck
 from fleetopt.core.hardware import PoolHardware, iteration_costs
+from fleetopt.core.pools import DeployablePool
 from fleetopt.core.simulate import SimulatedPool, attention_s_per_token_pair, run_pool_engine
 from fleetopt.io.profiles import load_model, load_serving, pool_hardware
 
@@ -134,7 +135,7 @@ def simulated_pool(
 ) -> SimulatedPool:
     """One instance of ``batch`` slots as the simulator builds it from a plan's pool, with the
     prompt attention per token pair of the profile's model (0 with ``attention`` false)."""
-    pool = _simulated_pool(hw.serving_name, 1, batch, context_tokens, hw)
+    pool = crosscheck.simulated_pool(DeployablePool(hw.serving_name, context_tokens, batch, 1, hw))
     flops = load_model(hw.model_name, profile_search_path(None)).attention_flops_per_token_pair()
     tau_a = attention_s_per_token_pair(iteration_costs(hw).per_prefill_token_s, hw.parameters_active, flops)
     return replace(pool, attention_s_per_token_pair=tau_a if attention else 0.0)
