@@ -389,6 +389,7 @@ def test_a_version_1_plan_is_still_read(tmp_path, plans) -> None:
     assert simulated.exit_code == 0, simulated.output
 
 
+@pytest.mark.slow
 def test_a_three_pool_plan_is_simulated_and_checked_for_drift(tmp_path) -> None:
     path = tmp_path / "three.yaml"
     planned = runner.invoke(

@@ -166,6 +166,7 @@ def _lockstep_plan(log: Path, folder: Path) -> Path:
     return plan
 
 
+@pytest.mark.slow
 def test_replay_runs_on_the_logs_own_time_scale(tmp_path: Path) -> None:
     """At 20× the log's rate a replay still spans the log's ten minutes (a scaled replay would span 30 s),
     and Poisson arrivals default to the rate the plan was sized for."""

@@ -159,6 +159,7 @@ def test_bad_choices_and_replay_without_times(plan_file: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_replay_of_the_log_at_the_plan_rate(plan_file: Path) -> None:
     args = ["simulate", "--plan", str(plan_file), "--replay", "--rate", "1000", "--requests", "20000"]
     data = json.loads(runner.invoke(app, [*args, "--seeds", "2", "-f", "json"]).stdout)

@@ -59,6 +59,7 @@ def test_a_poisson_log_has_no_peak_to_pay_for() -> None:
     assert np.mean(np.abs(denoised - 1.0)) < np.mean(np.abs(observed - 1.0)) / 5
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("level", [1.5, 3.0])
 def test_a_real_profile_keeps_its_peak(level: float) -> None:
     """A step profile (busy hours at 1.5× and 3× the quiet ones): the denoised peak factor is the true

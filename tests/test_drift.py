@@ -71,6 +71,7 @@ def test_ks_bounds_bracket_the_exact_distance_within_the_grid_spacing(today, pla
     assert estimate.resolution == pytest.approx(0.001)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(totals=lengths)
 def test_ks_lower_bound_is_zero_for_the_same_distribution(totals) -> None:

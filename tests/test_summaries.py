@@ -130,6 +130,7 @@ def test_the_merged_summary_is_the_summary_of_the_whole(logs) -> None:
     assert [s.source for s in merged.sources] == [str(logs["first"]), str(logs["second"])]
 
 
+@pytest.mark.slow
 def test_workload_show_audit_and_drift_agree_on_a_summary(logs, tmp_path: Path) -> None:
     raw = _json(["workload", "show", str(logs["whole"]), "--rate-window", "2min"])
     summary = _json(["workload", "show", str(logs["whole-summary"]), "--rate-window", "2min"])

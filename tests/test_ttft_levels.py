@@ -204,6 +204,7 @@ def test_the_pieces_are_their_definitions(table, top, load) -> None:
     _assert_pieces_are_their_definitions(prompts, chunk, tau, f * lam)
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(prompt_tables, st.integers(1, 32), loads, st.booleans())
 def test_plain_and_array_forms_give_the_same_law(table, top, load, sweep) -> None:
@@ -269,6 +270,7 @@ def test_a_thousand_levels_agree_with_the_plain_recursion_for_the_clusters() -> 
 )
 # found by a fresh clone's CI run: the two forms' survival at the quantile 1.6·10⁻⁹ apart (a part
 # that is nearly a step there)
+@pytest.mark.slow
 @example(table=(0, 1, "log-uniform", 2048), top=12, load=(0.5, 0.0, 0.001), wait=(0.0, 0.25), q=0.9)
 def test_the_mixture_by_columns_is_the_mixture_by_rows(table, top, load, wait, q) -> None:
     """A law of the numpy form keeps its levels as columns (LevelColumns) and evaluates its mixture
