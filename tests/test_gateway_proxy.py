@@ -44,7 +44,7 @@ from gateway_mocks import (  # noqa: E402
 
 from fleetopt.core.routing import Routing  # noqa: E402
 
-pytestmark = pytest.mark.xdist_group("litellm-proxy")
+pytestmark = pytest.mark.xdist_group("litellm-proxy")  # (one worker per file: --dist loadfile)
 
 REPO = Path(__file__).resolve().parents[1]
 MODEL = "meta-llama/Llama-3.1-70B-Instruct"
