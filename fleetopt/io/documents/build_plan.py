@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from fleetopt import __version__
-from fleetopt.core.planner import FleetCandidate, FleetPlan, PlanOptions
+from fleetopt.core.planner import FleetCandidate, FleetPlan, PlanOptions, hardware_position
 from fleetopt.core.routing import Routing
 from fleetopt.core.service import PoolHardware
 from fleetopt.core.sizing import PoolSizing
@@ -546,15 +546,15 @@ def calibration_notes(
     their measured profile was measured with, in words (``interval``: a
     :class:`fleetopt.io.documents.plan.CalibrationInterval` or None; ``fits``: the serving
     profiles' ``fit`` records, (every pool's) or (short, long), whose ``max_input_tokens`` +
-    ``max_output_tokens`` are the longest requests measured; the last pool runs on the long
-    profile)."""
+    ``max_output_tokens`` are the longest requests measured; pool k's is the one the planner runs it
+    on, :func:`fleetopt.core.planner.hardware_position`)."""
     if plan.best is None:
         return []
     notes = []
-    last = len(plan.best.pools) - 1
+    profile_fits = fits or ({},)  # one per profile: (every pool's) or (short, long)
+    pool_count = len(plan.best.pools)
     for index, (pool, hardware) in enumerate(zip(plan.best.pools, plan.best.hardware, strict=True)):
-        profile_fits = fits or ({},)  # one per profile: (every pool's) or (short, long)
-        fit = profile_fits[min(1 if index == last else 0, len(profile_fits) - 1)]
+        fit = profile_fits[hardware_position(len(profile_fits), pool_count, index)]
         measured, output = fit.get("max_input_tokens"), fit.get("max_output_tokens", 0)
         if isinstance(measured, int) and isinstance(output, int) and pool.context_tokens > measured + output:
             notes.append(
