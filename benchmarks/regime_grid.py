@@ -13,12 +13,23 @@ unrefined plan warned about (``outside_validated_region``); per region (GPU ×
 context) the pools whose analytic count is within ±15% of the simulated minimum and the fleets
 within ±5% of it.
 
-Run: python benchmarks/regime_grid.py [--rate 100] [--dispatch least-loaded]
+Warned: the pools the unrefined plan says the model may be wrong about, by kind: ``outside``
+(``outside_validated_region``), ``slot wait`` (``slot_wait_sets_ttft``: "the pool may be an instance
+short or long") and ``flat`` (``ttft_flat_in_instances``).
+
+Run: python benchmarks/regime_grid.py [--rate 100] [--dispatch least-loaded] [--without TERM]
+     [--max-num-seqs N]
+
+``--without TERM`` plans and refines with one engine-model correction switched to its simplest
+alternative (``EngineAssumptions.without``; e.g. ``prompt_price``: the model before prompt attention).
+``--max-num-seqs N`` caps every profile's slots per instance at N (a copy of each serving profile with
+``max_num_seqs: N``): the slot axis, 8 to 1,024.
 """
 
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -31,18 +42,52 @@ HARDWARE = (
 )
 CONTEXTS = (("8K", "azure-2023-code", 8192), ("16K", "azure-2023", 16384), ("131K", "lmsys", 131072))
 SLOS_S = (0.3, 1.0, 10.0)
+#: The plan's warnings that say the model may be wrong about a pool (and to simulate it).
+WARNED = {
+    "outside_validated_region": "outside",
+    "slot_wait_sets_ttft": "slot wait",
+    "ttft_flat_in_instances": "flat",
+}
+
+
+def _capped_servings(profiles_dir: Path, max_num_seqs: int, folder: Path) -> dict[str, str]:
+    """A copy of each serving profile of :data:`HARDWARE` with ``max_num_seqs`` set, in ``folder``."""
+    import yaml
+
+    from fleetopt.io.profiles import load_serving
+
+    out = {}
+    for _, serving in HARDWARE:
+        source = Path(load_serving(serving, [profiles_dir, ROOT / "profiles"]).source_file)
+        data = yaml.safe_load(source.read_text())
+        data["max_num_seqs"] = max_num_seqs
+        target = folder / f"{serving}-seqs{max_num_seqs}.yaml"
+        target.write_text(yaml.safe_dump(data, sort_keys=False))
+        out[serving] = str(target)
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rate", type=float, default=100.0)
     parser.add_argument("--dispatch", default="least-loaded")
+    parser.add_argument("--without", default=None, help="an EngineAssumptions field switched off")
+    parser.add_argument("--max-num-seqs", type=int, default=None)
     args = parser.parse_args()
     from fleetopt.api import plan_workload
+    from fleetopt.core.engine.assumptions import DEFAULT_ASSUMPTIONS
+    from fleetopt.core.engine.model import EngineModel
     from fleetopt.core.engines import load_kernels
     from fleetopt.errors import FleetoptError
 
     load_kernels()
+    model = EngineModel(
+        DEFAULT_ASSUMPTIONS if args.without is None else DEFAULT_ASSUMPTIONS.without(args.without)
+    )
+    profiles_dir = ROOT / "tests" / "data" / "profiles"
+    servings = {serving: serving for _, serving in HARDWARE}
+    if args.max_num_seqs is not None:
+        servings = _capped_servings(profiles_dir, args.max_num_seqs, Path(tempfile.mkdtemp()))
     regions: dict[tuple[str, str], list] = defaultdict(list)
     print(
         "| GPU | context | SLO | pools: analytic → refined n (outcome) | GPUs analytic → refined | warned "
@@ -54,9 +99,9 @@ def main() -> None:
             for slo in SLOS_S:
                 start = time.process_time()
                 kwargs = dict(
-                    ttft_slo_s=slo, mean_rate_per_s=args.rate, serving=serving,
-                    long_context_tokens=context, profiles_dir=ROOT / "tests" / "data" / "profiles",
-                    dispatch=args.dispatch,
+                    ttft_slo_s=slo, mean_rate_per_s=args.rate, serving=servings[serving],
+                    long_context_tokens=context, profiles_dir=profiles_dir, dispatch=args.dispatch,
+                    service_model=model,
                 )  # fmt: skip
                 try:
                     analytic = plan_workload(workload, **kwargs)
@@ -68,9 +113,9 @@ def main() -> None:
                     continue
                 warned = (
                     ", ".join(
-                        w["pool"]
+                        f"{w['pool']} ({WARNED[w['kind']]})"
                         for w in analytic.document["warnings"]
-                        if w["kind"] == "outside_validated_region"
+                        if w["kind"] in WARNED
                     )
                     or "–"
                 )

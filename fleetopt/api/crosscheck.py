@@ -360,6 +360,10 @@ def crosscheck_plan_file(
             raise
         raise ValidationError(f"plan {path}: its workload cannot be loaded ({exc}); pass --cdf") from None
     other = workload_fingerprint(loaded, None, None).sha256 != plan_file.summary.digest
+    if plan_file.document.get("prefix_caching"):  # each request charged what the plan charged it
+        from fleetopt.api.prefix import replayed_caching
+
+        loaded = replayed_caching(loaded, name, plan_file.document, plan_file.fleet)
     if other:
         rate = setup.arrival_rate_per_s
         if process == "poisson" and mean_rate_per_s is not None:

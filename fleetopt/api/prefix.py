@@ -390,3 +390,45 @@ def prefix_evidence(workload: str, block_size_tokens: int = MOONCAKE_BLOCK_TOKEN
         return cache_report(workload, block_size_tokens=block_size_tokens, instances=(1,)), None
     except ValidationError as exc:
         return None, f"the log's hash_ids were not used for hit rates: {exc}"
+
+
+def replayed_caching(workload: Workload, source: str, document: dict[str, Any], fleet: Any) -> Workload:
+    """``workload`` (a plan's own, read as the plan read it) charged as the plan's ``prefix_caching``
+    charged it, for ``simulate --plan``: with ``auto`` on a log with block hashes, the hashes replayed
+    through the caches the plan recorded — each pool's instances and cache size, its dispatch and seed
+    — so each request is charged the cached tokens it hits in the planned fleet, in the log's order
+    (the same hits the plan was made with); otherwise each request its pool's planned hit rate
+    (:func:`with_planned_caching`). The workload itself when the plan assumed no caching."""
+    from fleetopt.io.prefix_logs import has_block_hashes, read_hash_log
+
+    caching = document.get("prefix_caching")
+    if (
+        not caching
+        or caching.get("mode") != "auto"
+        or not caching.get("pools")
+        or not has_block_hashes(source)
+    ):
+        return with_planned_caching(workload, document, fleet)
+    log = read_hash_log(source, int(caching["block_size_tokens"]))
+    stream = log.stream
+    if stream.request_count != int(round(workload.total_weight)):
+        return with_planned_caching(workload, document, fleet)
+    totals = stream.input_tokens + log.output_tokens
+    where = pool_of_requests(fleet, totals)
+    hits = np.zeros(stream.request_count, np.int64)
+    for k, pool in enumerate(fleet.pools):
+        values = caching["pools"].get(pool.name)
+        rows = np.flatnonzero(where == k)
+        if values is None or not rows.size or values.get("cache_tokens_per_instance") is None:
+            continue
+        hits[rows] = simulate_prefix_cache(
+            stream.subset(rows),
+            instances=int(values["instances"]),
+            capacity_blocks=int(values["cache_tokens_per_instance"]) // stream.block_size_tokens,
+            dispatch=caching["dispatch"],
+            seed=CACHE_SEED,
+            load_bound=DEFAULT_LOAD_BOUND,
+        ).hit_tokens
+    return cached_workload(
+        workload, totals, stream.input_tokens - hits, log.output_tokens, np.ones(totals.size)
+    )

@@ -40,6 +40,9 @@ class PoolHardware:
             scheduling), seconds; the engine model adds it to every TTFT.
         kv_bytes_per_token: KV-cache bytes one token occupies on the instance (all its GPUs), if known.
         max_context_tokens: the model's longest supported context, if known.
+        attention_flops_per_token_pair: FLOPs of one prompt token's attention to one token of its
+            context, over all layers (``ModelProfile.attention_flops_per_token_pair`` in
+            :mod:`fleetopt.io.profiles`), if known.
     """
 
     serving_name: str
@@ -63,6 +66,7 @@ class PoolHardware:
     ttft_overhead_s: float = 0.0
     kv_bytes_per_token: float | None = None
     max_context_tokens: int | None = None
+    attention_flops_per_token_pair: float | None = None
 
     def max_slots(self, context_tokens: int) -> int:
         """KV-limited slots per instance at ``context_tokens`` (block budget), capped by max_num_seqs."""
@@ -87,6 +91,7 @@ class IterationCosts:
     prefill_floor_binds: bool
     base_floor_binds: bool
     kv_read_floor_s_per_token: float = 0.0
+    attention_s_per_token_pair: float = 0.0
 
     def per_sequence_s(self, moments: PoolMoments) -> float:
         """c₁ = (H·E[L_out] + τ·E[L_in] + κ·E[I·L]) / E[I]: the mean cost one sequence adds to an
@@ -102,6 +107,20 @@ class IterationCosts:
         return work / moments.mean_iterations
 
 
+def attention_s_per_token_pair(
+    per_prefill_token_s: float, parameters_active: float | None, flops_per_token_pair: float | None
+) -> float:
+    """τ_a = τ·F_pair / (2·N_active), seconds per (prompt token, context token) pair: a prompt token's
+    attention at the rate its dense compute runs (τ buys 2·N_active FLOPs; Kaplan et al. 2020, §2.1),
+    F_pair the attention FLOPs per pair (``ModelProfile.attention_flops_per_token_pair`` in
+    :mod:`fleetopt.io.profiles`). τ is at least the FLOP floor (:func:`iteration_costs`), so the
+    attention never runs faster than the GPU's peak either. 0 without the model's attention geometry
+    or parameters."""
+    if not flops_per_token_pair or not parameters_active:
+        return 0.0
+    return per_prefill_token_s * flops_per_token_pair / (2.0 * parameters_active)
+
+
 def iteration_costs(hardware: PoolHardware) -> IterationCosts:
     """W, H, τ, κ of ``hardware`` with the physical floors applied where the profile gives the data.
 
@@ -110,6 +129,8 @@ def iteration_costs(hardware: PoolHardware) -> IterationCosts:
     streaming floor: W ≥ weight bytes / memory bandwidth (every iteration reads the weights once).
     KV-read floor: a decoding sequence's cost per iteration is at least its KV bytes / bandwidth
     (applied to the residence-averaged decode cost, so a measured H that already holds it is kept).
+    Prompt attention: τ_a per (prompt token, context token) pair (:func:`attention_s_per_token_pair`)
+    where the profile gives the model's attention geometry.
     """
     tau = hardware.prefill_per_token_s
     tau_floor = (
@@ -122,16 +143,20 @@ def iteration_costs(hardware: PoolHardware) -> IterationCosts:
         if hardware.weight_bytes and hardware.memory_bandwidth_bytes_per_s
         else 0.0
     )
+    tau = max(tau, tau_floor)
     return IterationCosts(
         base_s=max(hardware.iteration_base_s, base_floor),
         per_decode_s=hardware.iteration_per_slot_s,
-        per_prefill_token_s=max(tau, tau_floor),
+        per_prefill_token_s=tau,
         per_kv_token_s=hardware.iteration_per_kv_token_s,
-        prefill_floor_binds=tau_floor > tau,
+        prefill_floor_binds=tau_floor > hardware.prefill_per_token_s,
         base_floor_binds=base_floor > hardware.iteration_base_s,
         kv_read_floor_s_per_token=(
             hardware.kv_bytes_per_token / hardware.memory_bandwidth_bytes_per_s
             if hardware.kv_bytes_per_token and hardware.memory_bandwidth_bytes_per_s
             else 0.0
+        ),
+        attention_s_per_token_pair=attention_s_per_token_pair(
+            tau, hardware.parameters_active, hardware.attention_flops_per_token_pair
         ),
     )

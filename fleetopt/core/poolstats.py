@@ -64,6 +64,8 @@ class PoolMoments:
             (:meth:`fleetopt.core.service.EngineModel.decode_and_prompt_costs`); exact, memoized.
         mean_cached_tokens: E[L − L_out − L_in], the prompt tokens a prefix cache serves (0 but for a
             workload whose atoms charge their prompts only the uncached part: ``--prefix-caching``).
+        mean_cached_x_input_tokens: E[h·L_in], h = L − L_out − L_in the cached tokens, tokens²: the
+            (uncached prompt token, cached context token) pairs of a request's attention.
     """
 
     traffic_fraction: float
@@ -85,6 +87,7 @@ class PoolMoments:
         default=None, compare=False, repr=False
     )
     mean_cached_tokens: float = 0.0
+    mean_cached_x_input_tokens: float = 0.0
 
     @property
     def is_empty(self) -> bool:
@@ -409,8 +412,15 @@ class PoolStatistics:
         # summed per run; None for every workload without them (the moments are then as before)
         # (a CDF's split can make L_in + L_out exceed L — L = 1 is split 1 + 1 — which caches nothing)
         cached = np.maximum(0, self._totals - workload.output_tokens - workload.input_tokens)
+        ends = np.append(runs[1:], self._totals.size) - 1
         self._cached_prefix = (
-            _at(np.cumsum(self._weights * cached), np.append(runs[1:], self._totals.size) - 1)
+            np.stack(
+                (
+                    _at(np.cumsum(self._weights * cached), ends),
+                    _at(np.cumsum(self._weights * cached * workload.input_tokens.astype(np.float64)), ends),
+                ),
+                axis=1,
+            )
             if cached.any()
             else None
         )
@@ -431,9 +441,13 @@ class PoolStatistics:
             return moments
         if compressed:
             raise ValueError("prefix caching and Compress-and-Route are not modelled together")
-        start = float(self._cached_prefix[i0 - 1]) if i0 > 0 else 0.0
-        cached = float(self._cached_prefix[i1 - 1]) - start if i1 > i0 else 0.0
-        return dataclasses.replace(moments, mean_cached_tokens=cached / moments.traffic_fraction)
+        start = self._cached_prefix[i0 - 1] if i0 > 0 else np.zeros(2)
+        cached, pairs = (self._cached_prefix[i1 - 1] - start) if i1 > i0 else np.zeros(2)
+        return dataclasses.replace(
+            moments,
+            mean_cached_tokens=float(cached) / moments.traffic_fraction,
+            mean_cached_x_input_tokens=float(pairs) / moments.traffic_fraction,
+        )
 
     def _check_prompt_levels(self, asked: bool) -> bool:
         if asked and not self.prompt_levels:

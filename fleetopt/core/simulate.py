@@ -52,6 +52,7 @@ from fleetopt.core.engines import (
     run_iteration_engine,
 )
 from fleetopt.core.engines import fcfs_start_times as fcfs_start_times  # re-exported
+from fleetopt.core.hardware import attention_s_per_token_pair as attention_s_per_token_pair  # re-exported
 from fleetopt.core.routing import Routing
 from fleetopt.core.service import SERVICE_MODELS as PLANNER_SERVICE_MODELS
 from fleetopt.core.service import get_service_model
@@ -598,20 +599,6 @@ def quantile_interval(values: np.ndarray, quantile: float, confidence: float = 0
     low = float(ordered[lower_rank - 1]) if lower_rank >= 1 else -math.inf
     high = float(ordered[upper_rank - 1]) if upper_rank <= n else math.inf
     return low, high
-
-
-def attention_s_per_token_pair(
-    per_prefill_token_s: float, parameters_active: float | None, flops_per_token_pair: float | None
-) -> float:
-    """τ_a = τ·F_pair / (2·N_active), seconds per (prompt token, context token) pair: a prompt token's
-    attention at the rate its dense compute runs (τ buys 2·N_active FLOPs; Kaplan et al. 2020, §2.1),
-    F_pair the attention FLOPs per pair (``ModelProfile.attention_flops_per_token_pair`` in
-    :mod:`fleetopt.io.profiles`). τ is at least the FLOP floor
-    (:func:`fleetopt.core.service.iteration_costs`), so the attention never runs faster than the
-    GPU's peak either. 0 without the model's attention geometry or parameters."""
-    if not flops_per_token_pair or not parameters_active:
-        return 0.0
-    return per_prefill_token_s * flops_per_token_pair / (2.0 * parameters_active)
 
 
 def iteration_settings(pool: SimulatedPool, scheduler: str = DEFAULT_SCHEDULER) -> IterationSettings:

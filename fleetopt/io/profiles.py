@@ -847,6 +847,7 @@ def pool_hardware(serving_name_or_path: str | Path, dirs: Sequence[Path]) -> Poo
         ttft_overhead_s=serving.ttft_overhead_s,
         kv_bytes_per_token=float(sizing.kv_bytes_per_token_per_instance),
         max_context_tokens=model.max_context_tokens,
+        attention_flops_per_token_pair=model.attention_flops_per_token_pair(),
     )
 
 

@@ -24,6 +24,7 @@ from fleetopt.core.engine.occupancy import (
     two_moment_on_build_up,
     two_moment_on_whole_wait,
 )
+from fleetopt.core.engine.prompts import PromptPrice, attention_priced_prompts, unpriced_attention
 from fleetopt.core.engine.router import (
     RouterState,
     even_first_order_share,
@@ -55,6 +56,8 @@ class EngineAssumptions:
             (:func:`.local_slot_queue`, its instance's; alternative :func:`.pooled_slot_queue`).
         two_moment_factor: where the two-moment factor v = (C_a² + C_I²)/2 goes in the wait given a
             wait (:func:`.two_moment_on_build_up`; alternative :func:`.two_moment_on_whole_wait`).
+        prompt_price: what a prompt token costs, with its attention over the context
+            (:func:`.attention_priced_prompts`; alternative :func:`.unpriced_attention`, τ).
     """
 
     first_order_share: Callable[[float, float], float] = least_loaded_first_order_share
@@ -63,6 +66,7 @@ class EngineAssumptions:
     stall_widening: Callable[[float, float, float], float] = prefill_stall_variance_factor
     slot_queue: Callable[[Any, float, float], tuple[Any, Any]] = local_slot_queue
     two_moment_factor: Callable[[float, Any], Any] = two_moment_on_build_up
+    prompt_price: Callable[[Any, Any], PromptPrice] = attention_priced_prompts
 
     def intake_share(self, router: RouterState) -> float:
         """f: the share of an instance's intake that follows its own time
@@ -94,6 +98,7 @@ ALTERNATIVES: dict[str, Callable[..., Any]] = {
     "stall_widening": no_stall_widening,
     "slot_queue": pooled_slot_queue,
     "two_moment_factor": two_moment_on_whole_wait,
+    "prompt_price": unpriced_attention,
 }
 
 #: One line per term, for tables (``--ablate``).
@@ -104,4 +109,5 @@ TERM_LABELS: dict[str, str] = {
     "stall_widening": "prefill-stall widening of the chain → none",
     "slot_queue": "slot wait at the request's instance (JSQ) → pooled queue",
     "two_moment_factor": "two-moment factor on the queue's build-up → on the whole wait",
+    "prompt_price": "prompt attention over the context, τ* and τ_k → τ",
 }

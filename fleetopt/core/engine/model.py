@@ -16,6 +16,7 @@ dispatch (docs/validation.md).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -30,6 +31,7 @@ from fleetopt.core.engine.occupancy import (
     slot_wait_given_wait_s,
     widened_chain,
 )
+from fleetopt.core.engine.prompts import PromptPrice
 from fleetopt.core.engine.router import router_arguments
 from fleetopt.core.engine.ttft import TtftCumulants, ttft_cumulants
 from fleetopt.core.hardware import IterationCosts, PoolHardware, iteration_costs
@@ -85,10 +87,10 @@ class EngineModel(ServiceModel):
     def service_times(self, moments: PoolMoments, hardware: PoolHardware, slots: Any) -> tuple[Any, ...]:
         if moments.prefill_iterations_quantile is None:
             raise ValueError("the engine model needs the pool's prefill-iteration quantile")
-        costs = iteration_costs(hardware)
+        costs, price = self.pool_costs(moments, hardware)
         iteration_s = costs.base_s + costs.per_sequence_s(moments) * slots
         mean_service_s = iteration_s * moments.mean_iterations
-        prefill_s = self.own_prefill_s(moments, hardware, costs, iteration_s)
+        prefill_s = self.own_prefill_s(moments, hardware, price, iteration_s)
         return mean_service_s, moments.iterations_scv, prefill_s + iteration_s, prefill_s, iteration_s
 
     @staticmethod
@@ -100,14 +102,22 @@ class EngineModel(ServiceModel):
         tokens = (max(level - 1, 0) + moments.prefill_quantile_fraction) * hardware.prefill_chunk_tokens
         return float(min(tokens, moments.max_total_tokens))
 
+    def pool_costs(self, moments: PoolMoments, hardware: PoolHardware) -> tuple[IterationCosts, PromptPrice]:
+        """The pool's iteration costs with τ the pool's mean price of a prompt token, τ*, and that
+        price (:attr:`EngineAssumptions.prompt_price`: with the prompts' attention by default)."""
+        costs = iteration_costs(hardware)
+        price = self.assumptions.prompt_price(moments, costs)
+        if price.tau_s != costs.per_prefill_token_s:
+            costs = replace(costs, per_prefill_token_s=price.tau_s)
+        return costs, price
+
     def own_prefill_s(
-        self, moments: PoolMoments, hardware: PoolHardware, costs: IterationCosts, iteration_s: Any
+        self, moments: PoolMoments, hardware: PoolHardware, price: PromptPrice, iteration_s: Any
     ) -> Any:
-        """P_q iterations at ``iteration_s`` plus the request's own prompt compute τ·L_in,q, seconds
-        (the full-occupancy figure of :meth:`service_times`)."""
-        return (
-            moments.prefill_iterations_quantile * iteration_s
-            + costs.per_prefill_token_s * self.prompt_tokens_quantile(moments, hardware)
+        """P_q iterations at ``iteration_s`` plus the request's own prompt compute at L_in,q tokens
+        (:meth:`PromptPrice.own_s`), seconds (the full-occupancy figure of :meth:`service_times`)."""
+        return moments.prefill_iterations_quantile * iteration_s + price.own_s(
+            self.prompt_tokens_quantile(moments, hardware)
         )
 
     @staticmethod
@@ -144,22 +154,27 @@ class EngineModel(ServiceModel):
         slot_wait: tuple[Any, Any] = (0.0, 0.0),
         with_overhead: bool = True,
         decode_and_prompt: tuple[float, float] | None = None,
+        price: PromptPrice | None = None,
     ) -> TtftCumulants:
         """The TTFT law of one instance of the pool (:func:`fleetopt.core.engine.ttft.ttft_cumulants`)
         with k = ``occupancy_per_instance`` sequences in flight (t_d = W + c_d·k; a float or an
         array), behind a least-loaded router over n = ``instances`` (the intake share f and company
         factor φ of :attr:`assumptions`), with the slot wait (P(wait), mean wait given a wait) and T0
         (unless ``with_overhead`` is false). ``decode_and_prompt``: :meth:`decode_and_prompt_costs`
-        when the caller already has them."""
+        when the caller already has them. ``costs`` carry the pool's mean prompt price τ*
+        (:meth:`pool_costs`), ``price`` the request's own (from :attr:`assumptions` if not given)."""
         if moments.prompt_levels is None:
             raise ValueError("the engine model needs the pool's prompt lengths by prefill level")
         decode_per_sequence_s, prompt_work_s = decode_and_prompt or self.decode_and_prompt_costs(
             moments, costs
         )
         router = router_arguments(moments, costs, rate_per_instance_per_s, instances, prompt_work_s)
+        if price is None:
+            price = self.assumptions.prompt_price(moments, costs)
         return ttft_cumulants(
             moments.prompt_levels,
             tau_s=costs.per_prefill_token_s,
+            own_excess=(price.square_s, price.linear_s),
             decode_iteration_s=costs.base_s + decode_per_sequence_s * occupancy_per_instance,
             rate_per_instance_per_s=rate_per_instance_per_s * self.assumptions.company_factor(router),
             time_share=self.assumptions.intake_share(router),
@@ -216,7 +231,8 @@ class EngineQueue(PoolQueue):
         """The pool's iteration costs and per-request work (class docstring), worked out once."""
         moments = self.moments
         self.assumptions = self.model.assumptions
-        self.costs = costs = iteration_costs(self.hardware)
+        self.costs, self.price = self.model.pool_costs(moments, self.hardware)
+        costs = self.costs
         decode, prompt = self.model.decode_and_prompt_costs(moments, costs)
         # A pool whose requests all ask for no output tokens decodes nothing (c_d = 0), where the
         # chain's NB(r, x) has r = W/(c_d/n) + 1 = ∞ (its Poisson limit); c_d ≥ 10⁻⁶·W keeps r finite
@@ -258,7 +274,7 @@ class EngineQueue(PoolQueue):
         return self.model.ttft_law(
             self.moments, self.hardware, self.costs, rate_per_instance_per_s=self.rate / instances,
             instances=instances, occupancy_per_instance=occupancy_per_instance, slot_wait=slot_wait,
-            decode_and_prompt=(self.decode_per_sequence_s, self.prompt_work_s),
+            decode_and_prompt=(self.decode_per_sequence_s, self.prompt_work_s), price=self.price,
         )  # fmt: skip
 
     def point(self, instances: float, slots: Any, *, last_fails: bool = False) -> EnginePoint:
@@ -442,7 +458,7 @@ class EngineQueue(PoolQueue):
         better."""
         return self.model.ttft_law(
             self.moments, self.hardware, self.costs, rate_per_instance_per_s=0.0, instances=1.0,
-            occupancy_per_instance=0.0,
+            occupancy_per_instance=0.0, price=self.price,
         )  # fmt: skip
 
     def p99_ttft_at(self, instances: int, slots: int) -> float:

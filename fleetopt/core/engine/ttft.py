@@ -537,6 +537,7 @@ def ttft_cumulants(
     time_share: float,
     overhead_s: float = 0.0,
     slot_wait: tuple[Any, Any] = (0.0, 0.0),
+    own_excess: tuple[float, float] = (0.0, 0.0),
 ) -> TtftCumulants:
     """Cumulants of TTFT on one instance (module docstring).
 
@@ -550,6 +551,9 @@ def ttft_cumulants(
         overhead_s: T0, added to every TTFT.
         slot_wait: (P(wait), mean wait given a wait) for a slot: an exponential wait with that
             probability, independent of the rest (floats or arrays like t_d).
+        own_excess: (a, b): the request's own prompt of L tokens at level k costs τ·E[L | k] +
+            a·E[L² | k] + b·E[L | k], priced at τ_k = τ + (a·E[L² | k] + b·E[L | k]) / E[L | k]
+            per token (its attention: :mod:`fleetopt.core.engine.prompts`); (0, 0): τ.
 
     Needs u = λ_i·τ·E[L_in] < 1 (the instance keeps up with its prompts); infinite otherwise.
     """
@@ -593,7 +597,7 @@ def ttft_cumulants(
     exp = math.exp if isinstance(tbar, float) and plain else np.exp
     window = _Window._make((
         levels.chunk_tokens, q1, tau_s, t_d, lam, lam_time, tbar, per_boundary, b_,
-        (e_t, e_t2, e_t3, var_t, k3_t), in_progress, exp,
+        (e_t, e_t2, e_t3, var_t, k3_t), in_progress, exp, own_excess,
     ))  # fmt: skip
     m1, m2, m3, quiet, z1, z2, z3, rows = (_level_sums_plain if plain else _level_sums_array)(
         levels, memo, window, overhead_s
@@ -629,7 +633,8 @@ class _Window(NamedTuple):
     clusters' Q_1, τ, t_d, λ_i, f·λ_i, t̄, the per-boundary intake μ, the stationary iteration's
     B (κ₂ = B·t̄), the length-biased iteration's moments (E[t], E[t²], E[t³], Var, κ₃) and the
     other requests with a chunk in the iteration in progress (λ_i·t̄·E[P] + u); ``exp``: math's on
-    floats, numpy's where t_d is an array."""
+    floats, numpy's where t_d is an array; ``own_excess``: (a, b) of the request's own prompt price
+    (:func:`ttft_cumulants`)."""
 
     chunk_tokens: int
     q1: tuple
@@ -643,6 +648,7 @@ class _Window(NamedTuple):
     moments_t: tuple
     in_progress: Any
     exp: Any
+    own_excess: tuple[float, float]
 
 
 def _level_law(
@@ -656,20 +662,24 @@ def _level_law(
     ``y1``–``y3``: E[y^i | P] of the last chunk; ``qp``, ``qs``, ``before``: the clusters' raw
     moments Q_{p+1}, Σ_{i≤p+1} Q_i and Σ_{i≤p} Q_i (three each); ``bg``: the marks of the prompts
     still prefilling from before (None: there are none); ``window``: what every level shares."""
-    chunk, q1, tau_s, t_d, lam, lam_time, tbar, per_boundary, b_, moments_t, in_progress, exp = window
+    chunk, q1, tau_s, t_d, lam, lam_time, tbar, per_boundary, b_, moments_t, in_progress, exp, excess = window
     e_t, e_t2, e_t3, var_t, k3_t = moments_t
     tc = tau_s * chunk
     prefilling = (p >= 1) * 1.0  # 1 where the request has a prompt to prefill (P ≥ 1)
     own_tokens = prefilling * (p - 1.0) * chunk + y1  # (P − 1)⁺ full chunks and the last
+    # the request's own prompt tokens at its level's price τ_k (τ where there is no excess)
+    full = prefilling * (p - 1.0) * chunk
+    own_extra = excess[0] * (full * full + 2.0 * full * y1 + y2) + excess[1] * own_tokens
+    tau_own = tau_s + own_extra / (own_tokens + (own_tokens <= 0.0))
     # other requests that touch the window, on average (ν): those with a chunk in the iteration in
     # progress (``in_progress``), the per-boundary intake at boundaries 1 … p + 1 and the
     # time-driven arrivals during Ť and iterations 1 … p (the request's own chunks included)
-    others = in_progress + per_boundary * (p + 1.0) + lam_time * (e_t + p * tbar + tau_s * own_tokens)
+    others = in_progress + per_boundary * (p + 1.0) + lam_time * (e_t + p * tbar + tau_own * own_tokens)
     still = exp(-others)
     # quiet: Ť = t_d, so R = U·t_d; then p + 1 iterations of t_d and the request's own chunks
-    quiet_mean = t_d / 2.0 + (p + 1.0) * t_d + tau_s * own_tokens
-    quiet_var = t_d * t_d / 12.0 + tau_s**2 * (y2 - y1 * y1)
-    quiet_third = tau_s**3 * (y3 - 3.0 * y1 * y2 + 2.0 * y1**3)
+    quiet_mean = t_d / 2.0 + (p + 1.0) * t_d + tau_own * own_tokens
+    quiet_var = t_d * t_d / 12.0 + tau_own**2 * (y2 - y1 * y1)
+    quiet_third = tau_own**3 * (y3 - 3.0 * y1 * y2 + 2.0 * y1**3)
     # the residual R = U·Ť and the clusters of the arrivals during Ť (p + 1 iterations left)
     g = 0.5 + lam_time * qp[0]
     c1 = g * e_t
@@ -683,19 +693,20 @@ def _level_law(
     c1 = c1 + per_boundary * qs[0]
     c2 = c2 + per_boundary * qs[1]
     c3 = c3 + per_boundary * qs[2]
+    tc_own = tau_own * chunk
     # the request's own decode time and chunks and the clusters they attract: iteration i = 1 … p
     # carries t_d + τ·c_{i−1}, whose arrivals have p + 1 − i iterations left; iteration p + 1, t_d.
     # The full chunks (iterations 1 … p − 1: r = p … 2), then the partial one y (r = 1), for p ≥ 1.
     a1 = (
         (p + 1.0) * t_d
         + lam_time * t_d * before[0]
-        + prefilling * tc * ((p - 1.0) + lam_time * (before[0] - q1[0]))
+        + prefilling * tc_own * ((p - 1.0) + lam_time * (before[0] - q1[0]))
     )
-    a2 = lam_time * t_d * before[1] + prefilling * (tc * lam_time * (before[1] - q1[1]))
-    a3 = lam_time * t_d * before[2] + prefilling * (tc * lam_time * (before[2] - q1[2]))
-    b1 = prefilling * (tau_s * (1.0 + lam_time * q1[0]))
-    b2 = prefilling * (tau_s * lam_time * q1[1])
-    b3 = prefilling * (tau_s * lam_time * q1[2])
+    a2 = lam_time * t_d * before[1] + prefilling * (tc_own * lam_time * (before[1] - q1[1]))
+    a3 = lam_time * t_d * before[2] + prefilling * (tc_own * lam_time * (before[2] - q1[2]))
+    b1 = prefilling * (tau_own * (1.0 + lam_time * q1[0]))
+    b2 = prefilling * (tau_own * lam_time * q1[1])
+    b3 = prefilling * (tau_own * lam_time * q1[2])
     o1, o2, o3 = _conditional_raw(a1, b1, a2, b2, a3, b3, y1, y2, y3)
     c1 = c1 + o1
     c2 = c2 + o2 - o1 * o1
