@@ -273,7 +273,10 @@ def test_plan_on_a_measured_profile_carries_its_calibration_interval(tmp_path) -
     assert low <= plan["best"]["total_gpus"] <= high and low < high
     fixed = ["--b-short", str(plan["best"]["b_short_tokens"]), "--gamma", str(plan["best"]["gamma"])]
     for side, gpus in ((0, low), (1, high)):
-        again = _json(runner.invoke(app, [*PLAN, *fixed, "--serving", _corner(tmp_path, profile, side)]))
+        corner = _corner(tmp_path, profile, side)
+        again = _json(runner.invoke(app, [*PLAN, *fixed, "--serving", corner]))
+        if again["best"]["b_short_tokens"] is None:  # those pools miss the SLO there: the best fleet there
+            again = _json(runner.invoke(app, [*PLAN, "--serving", corner]))
         assert again["best"]["total_gpus"] == gpus
     assert any(note.startswith("calibration: ") for note in plan["notes"])
 
