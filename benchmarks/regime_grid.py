@@ -17,11 +17,12 @@ Warned: the pools the unrefined plan says the model may be wrong about, by kind:
 (``outside_validated_region``), ``slot wait`` (``slot_wait_sets_ttft``: "the pool may be an instance
 short or long") and ``flat`` (``ttft_flat_in_instances``).
 
-Run: python benchmarks/regime_grid.py [--rate 100] [--dispatch least-loaded] [--without TERM]
+Run: python benchmarks/regime_grid.py [--rate 100] [--dispatch least-loaded] [--without TERM[,TERM]]
      [--max-num-seqs N]
 
-``--without TERM`` plans and refines with one engine-model correction switched to its simplest
-alternative (``EngineAssumptions.without``; e.g. ``prompt_price``: the model before prompt attention).
+``--without TERM[,TERM]`` plans and refines with engine-model corrections switched to their simplest
+alternatives (``EngineAssumptions.without``; ``prompt_price,first_token_iteration``: the model before
+prompt attention and the first token with the last chunk).
 ``--max-num-seqs N`` caps every profile's slots per instance at N (a copy of each serving profile with
 ``max_num_seqs: N``): the slot axis, 8 to 1,024.
 """
@@ -71,7 +72,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rate", type=float, default=100.0)
     parser.add_argument("--dispatch", default="least-loaded")
-    parser.add_argument("--without", default=None, help="an EngineAssumptions field switched off")
+    parser.add_argument("--without", default=None, help="EngineAssumptions fields switched off (a,b)")
     parser.add_argument("--max-num-seqs", type=int, default=None)
     args = parser.parse_args()
     from fleetopt.api import plan_workload
@@ -81,9 +82,10 @@ def main() -> None:
     from fleetopt.errors import FleetoptError
 
     load_kernels()
-    model = EngineModel(
-        DEFAULT_ASSUMPTIONS if args.without is None else DEFAULT_ASSUMPTIONS.without(args.without)
-    )
+    assumptions = DEFAULT_ASSUMPTIONS
+    for term in args.without.split(",") if args.without else ():
+        assumptions = assumptions.without(term)
+    model = EngineModel(assumptions)
     profiles_dir = ROOT / "tests" / "data" / "profiles"
     servings = {serving: serving for _, serving in HARDWARE}
     if args.max_num_seqs is not None:

@@ -73,11 +73,11 @@ def _clusters_by_definition(
 
 
 def _background_by_definition(
-    prompts: np.ndarray, chunk: int, tau: float, lam: float, q: np.ndarray, own_levels
+    prompts: np.ndarray, chunk: int, tau: float, lam: float, q: np.ndarray, own_levels, offset: int
 ) -> np.ndarray:
     """For each own level p: Σ over lags j ≥ 1 of the raw moments of what a request admitted j
-    iterations before the iteration in progress still adds to a window of p + 1 iterations: its
-    chunk j + i − 1 lands in iteration i, whose arrivals have p + 1 − i iterations left
+    iterations before the iteration in progress still adds to a window of m = max(p + offset, 1)
+    iterations: its chunk j + i − 1 lands in iteration i, whose arrivals have m − i iterations left
     (:func:`fleetopt.core.engine.ttft.background_marks_array`' definition), over equally likely
     ``prompts``. A row per own level."""
     chunks = tau * _chunks(prompts, chunk)
@@ -86,10 +86,11 @@ def _background_by_definition(
     for p in own_levels:
         total = np.zeros(3)
         for j in range(1, top):
-            window = np.arange(1, p + 2)
+            m = max(p + offset, 1)
+            window = np.arange(1, m + 1)
             landing = j + window - 1
             inside = landing < chunks.shape[1]
-            total += _mean_raw_moments(chunks[:, landing[inside]], q[p + 1 - window[inside]], lam)
+            total += _mean_raw_moments(chunks[:, landing[inside]], q[m - window[inside]], lam)
         out.append(total)
     return np.array(out)
 
@@ -107,11 +108,16 @@ def _assert_pieces_are_their_definitions(
     np.testing.assert_allclose(plain_q, truth, rtol=1e-10, atol=0)
     np.testing.assert_allclose(array_q, truth, rtol=1e-10, atol=0)
     if levels.max_level >= 2:
-        marks = _background_by_definition(prompts, chunk, tau, lam_time, truth, levels.levels)
-        plain_bg = ttft._background_marks(levels, tau, lam_time, list(map(tuple, plain_q)))
-        array_bg = background_marks_array(levels, tau, lam_time, array_q, np.cumsum(array_q, axis=0))
-        np.testing.assert_allclose(np.array([plain_bg[p] for p in levels.levels]), marks, rtol=1e-10, atol=0)
-        np.testing.assert_allclose(array_bg, marks, rtol=1e-10, atol=0)
+        for offset in (0, 1):  # the first token with the last chunk (vLLM V1), or one iteration later
+            marks = _background_by_definition(prompts, chunk, tau, lam_time, truth, levels.levels, offset)
+            plain_bg = ttft._background_marks(levels, tau, lam_time, list(map(tuple, plain_q)), offset)
+            array_bg = background_marks_array(
+                levels, tau, lam_time, array_q, np.cumsum(array_q, axis=0), offset
+            )
+            np.testing.assert_allclose(
+                np.array([plain_bg[p] for p in levels.levels]), marks, rtol=1e-10, atol=0
+            )
+            np.testing.assert_allclose(array_bg, marks, rtol=1e-10, atol=0)
 
 
 # ---- comparisons ----

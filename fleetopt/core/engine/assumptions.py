@@ -58,6 +58,11 @@ class EngineAssumptions:
             wait (:func:`.two_moment_on_build_up`; alternative :func:`.two_moment_on_whole_wait`).
         prompt_price: what a prompt token costs, with its attention over the context
             (:func:`.attention_priced_prompts`; alternative :func:`.unpriced_attention`, τ).
+        first_token_iteration: o, where a request's first token comes (:func:`fleetopt.core.engine.
+            ttft.ttft_cumulants`): 0, with its last prompt chunk, as vLLM's V1 engine samples it
+            (vllm/v1/core/sched/scheduler.py at commit 00024d3, the ``vllm`` scheduler of the
+            ``physical`` simulator); alternative 1, one decode iteration later (FleetOpt Eq. 7,
+            the ``slots`` scheduler).
     """
 
     first_order_share: Callable[[float, float], float] = least_loaded_first_order_share
@@ -67,6 +72,7 @@ class EngineAssumptions:
     slot_queue: Callable[[Any, float, float], tuple[Any, Any]] = local_slot_queue
     two_moment_factor: Callable[[float, Any], Any] = two_moment_on_build_up
     prompt_price: Callable[[Any, Any], PromptPrice] = attention_priced_prompts
+    first_token_iteration: int = 0
 
     def intake_share(self, router: RouterState) -> float:
         """f: the share of an instance's intake that follows its own time
@@ -91,7 +97,7 @@ class EngineAssumptions:
 DEFAULT_ASSUMPTIONS = EngineAssumptions()
 
 #: Each term's simplest alternative (what ``--ablate`` switches it to).
-ALTERNATIVES: dict[str, Callable[..., Any]] = {
+ALTERNATIVES: dict[str, Any] = {
     "first_order_share": even_first_order_share,
     "router_blindness": no_router_blindness,
     "company_factor": no_company_factor,
@@ -99,6 +105,7 @@ ALTERNATIVES: dict[str, Callable[..., Any]] = {
     "slot_queue": pooled_slot_queue,
     "two_moment_factor": two_moment_on_whole_wait,
     "prompt_price": unpriced_attention,
+    "first_token_iteration": 1,
 }
 
 #: One line per term, for tables (``--ablate``).
@@ -110,4 +117,5 @@ TERM_LABELS: dict[str, str] = {
     "slot_queue": "slot wait at the request's instance (JSQ) → pooled queue",
     "two_moment_factor": "two-moment factor on the queue's build-up → on the whole wait",
     "prompt_price": "prompt attention over the context, τ* and τ_k → τ",
+    "first_token_iteration": "first token with the last prompt chunk (vLLM V1) → one iteration later",
 }

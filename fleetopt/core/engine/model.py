@@ -175,6 +175,7 @@ class EngineModel(ServiceModel):
             moments.prompt_levels,
             tau_s=costs.per_prefill_token_s,
             own_excess=(price.square_s, price.linear_s),
+            first_token_iteration=self.assumptions.first_token_iteration,
             decode_iteration_s=costs.base_s + decode_per_sequence_s * occupancy_per_instance,
             rate_per_instance_per_s=rate_per_instance_per_s * self.assumptions.company_factor(router),
             time_share=self.assumptions.intake_share(router),

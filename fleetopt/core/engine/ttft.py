@@ -538,6 +538,7 @@ def ttft_cumulants(
     overhead_s: float = 0.0,
     slot_wait: tuple[Any, Any] = (0.0, 0.0),
     own_excess: tuple[float, float] = (0.0, 0.0),
+    first_token_iteration: int = 1,
 ) -> TtftCumulants:
     """Cumulants of TTFT on one instance (module docstring).
 
@@ -554,6 +555,11 @@ def ttft_cumulants(
         own_excess: (a, b): the request's own prompt of L tokens at level k costs τ·E[L | k] +
             a·E[L² | k] + b·E[L | k], priced at τ_k = τ + (a·E[L² | k] + b·E[L | k]) / E[L | k]
             per token (its attention: :mod:`fleetopt.core.engine.prompts`); (0, 0): τ.
+        first_token_iteration: o, where the first token comes: 1, one iteration after the last
+            prompt chunk (the window is iterations 1 … P + 1: the ``slots`` engine, FleetOpt Eq. 7);
+            0, with the last prompt chunk (iterations 1 … P: vLLM's V1 engine samples it in the
+            step that computes the prompt's last tokens, as the ``vllm`` scheduler does). A
+            request without a prompt (P = 0) waits one iteration either way.
 
     Needs u = λ_i·τ·E[L_in] < 1 (the instance keeps up with its prompts); infinite otherwise.
     """
@@ -582,22 +588,23 @@ def ttft_cumulants(
     var_t = e_t2 - e_t * e_t
     k3_t = e_t3 - 3 * e_t * e_t2 + 2 * e_t**3
     depth = levels.max_level + 1
-    key = (tau_s, lam_time)
+    key = (tau_s, lam_time, first_token_iteration)
     memo = levels._clusters.get(key)
     plain = levels.max_level <= PLAIN_FLOAT_MAX_LEVEL
     if memo is None:  # sizing evaluates one instance count at several t_d: memoized per (τ, f·λ_i)
         if len(levels._clusters) > 256:
             levels._clusters.clear()
         clusters = _cluster_lists if plain else _cluster_arrays
-        memo = levels._clusters[key] = clusters(levels, tau_s, lam_time, depth)
+        memo = levels._clusters[key] = clusters(levels, tau_s, lam_time, depth, first_token_iteration)
     # other requests with a chunk in the iteration in progress, on average (λ_i·t̄·E[P], and u more
     # under its length bias): part of every level's ν
     in_progress = lam * tbar * levels.mean_prefill_iterations + u
-    q1 = memo[0][1] if plain else tuple(memo[0][1].tolist())  # Q_1
+    last = memo[0][first_token_iteration]  # Q_o: the clusters of arrivals during the last chunk
+    q_last = last if plain else tuple(last.tolist())
     exp = math.exp if isinstance(tbar, float) and plain else np.exp
     window = _Window._make((
-        levels.chunk_tokens, q1, tau_s, t_d, lam, lam_time, tbar, per_boundary, b_,
-        (e_t, e_t2, e_t3, var_t, k3_t), in_progress, exp, own_excess,
+        levels.chunk_tokens, q_last, tau_s, t_d, lam, lam_time, tbar, per_boundary, b_,
+        (e_t, e_t2, e_t3, var_t, k3_t), in_progress, exp, own_excess, first_token_iteration,
     ))  # fmt: skip
     m1, m2, m3, quiet, z1, z2, z3, rows = (_level_sums_plain if plain else _level_sums_array)(
         levels, memo, window, overhead_s
@@ -617,27 +624,29 @@ def ttft_cumulants(
     )  # fmt: skip
 
 
-def _cluster_lists(levels: PromptLevels, tau_s: float, lam_time: float, depth: int) -> tuple:
-    """(Q_r, Σ_{i≤r} Q_i, background marks by own level) in plain floats, for few levels."""
+def _cluster_lists(levels: PromptLevels, tau_s: float, lam_time: float, depth: int, offset: int) -> tuple:
+    """(Q_r, Σ_{i≤r} Q_i, background marks by own level, for windows of P + ``offset`` iterations) in
+    plain floats, for few levels."""
     q = cluster_moments(levels, tau_s, lam_time, depth)
     q_sum = [(0.0, 0.0, 0.0)]  # q_sum[r] = Σ_{i=1}^{r} Q_i
     for r in range(1, depth + 1):
         prev = q_sum[-1]
         q_sum.append((prev[0] + q[r][0], prev[1] + q[r][1], prev[2] + q[r][2]))
-    background = _background_marks(levels, tau_s, lam_time, q) if levels.max_level >= 2 else None
+    background = _background_marks(levels, tau_s, lam_time, q, offset) if levels.max_level >= 2 else None
     return q, q_sum, background
 
 
 class _Window(NamedTuple):
     """What the law of every own level shares (:func:`ttft_cumulants`): the chunk size C, the
-    clusters' Q_1, τ, t_d, λ_i, f·λ_i, t̄, the per-boundary intake μ, the stationary iteration's
-    B (κ₂ = B·t̄), the length-biased iteration's moments (E[t], E[t²], E[t³], Var, κ₃) and the
-    other requests with a chunk in the iteration in progress (λ_i·t̄·E[P] + u); ``exp``: math's on
-    floats, numpy's where t_d is an array; ``own_excess``: (a, b) of the request's own prompt price
-    (:func:`ttft_cumulants`)."""
+    clusters Q_o of the arrivals during the request's last chunk, τ, t_d, λ_i, f·λ_i, t̄, the
+    per-boundary intake μ, the stationary iteration's B (κ₂ = B·t̄), the length-biased iteration's
+    moments (E[t], E[t²], E[t³], Var, κ₃) and the other requests with a chunk in the iteration in
+    progress (λ_i·t̄·E[P] + u); ``exp``: math's on floats, numpy's where t_d is an array;
+    ``own_excess``: (a, b) of the request's own prompt price (:func:`ttft_cumulants`);
+    ``first_token_iteration``: o."""
 
     chunk_tokens: int
-    q1: tuple
+    q_last: tuple
     tau_s: float
     t_d: Any
     lam: float
@@ -649,6 +658,7 @@ class _Window(NamedTuple):
     in_progress: Any
     exp: Any
     own_excess: tuple[float, float]
+    first_token_iteration: int
 
 
 def _level_law(
@@ -659,10 +669,15 @@ def _level_law(
     touches the window, and the quiet part's (mean, variance, third cumulant). One level in plain
     floats (or against an array of t_d), or a column of levels (numpy): the same formulas.
 
+    The window is m = P + o iterations (at least 1; o = ``window.first_token_iteration``): the
+    request's own chunks in iterations 1 … P, its first token at the end of iteration m.
     ``y1``–``y3``: E[y^i | P] of the last chunk; ``qp``, ``qs``, ``before``: the clusters' raw
-    moments Q_{p+1}, Σ_{i≤p+1} Q_i and Σ_{i≤p} Q_i (three each); ``bg``: the marks of the prompts
+    moments Q_m, Σ_{i≤m} Q_i and Σ_{i≤m−1} Q_i (three each); ``bg``: the marks of the prompts
     still prefilling from before (None: there are none); ``window``: what every level shares."""
-    chunk, q1, tau_s, t_d, lam, lam_time, tbar, per_boundary, b_, moments_t, in_progress, exp, excess = window
+    chunk, q_last, tau_s, t_d, lam, lam_time, tbar, per_boundary, b_, moments_t, in_progress, exp = window[
+        :12
+    ]
+    excess, offset = window[12:]
     e_t, e_t2, e_t3, var_t, k3_t = moments_t
     tc = tau_s * chunk
     prefilling = (p >= 1) * 1.0  # 1 where the request has a prompt to prefill (P ≥ 1)
@@ -671,16 +686,18 @@ def _level_law(
     full = prefilling * (p - 1.0) * chunk
     own_extra = excess[0] * (full * full + 2.0 * full * y1 + y2) + excess[1] * own_tokens
     tau_own = tau_s + own_extra / (own_tokens + (own_tokens <= 0.0))
+    m = p + offset + (p + offset < 1)  # window iterations, at least one
     # other requests that touch the window, on average (ν): those with a chunk in the iteration in
-    # progress (``in_progress``), the per-boundary intake at boundaries 1 … p + 1 and the
-    # time-driven arrivals during Ť and iterations 1 … p (the request's own chunks included)
-    others = in_progress + per_boundary * (p + 1.0) + lam_time * (e_t + p * tbar + tau_own * own_tokens)
+    # progress (``in_progress``), the per-boundary intake at boundaries 1 … m and the time-driven
+    # arrivals during Ť and iterations 1 … m − 1 (the request's own chunks there included)
+    own_before_last = own_tokens if offset else full
+    others = in_progress + per_boundary * m + lam_time * (e_t + (m - 1.0) * tbar + tau_own * own_before_last)
     still = exp(-others)
-    # quiet: Ť = t_d, so R = U·t_d; then p + 1 iterations of t_d and the request's own chunks
-    quiet_mean = t_d / 2.0 + (p + 1.0) * t_d + tau_own * own_tokens
+    # quiet: Ť = t_d, so R = U·t_d; then m iterations of t_d and the request's own chunks
+    quiet_mean = t_d / 2.0 + m * t_d + tau_own * own_tokens
     quiet_var = t_d * t_d / 12.0 + tau_own**2 * (y2 - y1 * y1)
     quiet_third = tau_own**3 * (y3 - 3.0 * y1 * y2 + 2.0 * y1**3)
-    # the residual R = U·Ť and the clusters of the arrivals during Ť (p + 1 iterations left)
+    # the residual R = U·Ť and the clusters of the arrivals during Ť (m iterations left)
     g = 0.5 + lam_time * qp[0]
     c1 = g * e_t
     c2 = e_t2 / 12.0 + lam_time * qp[1] * e_t + g * g * var_t
@@ -689,24 +706,24 @@ def _level_law(
         + 3.0 * g * ((e_t3 - e_t * e_t2) / 12.0 + lam_time * qp[1] * var_t)
         + g**3 * k3_t
     )
-    # the per-boundary intake at boundaries 1 … p + 1: Poisson(μ) clusters Q_{p+1}, …, Q_1
+    # the per-boundary intake at boundaries 1 … m: Poisson(μ) clusters Q_m, …, Q_1
     c1 = c1 + per_boundary * qs[0]
     c2 = c2 + per_boundary * qs[1]
     c3 = c3 + per_boundary * qs[2]
     tc_own = tau_own * chunk
-    # the request's own decode time and chunks and the clusters they attract: iteration i = 1 … p
-    # carries t_d + τ·c_{i−1}, whose arrivals have p + 1 − i iterations left; iteration p + 1, t_d.
-    # The full chunks (iterations 1 … p − 1: r = p … 2), then the partial one y (r = 1), for p ≥ 1.
+    # the request's own decode time and chunks and the clusters they attract: iteration i = 1 … m
+    # carries t_d (+ τ·c_{i−1} for i ≤ p), whose arrivals have m − i iterations left. The full
+    # chunks (iterations 1 … p − 1: r = m − 1 … m − p + 1), then the partial one y (r = o), p ≥ 1.
     a1 = (
-        (p + 1.0) * t_d
+        m * t_d
         + lam_time * t_d * before[0]
-        + prefilling * tc_own * ((p - 1.0) + lam_time * (before[0] - q1[0]))
+        + prefilling * tc_own * ((p - 1.0) + lam_time * (before[0] - q_last[0]))
     )
-    a2 = lam_time * t_d * before[1] + prefilling * (tc_own * lam_time * (before[1] - q1[1]))
-    a3 = lam_time * t_d * before[2] + prefilling * (tc_own * lam_time * (before[2] - q1[2]))
-    b1 = prefilling * (tau_own * (1.0 + lam_time * q1[0]))
-    b2 = prefilling * (tau_own * lam_time * q1[1])
-    b3 = prefilling * (tau_own * lam_time * q1[2])
+    a2 = lam_time * t_d * before[1] + prefilling * (tc_own * lam_time * (before[1] - q_last[1]))
+    a3 = lam_time * t_d * before[2] + prefilling * (tc_own * lam_time * (before[2] - q_last[2]))
+    b1 = prefilling * (tau_own * (1.0 + lam_time * q_last[0]))
+    b2 = prefilling * (tau_own * lam_time * q_last[1])
+    b3 = prefilling * (tau_own * lam_time * q_last[2])
     o1, o2, o3 = _conditional_raw(a1, b1, a2, b2, a3, b3, y1, y2, y3)
     c1 = c1 + o1
     c2 = c2 + o2 - o1 * o1
@@ -734,10 +751,12 @@ def _level_sums_plain(levels: PromptLevels, memo: tuple, window: _Window, overhe
     z1 = z2 = z3 = 0.0  # raw moments of the quiet part, weighted by its probability
     quiet = 0.0
     rows = []  # per own level: its share and its law (see TtftCumulants.level_parts)
+    offset = window.first_token_iteration
     for p, w, y1, y2, y3 in levels._chunk_rows:
         bg = None if background is None else background[p]
+        m = max(p + offset, 1)  # the window's iterations
         c1, c2, c3, still, quiet_mean, quiet_var, quiet_third = _level_law(
-            p, y1, y2, y3, q[p + 1], q_sum[p + 1], q_sum[p], bg, window
+            p, y1, y2, y3, q[m], q_sum[m], q_sum[m - 1], bg, window
         )
         r = _raw(quiet_mean, quiet_var, quiet_third)
         quiet = quiet + w * still
@@ -752,25 +771,27 @@ def _level_sums_plain(levels: PromptLevels, memo: tuple, window: _Window, overhe
     return m1, m2, m3, quiet, z1, z2, z3, rows
 
 
-def _background_marks(levels: PromptLevels, tau_s: float, lam_time: float, q: list) -> dict:
-    """For each own level p: Σ over lags j ≥ 1 of the raw moments of the window time that one request
-    admitted j iterations before the iteration in progress still causes (its chunks j … j + p land
-    in window iterations 1 … p + 1; chunk j + i − 1 in iteration i, whose arrivals have p + 1 − i
-    iterations left). Multiplied by the intensity λ_i·t̄ per lag by the caller."""
+def _background_marks(levels: PromptLevels, tau_s: float, lam_time: float, q: list, offset: int) -> dict:
+    """For each own level p (a window of m = max(p + ``offset``, 1) iterations): Σ over lags j ≥ 1
+    of the raw moments of the window time that one request admitted j iterations before the
+    iteration in progress still causes (its chunks j … j + m − 1 land in window iterations 1 … m;
+    chunk j + i − 1 in iteration i, whose arrivals have m − i iterations left). Multiplied by the
+    intensity λ_i·t̄ per lag by the caller."""
     tc = tau_s * levels.chunk_tokens
     out = {}
     for p in levels.levels:
+        window = max(p + offset, 1)
         t1 = t2 = t3 = 0.0
         for j in range(1, levels.max_level):
             for k, w, y1, y2, y3 in levels._chunk_rows:
                 if k <= j:  # no chunk j: its prefill ended before the window
                     continue
                 a1 = a2 = a3 = b1 = b2 = b3 = 0.0
-                for i in range(1, p + 2):
+                for i in range(1, window + 1):
                     m = j + i - 1
                     if m >= k:
                         break
-                    qm = q[p + 1 - i]
+                    qm = q[window - i]
                     if m < k - 1:
                         a1 += tc * (1.0 + lam_time * qm[0])
                         a2 += tc * lam_time * qm[1]
@@ -787,12 +808,12 @@ def _background_marks(levels: PromptLevels, tau_s: float, lam_time: float, q: li
     return out
 
 
-def _cluster_arrays(levels: PromptLevels, tau_s: float, lam_time: float, depth: int) -> tuple:
-    """(Q_r, Σ_{i≤r} Q_i, background marks by own level) as arrays: :func:`cluster_moments_array`,
-    its running sum and :func:`background_marks_array`."""
+def _cluster_arrays(levels: PromptLevels, tau_s: float, lam_time: float, depth: int, offset: int) -> tuple:
+    """(Q_r, Σ_{i≤r} Q_i, background marks by own level, for windows of P + ``offset`` iterations) as
+    arrays: :func:`cluster_moments_array`, its running sum and :func:`background_marks_array`."""
     q = cluster_moments_array(levels, tau_s, lam_time, depth)
     q_sum = np.cumsum(q, axis=0)
-    return q, q_sum, background_marks_array(levels, tau_s, lam_time, q, q_sum)
+    return q, q_sum, background_marks_array(levels, tau_s, lam_time, q, q_sum, offset)
 
 
 #: The monomials of the cumulants' coefficients (κ_j = a_j + b_j·y given the last chunk y) that
@@ -881,7 +902,7 @@ def cluster_moments_array(
 
 
 def background_marks_array(
-    levels: PromptLevels, tau_s: float, lam_time: float, q: np.ndarray, q_sum: np.ndarray
+    levels: PromptLevels, tau_s: float, lam_time: float, q: np.ndarray, q_sum: np.ndarray, offset: int = 1
 ) -> np.ndarray:
     """:func:`_background_marks` as an array (a row per entry of ``levels.levels``), in closed form
     over the lags. A request of level k admitted j iterations before the one in progress has
@@ -891,9 +912,12 @@ def background_marks_array(
     (p, d) only, and the sum over levels and lags is Σ_d Σ_i g_i(p, d)·Σ_{k>d} w_k·E[y^i | k]: for
     d > p + 1 (every chunk left is full) one value times Σ_{d>p+1} Σ_{k>d} w_k, for d ≤ p + 1 one
     numpy step per lag d over the own levels p ≥ d − 1. O(levels · depth) arithmetic.
-    ``q_sum``: the running sums of ``q``."""
+    ``q_sum``: the running sums of ``q``. Written for windows of p + 1 iterations; a window of
+    m = max(p + ``offset``, 1) iterations is the same with p = m − 1 (the marks see p only through
+    the window)."""
     k_all, w, y1, y2, y3 = levels.level_arrays()
-    own = k_all.astype(np.intp)
+    level = k_all.astype(np.intp)
+    own = np.maximum(level + offset, 1) - 1  # p of a window of p + 1 iterations
     top = levels.max_level
     out = np.zeros((3, own.size))
     if top < 2:
@@ -903,7 +927,7 @@ def background_marks_array(
     tc_lam, tau_lam = tc * lam, tau_s * lam
     # tail[i, d] = Σ_{k>d} w_k·E[y^i | k], d = 0 … top (0 at d = top)
     dense = np.zeros((4, top + 1))
-    dense[:, own] = (w, w * y1, w * y2, w * y3)
+    dense[:, level] = (w, w * y1, w * y2, w * y3)
     tail = np.zeros((4, top + 1))
     tail[:, :-1] = np.cumsum(dense[:, :0:-1], axis=1)[:, ::-1]
     # d > p + 1 (lags j = 1 … k − p − 2): p + 1 full chunks, Σ_{d=p+2}^{top−1} tail[0, d]
@@ -944,9 +968,10 @@ def _level_sums_array(levels: PromptLevels, memo: tuple, window: _Window, overhe
     def columns(moments: np.ndarray) -> tuple:
         return tuple(column(moments[:, j]) for j in range(3))
 
+    m = np.maximum(own + window.first_token_iteration, 1)  # the windows' iterations
     c1, c2, c3, still, quiet_mean, quiet_var, quiet_third = _level_law(
-        column(k_all), column(y1), column(y2), column(y3), columns(q[own + 1]), columns(q_sum[own + 1]),
-        columns(q_sum[own]), columns(background), window,
+        column(k_all), column(y1), column(y2), column(y3), columns(q[m]), columns(q_sum[m]),
+        columns(q_sum[m - 1]), columns(background), window,
     )  # fmt: skip
     weighted_still = column(w) * still
     quiet = weighted_still.sum(axis=0)
