@@ -1047,3 +1047,59 @@ def test_a_router_file_with_an_unknown_dispatch_field_is_refused(cache_plans) ->
     document["dispatch"]["prefix_cache"]["hit_rates"]["short"] = 1.5
     with pytest.raises(ValidationError, match="hit_rates"):
         router_from_document(document, "router.yaml")
+
+
+@pytest.mark.skipif(PROMTOOL is None, reason="promtool (Debian's prometheus package) is not installed")
+def test_the_prefix_cache_alert_fires_below_the_planned_hit_rate_only(cache_plans, tmp_path: Path) -> None:
+    plan = tmp_path / "plan.yaml"
+    shutil.copy(cache_plans["auto-affinity"], plan)
+    rates = _assumed_hit_rates(plan)
+    manifests, _, _ = _monitoring(plan)
+    rule = manifests[1]
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": rule["spec"]["groups"]}))
+    checked = _promtool("check", "rules", "rules.yaml", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+    def cache_series(pod: str, hit_rate: float) -> list[dict]:
+        queried = 600_000  # prompt tokens a minute
+        return [
+            _series("vllm:prefix_cache_queries_total", pod, f"0+{queried}x30"),
+            _series("vllm:prefix_cache_hits_total", pod, f"0+{queried * hit_rate:g}x30"),
+        ]
+
+    # the short pool's caches hit 0.9 × the planned rate, the long pool's 1.02 ×
+    series = cache_series("fleetopt-short-6d4cf56db7-x2x4k", 0.9 * rates["short"])
+    series += cache_series("fleetopt-long-7b9c6f5d48-abcde", 1.02 * rates["long"])
+    name = "FleetoptPrefixCacheHitsBelowPlan"
+    expected = [
+        {
+            "exp_labels": {"severity": "warning", "fleetopt_pool": "short"},
+            "exp_annotations": {"summary": _summary(rule, "fleetopt-short", name)},
+        }
+    ]
+    tests = {
+        "rule_files": ["rules.yaml"],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": series,
+                "alert_rule_test": [{"eval_time": "20m", "alertname": name, "exp_alerts": expected}],
+            }
+        ],
+    }
+    (tmp_path / "tests.yaml").write_text(yaml.safe_dump(tests))
+    tested = _promtool("test", "rules", "tests.yaml", cwd=tmp_path)
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+    assert f"the {rates['short']:.1%} the plan charged as cached" in expected[0]["exp_annotations"]["summary"]
+    # the dashboard draws each pool's observed share against the planned one
+    _, board, _ = _monitoring(plan)
+    drawn = [p for p in board["panels"] if p["title"].startswith("prefix-cache hits")]
+    assert [t["expr"] for p in drawn for t in p["targets"]][1::2] == [
+        f"vector({rates[name]:.6g})" for name in ("short", "long")
+    ]
+    # without prefix caching in the plan there is no such alert
+    off = tmp_path / "off.yaml"
+    shutil.copy(cache_plans["off"], off)
+    manifests, _, _ = _monitoring(off)
+    assert name not in {r["alert"] for g in manifests[1]["spec"]["groups"] for r in g["rules"]}

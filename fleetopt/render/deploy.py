@@ -370,6 +370,13 @@ def _metrics_comment(context: ExportContext, pool: DeployPool, options: ExportOp
             f'between its buckets le="{prometheus_le(below)}" and '
             f'le="{"+Inf" if math.isinf(edge) else prometheus_le(edge)}" (vllm:time_to_first_token_seconds).',
         ]
+    if pool.prefix_caching:
+        lines += [
+            f"and the share of prompt tokens found in the prefix cache (the plan charged "
+            f"{pool.prefix_cache_hit_rate:.1%})",
+            f"  sum(rate(vllm:prefix_cache_hits_total{{{selector}}}[5m]))"
+            f" / sum(rate(vllm:prefix_cache_queries_total{{{selector}}}[5m]))",
+        ]
     return lines
 
 
