@@ -239,7 +239,7 @@ def export_plan(
         from fleetopt.render.words import PREFIX_AFFINITY_ROUTERS
 
         notes.append(
-            f"{label}'s prefix-cache hit rates assume prefix-affinity dispatch within each pool "
+            f"the prefix-cache hit rates of {label} assume prefix-affinity dispatch within each pool "
             f"(--prefix-dispatch affinity): route each pool's requests to its instances with a "
             f"prefix-aware router ({PREFIX_AFFINITY_ROUTERS}; router.yaml's dispatch). A Kubernetes "
             "Service or a cache-oblivious balancer hits less (plan with --prefix-dispatch random for "
