@@ -1103,3 +1103,16 @@ def test_the_prefix_cache_alert_fires_below_the_planned_hit_rate_only(cache_plan
     shutil.copy(cache_plans["off"], off)
     manifests, _, _ = _monitoring(off)
     assert name not in {r["alert"] for g in manifests[1]["spec"]["groups"] for r in g["rules"]}
+
+
+def test_a_hit_rate_for_a_pool_the_fleet_lacks_changes_no_pool(cache_plans) -> None:
+    """A hand-edited ``prefix_caching`` section: only the fleet's own pools are read from it."""
+    document = yaml.safe_load(cache_plans["auto-affinity"].read_text())
+    pools = document["prefix_caching"]["pools"]
+    pools["ghost"] = pools.pop("long")
+    run = export_plan(plan_file_from_document(document, "plan edited.yaml"), ["vllm", "router"])
+    parser = vllm_parser("0.33.0")
+    short, long = (parser.parse_args(_commands(run.files[f"vllm-{n}.sh"])[0][2:]) for n in ("short", "long"))
+    assert short.enable_prefix_caching is True and long.enable_prefix_caching is False
+    router = yaml.safe_load(run.files["router.yaml"])
+    assert router["dispatch"]["prefix_cache"]["hit_rates"] == {"short": pools["short"]["hit_rate"]}

@@ -462,8 +462,11 @@ def router_document(context: ExportContext, options: ExportOptions) -> dict[str,
         from fleetopt.core.prefix import DEFAULT_LOAD_BOUND
         from fleetopt.render.words import dispatch_router_setting
 
+        hit_rates = {
+            p.name: p.prefix_cache_hit_rate for p in context.pools if p.prefix_cache_hit_rate is not None
+        }
         document["dispatch"] = dispatch_router_setting(
-            context.dispatch, context.prefix_caching, DEFAULT_LOAD_BOUND
+            context.dispatch, context.prefix_caching, hit_rates, DEFAULT_LOAD_BOUND
         )
     band_top = routing.band_top_tokens
     if routing.compresses:

@@ -67,11 +67,13 @@ PREFIX_AFFINITY_ROUTERS = (
 )
 
 
-def dispatch_router_setting(policy: str, caching: Any = None, load_bound: float = 1.0) -> dict[str, Any]:
+def dispatch_router_setting(
+    policy: str, caching: Any = None, hit_rates: Mapping[str, float] | None = None, load_bound: float = 1.0
+) -> dict[str, Any]:
     """The router file's ``dispatch``: the policy the plan states and what it is in real routers.
-    ``caching`` (the plan's :class:`~fleetopt.io.documents.prefix.PrefixCachingDocument`): the
-    hit rates it charged, and with its ``affinity`` dispatch the policy is ``prefix-affinity``
-    with ``load_bound``, the bound the cache simulation applied."""
+    ``caching`` (the plan's :class:`~fleetopt.io.documents.prefix.PrefixCachingDocument`) with
+    ``hit_rates``, the rate it charged each pool: stated, and with its ``affinity`` dispatch the
+    policy is ``prefix-affinity`` with ``load_bound``, the bound the cache simulation applied."""
     setting: dict[str, Any] = {"policy": policy, "within_pool": DISPATCH_ROUTER_SETTINGS.get(policy, policy)}
     if caching is None:
         return setting
@@ -90,7 +92,7 @@ def dispatch_router_setting(policy: str, caching: Any = None, load_bound: float 
         "mode": caching.mode,
         "dispatch": caching.dispatch,
         "block_size_tokens": caching.block_size_tokens,
-        "hit_rates": {name: pool.hit_rate for name, pool in caching.pools.items()},
+        "hit_rates": dict(hit_rates or {}),
     }
     return setting
 
