@@ -125,6 +125,35 @@ def readme_plan_parts() -> dict[str, str]:
     return parts
 
 
+#: The plan of docs/validation.md's session trace that "Prefix caching" exports (issue 32's command).
+PREFIX_PLAN = ["plan", "--cdf", "tests/data/logs/mooncake-sessions.jsonl", "--log-format", "mooncake",
+               "--slo", "10s", "--long-context", "131072", "--rate", "100", "--prefix-caching", "auto",
+               "--prefix-dispatch", "affinity", "--output", "plan-cache.yaml"]  # fmt: skip
+PREFIX_EXPORT = ["export", "--plan", "plan-cache.yaml", "--to", "vllm", "--to", "router",
+                 "--output-dir", "cache"]  # fmt: skip
+
+
+def prefix_parts() -> dict[str, str]:
+    """A plan whose hit rates assumed prefix-affinity dispatch, exported: the lines of a pool's
+    script about its prefix cache, the export's note and router.yaml's dispatch."""
+    from fleetopt.io.yamlio import dump_yaml
+
+    log = DOC.parents[1] / PREFIX_PLAN[2]
+    _run([*PREFIX_PLAN[:2], str(log), *PREFIX_PLAN[3:]])
+    wrote, notes = _run(PREFIX_EXPORT)
+    script = Path("cache/vllm-short.sh").read_text().splitlines()
+    text = f"$ fleetopt {' '.join(PREFIX_PLAN[:11])} \\\n    {' '.join(PREFIX_PLAN[11:])}\n"
+    text += f"$ fleetopt {' '.join(PREFIX_EXPORT)}\n{notes}{wrote}"
+    text += "$ grep -i prefix cache/vllm-short.sh\n" + "\n".join(
+        line for line in script if "prefix" in line.lower()
+    )
+    router = yaml.safe_load(Path("cache/router.yaml").read_text())
+    return {
+        "prefix-export": _fence("text", text),
+        "prefix-dispatch": _fence("yaml", dump_yaml({"dispatch": router["dispatch"]})),
+    }
+
+
 #: The walkthrough's loopback addresses (fixed, so the page's commands are the ones that ran).
 GATEWAY_PORTS = {"short": 18001, "long": 18002}
 PROXY_PORT = 14000
@@ -333,6 +362,9 @@ SETTINGS = (
      "serving FP8 weights from a 16-bit checkpoint (vLLM quantizes as it loads)", "yes"),
     ("`--kv-cache-dtype`", "a serving profile's FP8 KV cache (`fp8`, `fp8_e4m3`, `fp8_e5m2`)",
      "– (BF16: vLLM's `auto`)"),
+    ("`--enable-prefix-caching`, `--no-enable-prefix-caching`",
+     "on where the plan charged the pool prefix-cache hits (`plan --prefix-caching auto` or `hit-rate:F`), "
+     "explicitly off otherwise: vLLM's default is on (see Prefix caching below)", "off / off"),
     ("replicas", "the planned instances", "{short_instances} / {long_instances}"),
     ("GPUs per pod", "tensor parallelism (`nvidia.com/gpu`; `amd.com/gpu` for MI-series GPUs)",
      "{short_gpus_per_instance}"),
@@ -460,7 +492,8 @@ def render(fast: bool = False, gateway: bool = False) -> str:
     with tempfile.TemporaryDirectory() as folder:
         os.chdir(folder)
         try:
-            makers: list[Callable[[], dict[str, str]]] = [readme_plan_parts] + ([] if fast else [days_parts])
+            makers: list[Callable[[], dict[str, str]]] = [readme_plan_parts]
+            makers += [] if fast else [days_parts, prefix_parts]
             makers.append(gateway_parts if gateway else litellm_export_parts)
             parts: dict[str, str] = {}
             for make in makers:

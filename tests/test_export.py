@@ -4,6 +4,7 @@ every request as the planner's Routing does, files are written atomically with t
 
 from __future__ import annotations
 
+import argparse
 import copy
 import json
 import math
@@ -24,6 +25,7 @@ from typer.testing import CliRunner
 
 from fleetopt.cli import app
 from fleetopt.core.routing import Routing
+from fleetopt.errors import ValidationError
 from fleetopt.io.data import bundled_dir
 from fleetopt.io.deploy import EngineSettings, read_router, router_from_document
 from fleetopt.io.plans import plan_file_from_document, read_plan
@@ -38,9 +40,34 @@ KUBERNETES_VERSIONS = ("1.29.0", "1.30.0", "1.31.0", "1.32.0", "1.37.0")
 VLLM_FLAGS_DIR = Path(__file__).parent / "data" / "vllm-flags"
 
 
+def _vendored_flags(version: str) -> dict:
+    return json.loads((VLLM_FLAGS_DIR / f"vllm-{version}.json").read_text())
+
+
 def vllm_flags(version: str) -> set[str]:
-    """Every flag vLLM ``version``'s engine argument parser defines (vendored from its wheel)."""
-    return set(json.loads((VLLM_FLAGS_DIR / f"vllm-{version}.json").read_text())["flags"])
+    """Every flag vLLM ``version``'s engine argument parser defines (vendored from its wheel), the
+    ``--no-`` forms of its BooleanOptionalAction flags included."""
+    vendored = _vendored_flags(version)
+    return set(vendored["flags"]) | set(vendored["negated_flags"])
+
+
+def vllm_parser(version: str) -> argparse.ArgumentParser:
+    """An argument parser with vLLM ``version``'s flags as its parser declares them: the model, then
+    each flag with a value, or as a BooleanOptionalAction (``--x``/``--no-x``) where the release
+    has the ``--no-`` form. It refuses a flag the release lacks, a switch given a value and a
+    valued flag without one."""
+    vendored = _vendored_flags(version)
+    negated = set(vendored["negated_flags"])
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
+    parser.add_argument("model")
+    for flag in vendored["flags"]:
+        if flag in negated:
+            continue  # added with its positive form
+        if "--no-" + flag[2:] in negated:
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction)
+        else:
+            parser.add_argument(flag)
+    return parser
 
 
 @pytest.fixture(scope="module")
@@ -63,8 +90,14 @@ def _commands(text: str) -> list[list[str]]:
     return [shlex.split(c) for c in "\n".join(lines).replace("\\\n", " ").split("\n") if c.strip()]
 
 
-def _flags(arguments: list[str]) -> dict[str, str]:
-    return dict(zip(arguments[::2], arguments[1::2], strict=True))
+def _flags(arguments: list[str]) -> dict[str, str | None]:
+    """Each flag with its value (None for a switch: a flag followed by another flag or nothing)."""
+    flags: dict[str, str | None] = {}
+    for k, word in enumerate(arguments):
+        if word.startswith("--"):
+            following = arguments[k + 1] if k + 1 < len(arguments) else "--"
+            flags[word] = None if following.startswith("--") else following
+    return flags
 
 
 def test_vllm_commands_carry_the_plans_numbers(readme_plan: Path) -> None:
@@ -91,6 +124,8 @@ def test_vllm_commands_carry_the_plans_numbers(readme_plan: Path) -> None:
         assert float(flags["--gpu-memory-utilization"]) == serving.gpu_memory_utilization == 0.9
         assert int(flags["--block-size"]) == serving.kv_block_tokens
         assert flags["--quantization"] == "fp8"  # a BF16 checkpoint served with FP8 weights
+        # planned without prefix caching: vLLM's default (on since 0.8) turned off
+        assert "--no-enable-prefix-caching" in flags and "--enable-prefix-caching" not in flags
     # the README's fleet: a short pool at B_short's context and a long one at the 64K default
     assert [p.context_tokens for p in plan.fleet.pools] == [plan.fleet.routing.boundaries_tokens[0], 65536]
 
@@ -736,6 +771,8 @@ def test_every_flag_written_is_one_the_chosen_vllm_release_defines(readme_plan: 
     for command in _commands(result.stdout.split("---", 1)[0]):
         flags = [word for word in command if word.startswith("--")]
         assert set(flags) <= defined, set(flags) - defined
+        # a plan without prefix caching turns vLLM's default off, in a form the release parses
+        assert vllm_parser(version).parse_args(command[2:]).enable_prefix_caching is False
         # --custom-histogram-buckets came with 0.32, --shutdown-timeout (a drain on SIGTERM) with 0.30
         assert ("--custom-histogram-buckets" in flags) == ("--custom-histogram-buckets" in defined)
         assert ("--shutdown-timeout" in flags) == ("--shutdown-timeout" in defined)
@@ -897,3 +934,186 @@ def test_an_slo_between_vllms_edges_is_counted_at_the_next_edge_with_a_note() ->
     new = deploy.ExportOptions()  # 0.33: the SLO is added as an edge
     assert 'le="0.6"' in monitoring.rule_groups(context, new, 0.85)[0]["rules"][0]["expr"]
     assert _ttft_edge_note(context, new) is None
+
+
+# --- prefix caching --------------------------------------------------------------------------------
+
+SESSIONS = Path(__file__).parent / "data" / "logs" / "mooncake-sessions.jsonl"
+#: Small plans of the synthetic session trace (docs/validation.md, "Prefix caching"): one boundary and
+#: γ = 1 given, so that each plans in a fraction of a second.
+CACHE_PLAN = ["plan", "--cdf", str(SESSIONS), "--log-format", "mooncake", "--slo", "10s", "--rate", "100",
+              "--long-context", "131072", "--b-short", "32768", "--gamma", "1"]  # fmt: skip
+CACHE_SETTINGS = {
+    "off": ["--prefix-caching", "off"],
+    "hit-rate:0": ["--prefix-caching", "hit-rate:0"],
+    "hit-rate:0.3": ["--prefix-caching", "hit-rate:0.3"],
+    "auto-random": ["--prefix-caching", "auto", "--prefix-dispatch", "random"],
+    "auto-affinity": ["--prefix-caching", "auto", "--prefix-dispatch", "affinity"],
+}
+
+
+@pytest.fixture(scope="module")
+def cache_plans(tmp_path_factory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("cache-plans")
+    plans = {}
+    for name, setting in CACHE_SETTINGS.items():
+        plans[name] = folder / f"{name}.yaml"
+        result = runner.invoke(app, [*CACHE_PLAN, *setting, "-o", str(plans[name])])
+        assert result.exit_code == 0, result.output
+    return plans
+
+
+def _assumed_hit_rates(plan: Path) -> dict[str, float]:
+    """Each pool's hit rate as the plan file states it (0 for a pool it gives none, and without the
+    section)."""
+    document = yaml.safe_load(plan.read_text())
+    section = document.get("prefix_caching") or {"pools": {}}
+    return {name: section["pools"].get(name, {}).get("hit_rate", 0.0) for name in document["best"]["pools"]}
+
+
+@pytest.mark.parametrize("setting", list(CACHE_SETTINGS))
+def test_vllm_caches_prefixes_exactly_where_the_plan_charged_hits(cache_plans, setting) -> None:
+    plan = cache_plans[setting]
+    rates = _assumed_hit_rates(plan)
+    assert (max(rates.values()) > 0) == (setting in ("hit-rate:0.3", "auto-random", "auto-affinity"))
+    result = runner.invoke(app, ["export", "--plan", str(plan), "--to", "vllm"])
+    assert result.exit_code == 0, result.output
+    commands = _commands(result.stdout)
+    headers = [line for line in result.stdout.splitlines() if line.startswith("# Prefix caching")]
+    parser = vllm_parser(deploy.DEFAULT_VLLM_VERSION)  # each release: test_every_flag_written_is_one_…
+    assert len(commands) == len(headers) == len(rates) == 2
+    for command, header, (name, rate) in zip(commands, headers, rates.items(), strict=True):
+        parsed = parser.parse_args(command[2:])  # the release's own flags, as its parser declares them
+        # explicit both ways: vLLM caches prefixes by default since 0.8 (V1)
+        assert parsed.enable_prefix_caching is (rate > 0), (name, rate)
+        assert ("--enable-prefix-caching" in command) == (rate > 0)
+        assert ("--no-enable-prefix-caching" in command) == (rate == 0)
+        assert header.startswith("# Prefix caching on" if rate > 0 else "# Prefix caching off")
+        if rate > 0:
+            assert f"charged {rate:.1%} of this pool's prompt tokens as cache hits" in header
+
+
+def test_the_release_parser_refuses_what_vllm_refuses() -> None:
+    parser = vllm_parser("0.33.0")
+    assert parser.parse_args(["m", "--no-enable-prefix-caching"]).enable_prefix_caching is False
+    bad_lines = (["m", "--enable-prefix-caching", "yes"], ["m", "--max-model-len"],
+                 ["m", "--no-max-model-len"], ["m", "--prefix-aware-routing"])  # fmt: skip
+    for bad in bad_lines:
+        with pytest.raises((argparse.ArgumentError, SystemExit)):
+            parser.parse_args(bad)
+
+
+@pytest.mark.parametrize("setting", list(CACHE_SETTINGS))
+def test_the_router_file_names_the_dispatch_the_hit_rates_assumed(cache_plans, setting) -> None:
+    from fleetopt.io.documents import json_schema
+
+    plan = cache_plans[setting]
+    result = runner.invoke(app, ["export", "--plan", str(plan), "--to", "router"])
+    assert result.exit_code == 0, result.output
+    document = yaml.safe_load(result.stdout)
+    config = router_from_document(document, "router.yaml")  # fleetopt's reader: no unknown key
+    assert config.routing == read_plan(plan).fleet.routing
+    jsonschema.Draft202012Validator(json_schema("router")).validate(document)  # fleetopt schema router
+    dispatch = document["dispatch"]
+    plan_document = yaml.safe_load(plan.read_text())
+    if setting == "auto-affinity":
+        assert dispatch["policy"] == "prefix-affinity"
+        assert dispatch["sized_for"] == plan_document["dispatch"] == "least-loaded"
+        assert dispatch["load_bound"] == 1.25  # the bound the cache simulation applied (fleetopt.core.prefix)
+        # the real routers' settings, as their sources name them
+        assert "--routing-logic prefixaware" in dispatch["within_pool"]
+        assert "prefix-cache-scorer" in dispatch["within_pool"]
+        assert "prefix-affinity dispatch within each pool" in result.stderr
+    else:  # cache-oblivious: the plan's own policy, as without caching
+        assert dispatch["policy"] == plan_document["dispatch"] == "least-loaded"
+        assert {"load_bound", "sized_for"}.isdisjoint(dispatch)
+        assert "prefix-affinity" not in result.stderr
+    if setting == "off":
+        assert "prefix_cache" not in dispatch
+        return
+    cache = dispatch["prefix_cache"]
+    assert cache["hit_rates"] == _assumed_hit_rates(plan)
+    assert cache["dispatch"] == {"auto-random": "random", "auto-affinity": "affinity"}.get(setting)
+    assert cache["mode"] == ("auto" if setting.startswith("auto") else "hit-rate")
+    assert cache["block_size_tokens"] == (512 if setting.startswith("auto") else None)
+
+
+def test_a_router_file_with_an_unknown_dispatch_field_is_refused(cache_plans) -> None:
+    result = runner.invoke(app, ["export", "--plan", str(cache_plans["auto-affinity"]), "--to", "router"])
+    document = yaml.safe_load(result.stdout)
+    document["dispatch"]["prefix_cache"]["hit_rate"] = 0.5  # a misspelt field
+    with pytest.raises(ValidationError, match="hit_rate"):
+        router_from_document(document, "router.yaml")
+    document = yaml.safe_load(result.stdout)
+    document["dispatch"]["prefix_cache"]["hit_rates"]["short"] = 1.5
+    with pytest.raises(ValidationError, match="hit_rates"):
+        router_from_document(document, "router.yaml")
+
+
+@pytest.mark.skipif(PROMTOOL is None, reason="promtool (Debian's prometheus package) is not installed")
+def test_the_prefix_cache_alert_fires_below_the_planned_hit_rate_only(cache_plans, tmp_path: Path) -> None:
+    plan = tmp_path / "plan.yaml"
+    shutil.copy(cache_plans["auto-affinity"], plan)
+    rates = _assumed_hit_rates(plan)
+    manifests, _, _ = _monitoring(plan)
+    rule = manifests[1]
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": rule["spec"]["groups"]}))
+    checked = _promtool("check", "rules", "rules.yaml", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+    def cache_series(pod: str, hit_rate: float) -> list[dict]:
+        queried = 600_000  # prompt tokens a minute
+        return [
+            _series("vllm:prefix_cache_queries_total", pod, f"0+{queried}x30"),
+            _series("vllm:prefix_cache_hits_total", pod, f"0+{queried * hit_rate:g}x30"),
+        ]
+
+    # the short pool's caches hit 0.9 × the planned rate, the long pool's 1.02 ×
+    series = cache_series("fleetopt-short-6d4cf56db7-x2x4k", 0.9 * rates["short"])
+    series += cache_series("fleetopt-long-7b9c6f5d48-abcde", 1.02 * rates["long"])
+    name = "FleetoptPrefixCacheHitsBelowPlan"
+    expected = [
+        {
+            "exp_labels": {"severity": "warning", "fleetopt_pool": "short"},
+            "exp_annotations": {"summary": _summary(rule, "fleetopt-short", name)},
+        }
+    ]
+    tests = {
+        "rule_files": ["rules.yaml"],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": series,
+                "alert_rule_test": [{"eval_time": "20m", "alertname": name, "exp_alerts": expected}],
+            }
+        ],
+    }
+    (tmp_path / "tests.yaml").write_text(yaml.safe_dump(tests))
+    tested = _promtool("test", "rules", "tests.yaml", cwd=tmp_path)
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+    assert f"the {rates['short']:.1%} the plan charged as cached" in expected[0]["exp_annotations"]["summary"]
+    # the dashboard draws each pool's observed share against the planned one
+    _, board, _ = _monitoring(plan)
+    drawn = [p for p in board["panels"] if p["title"].startswith("prefix-cache hits")]
+    assert [t["expr"] for p in drawn for t in p["targets"]][1::2] == [
+        f"vector({rates[name]:.6g})" for name in ("short", "long")
+    ]
+    # without prefix caching in the plan there is no such alert
+    off = tmp_path / "off.yaml"
+    shutil.copy(cache_plans["off"], off)
+    manifests, _, _ = _monitoring(off)
+    assert name not in {r["alert"] for g in manifests[1]["spec"]["groups"] for r in g["rules"]}
+
+
+def test_a_hit_rate_for_a_pool_the_fleet_lacks_changes_no_pool(cache_plans) -> None:
+    """A hand-edited ``prefix_caching`` section: only the fleet's own pools are read from it."""
+    document = yaml.safe_load(cache_plans["auto-affinity"].read_text())
+    pools = document["prefix_caching"]["pools"]
+    pools["ghost"] = pools.pop("long")
+    run = export_plan(plan_file_from_document(document, "plan edited.yaml"), ["vllm", "router"])
+    parser = vllm_parser("0.33.0")
+    short, long = (parser.parse_args(_commands(run.files[f"vllm-{n}.sh"])[0][2:]) for n in ("short", "long"))
+    assert short.enable_prefix_caching is True and long.enable_prefix_caching is False
+    router = yaml.safe_load(run.files["router.yaml"])
+    assert router["dispatch"]["prefix_cache"]["hit_rates"] == {"short": pools["short"]["hit_rate"]}

@@ -29,6 +29,7 @@ from fleetopt.io.deploy import (
     WITHOUT_MAX_TOKENS,
     EngineSettings,
 )
+from fleetopt.io.documents.prefix import PrefixCachingDocument
 from fleetopt.io.plans import PlanSchedule
 
 
@@ -110,6 +111,12 @@ class DeployPool:
     iteration_s: float | None = None
     tpot_limit_s: float | None = None
     spare_instances: int = 0
+    prefix_cache_hit_rate: float | None = None  # the share of prompt tokens the plan assumed cached
+
+    @property
+    def prefix_caching(self) -> bool:
+        """Whether vLLM caches this pool's prefixes: exactly when the plan charged it a hit rate > 0."""
+        return bool(self.prefix_cache_hit_rate)
 
 
 @dataclass(frozen=True)
@@ -175,6 +182,7 @@ class ExportContext:
     schedule: PlanSchedule | None = None
     notes: tuple[str, ...] = field(default=())
     dispatch: str | None = None  # the plan's stated dispatch policy (the router file says it)
+    prefix_caching: PrefixCachingDocument | None = None  # the plan's prefix_caching section
 
 
 # ------------------------------------------------------------------------------------------ vLLM
@@ -210,6 +218,17 @@ def histogram_buckets(context: ExportContext, pool: DeployPool) -> dict[str, lis
     return {"request_tokens": [float(t) for t in tokens], "time_to_first_token": ttft}
 
 
+#: vLLM's prefix-caching switch, on and off. ``--enable-prefix-caching`` is an
+#: ``argparse.BooleanOptionalAction`` (``--no-enable-prefix-caching`` turns it off) in every release
+#: export writes for — vllm/engine/arg_utils.py of 0.11.0 (f71952c1c) and 0.30.0–0.33.0 (ced6857af …
+#: 4ba787ec9), ``negated_flags`` in tests/data/vllm-flags — and already in 0.7.3. Since 0.8.0 vLLM
+#: caches prefixes unless told not to: V1 became the default engine (vllm#13726) and 0.8.0's
+#: ``EngineArgs._set_default_args_v1`` says "V1 enables prefix caching by default" (0.30–0.33: on
+#: whenever ``ModelConfig.is_prefix_caching_supported``). So both values are written explicitly: a
+#: plan that charged every prompt token turns it off (docs/deploy.md, "Prefix caching").
+PREFIX_CACHING_FLAGS = {True: "--enable-prefix-caching", False: "--no-enable-prefix-caching"}
+
+
 def vllm_arguments(context: ExportContext, pool: DeployPool, options: ExportOptions) -> list[str]:
     """``vllm serve`` arguments of one pool: the model, then each planned setting as its flag."""
     engine = pool.engine
@@ -220,6 +239,7 @@ def vllm_arguments(context: ExportContext, pool: DeployPool, options: ExportOpti
         "--max-num-seqs", str(pool.slots_per_instance),
         "--max-num-batched-tokens", str(max_num_batched_tokens(pool)),
         "--block-size", str(engine.block_size),
+        PREFIX_CACHING_FLAGS[pool.prefix_caching],
     ]  # fmt: skip
     if engine.gpu_memory_utilization is not None:
         args += ["--gpu-memory-utilization", f"{engine.gpu_memory_utilization:g}"]
@@ -235,6 +255,25 @@ def vllm_arguments(context: ExportContext, pool: DeployPool, options: ExportOpti
     if options.release.shutdown_timeout:
         args += ["--shutdown-timeout", str(drain_seconds(pool, options))]
     return args
+
+
+def prefix_caching_comment(context: ExportContext, pool: DeployPool) -> str:
+    """Why the pool's vLLM caches prefixes or not, in words (the script's header says it)."""
+    caching = context.prefix_caching
+    if caching is None:
+        return "Prefix caching off (vLLM's default is on): the plan charged every prompt token."
+    if not pool.prefix_caching:
+        return "Prefix caching off: the plan charged this pool every prompt token (a hit rate of 0)."
+    if caching.mode == "hit-rate":
+        source = "given, --prefix-caching hit-rate"
+    else:
+        source = f"simulated from the log's block hashes, {caching.dispatch} dispatch"
+        if caching.dispatch == "affinity":
+            source += ": route with prefix affinity, router.yaml"
+    return (
+        f"Prefix caching on: the plan charged {pool.prefix_cache_hit_rate:.1%} of this pool's prompt "
+        f"tokens as cache hits ({source})."
+    )
 
 
 def long_context(pool: DeployPool) -> bool:
@@ -331,6 +370,13 @@ def _metrics_comment(context: ExportContext, pool: DeployPool, options: ExportOp
             f'between its buckets le="{prometheus_le(below)}" and '
             f'le="{"+Inf" if math.isinf(edge) else prometheus_le(edge)}" (vllm:time_to_first_token_seconds).',
         ]
+    if pool.prefix_caching:
+        lines += [
+            f"and the share of prompt tokens found in the prefix cache (the plan charged "
+            f"{pool.prefix_cache_hit_rate:.1%})",
+            f"  sum(rate(vllm:prefix_cache_hits_total{{{selector}}}[5m]))"
+            f" / sum(rate(vllm:prefix_cache_queries_total{{{selector}}}[5m]))",
+        ]
     return lines
 
 
@@ -343,6 +389,7 @@ def vllm_script(context: ExportContext, pool: DeployPool, options: ExportOptions
         f"{pool.instances:,} instances × {pool.gpus_per_instance} GPUs ({pool.gpu}); run this on each.",
         f"Serving profile {pool.serving_profile}.",
         f"It serves {_served_by(context, index)} (router.yaml).",
+        prefix_caching_comment(context, pool),
         f"Flags of vLLM {options.release.series} (--vllm-version; checked against its "
         "vllm/engine/arg_utils.py, docs/deploy.md).",
         f"At start-up vLLM logs 'Maximum concurrency for {pool.context_tokens:,} tokens per request: Nx':",
@@ -412,9 +459,15 @@ def router_document(context: ExportContext, options: ExportOptions) -> dict[str,
         "longer_than_every_pool": "reject",
     }
     if context.dispatch is not None:
+        from fleetopt.core.prefix import DEFAULT_LOAD_BOUND
         from fleetopt.render.words import dispatch_router_setting
 
-        document["dispatch"] = dispatch_router_setting(context.dispatch)
+        hit_rates = {
+            p.name: p.prefix_cache_hit_rate for p in context.pools if p.prefix_cache_hit_rate is not None
+        }
+        document["dispatch"] = dispatch_router_setting(
+            context.dispatch, context.prefix_caching, hit_rates, DEFAULT_LOAD_BOUND
+        )
     band_top = routing.band_top_tokens
     if routing.compresses:
         first = routing.boundaries_tokens[0]
@@ -441,7 +494,8 @@ _ROUTER_HEADER = """\
 #      above_budget_tokens - max_tokens tokens and send it to `pool`;
 #   3. otherwise the first pool (in order) with L <= max_budget_tokens;
 #   4. longer than every pool: reject (no instance can hold it);
-#   5. within the pool, the instance `dispatch.policy` picks (what the plan was sized for).
+#   5. within the pool, the instance `dispatch.policy` picks (what the plan was sized for;
+#      prefix-affinity: what its prefix-cache hit rates assumed).
 # Each pool's max_budget_tokens is its vLLM --max-model-len, so every routed request fits.
 """
 

@@ -53,6 +53,8 @@ def export_context(
 
     dirs = profile_search_path(profiles_dir)
     pools_doc = plan_file.document["best"]["pools"]
+    caching = None if plan_file.plan_document is None else plan_file.plan_document.prefix_caching
+    cached = {} if caching is None else caching.pools
     settings: dict[str, Any] = {}
     pools = []
     for pool in plan_file.fleet.pools:
@@ -85,6 +87,7 @@ def export_context(
                 iteration_s=number("iteration_s"),
                 tpot_limit_s=number("tpot_limit_s"),
                 spare_instances=int(number("spare_instances") or 0),
+                prefix_cache_hit_rate=cached[pool.name].hit_rate if pool.name in cached else None,
             )
         )
     return ExportContext(
@@ -95,6 +98,7 @@ def export_context(
         workload_sha256=plan_file.summary.digest,
         schedule=plan_file.schedule,
         dispatch=None if plan_file.plan_document is None else plan_file.plan_document.dispatch,
+        prefix_caching=caching,
     )
 
 
@@ -229,6 +233,17 @@ def export_plan(
             f"p_c = {context.routing.compressibility:g}), which only --to litellm deploys: behind any "
             "other gateway its band requests reach a pool sized without them (re-plan with "
             "--compressibility 0 for a fleet that needs no compression)"
+        )
+    caching = context.prefix_caching if context is not None else None
+    if caching is not None and caching.dispatch == "affinity":
+        from fleetopt.render.words import PREFIX_AFFINITY_ROUTERS
+
+        notes.append(
+            f"the prefix-cache hit rates of {label} assume prefix-affinity dispatch within each pool "
+            f"(--prefix-dispatch affinity): route each pool's requests to its instances with a "
+            f"prefix-aware router ({PREFIX_AFFINITY_ROUTERS}; router.yaml's dispatch). A Kubernetes "
+            "Service or a cache-oblivious balancer hits less (plan with --prefix-dispatch random for "
+            "that fleet)"
         )
     return ExportRun(files=files, notes=notes)
 

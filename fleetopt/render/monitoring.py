@@ -65,6 +65,9 @@ def pool_expressions(context: ExportContext, pool: DeployPool, options: ExportOp
         "preemption_rate": _rate("vllm:num_preemptions_total", sel),
         "preemptions_per_request": f"({_rate('vllm:num_preemptions_total', sel)} / "
         f"{_rate('vllm:request_success_total', sel)})",
+        # cached prompt tokens over queried prompt tokens (vLLM V1's counters, vllm/v1/metrics/loggers.py)
+        "prefix_cache_hit_rate": f"({_rate('vllm:prefix_cache_hits_total', sel)} / "
+        f"{_rate('vllm:prefix_cache_queries_total', sel)})",
     }
 
 
@@ -122,6 +125,19 @@ def pool_alerts(context: ExportContext, pool: DeployPool, options: ExportOptions
             pool,
         )
     )
+    if pool.prefix_caching:
+        rate = pool.prefix_cache_hit_rate
+        rules.append(
+            _alert(
+                "FleetoptPrefixCacheHitsBelowPlan",
+                f"{e['prefix_cache_hit_rate']} < {rate:.6g}",
+                f"{pool.name} pool: fewer prompt tokens are prefix-cache hits than the {rate:.1%} the plan "
+                "charged as cached, so prefills cost more than planned: check the router's prefix "
+                "affinity (router.yaml dispatch), or re-plan with --prefix-caching hit-rate:F at the "
+                "observed rate",
+                pool,
+            )
+        )
     if pool.arrival_rate_per_s is not None and pool.instances > 0:
         rules.append(
             _alert(
@@ -233,6 +249,14 @@ def dashboard(context: ExportContext, options: ExportOptions, max_utilization: f
                    "s", 16, y + 8),
         ]  # fmt: skip
         y += 16
+        if pool.prefix_caching:
+            planned_hits = f"vector({pool.prefix_cache_hit_rate:.6g})"
+            panels.append(
+                _panel("prefix-cache hits (share of prompt tokens)",
+                       [("observed", e["prefix_cache_hit_rate"]), ("planned", planned_hits)],
+                       "percentunit", 0, y)
+            )  # fmt: skip
+            y += 8
     return {
         "title": f"fleetopt plan {context.plan_label}",
         "uid": f"{options.name_prefix}-plan",

@@ -57,9 +57,44 @@ DISPATCH_ROUTER_SETTINGS = {
 }
 
 
-def dispatch_router_setting(policy: str) -> dict[str, str]:
-    """The router file's ``dispatch``: the policy the plan states and what it is in real routers."""
-    return {"policy": policy, "within_pool": DISPATCH_ROUTER_SETTINGS.get(policy, policy)}
+#: Prefix-affinity dispatch in the routers users run (vllm-project/production-stack
+#: src/vllm_router/routers/routing_logic.py ``PrefixAwareRouter``, ``--routing-logic`` of its
+#: parsers/parser.py; llm-d's inference scheduler: the ``prefix-cache-scorer`` and
+#: ``precise-prefix-cache-scorer`` plugins).
+PREFIX_AFFINITY_ROUTERS = (
+    "vLLM production-stack router: --routing-logic prefixaware, which has no load bound; llm-d: "
+    "prefix-cache-scorer or precise-prefix-cache-scorer, weighted with a load scorer such as queue-scorer"
+)
+
+
+def dispatch_router_setting(
+    policy: str, caching: Any = None, hit_rates: Mapping[str, float] | None = None, load_bound: float = 1.0
+) -> dict[str, Any]:
+    """The router file's ``dispatch``: the policy the plan states and what it is in real routers.
+    ``caching`` (the plan's :class:`~fleetopt.io.documents.prefix.PrefixCachingDocument`) with
+    ``hit_rates``, the rate it charged each pool: stated, and with its ``affinity`` dispatch the
+    policy is ``prefix-affinity`` with ``load_bound``, the bound the cache simulation applied."""
+    setting: dict[str, Any] = {"policy": policy, "within_pool": DISPATCH_ROUTER_SETTINGS.get(policy, policy)}
+    if caching is None:
+        return setting
+    if caching.dispatch == "affinity":
+        setting = {
+            "policy": "prefix-affinity",
+            "within_pool": (
+                "the instance holding the longest cached prefix of the prompt, among those that have taken "
+                f"at most {load_bound:g} × their even share of the pool's requests; ties (a prompt cached "
+                f"nowhere too) to the one that has taken the fewest ({PREFIX_AFFINITY_ROUTERS})"
+            ),
+            "load_bound": load_bound,
+            "sized_for": policy,
+        }
+    setting["prefix_cache"] = {
+        "mode": caching.mode,
+        "dispatch": caching.dispatch,
+        "block_size_tokens": caching.block_size_tokens,
+        "hit_rates": dict(hit_rates or {}),
+    }
+    return setting
 
 
 __all__ = ["basis_sentence", "dispatch_router_setting", "duration_words"]

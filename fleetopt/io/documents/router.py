@@ -96,17 +96,46 @@ class CompressAndRoute(Document):
 
 
 @document
+class RouterPrefixCache(Document):
+    """The prefix-cache hit rates the plan charged (plans made with ``--prefix-caching auto`` or
+    ``hit-rate:F``; the plan's ``prefix_caching`` section): each pool's vLLM runs with
+    ``--enable-prefix-caching`` where its rate is above 0.
+
+    Attributes:
+        mode: ``auto`` (simulated from the log's block hashes) or ``hit-rate`` (given).
+        dispatch: the dispatch the simulated caches assumed, ``affinity`` or ``random`` (null when given).
+        block_size_tokens: tokens per hashed block of the log (null when given).
+        hit_rates: each pool's assumed share of prompt tokens found in its cache, by pool name
+            (vLLM's ``vllm:prefix_cache_hits_total`` over ``vllm:prefix_cache_queries_total``).
+    """
+
+    mode: Literal["auto", "hit-rate"]
+    dispatch: Literal["random", "affinity"] | None
+    block_size_tokens: int | None = field(minimum=1)
+    hit_rates: dict[str, float] = field(minimum=0, maximum=1)
+
+
+@document
 class RouterDispatch(Document):
     """How a pool's router picks one of its instances: the policy the plan was sized (and refined) for.
 
     Attributes:
         policy: the plan's ``dispatch`` (``least-loaded``, ``round-robin``, ``least-waiting``,
-            ``least-kv``, ``least-tokens``, ``random`` or ``pooled``).
+            ``least-kv``, ``least-tokens``, ``random`` or ``pooled``), or ``prefix-affinity`` when
+            the plan's cache hit rates assumed it (``--prefix-dispatch affinity``).
         within_pool: what that is, and its setting in the routers that have it, in words.
+        load_bound: with ``prefix-affinity``: b, an instance takes at most b × its even share of
+            the pool's requests.
+        sized_for: with ``prefix-affinity``: the plan's ``dispatch``, what its queues were sized
+            (and refined) for.
+        prefix_cache: the hit rates the plan charged (absent in plans without prefix caching).
     """
 
     policy: str = field(non_empty=True)
     within_pool: str
+    load_bound: float | None = field(default=None, omit_if_none=True, minimum=1)
+    sized_for: str | None = field(default=None, omit_if_none=True)
+    prefix_cache: RouterPrefixCache | None = field(default=None, omit_if_none=True)
 
 
 @document
