@@ -313,10 +313,9 @@ class ResolvedLog:
     ``input_sql``/``output_sql``: prompt and generated tokens (as written: validity is checked by
     the query); ``time_sql``: the arrival on the log's clock in whole µs (None without a time
     column); ``utc``: that clock is UTC; ``where_sql``: the preset's row filter; ``names``: the
-    input, output and time columns for messages. ``cached_sql``: the cached prompt tokens a row
-    reports, as a number (NULL where it reports none or a value that is not a number),
-    ``cached_present_sql`` whether it reports them, ``cached_name`` the field(s) for messages; all
-    None for a log without the field.
+    input, output and time columns for messages. ``cached``: the fields a row may report its
+    cached prompt tokens in (:class:`CachedSQL`, the first a row reports is used; empty for a log
+    without them), combined by the ``cached_*`` properties.
     """
 
     source: LogSource
@@ -327,10 +326,56 @@ class ResolvedLog:
     where_sql: str | None
     names: tuple[str, str, str | None]
     integer_tokens: bool = False
-    cached_sql: str | None = None
-    cached_present_sql: str | None = None
-    cached_name: str | None = None
-    cached_text_sql: str | None = None
+    cached: tuple[CachedSQL, ...] = ()
+
+    def _first(self, part: str) -> str | None:
+        """SQL of ``part`` of the first field a row reports (None without cached fields)."""
+        if not self.cached:
+            return None
+        if len(self.cached) == 1:
+            return getattr(self.cached[0], part)
+        whens = " ".join(f"WHEN {f.present} THEN {getattr(f, part)}" for f in self.cached)
+        return f"CASE {whens} END"
+
+    @property
+    def cached_sql(self) -> str | None:
+        """The cached prompt tokens a row reports, as a number (NULL where it reports none or a
+        value that is not a number); None for a log without the field."""
+        return self._first("value")
+
+    @property
+    def cached_present_sql(self) -> str | None:
+        """Whether a row reports its cached prompt tokens."""
+        return "(" + " OR ".join(f.present for f in self.cached) + ")" if self.cached else None
+
+    @property
+    def cached_text_sql(self) -> str | None:
+        """The value a row reports as written (messages)."""
+        return self._first("text")
+
+    @property
+    def cached_field_sql(self) -> str | None:
+        """The name of the field a row reports its cached tokens in (messages)."""
+        if not self.cached:
+            return None
+        return "CASE " + " ".join(f"WHEN {f.present} THEN {sql_string(f.name)}" for f in self.cached) + " END"
+
+    @property
+    def cached_name(self) -> str | None:
+        """The fields read, for messages (``a or b``)."""
+        return " or ".join(f.name for f in self.cached) or None
+
+
+@dataclass(frozen=True)
+class CachedSQL:
+    """One field a row may report its cached prompt tokens in: SQL of its ``value`` (a number, NULL
+    for one that is not), whether the row has it (``present``) and it as written (``text``), and
+    its ``name`` for messages."""
+
+    value: str
+    present: str
+    name: str
+    text: str
 
 
 def describe(connection, source: LogSource) -> list[tuple[str, str]]:
@@ -518,7 +563,7 @@ def resolve_log(
         filters = [condition for column, condition in preset.filters if column in header]
         if preset.name == "otel" and input_column is None and output_column is None:  # spans without usage
             filters.append(f"({input_expr}) IS NOT NULL OR ({output_expr}) IS NOT NULL")
-    cached = None
+    cached: tuple[CachedSQL, ...] = ()
     if input_column is None:  # a prompt column named by hand may not include the preset's cache
         fields = preset.cached_fields if preset is not None else default_cached
         cached = cached_sql(fields, types)
@@ -541,10 +586,7 @@ def resolve_log(
             _base_type(types.get(c, "")) in _INTEGER_TYPES
             for c in _token_columns(header, input_expr, output_expr)
         ),
-        cached_sql=None if cached is None else cached[0],
-        cached_present_sql=None if cached is None else cached[1],
-        cached_name=None if cached is None else cached[2],
-        cached_text_sql=None if cached is None else cached[3],
+        cached=cached,
     )
 
 
@@ -561,13 +603,11 @@ def _json_document_sql(quoted: str, kind: str) -> str | None:
     return None
 
 
-def cached_sql(fields: tuple[CachedField, ...], types: dict[str, str]) -> tuple[str, str, str, str] | None:
-    """(value, present, name, text) SQL of the cached prompt tokens a row reports, from the
-    ``fields`` the log has (``types``: its columns and DuckDB types; names matched
-    case-insensitively): the value of the first field a row reports, as a number (NULL for a value
-    that is not one), and as written (messages); None when the log has none of the fields."""
+def cached_sql(fields: tuple[CachedField, ...], types: dict[str, str]) -> tuple[CachedSQL, ...]:
+    """The SQL of each of ``fields`` the log has (``types``: its columns and DuckDB types; names
+    matched case-insensitively; a path needs a column that can hold JSON)."""
     by_lower = {name.lower(): name for name in types}
-    values, presents, names, texts = [], [], [], []
+    found = []
     for field in fields:
         column = by_lower.get(field.column.lower())
         if column is None:
@@ -593,19 +633,8 @@ def cached_sql(fields: tuple[CachedField, ...], types: dict[str, str]) -> tuple[
                 f"THEN TRY_CAST(json_extract_string({raw}, '$') AS DOUBLE) END"
             )
             text = f"CAST({raw} AS VARCHAR)"
-        values.append(value)
-        texts.append(text)
-        presents.append(present)
-        names.append(".".join((column, *field.path)))
-    if not values:
-        return None
-    if len(values) == 1:
-        return values[0], presents[0], names[0], texts[0]
-
-    def first(parts: list[str]) -> str:
-        return "CASE " + " ".join(f"WHEN {p} THEN {v}" for p, v in zip(presents, parts, strict=True)) + " END"
-
-    return first(values), "(" + " OR ".join(presents) + ")", " or ".join(names), first(texts)
+        found.append(CachedSQL(value, present, ".".join((column, *field.path)), text))
+    return tuple(found)
 
 
 def _token_columns(header: list[str], *expressions: str) -> list[str]:
@@ -1127,9 +1156,9 @@ def first_invalid_row(log: ResolvedLog) -> str:
     with_cached = log.cached_sql is not None
     cached = (
         f", {log.cached_sql} AS cached_raw, {log.cached_present_sql} AS cached_present, "
-        f"{log.cached_text_sql} AS cached_text"
+        f"{log.cached_text_sql} AS cached_text, {log.cached_field_sql} AS cached_field"
         if with_cached
-        else ", NULL AS cached_raw, false AS cached_present, NULL AS cached_text"
+        else ", NULL AS cached_raw, false AS cached_present, NULL AS cached_text, NULL AS cached_field"
     )
     valid = valid_sql(log.time_sql is not None)
     if with_cached:
@@ -1137,7 +1166,7 @@ def first_invalid_row(log: ResolvedLog) -> str:
     numbered = f"(SELECT *, row_number() OVER () AS fleetopt_row FROM {relation}) AS numbered_rows"
     query = (
         "SELECT row_number, input_raw, output_raw, arrival_us, input_text, output_text, time_text, "
-        "cached_raw, cached_present, cached_text FROM ("
+        "cached_raw, cached_present, cached_text, cached_field FROM ("
         f"SELECT fleetopt_row AS row_number, {log.input_sql} AS input_raw, {log.output_sql} AS output_raw, "
         f"{time_expr} AS arrival_us, CAST({sql_identifier(names[0])} AS VARCHAR) AS input_text, "
         f"CAST({sql_identifier(names[1])} AS VARCHAR) AS output_text, "
@@ -1165,11 +1194,11 @@ def first_invalid_row(log: ResolvedLog) -> str:
             f"{where_row}: {names[2]} = {shown} is neither a number nor a date-time like "
             "2023-11-16 18:15:46.680590"
         )
-    cached_value, cached_present, cached_text = cached_row
+    cached_value, cached_present, cached_text, cached_field = cached_row
     if cached_present:
         problem = cached_problem(cached_value, cached_text, int(input_value))
         if problem:
-            return f"{where_row}: {log.cached_name} = {problem}"
+            return f"{where_row}: {cached_field} = {problem}"
     return f"{where_row}: not a valid request"
 
 

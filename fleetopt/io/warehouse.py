@@ -16,6 +16,7 @@ from fleetopt.core.workload import MICROSECONDS_PER_S
 from fleetopt.errors import ValidationError
 from fleetopt.io.log_formats import CachedField, LogFormat
 from fleetopt.io.logs import (
+    CachedSQL,
     LogSource,
     ResolvedLog,
     integer_time_sql,
@@ -126,7 +127,7 @@ def warehouse_sql(
     else:
         fields = preset.cached_fields if preset is not None and not input_column else ()
     cached = _cached_sql(fields)
-    if cached is not None and preset is not None and not input_column and preset.input_addends:
+    if cached and preset is not None and not input_column and preset.input_addends:
         input_sql = " + ".join(
             [f"({input_sql})"] + [f"COALESCE({sql_identifier(a)}, 0)" for a in preset.input_addends]
         )
@@ -138,34 +139,33 @@ def warehouse_sql(
         utc=utc,
         where_sql=" AND ".join(f"({f})" for f in filters) or None,
         names=(inputs[0], outputs[0], time_name),
-        cached_sql=None if cached is None else cached[0],
-        cached_present_sql=None if cached is None else cached[1],
+        cached=cached,
     )
     duckdb_sql = summary_sql(
         rows_sql(log, table_reference(table)),
         window_us if time_expr else None,
         table,
         utc,
-        cached is not None,
+        bool(cached),
     )
     return transpile(duckdb_sql, dialect)
 
 
-def _cached_sql(fields: tuple[CachedField, ...]) -> tuple[str, str] | None:
-    """(value, present) SQL of the cached prompt tokens of a warehouse row: the first of ``fields``
+def _cached_sql(fields: tuple[CachedField, ...]) -> tuple[CachedSQL, ...]:
+    """The SQL of the cached prompt tokens of a warehouse row, as a number: the first of ``fields``
     that is not NULL (a path inside a JSON column is read as text: ``json_text``, written per
-    dialect by :func:`transpile`), as a number."""
+    dialect by :func:`transpile`); a row reports them where that is not NULL."""
     if not fields:
-        return None
+        return ()
     values = []
     for field in fields:
+        value = sql_identifier(field.column)
         if field.path:
-            path = sql_string(".".join(field.path))
-            values.append(f"TRY_CAST(json_text({sql_identifier(field.column)}, {path}) AS DOUBLE)")
-        else:
-            values.append(sql_identifier(field.column))
+            value = f"TRY_CAST(json_text({value}, {sql_string('.'.join(field.path))}) AS DOUBLE)"
+        values.append(value)
     value = values[0] if len(values) == 1 else "COALESCE(" + ", ".join(values) + ")"
-    return value, f"(({value}) IS NOT NULL)"
+    name = " or ".join(field.name for field in fields)
+    return (CachedSQL(value, f"(({value}) IS NOT NULL)", name, value),)
 
 
 def _number_time_sql(quoted: str, unit_s: float) -> str:

@@ -141,6 +141,10 @@ def draw_workload(console: Console, data: Mapping[str, Any]) -> None:
         console.print(
             f"α = F(B) = {archetype['alpha']:.4f} → archetype {archetype['archetype']} ({archetype['rule']})"
         )
+    if data.get("reported_cache"):
+        from fleetopt.render.prefix import draw_reported_cache
+
+        draw_reported_cache(console, data["reported_cache"])
     if data.get("prefix_cache"):
         from fleetopt.render.prefix import draw_cache_report
 
