@@ -152,6 +152,17 @@ def test_rows_that_do_not_report_warn_and_count_as_zero_cached(tmp_path: Path) -
     assert table.read_text().splitlines()[1:3] == ["tokens,80,5,,,1,,,", "tokens,120,10,,,1,,,50"]
 
 
+def test_summarize_says_what_the_log_reports(tmp_path: Path) -> None:
+    args = ["workload", "summarize", str(SAMPLES / "helicone.csv"), "--log-format", "helicone"]
+    result = runner.invoke(app, [*args, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["reported_cache_hit_rate"] == CACHED_SUM / PROMPT_SUM and report["reporting_requests"] == 12
+    assert report["distinct_pairs"] == 12
+    table = runner.invoke(app, args).stdout
+    assert "cached prompt tokens the log reports: 31.6% of prompt tokens (12 requests report them)" in table
+
+
 def test_a_log_whose_field_is_never_filled_has_no_evidence(tmp_path: Path) -> None:
     path = tmp_path / "log.csv"
     path.write_text("input_tokens,output_tokens,cached_tokens\n120,10,\n200,5,\n")
