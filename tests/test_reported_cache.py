@@ -168,6 +168,18 @@ def test_a_log_whose_field_is_never_filled_has_no_evidence(tmp_path: Path) -> No
     path.write_text("input_tokens,output_tokens,cached_tokens\n120,10,\n200,5,\n")
     assert "reported_cache" not in load_workload(str(path)).metadata
     assert summarize_source(str(path), 1_000_000).cached_tokens is None
+    # nor does the warehouse query's table of it (a column of NULLs)
+    from fleetopt.api import workload_summary_sql
+    from fleetopt.io.summaries import summary_from_table
+
+    connection = duckdb.connect()
+    connection.execute(f"CREATE TABLE requests AS SELECT * FROM read_csv('{path}')")
+    sql = workload_summary_sql(
+        dialect="duckdb", log_format=None, table="requests", input_column="input_tokens",
+        output_column="output_tokens", no_time=True, cached_column="cached_tokens",
+    )  # fmt: skip
+    table = connection.execute(sql).fetchnumpy()
+    assert "cached_tokens" in table and summary_from_table(table, "requests").cached_tokens is None
 
 
 # -- summaries: exact and mergeable ---------------------------------------------------------------

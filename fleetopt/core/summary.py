@@ -205,8 +205,11 @@ def make_summary(
 ) -> LogSummary:
     """A summary in canonical form: histogram rows sorted by (input, output[, cached]) and window
     rows by start, equal keys added together (so a summary read back, merged or re-summarized
-    compares equal to the same data summarized at once)."""
+    compares equal to the same data summarized at once); a cached column no row reports is
+    dropped (the summary of a log without the field)."""
     keys = (np.asarray(input_tokens, dtype=np.int64), np.asarray(output_tokens, dtype=np.int64))
+    if cached_tokens is not None and not (np.asarray(cached_tokens) != NOT_REPORTED).any():
+        cached_tokens = None
     if cached_tokens is not None:
         keys += (np.asarray(cached_tokens, dtype=np.int64),)
     sorted_keys, summed = _sum_by_key(keys, np.asarray(counts, dtype=np.int64))

@@ -757,6 +757,9 @@ def summary_sql(rows: str, window_us: int | None, source: str, utc: bool, cached
         if timed
         else "CAST(NULL AS BIGINT)"
     )
+    # without times there is no window grouping set: window_start_us may not be named outside it
+    window_start = f"WHEN {grouped_window} THEN window_start_us " if timed else ""
+    window_end = f"WHEN {grouped_window} THEN window_start_us + {window_us} " if timed else ""
     token_keys = "input_tokens, output_tokens" + (", cached_tokens" if cached else "")
     sets = f"({token_keys}), " + ("(window_start_us), " if timed else "") + "()"
     cached_in = ", CASE WHEN cached_present THEN cached_raw END AS cached_tokens" if cached else ""
@@ -767,9 +770,8 @@ def summary_sql(rows: str, window_us: int | None, source: str, utc: bool, cached
         f"{windowing} AS window_start_us FROM fleetopt_rows) "
         "SELECT CASE WHEN GROUPING(input_tokens) = 0 THEN 'tokens' "
         f"WHEN {grouped_window} THEN 'window' ELSE 'log' END AS record, input_tokens, output_tokens, "
-        f"CASE WHEN {grouped_window} THEN window_start_us WHEN {is_log} THEN MIN(arrival_us) END "
-        f"AS start_us, CASE WHEN {grouped_window} THEN window_start_us + {window_us or 0} "
-        f"WHEN {is_log} THEN MAX(arrival_us) END AS end_us, COUNT(*) AS n, "
+        f"CASE {window_start}WHEN {is_log} THEN MIN(arrival_us) END "
+        f"AS start_us, CASE {window_end}WHEN {is_log} THEN MAX(arrival_us) END AS end_us, COUNT(*) AS n, "
         f"CASE WHEN {is_log} THEN {sql_string(source)} END AS source, "
         f"CASE WHEN {is_log} THEN {clock} END AS clock{cached_out} FROM fleetopt_windowed "
         f"GROUP BY GROUPING SETS ({sets})"
