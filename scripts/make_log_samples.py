@@ -3,7 +3,9 @@
 Every sample holds the same twelve requests (:data:`REQUESTS`: prompt tokens, generated tokens,
 arrival in ms after the first), laid out as that gateway or engine writes them (field names from
 the sources cited in fleetopt/io/log_formats.py), plus rows the preset must skip (failed requests,
-non-generation observations, spans without token usage). Made by this project: no third-party data.
+non-generation observations, spans without token usage). The samples of presets whose format
+reports cached prompt tokens report :data:`CACHED` (each under the names its project uses).
+Made by this project: no third-party data.
 
 Usage: python scripts/make_log_samples.py [FOLDER]   (default: tests/data/logs)
 """
@@ -18,6 +20,10 @@ from pathlib import Path
 
 #: (input tokens, output tokens, ms after the first arrival) of the twelve sample requests.
 REQUESTS = [(100 + 37 * k, 10 + 5 * k, 1000 * k + 250 * k * k) for k in range(12)]
+#: The cached prompt tokens of the twelve requests (part of their prompts), where a format has them.
+CACHED = [64 * (k % 4) for k in range(12)]
+#: Tokens written to the cache (Anthropic's cache_creation_input_tokens) where Helicone reports them.
+CACHE_WRITTEN = [32 if k % 4 == 0 else 0 for k in range(12)]
 #: The wall-clock time of the first arrival in the samples with absolute clocks.
 ORIGIN = datetime(2024, 5, 10, 12, 0, 0, tzinfo=timezone.utc)
 ORIGIN_S = int(ORIGIN.timestamp())
@@ -72,15 +78,27 @@ def write_all(folder: Path) -> None:
                 "endTime",
                 "model",
                 "status",
+                "metadata",
             ]
         )
-        rows = [(i, o, ms, "success") for i, o, ms in REQUESTS] + [
-            (0, 0, 500, "failure"),
-            (0, 0, 7000, "failure"),
+        rows = [(i, o, ms, "success", c) for (i, o, ms), c in zip(REQUESTS, CACHED, strict=True)] + [
+            (0, 0, 500, "failure", None),
+            (0, 0, 7000, "failure", None),
         ]
-        for k, (i, o, ms, status) in enumerate(sorted(rows, key=lambda r: r[2])):
+        for k, (i, o, ms, status, c) in enumerate(sorted(rows, key=lambda r: r[2])):
             start = _at(ms).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
             end = _at(ms + 900).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+            details = {"prompt_tokens_details": {"cached_tokens": c}}
+            # spend_tracking_utils: the usage under usage_object, its other keys under
+            # additional_usage_values (an older proxy writes only the latter)
+            metadata = (
+                {}
+                if c is None
+                else {"usage_object": {"prompt_tokens": i, "completion_tokens": o, **details},
+                      "additional_usage_values": details}
+                if k % 2 == 0
+                else {"additional_usage_values": details}
+            )  # fmt: skip
             writer.writerow(
                 [
                     f"req-{k}",
@@ -94,12 +112,15 @@ def write_all(folder: Path) -> None:
                     end,
                     "llama-3.1-70b",
                     status,
+                    json.dumps(metadata),
                 ]
             )
 
     with open(folder / "litellm-payload.jsonl", "w") as stream:  # StandardLoggingPayload, one per line
-        rows = [(i, o, ms, "success") for i, o, ms in REQUESTS] + [(0, 0, 2000, "failure")]
-        for k, (i, o, ms, status) in enumerate(rows):
+        rows = [(i, o, ms, "success", c) for (i, o, ms), c in zip(REQUESTS, CACHED, strict=True)] + [
+            (0, 0, 2000, "failure", 0)
+        ]
+        for k, (i, o, ms, status, c) in enumerate(rows):
             payload = {
                 "id": f"chatcmpl-{k}",
                 "call_type": "acompletion",
@@ -111,11 +132,20 @@ def write_all(folder: Path) -> None:
                 "endTime": ORIGIN_S + ms / 1000 + 0.9,
                 "model": "llama-3.1-70b",
                 "cache_hit": False,
+                "metadata": {
+                    "usage_object": {
+                        "prompt_tokens": i,
+                        "completion_tokens": o,
+                        "prompt_tokens_details": {"cached_tokens": c},
+                    }
+                },
             }
             stream.write(json.dumps(payload) + "\n")
 
     with open(folder / "langfuse-observations.jsonl", "w") as stream:  # the JSONL observations export
-        for k, (i, o, ms) in enumerate(REQUESTS):
+        # the cached tokens under each convention Langfuse keeps: OpenAI's, Anthropic's, LangChain's
+        conventions = ("input_cached_tokens", "cache_read_input_tokens", "input_cache_read")
+        for k, ((i, o, ms), c) in enumerate(zip(REQUESTS, CACHED, strict=True)):
             trace = f"trace-{k}"
             span = {
                 "id": f"span-{k}",
@@ -138,7 +168,7 @@ def write_all(folder: Path) -> None:
                 "inputUsage": i,
                 "outputUsage": o,
                 "totalUsage": i + o,
-                "usageDetails": {"input": i, "output": o, "total": i + o},
+                "usageDetails": {"input": i - c, conventions[k % 3]: c, "output": o, "total": i + o},
             }
             stream.write(json.dumps(span) + "\n" + json.dumps(generation) + "\n")
 
@@ -151,16 +181,19 @@ def write_all(folder: Path) -> None:
                 "response_status",
                 "request_model",
                 "prompt_tokens",
+                "prompt_cache_read_tokens",
+                "prompt_cache_write_tokens",
                 "completion_tokens",
                 "total_tokens",
             ]
         )
-        for k, (i, o, ms) in enumerate(REQUESTS):
-            writer.writerow([f"h-{k}", _iso(ms), 200, "llama-3.1-70b", i, o, i + o])
-        writer.writerow(["h-err", _iso(3000), 500, "llama-3.1-70b", "", "", ""])
+        for k, ((i, o, ms), c, w) in enumerate(zip(REQUESTS, CACHED, CACHE_WRITTEN, strict=True)):
+            # Helicone's prompt_tokens leaves out the tokens read from and written to the cache
+            writer.writerow([f"h-{k}", _iso(ms), 200, "llama-3.1-70b", i - c - w, c, w, o, i - c - w + o])
+        writer.writerow(["h-err", _iso(3000), 500, "llama-3.1-70b", "", "", "", "", ""])
 
     with open(folder / "otel-spans.jsonl", "w") as stream:  # OTLP JSON lines (the collector's file exporter)
-        for k, (i, o, ms) in enumerate(REQUESTS):
+        for k, ((i, o, ms), c) in enumerate(zip(REQUESTS, CACHED, strict=True)):
             start = (ORIGIN_S * 1000 + ms) * 1_000_000
             names = (
                 ("gen_ai.usage.prompt_tokens", "gen_ai.usage.completion_tokens")
@@ -178,6 +211,7 @@ def write_all(folder: Path) -> None:
                     {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
                     {"key": names[0], "value": {"intValue": str(i)}},
                     {"key": names[1], "value": {"intValue": o}},
+                    {"key": "gen_ai.usage.cache_read.input_tokens", "value": {"intValue": str(c)}},
                 ],
             }
             http = {
@@ -201,14 +235,14 @@ def write_all(folder: Path) -> None:
             stream.write(json.dumps(document) + "\n")
 
     with open(folder / "sglang-request-metrics-20240510_12.log", "w") as stream:
-        for k, (i, o, ms) in enumerate(REQUESTS):
+        for k, ((i, o, ms), c) in enumerate(zip(REQUESTS, CACHED, strict=True)):
             record = {
                 "request_parameters": json.dumps({"rid": f"r{k}", "sampling_params": {"max_new_tokens": o}}),
                 "id": f"r{k}",
                 "finish_reason": {"type": "length", "length": o},
                 "prompt_tokens": i,
                 "completion_tokens": o,
-                "cached_tokens": 0,
+                "cached_tokens": c,
                 "e2e_latency": 0.9,
                 "request_received_ts": ORIGIN_S + ms / 1000,
             }

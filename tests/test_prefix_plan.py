@@ -196,7 +196,7 @@ def test_auto_without_hashes_is_the_off_plan(tmp_path: Path) -> None:
     result = runner.invoke(app, [*base, "--prefix-caching", "auto"])
     auto = json.loads(result.stdout)
     assert auto["best"] == today["best"] and "prefix_caching" not in auto
-    assert "found no block hashes" in auto["notes"][-1]
+    assert "found neither block hashes nor reported cached tokens" in auto["notes"][-1]
 
 
 def test_compression_and_caching_together_are_refused() -> None:

@@ -51,7 +51,8 @@ def _sample_rows(connection, preset: str) -> str:
 
 
 def _same_summary(a, b) -> None:
-    for key in ("input_tokens", "output_tokens", "counts", "window_starts_us", "window_counts"):
+    keys = ("input_tokens", "output_tokens", "counts", "window_starts_us", "window_counts", "cached_tokens")
+    for key in keys:
         assert np.array_equal(getattr(a, key), getattr(b, key)), key
     assert a.window_us == b.window_us
     assert [(s.requests, s.first_us, s.last_us, s.utc) for s in a.sources] == [

@@ -834,6 +834,7 @@ def workload_summary_sql(
     time_type: str | None = None,
     no_time: bool = False,
     where: str | None = None,
+    cached_column: str | None = None,
 ) -> str:
     """``fleetopt workload sql``: the summary query of a warehouse table, in ``dialect``."""
     from fleetopt.core.workload import window_microseconds
@@ -846,7 +847,7 @@ def workload_summary_sql(
         window_us=window_microseconds(window_s, field="--window"), input_column=input_column,
         output_column=output_column,
         time_column=time_column, time_unit_s=time_unit_seconds(time_unit), time_type=time_type,
-        no_time=no_time, where=where,
+        no_time=no_time, where=where, cached_column=cached_column,
     )  # fmt: skip
 
 

@@ -6,9 +6,12 @@ its tokens. ``auto`` reads the log's block hashes (Mooncake ``hash_ids``) and re
 the caches of the fleet it plans — each pool's instances, each holding what its KV leaves over
 after the sequences in flight, dispatched ``random`` or by prefix ``affinity``
 (:mod:`fleetopt.core.prefix`) — then plans again on each request's uncached prompt, and repeats
-until the fleet the caches were simulated at is the fleet planned. A log without cache evidence
-plans as ``off``. Routing, KV slots and the workload's fingerprint keep the whole prompt: a cached
-prompt still needs its context in the KV cache.
+until the fleet the caches were simulated at is the fleet planned. A log without block hashes that
+reports each request's cached prompt tokens (OpenAI's ``cached_tokens`` and its kin,
+:class:`fleetopt.core.prefix.ReportedCache`) is charged them as given: the hit rate of the fleet
+the log was taken on, said so in the plan. A log without cache evidence plans as ``off``.
+Routing, KV slots and the workload's fingerprint keep the whole prompt: a cached prompt still
+needs its context in the KV cache.
 """
 
 from __future__ import annotations
@@ -231,15 +234,19 @@ def _plan_auto(
     from fleetopt.api import plan_workload
     from fleetopt.io.prefix_logs import has_block_hashes, read_hash_log
 
-    if off.plan.best is None or not has_block_hashes(workload):
+    hashes = has_block_hashes(workload)
+    reported = off.workload.metadata.get("reported_cache")
+    if off.plan.best is None or not (hashes or reported is not None):
         note = (
-            "Prefix caching: auto found no block hashes in the log, so prompts are charged in full "
-            "(as --prefix-caching off)."
+            "Prefix caching: auto found neither block hashes nor reported cached tokens in the log, so "
+            "prompts are charged in full (as --prefix-caching off)."
             if off.plan.best is not None
             else "Prefix caching: no fleet meets the SLO even charging whole prompts."
         )
         document = {**off.document, "notes": [*off.document["notes"], note]}
         return dataclasses.replace(off, document=document)
+    if not hashes:  # block hashes, where present, are simulated for the fleet planned: they come first
+        return _plan_reported(off, options, reported)
     log = read_hash_log(workload, block_size_tokens)
     stream = log.stream
     if stream.request_count != int(round(off.workload.total_weight)):
@@ -305,6 +312,84 @@ def _plan_auto(
         f"the sequences in flight) at the fleet planned, {why}."
     )
     return _finish(run, off, section, note)
+
+
+def _plan_reported(off: Any, options: dict[str, Any], reported: Any) -> Any:
+    """``auto`` on a log that reports each request's cached prompt tokens: every request charged its
+    prompt less them (at least one token computed; a row that reports none in full), as given —
+    the production fleet's hits, not simulated for the fleet planned."""
+    from fleetopt.api import plan_workload
+
+    inputs, outputs, counts = reported.input_tokens, reported.output_tokens, reported.counts
+    totals, uncached = inputs + outputs, reported.uncached_input_tokens()
+    run = plan_workload(cached_workload(off.workload, totals, uncached, outputs, counts), **options)
+    saved = ""
+    if run.plan.best is None or run.plan.best.total_gpus > off.plan.best.total_gpus:
+        run, uncached = off, inputs
+        saved = "; caching saved nothing: the plan is the off plan"
+
+    def rate(mask) -> float:
+        prompt = float(np.dot(inputs[mask], counts[mask]))
+        return 1 - float(np.dot(uncached[mask], counts[mask])) / prompt if prompt else 0.0
+
+    pools = {}
+    if run is not off:
+        where = pool_of_requests(run.plan.best, totals)
+        for k, name in enumerate(run.plan.best.pool_names):
+            if (where == k).any():
+                pools[name] = dict(
+                    hit_rate=rate(where == k),
+                    source="reported",
+                    instances=None,
+                    cache_tokens_per_instance=None,
+                )
+    share = rate(np.ones(inputs.size, dtype=bool))
+    section = {
+        "mode": "auto", "dispatch": None, "block_size_tokens": None, "hit_rate": share, "pools": pools,
+        "rounds": 1,
+    }  # fmt: skip
+    field = f" ({reported.field})" if reported.field else ""
+    note = (
+        f"Prefix caching: prompts charged less the cached tokens the log reports{field}, "
+        f"{reported.hit_rate:.1%} of prompt tokens: the hit rate of the production fleet, measured where "
+        "the log was taken, not simulated for the fleet planned (other instance counts, cache sizes or "
+        f"routing hit at other rates; a log with block hashes is simulated per pool instead){saved}."
+    )
+    partial = partial_cache_warning(reported)
+    if partial:
+        note += " " + partial
+    return _finish(run, off, section, note)
+
+
+def partial_cache_warning(reported: Any) -> str | None:
+    """The words for a log in which some rows report their cached tokens and others do not (the
+    documented fallback: those rows count as 0 cached, charged in full), or None."""
+    missing = reported.requests - reported.reporting_requests
+    if not missing:
+        return None
+    return (
+        f"{missing:,} of {reported.requests:,} requests report no cached tokens and count as 0 cached "
+        f"(charged in full): {reported.hit_rate:.1%} of all prompt tokens are cached, "
+        f"{reported.reporting_hit_rate:.1%} of the prompt tokens of the requests that report them."
+    )
+
+
+def reported_cache_report(workload: Workload) -> tuple[dict[str, Any] | None, str | None]:
+    """What ``workload show`` prints for a log that reports cached prompt tokens: (the hit rate it
+    reports and its counts, or None; the partial-presence warning, or None)."""
+    reported = workload.metadata.get("reported_cache")
+    if reported is None:
+        return None, None
+    report = {
+        "field": reported.field,
+        "requests": reported.requests,
+        "reporting_requests": reported.reporting_requests,
+        "prompt_tokens": reported.prompt_tokens,
+        "cached_prompt_tokens": reported.cached_prompt_tokens,
+        "hit_rate": reported.hit_rate,
+        "reporting_hit_rate": reported.reporting_hit_rate,
+    }
+    return report, partial_cache_warning(reported)
 
 
 #: Instance counts ``workload cache`` reports by default.

@@ -164,8 +164,9 @@ def plan(
         "off",
         "--prefix-caching",
         help="Charge prompts only their uncached tokens: off (every token, today's plan), auto (hit rates "
-        "simulated from the log's block hashes, Mooncake hash_ids; as off without them) or hit-rate:F "
-        "(a given share, e.g. hit-rate:30%).",
+        "simulated from the log's block hashes, Mooncake hash_ids; else the cached tokens the log reports, "
+        "as given: the production fleet's; as off without either) or hit-rate:F (a given share, e.g. "
+        "hit-rate:30%).",
     ),
     prefix_dispatch: str = typer.Option(
         "random",
@@ -287,6 +288,14 @@ def plan(
         dispatch=dispatch,
     )
     document = run.document
+    if document.get("prefix_caching") and any(
+        pool["source"] == "reported" for pool in document["prefix_caching"]["pools"].values()
+    ):
+        from fleetopt.api.prefix import partial_cache_warning
+
+        partial = partial_cache_warning(run.workload.metadata["reported_cache"])
+        if partial:
+            typer.echo(f"warning: {partial}", err=True)
     strict_error = None
     if (strict or replay or arrivals is not None or sim_requests is not None) and not validate:
         raise typer.BadParameter(

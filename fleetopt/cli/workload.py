@@ -97,8 +97,13 @@ def show(
             if counts is None
             else {"window_s": counts.window_s, "rates_per_s": (counts.counts / counts.window_s).tolist()}
         )
-    from fleetopt.api.prefix import prefix_evidence
+    from fleetopt.api.prefix import prefix_evidence, reported_cache_report
 
+    reported, partial = reported_cache_report(loaded)  # a log that reports cached tokens: its hit rate
+    if reported is not None:
+        data["reported_cache"] = reported
+    if partial is not None:
+        typer.echo(f"warning: {partial}", err=True)
     data["prefix_cache"], warning = prefix_evidence(workload)  # a log with block hashes: its hit rates
     if warning is not None:
         typer.echo(f"warning: {warning}", err=True)
@@ -197,6 +202,12 @@ def sql(
         "--where",
         help="An extra row filter (SQL), e.g. \"startTime >= '2024-05-01'\"; added to the preset's.",
     ),
+    cached_column: str | None = typer.Option(
+        None,
+        "--cached-column",
+        help="The column of each request's cached prompt tokens (default: the preset's fields), or none "
+        "for a table without them.",
+    ),
 ) -> None:
     """Print the summary query for a warehouse: run it where the logs live, save the result as
     CSV or Parquet, and plan from that file (only the aggregate moves)."""
@@ -207,7 +218,7 @@ def sql(
     text = workload_summary_sql(
         dialect=dialect, log_format=log_format, table=table, window_s=window_s,
         input_column=input_column, output_column=output_column, time_column=time_column,
-        time_unit=time_unit, time_type=time_type, no_time=no_time, where=where,
+        time_unit=time_unit, time_type=time_type, no_time=no_time, where=where, cached_column=cached_column,
     )  # fmt: skip
     typer.echo(text.rstrip() + ";")
 

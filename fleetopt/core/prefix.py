@@ -311,3 +311,70 @@ def uncached_input_tokens(input_tokens: np.ndarray, hit_fraction: float) -> np.n
     input_tokens = np.asarray(input_tokens, dtype=np.int64)
     cached = np.floor(input_tokens * float(hit_fraction)).astype(np.int64)
     return np.maximum(input_tokens - cached, np.minimum(input_tokens, 1))
+
+
+#: The cached tokens of a request whose log row does not report them (:class:`ReportedCache`).
+NOT_REPORTED = -1
+
+
+@dataclass(frozen=True, eq=False)
+class ReportedCache:
+    """The cached prompt tokens a log reports request by request (OpenAI's
+    ``usage.prompt_tokens_details.cached_tokens`` and each gateway's name for it): the exact
+    histogram of (input, output, cached) → requests, ``cached_tokens`` = :data:`NOT_REPORTED` on the
+    rows that do not report it. These are the hits of the fleet the log was taken on (the
+    production fleet, its instances, cache sizes and router), not of a fleet being planned.
+
+    Rows that do not report count as 0 cached tokens (charged in full: the plan never assumes a hit
+    the log does not show); :attr:`reporting_hit_rate` is the rate over the reporting rows alone.
+
+    Attributes:
+        input_tokens, output_tokens, cached_tokens, counts: the histogram (int64, one row per
+            distinct triple).
+        field: the log field read (for messages), None when not known (a summary).
+    """
+
+    input_tokens: np.ndarray
+    output_tokens: np.ndarray
+    cached_tokens: np.ndarray
+    counts: np.ndarray
+    field: str | None = None
+
+    @property
+    def requests(self) -> int:
+        return int(self.counts.sum())
+
+    @property
+    def reported(self) -> np.ndarray:
+        """Which histogram rows report their cached tokens."""
+        return self.cached_tokens != NOT_REPORTED
+
+    @property
+    def reporting_requests(self) -> int:
+        return int(self.counts[self.reported].sum())
+
+    @property
+    def prompt_tokens(self) -> int:
+        return int(np.dot(self.input_tokens, self.counts))
+
+    @property
+    def cached_prompt_tokens(self) -> int:
+        return int(np.dot(np.maximum(self.cached_tokens, 0), self.counts))
+
+    @property
+    def hit_rate(self) -> float:
+        """Cached prompt tokens over all prompt tokens (rows that do not report: 0 cached)."""
+        prompt = self.prompt_tokens
+        return self.cached_prompt_tokens / prompt if prompt else 0.0
+
+    @property
+    def reporting_hit_rate(self) -> float:
+        """Cached prompt tokens over the prompt tokens of the rows that report them."""
+        prompt = int(np.dot(self.input_tokens[self.reported], self.counts[self.reported]))
+        return self.cached_prompt_tokens / prompt if prompt else 0.0
+
+    def uncached_input_tokens(self) -> np.ndarray:
+        """Each row's prompt less its reported cached tokens, at least one token still computed
+        (as :func:`uncached_input_tokens`); a row that does not report is charged in full."""
+        inputs = self.input_tokens
+        return np.maximum(inputs - np.maximum(self.cached_tokens, 0), np.minimum(inputs, 1))

@@ -5,7 +5,10 @@ A :class:`LogSummary` holds
 * the exact joint histogram of (input tokens, output tokens) → requests,
 * the arrivals counted per window of the log's clock (window start → requests), and
 * provenance: one :class:`SummarySource` per summarized log (its name, requests, first and last
-  arrival on its clock, and whether that clock is UTC).
+  arrival on its clock, and whether that clock is UTC);
+* for a log that reports cached prompt tokens, a third key of the histogram: (input, output,
+  cached) → requests, cached = -1 on rows that do not report it
+  (:class:`fleetopt.core.prefix.ReportedCache`).
 
 Every part is a sum over requests, so summaries of disjoint parts of a log merge by adding counts
 (:func:`merge_summaries`), and a summary gives the planner the same workload as its log
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fleetopt.core.prefix import NOT_REPORTED, ReportedCache
 from fleetopt.core.workload import (
     MICROSECONDS_PER_S,
     ArrivalSpan,
@@ -59,6 +63,8 @@ class LogSummary:
     ``input_tokens``/``output_tokens``/``counts``: the joint histogram, one row per distinct pair
     (int64). ``window_us``: the arrival window (µs; ``None`` without times); ``window_starts_us``
     /``window_counts``: arrivals per clock window, only windows with arrivals, ascending.
+    ``cached_tokens``: the reported cached prompt tokens of each histogram row (a third key, -1
+    where not reported), or None when the log reports none.
     """
 
     input_tokens: np.ndarray
@@ -68,6 +74,7 @@ class LogSummary:
     window_starts_us: np.ndarray
     window_counts: np.ndarray
     sources: tuple[SummarySource, ...]
+    cached_tokens: np.ndarray | None = None
 
     @property
     def request_count(self) -> int:
@@ -106,6 +113,17 @@ class LogSummary:
             raise ValidationError(
                 f"{where}: a histogram row has input + output = 0 (a request has ≥ 1 token)"
             )
+        cached = self.cached_tokens
+        if cached is not None:
+            if cached.ndim != 1 or cached.dtype.kind not in "iu" or cached.size != self.counts.size:
+                raise ValidationError(
+                    f"{where}: cached_tokens must be a column of whole numbers, one per row"
+                )
+            if (cached < NOT_REPORTED).any() or (cached > self.input_tokens).any():
+                raise ValidationError(
+                    f"{where}: a histogram row's cached_tokens is negative or larger than its input_tokens "
+                    "(cached prompt tokens are part of the prompt)"
+                )
         if not self.sources:
             raise ValidationError(f"{where}: the summary names no source log")
         for source in self.sources:
@@ -183,18 +201,25 @@ def make_summary(
     window_starts_us: np.ndarray,
     window_counts: np.ndarray,
     sources: tuple[SummarySource, ...],
+    cached_tokens: np.ndarray | None = None,
 ) -> LogSummary:
-    """A summary in canonical form: histogram rows sorted by (input, output) and window rows by
-    start, equal keys added together (so a summary read back, merged or re-summarized compares
-    equal to the same data summarized at once)."""
-    (inputs, outputs), summed = _sum_by_key(
-        (np.asarray(input_tokens, dtype=np.int64), np.asarray(output_tokens, dtype=np.int64)),
-        np.asarray(counts, dtype=np.int64),
-    )
+    """A summary in canonical form: histogram rows sorted by (input, output[, cached]) and window
+    rows by start, equal keys added together (so a summary read back, merged or re-summarized
+    compares equal to the same data summarized at once); a cached column no row reports is
+    dropped (the summary of a log without the field)."""
+    keys = (np.asarray(input_tokens, dtype=np.int64), np.asarray(output_tokens, dtype=np.int64))
+    if cached_tokens is not None and not (np.asarray(cached_tokens) != NOT_REPORTED).any():
+        cached_tokens = None
+    if cached_tokens is not None:
+        keys += (np.asarray(cached_tokens, dtype=np.int64),)
+    sorted_keys, summed = _sum_by_key(keys, np.asarray(counts, dtype=np.int64))
     (starts,), window_summed = _sum_by_key(
         (np.asarray(window_starts_us, dtype=np.int64),), np.asarray(window_counts, dtype=np.int64)
     )
-    return LogSummary(inputs, outputs, summed, window_us, starts, window_summed, tuple(sources))
+    cached = sorted_keys[2] if cached_tokens is not None else None
+    return LogSummary(
+        sorted_keys[0], sorted_keys[1], summed, window_us, starts, window_summed, tuple(sources), cached
+    )
 
 
 def merge_summaries(summaries: list[LogSummary], names: list[str] | None = None) -> LogSummary:
@@ -234,6 +259,12 @@ def merge_summaries(summaries: list[LogSummary], names: list[str] | None = None)
                     f"({source.requests:,} requests): its requests would count twice"
                 )
             seen[source] = name
+    cached = None
+    if any(s.cached_tokens is not None for s in summaries):  # a part without: its rows do not report
+        cached = np.concatenate([
+            s.cached_tokens if s.cached_tokens is not None else np.full(s.counts.size, NOT_REPORTED)
+            for s in summaries
+        ])  # fmt: skip
     return make_summary(
         np.concatenate([s.input_tokens for s in summaries]),
         np.concatenate([s.output_tokens for s in summaries]),
@@ -242,6 +273,7 @@ def merge_summaries(summaries: list[LogSummary], names: list[str] | None = None)
         np.concatenate([s.window_starts_us for s in summaries]),
         np.concatenate([s.window_counts for s in summaries]),
         tuple(source for s in summaries for source in s.sources),
+        cached,
     )
 
 
@@ -253,27 +285,40 @@ def summary_from_workload(
         raise ValidationError(
             f"{workload.name}: a CDF has no request counts to summarize; summaries are made from request logs"
         )
-    if workload.arrival_times_s is None and workload.arrival_windows is not None:
-        return LogSummary(  # already a summary
-            workload.input_tokens.copy(), workload.output_tokens.copy(), workload.weights.astype(np.int64),
-            workload.arrival_windows.window_us, workload.arrival_windows.starts_us,
-            workload.arrival_windows.counts, tuple(workload.metadata.get("summary_sources", ())),
-        )  # fmt: skip
+    reported = workload.metadata.get("reported_cache")
+    if reported is not None:  # the histogram by (input, output, cached): the same requests, finer
+        inputs, outputs, counts = reported.input_tokens, reported.output_tokens, reported.counts
+        cached = reported.cached_tokens
+    else:
+        inputs, outputs = workload.input_tokens, workload.output_tokens
+        counts, cached = workload.weights.astype(np.int64), None
+    if workload.arrival_times_s is None and workload.arrival_windows is not None:  # already a summary
+        windows, sources = workload.arrival_windows, tuple(workload.metadata.get("summary_sources", ()))
+        if cached is not None:
+            return make_summary(
+                inputs, outputs, counts, windows.window_us, windows.starts_us, windows.counts, sources, cached
+            )
+        return LogSummary(
+            inputs.copy(),
+            outputs.copy(),
+            counts,
+            windows.window_us,
+            windows.starts_us,
+            windows.counts,
+            sources,
+        )
     from fleetopt.core.workload_stats import arrival_ticks_us, clock_counts_from_ticks
 
-    counts = workload.weights.astype(np.int64)
     ticks = arrival_ticks_us(workload)
     if ticks is None:
         return make_summary(
-            workload.input_tokens, workload.output_tokens, counts, None,
-            np.zeros(0, np.int64), np.zeros(0, np.int64), (SummarySource(source, int(counts.sum())),),
+            inputs, outputs, counts, None, np.zeros(0, np.int64), np.zeros(0, np.int64),
+            (SummarySource(source, int(counts.sum())),), cached,
         )  # fmt: skip
     starts, window_counts = clock_counts_from_ticks(ticks, window_us)
     utc = workload.arrival_span.utc if workload.arrival_span is not None else False
     record = SummarySource(source, int(counts.sum()), int(ticks[0]), int(ticks[-1]), utc)
-    return make_summary(
-        workload.input_tokens, workload.output_tokens, counts, window_us, starts, window_counts, (record,)
-    )
+    return make_summary(inputs, outputs, counts, window_us, starts, window_counts, (record,), cached)
 
 
 def workload_from_summary(summary: LogSummary, name: str, source: str = "") -> Workload:
@@ -285,11 +330,33 @@ def workload_from_summary(summary: LogSummary, name: str, source: str = "") -> W
         else None
     )
     metadata = {"summary_sources": summary.sources}
+    reported = reported_cache(
+        summary.input_tokens, summary.output_tokens, summary.cached_tokens, summary.counts
+    )
+    if reported is not None:
+        metadata["reported_cache"] = reported
     if span is not None and span.utc:
         metadata["origin_utc"] = utc_iso(span.first_us)
     return workload_from_counts(
         summary.input_tokens, summary.output_tokens, summary.counts, name=name, source=source,
         arrival_span=span, arrival_windows=windows, metadata=metadata,
+    )  # fmt: skip
+
+
+def reported_cache(
+    input_tokens: np.ndarray,
+    output_tokens: np.ndarray,
+    cached_tokens: np.ndarray | None,
+    counts: np.ndarray,
+    field: str | None = None,
+) -> ReportedCache | None:
+    """The :class:`~fleetopt.core.prefix.ReportedCache` of a histogram with a cached column, or None
+    when there is no column or no row reports (a log without the evidence)."""
+    if cached_tokens is None or not (np.asarray(cached_tokens) != NOT_REPORTED).any():
+        return None
+    return ReportedCache(
+        np.asarray(input_tokens, dtype=np.int64), np.asarray(output_tokens, dtype=np.int64),
+        np.asarray(cached_tokens, dtype=np.int64), np.asarray(counts, dtype=np.int64), field,
     )  # fmt: skip
 
 

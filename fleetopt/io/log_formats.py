@@ -5,6 +5,10 @@ project's source (the file and commit are cited in each preset and in docs/workl
 A preset names candidates, not one column: the first present is used (for ``otel`` the current and
 the older attribute names are combined with COALESCE, span by span). ``filters`` keep the rows that
 are LLM generations which reached a model (a filter on a column the file lacks is skipped).
+``cached_fields`` say where a preset's rows report the prompt tokens served from the prefix cache
+(OpenAI's ``usage.prompt_tokens_details.cached_tokens`` and each project's own name for it; the
+candidates present are combined with COALESCE, row by row), a flat column or a path inside a
+column of JSON (docs/workloads.md "Cached prompt tokens").
 """
 
 from __future__ import annotations
@@ -20,6 +24,20 @@ class TimeUnit:
 
     seconds: float
     epoch: bool = False
+
+
+@dataclass(frozen=True)
+class CachedField:
+    """Where a row reports its cached prompt tokens: ``column`` itself (``path`` empty), or the
+    value at ``path`` (keys, outermost first) inside ``column``'s JSON (an object, or text of one)."""
+
+    column: str
+    path: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        """The field as messages name it (``metadata.usage_object.….cached_tokens``)."""
+        return ".".join((self.column, *self.path))
 
 
 #: ``--time-unit`` values: seconds per unit of a numeric time column.
@@ -46,6 +64,11 @@ class LogFormat:
     #: The row filters of ``workload sql`` when they differ from ``filters`` (a warehouse table
     #: has one known schema, so a filter cannot depend on which columns are present).
     warehouse_filters: tuple[str, ...] | None = None
+    #: Where rows report their cached prompt tokens (a part of the prompt; module docstring).
+    cached_fields: tuple[CachedField, ...] = ()
+    #: Columns added to the input column to make the whole prompt, where the input column counts
+    #: only the tokens the provider computed (Helicone's prompt_tokens leaves the cache out).
+    input_addends: tuple[str, ...] = ()
 
 
 LOG_FORMATS: dict[str, LogFormat] = {
@@ -90,8 +113,17 @@ LOG_FORMATS: dict[str, LogFormat] = {
             TimeUnit(1.0, epoch=True),
             filters=(("status", "\"status\" IS DISTINCT FROM 'failure'"),),
             source="BerriAI/litellm schema.prisma @029f645f (model LiteLLM_SpendLogs: prompt_tokens, "
-            "completion_tokens, startTime DateTime, status); litellm/types/utils.py @001c64f2 "
-            "(StandardLoggingPayload: prompt_tokens, completion_tokens, startTime: float, status)",
+            "completion_tokens, startTime DateTime, status, metadata Json); litellm/types/utils.py "
+            "@001c64f2 (StandardLoggingPayload: prompt_tokens, completion_tokens, startTime: float, "
+            "status; StandardLoggingMetadata.usage_object); "
+            "litellm/proxy/spend_tracking/spend_tracking_utils.py @00907c60 (SpendLogs metadata: "
+            "usage_object, additional_usage_values = the usage's keys but the three counts)",
+            cached_fields=(
+                CachedField("metadata", ("usage_object", "prompt_tokens_details", "cached_tokens")),
+                CachedField(
+                    "metadata", ("additional_usage_values", "prompt_tokens_details", "cached_tokens")
+                ),
+            ),
         ),
         LogFormat(
             "langfuse",
@@ -102,8 +134,17 @@ LOG_FORMATS: dict[str, LogFormat] = {
             None,
             filters=(("type", "\"type\" = 'GENERATION'"),),
             source="langfuse/langfuse packages/shared/src/domain/observations.ts @62751446 "
-            "(ObservationSchema: type, startTime, inputUsage, outputUsage), exported rows built by "
-            "worker/src/features/database-read-stream/observation-stream.ts",
+            "(ObservationSchema: type, startTime, inputUsage, outputUsage, usageDetails), exported rows "
+            "built by worker/src/features/database-read-stream/observation-stream.ts; "
+            "packages/shared/src/server/repositories/observations_converters.ts (inputUsage = the sum of "
+            "the usageDetails keys containing 'input', cached ones included; their tests name "
+            "input_cached_tokens, OpenAI's, and cache_read_input_tokens, Anthropic's); "
+            "packages/shared/src/server/otel/OtelIngestionProcessor.ts (input_cache_read)",
+            cached_fields=(
+                CachedField("usageDetails", ("input_cached_tokens",)),
+                CachedField("usageDetails", ("cache_read_input_tokens",)),
+                CachedField("usageDetails", ("input_cache_read",)),
+            ),
         ),
         LogFormat(
             "helicone",
@@ -117,9 +158,15 @@ LOG_FORMATS: dict[str, LogFormat] = {
                 ("status", '"status" BETWEEN 200 AND 299'),
             ),
             source="Helicone/helicone valhalla/jawn/src/lib/stores/request/request.ts @0003b753 "
-            "(request_created_at, prompt_tokens, completion_tokens, response_status); "
-            "clickhouse/migrations/20200101000041_request_response_replacing_merge_tree.sql",
+            "(request_created_at, prompt_tokens, prompt_cache_read_tokens, prompt_cache_write_tokens, "
+            "completion_tokens, response_status); "
+            "clickhouse/migrations/20200101000041_request_response_replacing_merge_tree.sql; "
+            "valhalla/jawn/src/lib/shared/bodyProcessors/openaiBodyProcessor.ts @8f8667da and "
+            "anthropicBodyProcessor.ts @534f6b50 (prompt_tokens leaves the cached tokens out: OpenAI's "
+            "prompt_tokens less cached_tokens, Anthropic's input_tokens)",
             warehouse_filters=('"response_status" BETWEEN 200 AND 299',),
+            cached_fields=(CachedField("prompt_cache_read_tokens"),),
+            input_addends=("prompt_cache_read_tokens", "prompt_cache_write_tokens"),
         ),
         LogFormat(
             "otel",
@@ -132,9 +179,12 @@ LOG_FORMATS: dict[str, LogFormat] = {
             layout="otlp",
             source="open-telemetry/semantic-conventions model/gen-ai/deprecated/registry-deprecated.yaml "
             "@384d6616 (gen_ai.usage.input_tokens/output_tokens; gen_ai.usage.prompt_tokens/"
-            "completion_tokens, deprecated for them); open-telemetry/opentelemetry-proto "
-            "examples/trace.json @ac2c4b5d (resourceSpans, scopeSpans, spans, startTimeUnixNano, "
-            "attributes [{key, value: {intValue}}])",
+            "completion_tokens, deprecated for them); open-telemetry/semantic-conventions-genai "
+            "model/gen-ai/registry.yaml @e8fc5751 (gen_ai.usage.cache_read.input_tokens: 'input tokens "
+            "served from a provider-managed cache', included in gen_ai.usage.input_tokens); "
+            "open-telemetry/opentelemetry-proto examples/trace.json @ac2c4b5d (resourceSpans, "
+            "scopeSpans, spans, startTimeUnixNano, attributes [{key, value: {intValue}}])",
+            cached_fields=(CachedField("gen_ai.usage.cache_read.input_tokens"),),
         ),
         LogFormat(
             "sglang",
@@ -146,7 +196,9 @@ LOG_FORMATS: dict[str, LogFormat] = {
             source="sgl-project/sglang python/sglang/srt/observability/request_metrics_exporter.py "
             "@0f6cc999 (one JSON line per request: request_parameters and the response's meta_info); "
             "python/sglang/srt/managers/tokenizer_manager.py (meta_info prompt_tokens, "
-            "completion_tokens, request_received_ts = the request's wall-clock arrival)",
+            "completion_tokens, cached_tokens = the prompt tokens found in the radix cache, "
+            "request_received_ts = the request's wall-clock arrival)",
+            cached_fields=(CachedField("cached_tokens"),),
         ),
         LogFormat(
             "vllm-bench",

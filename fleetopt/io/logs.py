@@ -27,7 +27,7 @@ import numpy as np
 
 from fleetopt.core.workload import MICROSECONDS_PER_S
 from fleetopt.errors import ValidationError, excerpt
-from fleetopt.io.log_formats import LogFormat
+from fleetopt.io.log_formats import CachedField, LogFormat
 
 #: The most tokens one side of one request may have (no model has a context near this; it keeps
 #: every count far inside int64 and float64 arithmetic).
@@ -283,7 +283,7 @@ def _otlp_relation(files: str, json_format: str, compression: str) -> str:
     from fleetopt.io.log_formats import LOG_FORMATS
 
     preset = LOG_FORMATS["otel"]
-    keys = preset.input_columns + preset.output_columns
+    keys = preset.input_columns + preset.output_columns + tuple(f.column for f in preset.cached_fields)
     pivots = ", ".join(
         f"TRY_CAST(max(CASE WHEN attribute_key = {sql_string(k)} THEN attribute_value END) AS DOUBLE) "
         f"AS {sql_identifier(k)}"
@@ -313,7 +313,9 @@ class ResolvedLog:
     ``input_sql``/``output_sql``: prompt and generated tokens (as written: validity is checked by
     the query); ``time_sql``: the arrival on the log's clock in whole µs (None without a time
     column); ``utc``: that clock is UTC; ``where_sql``: the preset's row filter; ``names``: the
-    input, output and time columns for messages.
+    input, output and time columns for messages. ``cached``: the fields a row may report its
+    cached prompt tokens in (:class:`CachedSQL`, the first a row reports is used; empty for a log
+    without them), combined by the ``cached_*`` properties.
     """
 
     source: LogSource
@@ -324,6 +326,56 @@ class ResolvedLog:
     where_sql: str | None
     names: tuple[str, str, str | None]
     integer_tokens: bool = False
+    cached: tuple[CachedSQL, ...] = ()
+
+    def _first(self, part: str) -> str | None:
+        """SQL of ``part`` of the first field a row reports (None without cached fields)."""
+        if not self.cached:
+            return None
+        if len(self.cached) == 1:
+            return getattr(self.cached[0], part)
+        whens = " ".join(f"WHEN {f.present} THEN {getattr(f, part)}" for f in self.cached)
+        return f"CASE {whens} END"
+
+    @property
+    def cached_sql(self) -> str | None:
+        """The cached prompt tokens a row reports, as a number (NULL where it reports none or a
+        value that is not a number); None for a log without the field."""
+        return self._first("value")
+
+    @property
+    def cached_present_sql(self) -> str | None:
+        """Whether a row reports its cached prompt tokens."""
+        return "(" + " OR ".join(f.present for f in self.cached) + ")" if self.cached else None
+
+    @property
+    def cached_text_sql(self) -> str | None:
+        """The value a row reports as written (messages)."""
+        return self._first("text")
+
+    @property
+    def cached_field_sql(self) -> str | None:
+        """The name of the field a row reports its cached tokens in (messages)."""
+        if not self.cached:
+            return None
+        return "CASE " + " ".join(f"WHEN {f.present} THEN {sql_string(f.name)}" for f in self.cached) + " END"
+
+    @property
+    def cached_name(self) -> str | None:
+        """The fields read, for messages (``a or b``)."""
+        return " or ".join(f.name for f in self.cached) or None
+
+
+@dataclass(frozen=True)
+class CachedSQL:
+    """One field a row may report its cached prompt tokens in: SQL of its ``value`` (a number, NULL
+    for one that is not), whether the row has it (``present``) and it as written (``text``), and
+    its ``name`` for messages."""
+
+    value: str
+    present: str
+    name: str
+    text: str
 
 
 def describe(connection, source: LogSource) -> list[tuple[str, str]]:
@@ -447,12 +499,15 @@ def resolve_log(
     name_units: dict[str, float] | None = None,
     time_origin_us: int | None = None,
     fallback: bool = False,
+    default_cached: tuple[CachedField, ...] = (),
 ) -> ResolvedLog | None:
     """Choose the columns of a log: options first, then the preset's candidates, then the
     recognised names (``default_names``: input, output, time). The unit of a numeric time column
     is ``time_unit_s`` (``--time-unit``), else the preset's, else its name's suffix, else
-    ``name_units`` by name, else seconds; ``time_origin_us`` makes offsets absolute (UTC). Returns
-    None when DuckDB cannot read the log and ``fallback`` (a careful reader will), else raises."""
+    ``name_units`` by name, else seconds; ``time_origin_us`` makes offsets absolute (UTC). The
+    cached prompt tokens come from the preset's ``cached_fields``, else ``default_cached``, those
+    present combined row by row (:func:`cached_sql`). Returns None when DuckDB cannot read the log
+    and ``fallback`` (a careful reader will), else raises."""
     if preset is not None and preset.layout != "table" and source.layout == "table":
         if source.container in ("json", "jsonl"):
             source = replace(source, layout=preset.layout)
@@ -508,6 +563,17 @@ def resolve_log(
         filters = [condition for column, condition in preset.filters if column in header]
         if preset.name == "otel" and input_column is None and output_column is None:  # spans without usage
             filters.append(f"({input_expr}) IS NOT NULL OR ({output_expr}) IS NOT NULL")
+    cached: tuple[CachedSQL, ...] = ()
+    if input_column is None:  # a prompt column named by hand may not include the preset's cache
+        fields = preset.cached_fields if preset is not None else default_cached
+        cached = cached_sql(fields, types)
+        lowered = [h.lower() for h in header]
+        addends = [header[lowered.index(a.lower())] for a in (preset.input_addends if preset else ())
+                   if a.lower() in lowered]  # fmt: skip
+        if addends:  # the whole prompt: the computed tokens and the cached ones
+            input_expr = " + ".join(
+                [f"({input_expr})"] + [f"COALESCE({token_sql(a, types[a])}, 0)" for a in addends]
+            )
     return ResolvedLog(
         source=source,
         input_sql=input_expr,
@@ -520,7 +586,55 @@ def resolve_log(
             _base_type(types.get(c, "")) in _INTEGER_TYPES
             for c in _token_columns(header, input_expr, output_expr)
         ),
+        cached=cached,
     )
+
+
+def _json_document_sql(quoted: str, kind: str) -> str | None:
+    """A column as a JSON document DuckDB can take paths of (None for a column that cannot hold
+    one: a number, a date-time)."""
+    base = _base_type(kind)
+    if base == "JSON":
+        return quoted
+    if base.startswith(("STRUCT", "MAP")) or kind.strip().upper().startswith(("STRUCT", "MAP")):
+        return f"to_json({quoted})"
+    if base == "VARCHAR":
+        return f"TRY_CAST({quoted} AS JSON)"
+    return None
+
+
+def cached_sql(fields: tuple[CachedField, ...], types: dict[str, str]) -> tuple[CachedSQL, ...]:
+    """The SQL of each of ``fields`` the log has (``types``: its columns and DuckDB types; names
+    matched case-insensitively; a path needs a column that can hold JSON)."""
+    by_lower = {name.lower(): name for name in types}
+    found = []
+    for field in fields:
+        column = by_lower.get(field.column.lower())
+        if column is None:
+            continue
+        quoted, kind = sql_identifier(column), types[column]
+        if not field.path:
+            value = token_sql(column, kind)
+            present = (
+                f"({quoted} IS NOT NULL AND json_type({quoted}) <> 'NULL')"
+                if _base_type(kind) == "JSON"
+                else f"({quoted} IS NOT NULL)"
+            )
+            text = f"CAST({quoted} AS VARCHAR)"
+        else:
+            document = _json_document_sql(quoted, kind)
+            if document is None:
+                continue
+            raw = f"json_extract({document}, {sql_string('$.' + '.'.join(field.path))})"
+            present = f"(coalesce(json_type({raw}), 'NULL') <> 'NULL')"
+            value = (
+                f"CASE WHEN json_type({raw}) IN ('UBIGINT', 'BIGINT', 'DOUBLE') THEN CAST({raw} AS DOUBLE) "
+                f"WHEN json_type({raw}) = 'VARCHAR' "
+                f"THEN TRY_CAST(json_extract_string({raw}, '$') AS DOUBLE) END"
+            )
+            text = f"CAST({raw} AS VARCHAR)"
+        found.append(CachedSQL(value, present, ".".join((column, *field.path)), text))
+    return tuple(found)
 
 
 def _token_columns(header: list[str], *expressions: str) -> list[str]:
@@ -596,17 +710,32 @@ SUMMARY_COLUMNS = ("record", "input_tokens", "output_tokens", "start_us", "end_u
 
 def rows_sql(log: ResolvedLog, relation: str) -> str:
     """One row per request of ``relation`` as written: ``input_raw``, ``output_raw`` and
-    ``arrival_us`` (whole µs on the log's clock, NULL without a time column), after the preset's
+    ``arrival_us`` (whole µs on the log's clock, NULL without a time column) — and, for a log that
+    reports cached prompt tokens, ``cached_raw`` and ``cached_present`` — after the preset's
     filter. Nothing is checked here: each query built on it checks what it aggregates."""
     time_expr = log.time_sql or "CAST(NULL AS BIGINT)"
     where = f" WHERE {log.where_sql}" if log.where_sql else ""
+    cached = (
+        f", {log.cached_sql} AS cached_raw, {log.cached_present_sql} AS cached_present"
+        if log.cached_sql is not None
+        else ""
+    )
     return (
         f"SELECT {log.input_sql} AS input_raw, {log.output_sql} AS output_raw, "
-        f"{time_expr} AS arrival_us FROM {relation}{where}"
+        f"{time_expr} AS arrival_us{cached} FROM {relation}{where}"
     )
 
 
-def summary_sql(rows: str, window_us: int | None, source: str, utc: bool) -> str:
+def cached_key_sql() -> str:
+    """A row's reported cached prompt tokens as a BIGINT: -1 where it reports none, NULL where it
+    reports a value that is not a whole number of tokens in 0 … its prompt (an invalid row)."""
+    return (
+        "CASE WHEN NOT cached_present THEN -1 WHEN cached_raw >= 0 AND cached_raw = FLOOR(cached_raw) "
+        "AND cached_raw <= input_raw THEN CAST(cached_raw AS BIGINT) END"
+    )
+
+
+def summary_sql(rows: str, window_us: int | None, source: str, utc: bool, cached: bool = False) -> str:
     """The summary of a log as one table (DuckDB dialect; ``workload sql`` transpiles it): one scan,
     one ``GROUP BY GROUPING SETS``.
 
@@ -615,7 +744,9 @@ def summary_sql(rows: str, window_us: int | None, source: str, utc: bool) -> str
     [start, start + window), a NULL start counting rows without a time; ``log`` (start_us = first
     arrival, end_us = last, n = rows, source, clock) — provenance. The reader refuses a table whose
     histogram has a value that is not a token count, or rows without a time
-    (:func:`fleetopt.io.summaries.summary_from_table`).
+    (:func:`fleetopt.io.summaries.summary_from_table`). With ``cached`` (``rows`` has
+    ``cached_raw`` and ``cached_present``), a last column ``cached_tokens`` is a third key of the
+    histogram: the cached prompt tokens as written, NULL on the rows that report none.
     """
     timed = window_us is not None
     grouped_window = "GROUPING(window_start_us) = 0" if timed else "FALSE"
@@ -626,18 +757,24 @@ def summary_sql(rows: str, window_us: int | None, source: str, utc: bool) -> str
         if timed
         else "CAST(NULL AS BIGINT)"
     )
-    sets = "(input_tokens, output_tokens), " + ("(window_start_us), " if timed else "") + "()"
+    # without times there is no window grouping set: window_start_us may not be named outside it
+    window_start = f"WHEN {grouped_window} THEN window_start_us " if timed else ""
+    window_end = f"WHEN {grouped_window} THEN window_start_us + {window_us} " if timed else ""
+    token_keys = "input_tokens, output_tokens" + (", cached_tokens" if cached else "")
+    sets = f"({token_keys}), " + ("(window_start_us), " if timed else "") + "()"
+    cached_in = ", CASE WHEN cached_present THEN cached_raw END AS cached_tokens" if cached else ""
+    cached_out = ", cached_tokens" if cached else ""
     return (
         f"WITH fleetopt_rows AS ({rows}), fleetopt_windowed AS (SELECT input_raw AS input_tokens, "
-        "output_raw AS output_tokens, arrival_us, "
+        f"output_raw AS output_tokens{cached_in}, arrival_us, "
         f"{windowing} AS window_start_us FROM fleetopt_rows) "
         "SELECT CASE WHEN GROUPING(input_tokens) = 0 THEN 'tokens' "
         f"WHEN {grouped_window} THEN 'window' ELSE 'log' END AS record, input_tokens, output_tokens, "
-        f"CASE WHEN {grouped_window} THEN window_start_us WHEN {is_log} THEN MIN(arrival_us) END "
-        f"AS start_us, CASE WHEN {grouped_window} THEN window_start_us + {window_us or 0} "
-        f"WHEN {is_log} THEN MAX(arrival_us) END AS end_us, COUNT(*) AS n, "
+        f"CASE {window_start}WHEN {is_log} THEN MIN(arrival_us) END "
+        f"AS start_us, CASE {window_end}WHEN {is_log} THEN MAX(arrival_us) END AS end_us, COUNT(*) AS n, "
         f"CASE WHEN {is_log} THEN {sql_string(source)} END AS source, "
-        f"CASE WHEN {is_log} THEN {clock} END AS clock FROM fleetopt_windowed GROUP BY GROUPING SETS ({sets})"
+        f"CASE WHEN {is_log} THEN {clock} END AS clock{cached_out} FROM fleetopt_windowed "
+        f"GROUP BY GROUPING SETS ({sets})"
     )
 
 
@@ -655,6 +792,7 @@ class LogRequests:
     counts: np.ndarray
     arrival_us: np.ndarray | None
     utc: bool
+    cached: Any = None  # fleetopt.core.prefix.ReportedCache, for a log that reports cached tokens
 
 
 class InvalidRows(ValidationError):
@@ -686,34 +824,91 @@ def load_requests(log: ResolvedLog, connection=None) -> LogRequests:
     :class:`UnreadableLog` when DuckDB cannot read the log."""
     connection = connection or connect()
     with_times = log.time_sql is not None
+    with_cached = log.cached_sql is not None
     try:
         # in file order, which costs DuckDB nothing here: a log written in time order needs no sort
         connection.execute("SET preserve_insertion_order = true")
         columns = describe(connection, log.source) if log.source.layout == "arrays" else []
         rows = rows_sql(log, rows_relation(log.source, columns))
-        table = connection.execute(f"SELECT {atom_sql(log)} AS atom, arrival_us FROM ({rows})").fetchnumpy()
+        cached = f", {cached_key_sql()} AS cached" if with_cached else ""
+        table = connection.execute(
+            f"SELECT {atom_sql(log)} AS atom, arrival_us{cached} FROM ({rows})"
+        ).fetchnumpy()
     except ValidationError:
         raise
     except Exception as exc:  # duckdb.Error: a value DuckDB cannot convert, a malformed file
         raise UnreadableLog(f"{log.source.label}: {engine_message(exc)}") from None
     keys, arrivals = table.pop("atom"), table.pop("arrival_us")
-    invalid = max(_missing(keys), _missing(arrivals) if with_times else 0)
+    cached = table.pop("cached") if with_cached else None
+    invalid = max(
+        _missing(keys), _missing(arrivals) if with_times else 0, _missing(cached) if with_cached else 0
+    )
     if invalid:
         raise InvalidRows(log.source.label, invalid)
     if not keys.size:
         raise ValidationError(f"{log.source.label}: no requests")
     keys = np.asarray(keys, dtype=np.int64)
-    keys.sort()
-    starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
-    counts = np.diff(np.append(starts, keys.size))
-    atoms = keys[starts]
-    del keys
+    reported = None
+    if with_cached:
+        atoms, counts, reported = _count_with_cached(
+            keys, np.asarray(cached, dtype=np.int64), log.cached_name
+        )
+    else:
+        keys.sort()
+        starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+        counts = np.diff(np.append(starts, keys.size))
+        atoms = keys[starts]
+    del keys, cached
     totals, inputs = atoms // PAIR_FACTOR, atoms % PAIR_FACTOR
     if with_times:
         arrivals = np.asarray(arrivals, dtype=np.int64)
         if arrivals.size > 1 and (arrivals[1:] < arrivals[:-1]).any():
             arrivals.sort()
-    return LogRequests(inputs, totals - inputs, counts, arrivals if with_times else None, log.utc)
+    return LogRequests(inputs, totals - inputs, counts, arrivals if with_times else None, log.utc, reported)
+
+
+def _count_with_cached(keys: np.ndarray, cached: np.ndarray, field: str | None):
+    """(atoms, their counts, ReportedCache) of rows' atom keys (:func:`atom_sql`) and cached tokens
+    (-1: not reported): one sort of the two packed into one integer when they fit in 63 bits (the
+    cached count in the low bits, so the atoms come out in their order), else a lexsort; the atoms
+    are the runs of the distinct (atom, cached) keys. None for the ReportedCache when no row reports."""
+    from fleetopt.core.summary import reported_cache
+
+    shift = (int(cached.max()) + 1).bit_length()
+    if int(keys.max()).bit_length() + shift <= 63:
+        keys <<= shift
+        cached += 1
+        keys |= cached
+        keys.sort()
+        starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+        counts = np.diff(np.append(starts, keys.size))
+        distinct = keys[starts]
+        atom_of, cached_of = distinct >> shift, (distinct & ((1 << shift) - 1)) - 1
+    else:
+        order = np.lexsort((cached, keys))
+        keys, cached = keys[order], cached[order]
+        starts = np.flatnonzero(
+            np.concatenate(([True], (keys[1:] != keys[:-1]) | (cached[1:] != cached[:-1])))
+        )
+        counts = np.diff(np.append(starts, keys.size))
+        atom_of, cached_of = keys[starts], cached[starts]
+    atom_starts = np.flatnonzero(np.concatenate(([True], atom_of[1:] != atom_of[:-1])))
+    atoms, atom_counts = atom_of[atom_starts], np.add.reduceat(counts, atom_starts)
+    totals, inputs = atom_of // PAIR_FACTOR, atom_of % PAIR_FACTOR
+    inputs, outputs, cached_of, counts = _in_summary_order(inputs, totals - inputs, cached_of, counts)
+    return atoms, atom_counts, reported_cache(inputs, outputs, cached_of, counts, field)
+
+
+def _in_summary_order(inputs, outputs, cached, counts):
+    """Distinct (input, output, cached) rows and their counts in the summary's order, ascending: one
+    sort of a dense key when the three fit in 62 bits (cached + 1 ≤ input + 1), else a lexsort."""
+    out_width, cached_width = int(outputs.max()) + 1, int(inputs.max()) + 2
+    if (int(inputs.max()) + 1).bit_length() + out_width.bit_length() + cached_width.bit_length() <= 62:
+        dense, counts = _in_key_order((inputs * out_width + outputs) * cached_width + (cached + 1), counts)
+        pairs = dense // cached_width
+        return pairs // out_width, pairs % out_width, dense % cached_width - 1, counts
+    order = np.lexsort((cached, outputs, inputs))
+    return inputs[order], outputs[order], cached[order], counts[order]
 
 
 def load_rows(log: ResolvedLog, connection=None) -> dict[str, np.ndarray]:
@@ -752,17 +947,21 @@ def local_summary_sql(log: ResolvedLog, relation: str, window_us: int | None) ->
     and its count (only with times); 2 and 3 — the first and the last arrival (n: every row). It
     returns the same summary as the portable :func:`summary_sql` (tested), three narrow columns
     with no NULL but for rows that are not requests."""
+    with_cached = log.cached_sql is not None
+    nothing = ", CAST(NULL AS BIGINT) AS cached" if with_cached else ""
     parts = [
-        "SELECT 0 AS record, pair AS key, COUNT(*) AS n FROM fleetopt_requests GROUP BY pair",
-        "SELECT 2, MIN(arrival_us), COUNT(*) FROM fleetopt_requests",
-        "SELECT 3, MAX(arrival_us), COUNT(*) FROM fleetopt_requests",
+        f"SELECT 0 AS record, pair AS key, COUNT(*) AS n{', cached' if with_cached else ''} "
+        f"FROM fleetopt_requests GROUP BY pair{', cached' if with_cached else ''}",
+        f"SELECT 2, MIN(arrival_us), COUNT(*){nothing} FROM fleetopt_requests",
+        f"SELECT 3, MAX(arrival_us), COUNT(*){nothing} FROM fleetopt_requests",
     ]
     if window_us is not None:
         windowing = f"arrival_us - (((arrival_us % {window_us}) + {window_us}) % {window_us})"
-        windows = f"SELECT 1, {windowing} AS window_start_us, COUNT(*) FROM fleetopt_requests"
+        windows = f"SELECT 1, {windowing} AS window_start_us, COUNT(*){nothing} FROM fleetopt_requests"
         parts.insert(1, f"{windows} GROUP BY window_start_us")
+    cached = f", {cached_key_sql()} AS cached" if with_cached else ""
     return (
-        f"WITH fleetopt_requests AS MATERIALIZED (SELECT {pair_sql(log)} AS pair, arrival_us "
+        f"WITH fleetopt_requests AS MATERIALIZED (SELECT {pair_sql(log)} AS pair, arrival_us{cached} "
         f"FROM ({rows_sql(log, relation)})) " + " UNION ALL ".join(parts)
     )
 
@@ -840,7 +1039,11 @@ def summary_from_requests(requests: LogRequests, window_us: int | None, source: 
 
     inputs, outputs = requests.input_tokens, requests.output_tokens
     width = int(outputs.max()) + 1
-    dense, counts = _in_key_order(inputs * width + outputs, requests.counts)
+    cached = requests.cached
+    if cached is None:
+        dense, counts = _in_key_order(inputs * width + outputs, requests.counts)
+    else:  # the (input, output, cached) histogram, already in the summary's order
+        counts = cached.counts
     arrivals = requests.arrival_us
     starts, window_counts = np.zeros(0, np.int64), np.zeros(0, np.int64)
     first = last = None
@@ -850,6 +1053,11 @@ def summary_from_requests(requests: LogRequests, window_us: int | None, source: 
         starts, window_counts = index[changes] * window_us, np.diff(np.append(changes, index.size))
         first, last = int(arrivals[0]), int(arrivals[-1])
     record = SummarySource(source, int(counts.sum()), first, last, requests.utc)
+    if cached is not None:
+        return LogSummary(
+            cached.input_tokens, cached.output_tokens, counts, window_us if first is not None else None,
+            starts, window_counts, (record,), cached.cached_tokens,
+        )  # fmt: skip
     return LogSummary(
         dense // width, dense % width, counts, window_us if first is not None else None, starts,
         window_counts, (record,),
@@ -882,6 +1090,8 @@ def summarize_log(log: ResolvedLog, window_us: int | None, source: str, connecti
     missing = np.ma.getmaskarray(table["key"])
     keys = np.ma.getdata(table["key"]).astype(np.int64, copy=False)
     tokens, windows = records == 0, records == 1
+    if log.cached_sql is not None:  # a row with an invalid cached count has no cached key
+        missing = missing | (tokens & np.ma.getmaskarray(table["cached"]))
     bad = int(counts[tokens & missing].sum())
     untimed = int(counts[windows & missing].sum()) if with_times else 0
     if bad or untimed:
@@ -891,10 +1101,21 @@ def summarize_log(log: ResolvedLog, window_us: int | None, source: str, connecti
         raise ValidationError(f"{log.source.label}: no requests")
     pairs, pair_counts = keys[tokens], counts[tokens]
     inputs, outputs = pairs // PAIR_FACTOR, pairs % PAIR_FACTOR
-    # (input, output) ascending, the canonical order of make_summary: a dense key sorts the same
-    width = int(outputs.max()) + 1
-    dense, pair_counts = _in_key_order(inputs * width + outputs, pair_counts)
-    inputs, outputs = dense // width, dense % width
+    cached = None
+    if log.cached_sql is not None:
+        from fleetopt.core.summary import reported_cache
+
+        cached_of = np.ma.getdata(table["cached"]).astype(np.int64, copy=False)[tokens]
+        inputs, outputs, cached_of, pair_counts = _in_summary_order(inputs, outputs, cached_of, pair_counts)
+        if reported_cache(inputs, outputs, cached_of, pair_counts) is not None:
+            cached = cached_of
+        else:  # no row reports: the summary of a log without the field
+            inputs, outputs, pair_counts = _pairs_summed(inputs, outputs, pair_counts)
+    else:
+        # (input, output) ascending, the canonical order of make_summary: a dense key sorts the same
+        width = int(outputs.max()) + 1
+        dense, pair_counts = _in_key_order(inputs * width + outputs, pair_counts)
+        inputs, outputs = dense // width, dense % width
     starts, window_counts = np.zeros(0, np.int64), np.zeros(0, np.int64)
     first = last = None
     if with_times:
@@ -903,10 +1124,25 @@ def summarize_log(log: ResolvedLog, window_us: int | None, source: str, connecti
         first, last = int(keys[records == 2][0]), int(keys[records == 3][0])
     record = SummarySource(source, total, first, last, log.utc)
     summary = LogSummary(
-        inputs, outputs, pair_counts, window_us if with_times else None, starts, window_counts, (record,)
+        inputs,
+        outputs,
+        pair_counts,
+        window_us if with_times else None,
+        starts,
+        window_counts,
+        (record,),
+        cached,
     )
     summary.check(log.source.label)
     return summary
+
+
+def _pairs_summed(inputs, outputs, counts):
+    """Rows sorted by (input, output) with runs of equal pairs added together."""
+    starts = np.flatnonzero(
+        np.concatenate(([True], (inputs[1:] != inputs[:-1]) | (outputs[1:] != outputs[:-1])))
+    )
+    return inputs[starts], outputs[starts], np.add.reduceat(counts, starts)
 
 
 def first_invalid_row(log: ResolvedLog) -> str:
@@ -919,14 +1155,25 @@ def first_invalid_row(log: ResolvedLog) -> str:
     where = f" WHERE {log.where_sql}" if log.where_sql else ""
     names = log.names
     time_raw = sql_identifier(names[2]) if names[2] else "NULL"
+    with_cached = log.cached_sql is not None
+    cached = (
+        f", {log.cached_sql} AS cached_raw, {log.cached_present_sql} AS cached_present, "
+        f"{log.cached_text_sql} AS cached_text, {log.cached_field_sql} AS cached_field"
+        if with_cached
+        else ", NULL AS cached_raw, false AS cached_present, NULL AS cached_text, NULL AS cached_field"
+    )
+    valid = valid_sql(log.time_sql is not None)
+    if with_cached:
+        valid = f"({valid}) AND ({cached_key_sql()}) IS NOT NULL"
     numbered = f"(SELECT *, row_number() OVER () AS fleetopt_row FROM {relation}) AS numbered_rows"
     query = (
-        "SELECT row_number, input_raw, output_raw, arrival_us, input_text, output_text, time_text FROM ("
+        "SELECT row_number, input_raw, output_raw, arrival_us, input_text, output_text, time_text, "
+        "cached_raw, cached_present, cached_text, cached_field FROM ("
         f"SELECT fleetopt_row AS row_number, {log.input_sql} AS input_raw, {log.output_sql} AS output_raw, "
         f"{time_expr} AS arrival_us, CAST({sql_identifier(names[0])} AS VARCHAR) AS input_text, "
         f"CAST({sql_identifier(names[1])} AS VARCHAR) AS output_text, "
-        f"CAST({time_raw} AS VARCHAR) AS time_text FROM {numbered}{where}) AS checked_rows "
-        f"WHERE NOT COALESCE({valid_sql(log.time_sql is not None)}, false) "
+        f"CAST({time_raw} AS VARCHAR) AS time_text{cached} FROM {numbered}{where}) AS checked_rows "
+        f"WHERE NOT COALESCE({valid}, false) "
         "ORDER BY row_number LIMIT 1"
     )
     try:
@@ -935,7 +1182,7 @@ def first_invalid_row(log: ResolvedLog) -> str:
         return f"{log.source.label}: {engine_message(exc)}"
     if row is None:
         return f"{log.source.label}: a row is not a valid request"
-    number, input_value, output_value, arrival, input_text, output_text, time_text = row
+    number, input_value, output_value, arrival, input_text, output_text, time_text, *cached_row = row
     where_row = f"{log.source.label}, row {number:,}"
     for value, text, name in ((input_value, input_text, names[0]), (output_value, output_text, names[1])):
         problem = token_problem(value, text)
@@ -949,7 +1196,26 @@ def first_invalid_row(log: ResolvedLog) -> str:
             f"{where_row}: {names[2]} = {shown} is neither a number nor a date-time like "
             "2023-11-16 18:15:46.680590"
         )
+    cached_value, cached_present, cached_text, cached_field = cached_row
+    if cached_present:
+        problem = cached_problem(cached_value, cached_text, int(input_value))
+        if problem:
+            return f"{where_row}: {cached_field} = {problem}"
     return f"{where_row}: not a valid request"
+
+
+def cached_problem(value: Any, text: str | None, prompt_tokens: int) -> str | None:
+    """What is wrong with a reported count of cached prompt tokens (``value`` as read, ``text`` as
+    written) of a prompt of ``prompt_tokens``, or None."""
+    problem = token_problem(value, text)
+    if problem is not None:
+        return problem.replace("(no token count)", "(no count of cached tokens)")
+    if float(value) > prompt_tokens:
+        return (
+            f"{int(float(value))} is more cached tokens than the prompt has ({prompt_tokens}); cached "
+            "prompt tokens are part of the prompt"
+        )
+    return None
 
 
 def token_problem(value: Any, text: str | None) -> str | None:

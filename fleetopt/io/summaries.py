@@ -9,6 +9,10 @@ Two forms hold the same :class:`~fleetopt.core.summary.LogSummary`:
   {"input_tokens": [...], "output_tokens": [...], "n": [...]}, "windows": {"start_us": [...],
   "n": [...]}}`` — what ``summarize`` writes to ``.json``.
 
+A summary of a log that reports cached prompt tokens has one more key of its histogram, a
+``cached_tokens`` column of the table (after the others) and list of ``tokens`` (null: the rows
+that do not report them); a summary without it reads as before.
+
 Every read checks that the parts agree (counts, windows, sources) and refuses a table that counts
 invalid rows, so a summary never plans silently wrong.
 """
@@ -22,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from fleetopt.core.prefix import NOT_REPORTED
 from fleetopt.core.summary import LogSummary, SummarySource, make_summary
 from fleetopt.errors import ValidationError, excerpt
 from fleetopt.io.files import atomic_output
@@ -73,7 +78,10 @@ def read_summary_json(data: bytes, label: str) -> LogSummary:
             raise ValidationError(f"{label}: {part}.{key} must be a list of whole numbers (below 2**62)")
         return np.array(values, dtype=np.int64)
 
-    for part, keys in (("tokens", ("input_tokens", "output_tokens", "n")), ("windows", ("start_us", "n"))):
+    for part, keys in (
+        ("tokens", ("input_tokens", "output_tokens", "n", "cached_tokens")),
+        ("windows", ("start_us", "n")),
+    ):
         block = document.get(part)
         lengths = {len(block[k]) for k in keys if isinstance(block, dict) and isinstance(block.get(k), list)}
         if len(lengths) > 1:
@@ -89,10 +97,21 @@ def read_summary_json(data: bytes, label: str) -> LogSummary:
     if not isinstance(sources, list) or not sources:
         raise ValidationError(f"{label}: sources must be a non-empty list")
     records = tuple(_source_record(s, label, f"sources[{k}]") for k, s in enumerate(sources))
+    cached = None
+    tokens = document.get("tokens")
+    if isinstance(tokens, dict) and "cached_tokens" in tokens:
+        values = tokens["cached_tokens"]
+        if not isinstance(values, list) or not all(
+            v is None or (isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**62) for v in values
+        ):
+            raise ValidationError(
+                f"{label}: tokens.cached_tokens must be a list of whole numbers ≥ 0 or null (not reported)"
+            )
+        cached = np.array([NOT_REPORTED if v is None else v for v in values], dtype=np.int64)
     summary = make_summary(
         column("tokens", "input_tokens"), column("tokens", "output_tokens"), column("tokens", "n"),
         window, column("windows", "start_us") if window is not None else np.zeros(0, np.int64),
-        column("windows", "n") if window is not None else np.zeros(0, np.int64), records,
+        column("windows", "n") if window is not None else np.zeros(0, np.int64), records, cached,
     )  # fmt: skip
     summary.check(label)
     return summary
@@ -192,6 +211,14 @@ def _invalid_counts(
             & (inputs <= MAX_REQUEST_TOKENS) & (outputs <= MAX_REQUEST_TOKENS)
         )  # fmt: skip
     untimed = windows & np.isnan(_numbers(lowered["start_us"]))
+    if "cached_tokens" in lowered:  # NULL: not reported; else a token count within the prompt
+        cached = _numbers(lowered["cached_tokens"])[tokens]
+        with np.errstate(invalid="ignore"):
+            good &= np.isnan(cached) | (
+                (cached >= 0)
+                & (cached == np.floor(cached))
+                & (cached <= np.where(np.isfinite(inputs), inputs, 0))
+            )
     return int(counts[tokens][~good].sum()), int(counts[untimed].sum())
 
 
@@ -238,6 +265,11 @@ def _build_summary(
             parts.append(
                 f"{bad_tokens:,} with a token count missing, negative, fractional or above "
                 f"{MAX_REQUEST_TOKENS:,}, or input + output = 0"
+                + (
+                    ", or cached tokens negative, fractional or above the prompt"
+                    if "cached_tokens" in lowered
+                    else ""
+                )
             )
         if untimed:
             parts.append(f"{untimed:,} without an arrival time")
@@ -281,9 +313,13 @@ def _build_summary(
                 str(clocks[k]).lower() == "utc",
             )
         )
+    cached = None
+    if "cached_tokens" in lowered:
+        values = _numbers(lowered["cached_tokens"])[tokens]
+        cached = np.where(np.isnan(values), NOT_REPORTED, values).astype(np.int64)
     summary = make_summary(
         ints("input_tokens", tokens), ints("output_tokens", tokens), ints("n", tokens),
-        widths.pop() if widths else None, starts, ints("n", windows), tuple(records_out),
+        widths.pop() if widths else None, starts, ints("n", windows), tuple(records_out), cached,
     )  # fmt: skip
     summary.check(label)
     return summary
@@ -320,10 +356,12 @@ def read_summary_table(files: list[str], container: str, label: str) -> LogSumma
         missing = [c for c in SUMMARY_COLUMNS if c not in columns]
         if missing:
             raise ValidationError(f"{label}: not a summary table (missing columns: {', '.join(missing)})")
+        cached = ", cached_tokens AS cached_tokens" if "cached_tokens" in columns else ""
         table = connection.execute(
             f"SELECT CASE {record} WHEN 'tokens' THEN 0 WHEN 'window' THEN 1 WHEN 'log' THEN 2 ELSE 3 END "
             "AS code, input_tokens AS input_tokens, output_tokens AS output_tokens, start_us AS start_us, "
-            "end_us AS end_us, n AS n FROM " + source.relation()  # aliases: the header's case may differ
+            f"end_us AS end_us, n AS n{cached} FROM "
+            + source.relation()  # aliases: the header's case may differ
         ).fetchnumpy()
         unknown = np.asarray(table["code"]) == 3
         if unknown.any():
@@ -368,6 +406,15 @@ def summary_document(summary: LogSummary) -> dict[str, Any]:
             "input_tokens": summary.input_tokens.tolist(),
             "output_tokens": summary.output_tokens.tolist(),
             "n": summary.counts.tolist(),
+            **(
+                {}
+                if summary.cached_tokens is None
+                else {
+                    "cached_tokens": [
+                        None if v == NOT_REPORTED else v for v in summary.cached_tokens.tolist()
+                    ]
+                }
+            ),
         },
         "windows": {"start_us": summary.window_starts_us.tolist(), "n": summary.window_counts.tolist()},
     }
@@ -400,10 +447,15 @@ def _copy_table(summary: LogSummary, path: str, fmt: str) -> None:
     """Write the table form with DuckDB (Parquet with zstd, or CSV with a header): the token rows,
     the window rows, then one row per source log."""
     connection = connect(ordered=True)
-    connection.register(
-        "summary_tokens",
-        {"input_tokens": summary.input_tokens, "output_tokens": summary.output_tokens, "n": summary.counts},
-    )
+    tokens = {
+        "input_tokens": summary.input_tokens,
+        "output_tokens": summary.output_tokens,
+        "n": summary.counts,
+    }
+    with_cached = summary.cached_tokens is not None
+    if with_cached:
+        tokens["cached_tokens"] = summary.cached_tokens
+    connection.register("summary_tokens", tokens)
     connection.register("summary_windows", {"start_us": summary.window_starts_us, "n": summary.window_counts})
     sources = summary.sources
     connection.register(
@@ -418,13 +470,15 @@ def _copy_table(summary: LogSummary, path: str, fmt: str) -> None:
         },
     )
     null, text, window = "CAST(NULL AS BIGINT)", "CAST(NULL AS VARCHAR)", int(summary.window_us or 0)
+    cached = ", CASE WHEN cached_tokens >= 0 THEN cached_tokens END AS cached_tokens" if with_cached else ""
+    no_cached = f", {null}" if with_cached else ""
     query = (
         f"SELECT 'tokens' AS record, input_tokens, output_tokens, {null} AS start_us, {null} AS end_us, n, "
-        f"{text} AS source, {text} AS clock FROM summary_tokens UNION ALL "
-        f"SELECT 'window', {null}, {null}, start_us, start_us + {window}, n, {text}, {text} "
+        f"{text} AS source, {text} AS clock{cached} FROM summary_tokens UNION ALL "
+        f"SELECT 'window', {null}, {null}, start_us, start_us + {window}, n, {text}, {text}{no_cached} "
         "FROM summary_windows UNION ALL SELECT 'log', NULL, NULL, CASE WHEN timed THEN first_us END, "
         "CASE WHEN timed THEN last_us END, n, CAST(source AS VARCHAR), "
-        "CASE WHEN timed THEN CAST(clock AS VARCHAR) END FROM summary_logs"
+        f"CASE WHEN timed THEN CAST(clock AS VARCHAR) END{no_cached} FROM summary_logs"
     )
     # DuckDB writes into our temporary file itself (no tmp_<name> file of its own beside it, which a
     # killed command would leave for a later glob to pick up)

@@ -5,21 +5,24 @@ The query is built in DuckDB's dialect from a preset's columns (or explicit ones
 :func:`fleetopt.io.logs.summary_sql` over :func:`fleetopt.io.logs.rows_sql` — and sqlglot
 transpiles it. One function has no common spelling and sqlglot does not translate it, the
 microseconds since the Unix epoch of a timestamp; it is written per dialect from each engine's
-documented function (table :data:`EPOCH_MICROSECONDS`). Only the aggregate leaves the warehouse:
-one row per distinct (input, output) pair, one per window, one per log.
+documented function (table :data:`EPOCH_MICROSECONDS`); so is the text at a path inside a column
+of JSON, where a preset's cached prompt tokens live (:data:`JSON_TEXT`). Only the aggregate leaves
+the warehouse: one row per distinct (input, output[, cached]) triple, one per window, one per log.
 """
 
 from __future__ import annotations
 
 from fleetopt.core.workload import MICROSECONDS_PER_S
 from fleetopt.errors import ValidationError
-from fleetopt.io.log_formats import LogFormat
+from fleetopt.io.log_formats import CachedField, LogFormat
 from fleetopt.io.logs import (
+    CachedSQL,
     LogSource,
     ResolvedLog,
     integer_time_sql,
     rows_sql,
     sql_identifier,
+    sql_string,
     summary_sql,
 )
 
@@ -33,6 +36,19 @@ EPOCH_MICROSECONDS = {
     "postgres": "CAST(ROUND(EXTRACT(EPOCH FROM {arg}) * 1000000) AS BIGINT)",
 }
 DIALECTS = tuple(EPOCH_MICROSECONDS)
+
+#: The text at a JSON path inside a column (JSON, or text holding JSON), per dialect: ``{arg}`` the
+#: column, ``{path}`` the keys joined by dots (each engine's documented JSON function).
+JSON_TEXT = {
+    "duckdb": "JSON_EXTRACT_STRING(CAST({arg} AS JSON), '$.{path}')",
+    "spark": "GET_JSON_OBJECT({arg}, '$.{path}')",
+    "bigquery": "JSON_EXTRACT_SCALAR({arg}, '$.{path}')",
+    "trino": "JSON_EXTRACT_SCALAR({arg}, '$.{path}')",
+    "snowflake": "JSON_EXTRACT_PATH_TEXT(TO_VARCHAR({arg}), '{path}')",
+    "postgres": "CAST({arg} AS JSONB) #>> '{{{keys}}}'",
+}
+#: ``--cached-column`` value that leaves cached prompt tokens out of the query.
+NO_CACHED_COLUMN = "none"
 
 #: How each preset's time column is stored in a warehouse table: ``timestamp`` or ``number``.
 WAREHOUSE_TIME_TYPES = {
@@ -61,9 +77,13 @@ def warehouse_sql(
     time_type: str | None = None,
     no_time: bool = False,
     where: str | None = None,
+    cached_column: str | None = None,
 ) -> str:
     """The summary query of ``table`` in ``dialect`` (one of :data:`DIALECTS`); ``where``: an extra
-    row filter in DuckDB's SQL (a date range, a model), added to the preset's."""
+    row filter in DuckDB's SQL (a date range, a model), added to the preset's. ``cached_column``:
+    the column of the cached prompt tokens (default: the preset's fields, none with an input
+    column named by hand; ``none``: leave them out — for Helicone the prompt is then
+    ``prompt_tokens`` alone)."""
     if dialect not in EPOCH_MICROSECONDS:
         raise ValidationError(f"--dialect: {dialect!r} is not one of {', '.join(DIALECTS)}")
     if preset is None and (input_column is None or output_column is None):
@@ -100,6 +120,17 @@ def warehouse_sql(
         filters.append(where)
     if preset is not None and preset.name == "otel" and not input_column and not output_column:
         filters.append(f"({input_sql}) IS NOT NULL OR ({output_sql}) IS NOT NULL")
+    if cached_column is not None and cached_column.strip().lower() == NO_CACHED_COLUMN:
+        fields: tuple[CachedField, ...] = ()
+    elif cached_column is not None:
+        fields = (CachedField(cached_column),)
+    else:
+        fields = preset.cached_fields if preset is not None and not input_column else ()
+    cached = _cached_sql(fields)
+    if cached and preset is not None and not input_column and preset.input_addends:
+        input_sql = " + ".join(
+            [f"({input_sql})"] + [f"COALESCE({sql_identifier(a)}, 0)" for a in preset.input_addends]
+        )
     log = ResolvedLog(
         source=LogSource(label=table, files=(), container="parquet"),
         input_sql=input_sql,
@@ -108,11 +139,33 @@ def warehouse_sql(
         utc=utc,
         where_sql=" AND ".join(f"({f})" for f in filters) or None,
         names=(inputs[0], outputs[0], time_name),
+        cached=cached,
     )
     duckdb_sql = summary_sql(
-        rows_sql(log, table_reference(table)), window_us if time_expr else None, table, utc
+        rows_sql(log, table_reference(table)),
+        window_us if time_expr else None,
+        table,
+        utc,
+        bool(cached),
     )
     return transpile(duckdb_sql, dialect)
+
+
+def _cached_sql(fields: tuple[CachedField, ...]) -> tuple[CachedSQL, ...]:
+    """The SQL of the cached prompt tokens of a warehouse row, as a number: the first of ``fields``
+    that is not NULL (a path inside a JSON column is read as text: ``json_text``, written per
+    dialect by :func:`transpile`); a row reports them where that is not NULL."""
+    if not fields:
+        return ()
+    values = []
+    for field in fields:
+        value = sql_identifier(field.column)
+        if field.path:
+            value = f"TRY_CAST(json_text({value}, {sql_string('.'.join(field.path))}) AS DOUBLE)"
+        values.append(value)
+    value = values[0] if len(values) == 1 else "COALESCE(" + ", ".join(values) + ")"
+    name = " or ".join(field.name for field in fields)
+    return (CachedSQL(value, f"(({value}) IS NOT NULL)", name, value),)
 
 
 def _number_time_sql(quoted: str, unit_s: float) -> str:
@@ -145,4 +198,9 @@ def transpile(duckdb_sql: str, dialect: str) -> str:
         if node.name.lower() == "epoch_us":
             argument = node.expressions[0].sql(dialect=dialect)
             node.replace(sqlglot.parse_one(EPOCH_MICROSECONDS[dialect].format(arg=argument), read=dialect))
+        elif node.name.lower() == "json_text":
+            argument = node.expressions[0].sql(dialect=dialect)
+            path = node.expressions[1].name  # keys joined by dots (identifiers: no quoting needed)
+            text = JSON_TEXT[dialect].format(arg=argument, path=path, keys=path.replace(".", ","))
+            node.replace(sqlglot.parse_one(text, read=dialect))
     return tree.sql(dialect=dialect, pretty=True)

@@ -76,6 +76,9 @@ TIME_COLUMN_NAMES = (
     "timestamp",
     "time",
 )
+#: Columns recognised (case-insensitively) as the cached prompt tokens of a log without a preset:
+#: OpenAI's name (``usage.prompt_tokens_details.cached_tokens``, a part of the prompt) and a plain one.
+CACHED_COLUMN_NAMES = ("cached_tokens", "cached_prompt_tokens")
 CDF_TOKEN_COLUMN_NAMES = ("tokens", "total_tokens")
 CDF_FRACTION_COLUMN_NAMES = ("cdf", "f")
 
@@ -94,12 +97,16 @@ _INTEGER_PATTERN = re.compile(r"^\s*[+-]?\d+\s*$")
 class RequestLog:
     """Raw request columns as read from a log, one entry per request in file order (before
     aggregation). ``arrival_us``: arrival on the log's clock in whole µs (UTC µs since the epoch
-    when ``utc``), or None without a time column."""
+    when ``utc``), or None without a time column. ``cached_tokens``: the cached prompt tokens
+    each row reports (-1 where it reports none), None for a log without the field;
+    ``cached_field``: that field's name."""
 
     input_tokens: np.ndarray
     output_tokens: np.ndarray
     arrival_us: np.ndarray | None
     utc: bool = False
+    cached_tokens: np.ndarray | None = None
+    cached_field: str | None = None
 
     @property
     def arrival_times_s(self) -> np.ndarray | None:
@@ -604,10 +611,20 @@ def _log_workload(log: RequestLog | LogRequestsLike, name: str, source: str) -> 
     if isinstance(log, RequestLog):
         if log.arrival_us is not None:
             times = (np.sort(log.arrival_us) - span.first_us) * 1e-6
+        if log.cached_tokens is not None:
+            from fleetopt.core.summary import reported_cache
+
+            rows = np.stack([log.input_tokens, log.output_tokens, log.cached_tokens], axis=1)
+            triples, counts = np.unique(rows, axis=0, return_counts=True)
+            reported = reported_cache(triples[:, 0], triples[:, 1], triples[:, 2], counts, log.cached_field)
+            if reported is not None:
+                metadata["reported_cache"] = reported
         return workload_from_requests(
             log.input_tokens, log.output_tokens, name=name, arrival_times_s=times, source=source,
             arrival_span=span, metadata=metadata,
         )  # fmt: skip
+    if getattr(log, "cached", None) is not None:
+        metadata["reported_cache"] = log.cached
     workload = workload_from_counts(
         log.input_tokens, log.output_tokens, log.counts, name=name, source=source, arrival_span=span,
         metadata=metadata,
@@ -834,8 +851,41 @@ def _resolve(source: LogSource, options: ReaderOptions, careful, connection):
         output_column=options.output_column, time_column=options.time_column,
         time_unit_s=options.time_unit_s, default_names=_default_names(source.container),
         name_units=_name_units(source.container), time_origin_us=options.time_origin_us,
-        fallback=careful is not None,
+        fallback=careful is not None, default_cached=_default_cached(),
     )  # fmt: skip
+
+
+def _default_cached():
+    """The cached-token fields of a log without a preset (:data:`CACHED_COLUMN_NAMES`)."""
+    from fleetopt.io.log_formats import CachedField
+
+    return tuple(CachedField(name) for name in CACHED_COLUMN_NAMES)
+
+
+def _cached_candidates(options: ReaderOptions) -> tuple[str, ...]:
+    """The flat columns the careful reader takes the cached prompt tokens from (a preset's, or the
+    recognised names; none when the prompt column is named by hand, as the DuckDB reader)."""
+    if options.input_column is not None:
+        return ()
+    preset = options.log_format
+    fields = preset.cached_fields if preset is not None else _default_cached()
+    return tuple(f.column for f in fields if not f.path)
+
+
+def _parse_cached(value, name: str, prompt_tokens: int, path: Path, line: int) -> int:
+    """A reported count of cached prompt tokens, checked as a token count and against its prompt."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValidationError(
+            f"{path}, line {line}: {name} = {json.dumps(value)} is not a whole number of tokens"
+        )
+    number = _parse_token(str(value), name, path, line)
+    if number > prompt_tokens:
+        from fleetopt.io.logs import cached_problem
+
+        raise ValidationError(
+            f"{path}, line {line}: {name} = {cached_problem(number, str(number), prompt_tokens)}"
+        )
+    return number
 
 
 def _with_duckdb(source: LogSource, options: ReaderOptions, careful, read, *, ordered: bool = False):
@@ -899,8 +949,14 @@ def _read_careful(path: Path, container: str, options: ReaderOptions) -> Request
     output_index = pick_column(header, options.output_column, candidates[1], "output", str(path), True)
     time_index = pick_column(header, options.time_column, candidates[2], "time", str(path), False)
     names = tuple(None if i is None else header[i] for i in (input_index, output_index, time_index))
+    lowered = [c.lower() for c in header]
+    cached = tuple(
+        (lowered.index(c.lower()), header[lowered.index(c.lower())])
+        for c in _cached_candidates(options)
+        if c.lower() in lowered
+    )
     return _read_csv_slow(
-        text_start, path, len(header), (input_index, output_index, time_index), names, options
+        text_start, path, len(header), (input_index, output_index, time_index), names, options, cached
     )
 
 
@@ -1056,9 +1112,17 @@ def _arrival_ticks(moments: list[int], kinds: set[str], column: str, path: Path)
 
 
 def _read_csv_slow(
-    data: bytes, path: Path, field_count: int, columns: tuple, names: tuple, options: ReaderOptions
+    data: bytes,
+    path: Path,
+    field_count: int,
+    columns: tuple,
+    names: tuple,
+    options: ReaderOptions,
+    cached_columns: tuple[tuple[int, str], ...] = (),
 ) -> RequestLog:
-    """Line-by-line reading with exact errors (file, line, column, value)."""
+    """Line-by-line reading with exact errors (file, line, column, value); ``cached_columns``:
+    (index, name) of the columns that may report a row's cached prompt tokens (the first with a
+    value is read; none: the row does not report them)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -1068,6 +1132,7 @@ def _read_csv_slow(
     inputs: list[int] = []
     outputs: list[int] = []
     times: list[int] = []
+    cached: list[int] = []
     kinds: set[str] = set()
     import csv
 
@@ -1091,6 +1156,13 @@ def _read_csv_slow(
                     )
                 inputs.append(number_in)
                 outputs.append(number_out)
+                if cached_columns:
+                    reported = next(((row[k], name) for k, name in cached_columns if row[k].strip()), None)
+                    cached.append(
+                        -1
+                        if reported is None
+                        else _parse_cached(reported[0], reported[1], number_in, path, line)
+                    )
                 if time_index is not None:
                     kind, moment = _parse_time(row[time_index], names[2], scale_s, path, line)
                     kinds.add(kind)
@@ -1100,24 +1172,34 @@ def _read_csv_slow(
     if not inputs:
         raise ValidationError(f"{path}: no requests (only a header)")
     return _careful_log(
-        inputs, outputs, times if time_index is not None else None, kinds, names[2], path, epoch, options
-    )
+        inputs, outputs, times if time_index is not None else None, kinds, names[2], path, epoch, options,
+        cached if cached_columns else None, " or ".join(name for _, name in cached_columns) or None,
+    )  # fmt: skip
 
 
-def _careful_log(inputs, outputs, times, kinds, column, path, epoch, options) -> RequestLog:
+def _careful_log(
+    inputs, outputs, times, kinds, column, path, epoch, options, cached=None, cached_field=None
+) -> RequestLog:
     arrival = None
     if times is not None:
         arrival = _arrival_ticks(times, kinds, column, path)
         if options.time_origin_us is not None:
             arrival = arrival + options.time_origin_us
     utc = times is not None and (kinds == {"utc"} or epoch or options.time_origin_us is not None)
-    return RequestLog(np.array(inputs, dtype=np.int64), np.array(outputs, dtype=np.int64), arrival, utc)
+    return RequestLog(
+        np.array(inputs, dtype=np.int64), np.array(outputs, dtype=np.int64), arrival, utc,
+        None if cached is None else np.array(cached, dtype=np.int64), cached_field,
+    )  # fmt: skip
 
 
 def _read_jsonl(data: bytes, path: Path, options: ReaderOptions) -> RequestLog:
     """JSON lines: the fields given, the preset's, or Mooncake's (``timestamp`` in ms) and the
     recognised names, chosen on the first line; every line must have them."""
     candidates = _candidates(options, "jsonl")
+    cached_keys = {c.lower() for c in _cached_candidates(options)}
+    cached_order = [c.lower() for c in _cached_candidates(options)]
+    cached: list[int] = []
+    cached_seen: list[str] = []
     inputs: list[int] = []
     outputs: list[int] = []
     times: list[int] = []
@@ -1162,6 +1244,16 @@ def _read_jsonl(data: bytes, path: Path, options: ReaderOptions) -> RequestLog:
             raise ValidationError(f"{path}, line {line_number}: {input_key} + {output_key} is 0")
         inputs.append(values[0])
         outputs.append(values[1])
+        if cached_keys:
+            present = {str(k).lower(): k for k in record if str(k).lower() in cached_keys}
+            cached_seen.extend(k for k in present.values() if k not in cached_seen)
+            reported = next(
+                (present[c] for c in cached_order if c in present and record[present[c]] is not None), None
+            )
+            cached.append(
+                -1 if reported is None
+                else _parse_cached(record[reported], reported, values[0], path, line_number)
+            )  # fmt: skip
         line_has_time = time_key is not None and time_key in record
         if has_time is None:
             has_time = line_has_time
@@ -1177,7 +1269,10 @@ def _read_jsonl(data: bytes, path: Path, options: ReaderOptions) -> RequestLog:
         raise ValidationError(f"{path}: the file is empty")
     if options.time_column is not None and not has_time:
         raise ValidationError(f"{path}: no field {excerpt(options.time_column)} for time")
-    return _careful_log(inputs, outputs, times if has_time else None, kinds, keys[2], path, epoch, options)
+    return _careful_log(
+        inputs, outputs, times if has_time else None, kinds, keys[2], path, epoch, options,
+        cached if cached_seen else None, " or ".join(cached_seen) or None,
+    )  # fmt: skip
 
 
 def _json_key(

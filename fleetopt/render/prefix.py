@@ -16,11 +16,24 @@ def _table(title: str | None, key: str, *headers: str) -> FitTable:
     return table
 
 
+#: The words of each pool's hit-rate source in the plan's table.
+SOURCE_WORDS = {
+    "given": "given",
+    "simulated": "simulated",
+    "reported": "log (production fleet)",
+}
+
+
 def draw_plan_caching(console: Any, caching: Any) -> None:
     """The plan's ``prefix_caching`` section: per pool the hit rate it assumed and its source."""
     how = ""
     if caching.dispatch:
         how = f"{caching.dispatch} dispatch, blocks of {caching.block_size_tokens} tokens"
+    elif any(pool.source == "reported" for pool in caching.pools.values()):
+        how = (
+            "the cached tokens the log reports: the production fleet's hit rate where the log was taken, "
+            "not the planned fleet's"
+        )
     console.print(
         f"[bold]Prefix caching[/bold] ({caching.mode}{'; ' + how if how else ''}): "
         f"{caching.hit_rate:.1%} of prompt tokens cached; {caching.gpus_saved:,} GPUs saved against "
@@ -31,11 +44,22 @@ def draw_plan_caching(console: Any, caching: Any) -> None:
         table.add_row(
             name,
             f"{pool.hit_rate:.1%}",
-            pool.source,
+            SOURCE_WORDS.get(pool.source, pool.source),
             "—" if pool.instances is None else f"{pool.instances:,}",
             "—" if pool.cache_tokens_per_instance is None else f"{pool.cache_tokens_per_instance:,}",
         )
     console.print(table)
+
+
+def draw_reported_cache(console: Any, report: dict[str, Any]) -> None:
+    """``workload show`` of a log that reports cached prompt tokens: the hit rate it reports."""
+    field = f" ({report['field']})" if report.get("field") else ""
+    console.print(
+        f"[bold]Prefix-cache hit rate the log reports[/bold]{field}: {report['hit_rate']:.1%} of "
+        f"{report['prompt_tokens']:,} prompt tokens cached ({report['cached_prompt_tokens']:,}); "
+        f"{report['reporting_requests']:,} of {report['requests']:,} requests report it. The production "
+        "fleet's rate, measured where the log was taken (plan --prefix-caching auto charges it as given)."
+    )
 
 
 def draw_cache_report(console: Any, report: dict[str, Any]) -> None:

@@ -141,6 +141,10 @@ def draw_workload(console: Console, data: Mapping[str, Any]) -> None:
         console.print(
             f"α = F(B) = {archetype['alpha']:.4f} → archetype {archetype['archetype']} ({archetype['rule']})"
         )
+    if data.get("reported_cache"):
+        from fleetopt.render.prefix import draw_reported_cache
+
+        draw_reported_cache(console, data["reported_cache"])
     if data.get("prefix_cache"):
         from fleetopt.render.prefix import draw_cache_report
 
@@ -159,7 +163,7 @@ def summary_report(summary: Any, output: str | None) -> dict[str, Any]:
         "output": output,
         "output_bytes": size,
         "requests": summary.request_count,
-        "distinct_pairs": int(summary.counts.size),
+        "distinct_pairs": _distinct_pairs(summary),
         "window_s": None if summary.window_us is None else summary.window_us / 1e6,
         "windows": int(summary.window_counts.size),
         "clock": None if span is None else ("utc" if span.utc else "relative"),
@@ -171,7 +175,30 @@ def summary_report(summary: Any, output: str | None) -> dict[str, Any]:
             {"source": s.source, "requests": s.requests, "first_us": s.first_us, "last_us": s.last_us}
             for s in summary.sources
         ],
+        **_reported_cache(summary),
     }
+
+
+def _distinct_pairs(summary: Any) -> int:
+    """Distinct (input, output) pairs of a summary (its rows, less the ones a third key, cached
+    tokens, splits: the rows are sorted by input, output, cached)."""
+    if summary.cached_tokens is None or summary.counts.size < 2:
+        return int(summary.counts.size)
+    inputs, outputs = summary.input_tokens, summary.output_tokens
+    return 1 + int(((inputs[1:] != inputs[:-1]) | (outputs[1:] != outputs[:-1])).sum())
+
+
+def _reported_cache(summary: Any) -> dict[str, Any]:
+    """The hit rate a summary's log reports (``reported_cache_hit_rate``, over all prompt tokens;
+    ``reporting_requests``), for a summary with cached tokens."""
+    from fleetopt.core.summary import reported_cache
+
+    reported = reported_cache(
+        summary.input_tokens, summary.output_tokens, summary.cached_tokens, summary.counts
+    )
+    if reported is None:
+        return {}
+    return {"reported_cache_hit_rate": reported.hit_rate, "reporting_requests": reported.reporting_requests}
 
 
 def draw_summary_report(console: Console, data: Mapping[str, Any]) -> None:
@@ -191,6 +218,11 @@ def draw_summary_report(console: Console, data: Mapping[str, Any]) -> None:
     console.print(
         f"{data['requests']:,} requests, {data['distinct_pairs']:,} distinct (input, output) pairs; {window}"
     )
+    if data.get("reported_cache_hit_rate") is not None:
+        console.print(
+            f"cached prompt tokens the log reports: {data['reported_cache_hit_rate']:.1%} of prompt tokens "
+            f"({data['reporting_requests']:,} requests report them)"
+        )
     if data["output"]:
         size = f" ({data['output_bytes']:,} bytes)" if data["output_bytes"] is not None else ""
         console.print(f"summary written to {data['output']}{size}")

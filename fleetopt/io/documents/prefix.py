@@ -13,14 +13,16 @@ class PoolCacheDocument(Document):
 
     Attributes:
         hit_rate: cached prompt tokens over the pool's prompt tokens.
-        source: ``given`` (``hit-rate:F``) or ``simulated`` (the log's block hashes replayed through
-            the pool's caches, docs/math.md "Prefix caching").
+        source: ``given`` (``hit-rate:F``), ``simulated`` (the log's block hashes replayed through
+            the pool's caches, docs/math.md "Prefix caching") or ``reported`` (the cached tokens
+            the log itself reports: the hit rate of the production fleet where the log was taken,
+            not of the fleet planned).
         instances: the instance count the caches were simulated at (null when given).
         cache_tokens_per_instance: KV left to the cache per instance, tokens (null when given).
     """
 
     hit_rate: float = field(minimum=0, maximum=1)
-    source: Literal["given", "simulated"]
+    source: Literal["given", "simulated", "reported"]
     instances: int | None = field(minimum=1)
     cache_tokens_per_instance: int | None = field(minimum=0)
 
@@ -31,8 +33,9 @@ class PrefixCachingDocument(Document):
 
     Attributes:
         mode: ``auto`` (the log's evidence) or ``hit-rate`` (a given share).
-        dispatch: the dispatch the simulated caches assumed, ``random`` or ``affinity`` (null when given).
-        block_size_tokens: tokens per hashed block of the log (null when given).
+        dispatch: the dispatch the simulated caches assumed, ``random`` or ``affinity`` (null when
+            given or reported).
+        block_size_tokens: tokens per hashed block of the log (null when given or reported).
         hit_rate: cached prompt tokens over all prompt tokens, fleet-wide.
         pools: each pool's hit rate, by pool name.
         gpus_without_caching: GPUs of the best fleet with ``--prefix-caching off``.
