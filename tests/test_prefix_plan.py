@@ -270,3 +270,51 @@ def test_workload_show_prints_the_hit_rates_of_a_hash_log(tmp_path: Path) -> Non
     result = runner.invoke(app, ["workload", "show", str(bad), "--format", "json"])
     assert result.exit_code == 0 and "warning: the log's hash_ids were not used" in result.stderr
     assert "prefix_cache" not in json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("dispatch", ["random", "affinity"])
+def test_simulate_charges_a_cached_plan_the_hits_of_its_own_fleet(tmp_path: Path, dispatch: str) -> None:
+    """``simulate --plan`` of an ``auto`` plan replays the log's hashes through the caches the plan
+    recorded (its fleet's instances and cache sizes, from the document): per pool, the share of
+    prompt tokens it charges as cached is what the planned fleet's own caches hit — worked out again
+    from the planner's fleet (cache sizes from its utilization) — and at least the rate the plan
+    charged."""
+    from fleetopt.api.prefix import (
+        plan_with_prefix_caching,
+        pool_of_requests,
+        replayed_caching,
+        simulate_fleet_caches,
+    )
+    from fleetopt.io.plans import read_plan
+    from fleetopt.io.workloads import load_workload
+
+    path = tmp_path / "plan.json"
+    args = ["plan", "--cdf", str(SESSIONS), "--log-format", "mooncake", "--slo", "10s", "--rate", "100"]
+    args += ["--long-context", "131072", "--b-short", "32768", "--gamma", "1", "--prefix-caching", "auto"]
+    result = runner.invoke(app, [*args, "--prefix-dispatch", dispatch, "-o", str(path)])
+    assert result.exit_code == 0, result.output
+    plan = read_plan(path)
+    loaded = load_workload(plan.workload, **plan.workload_reader)
+    charged = replayed_caching(loaded, plan.workload, plan.document, plan.fleet)
+    assert charged.total_weight == loaded.total_weight
+    run = plan_with_prefix_caching(
+        str(SESSIONS), parse_prefix_caching("auto"), prefix_dispatch=dispatch, ttft_slo_s=10.0,
+        mean_rate_per_s=100.0, long_context_tokens=131072, reader_options={"log_format": "mooncake"},
+        b_short_candidates=(32768,), gammas=(1.0,),
+    )  # fmt: skip
+    log = read_hash_log(SESSIONS)
+    hits, _ = simulate_fleet_caches(log.stream, log.output_tokens, run.plan.best, dispatch)
+    totals = log.stream.input_tokens + log.output_tokens
+    caching = plan.document["prefix_caching"]
+    where, by_log = pool_of_requests(plan.fleet, charged.total_tokens), pool_of_requests(plan.fleet, totals)
+    prompts = charged.total_tokens - charged.output_tokens
+    for k, pool in enumerate(plan.fleet.pools):
+        mine = where == k
+        if not mine.any():
+            continue
+        share = 1.0 - np.dot(charged.input_tokens[mine], charged.weights[mine]) / np.dot(
+            prompts[mine], charged.weights[mine]
+        )
+        own = hits[by_log == k].sum() / log.stream.input_tokens[by_log == k].sum()
+        assert share == pytest.approx(own, rel=1e-12)
+        assert share >= caching["pools"][pool.name]["hit_rate"] - 1e-12

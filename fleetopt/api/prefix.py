@@ -482,17 +482,24 @@ def replayed_caching(workload: Workload, source: str, document: dict[str, Any], 
     charged it, for ``simulate --plan``: with ``auto`` on a log with block hashes, the hashes replayed
     through the caches the plan recorded — each pool's instances and cache size, its dispatch and seed
     — so each request is charged the cached tokens it hits in the planned fleet, in the log's order
-    (the same hits the plan was made with); otherwise each request its pool's planned hit rate
+    (at least what the plan charged: it keeps a fleet whose own caches hit no less); with ``auto`` on a log that reports cached tokens, each
+    request its reported ones; otherwise each request its pool's planned hit rate
     (:func:`with_planned_caching`). The workload itself when the plan assumed no caching."""
     from fleetopt.io.prefix_logs import has_block_hashes, read_hash_log
 
     caching = document.get("prefix_caching")
+    pools = (caching or {}).get("pools") or {}
+    reported = workload.metadata.get("reported_cache")
     if (
-        not caching
-        or caching.get("mode") != "auto"
-        or not caching.get("pools")
-        or not has_block_hashes(source)
-    ):
+        caching
+        and caching.get("mode") == "auto"
+        and reported is not None
+        and any(values.get("source") == "reported" for values in pools.values())
+    ):  # the log's own cached tokens, request by request, as the plan charged them
+        inputs, outputs = reported.input_tokens, reported.output_tokens
+        uncached = reported.uncached_input_tokens()
+        return cached_workload(workload, inputs + outputs, uncached, outputs, reported.counts)
+    if not caching or caching.get("mode") != "auto" or not pools or not has_block_hashes(source):
         return with_planned_caching(workload, document, fleet)
     log = read_hash_log(source, int(caching["block_size_tokens"]))
     stream = log.stream
