@@ -106,12 +106,14 @@ def test_export_says_when_only_litellm_deploys_the_plan(compressed, tmp_path) ->
     assert "relies on prompt compression" not in litellm.stderr
 
 
-def test_the_readme_quotes_the_default_plan_and_the_compressed_one(compressed) -> None:
+def test_the_readme_quotes_the_default_plan_and_the_compressed_one() -> None:
     """README's figures of `fleetopt plan --cdf azure-2023 --slo 500ms --rate 1000` (the default
-    p_c = 0: the fleet without compression, equal to the p_c = 0 plan by the first test) and of the
-    same with --compressibility 1."""
+    p_c = 0 and two pools at most) and of the same with --compressibility 1, whose fleet without
+    compression is the default plan's."""
     text = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
-    default, best = compressed.plan.without_compression, compressed.plan.best
+    run = plan_workload("azure-2023", compressibility=1.0, **README)
+    default, best = run.plan.without_compression, run.plan.best
+    assert default.total_gpus == plan_workload("azure-2023", **README).plan.best.total_gpus
     short, long = default.pools
     quoted = (
         f"B_short = {default.b_short_tokens:,}, a short pool of {short.instances} instances at "

@@ -135,7 +135,8 @@ def _pool(**changes):
         ({}, "least-waiting", True),
         ({}, "round-robin", False),  # never behind another prompt's prefill on a thin pool
         ({}, "pooled", False),
-        ({"ttft_headroom_fraction": 0.2}, "least-loaded", False),  # more headroom than the ±15% band
+        ({"ttft_headroom_fraction": 0.2}, "least-loaded", True),  # the README plan's long pool now: 18.6%
+        ({"ttft_headroom_fraction": 0.3}, "least-loaded", False),  # more than the +27% simulation found
         ({"utilization": 0.6}, "least-loaded", False),  # not thin (the README plan's short pool)
         ({"p99_prefill_s": 0.1}, "least-loaded", False),  # the P99 is not mostly prefill
         ({"context_tokens": 131_072, "p99_prefill_s": 0.1}, "round-robin", True),  # beyond the sets' 64K

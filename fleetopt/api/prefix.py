@@ -480,11 +480,12 @@ def prefix_evidence(workload: str, block_size_tokens: int = MOONCAKE_BLOCK_TOKEN
 def replayed_caching(workload: Workload, source: str, document: dict[str, Any], fleet: Any) -> Workload:
     """``workload`` (a plan's own, read as the plan read it) charged as the plan's ``prefix_caching``
     charged it, for ``simulate --plan``: with ``auto`` on a log with block hashes, the hashes replayed
-    through the caches the plan recorded — each pool's instances and cache size, its dispatch and seed
-    — so each request is charged the cached tokens it hits in the planned fleet, in the log's order
-    (at least what the plan charged: it keeps a fleet whose own caches hit no less); with ``auto`` on a log that reports cached tokens, each
-    request its reported ones; otherwise each request its pool's planned hit rate
-    (:func:`with_planned_caching`). The workload itself when the plan assumed no caching."""
+    through the caches the plan recorded — each pool's instances and cache size, its dispatch and
+    seed — so each request is charged the cached tokens it hits in the planned fleet, in the log's
+    order (at least what the plan charged: it keeps a fleet whose own caches hit no less); with
+    ``auto`` on a log that reports cached tokens, each request its reported ones; otherwise each
+    request its pool's planned hit rate (:func:`with_planned_caching`). The workload itself when
+    the plan assumed no caching."""
     from fleetopt.io.prefix_logs import has_block_hashes, read_hash_log
 
     caching = document.get("prefix_caching")
