@@ -234,3 +234,22 @@ def test_quantile_interval_is_the_binomial_order_statistic_interval() -> None:
         low <= 0.99 <= high for low, high in (quantile_interval(rng.random(500), 0.99) for _ in range(400))
     )
     assert 0.92 <= hits / 400 <= 0.995
+
+
+@pytest.mark.parametrize("factor", [1.0, 0.4, 3.5])
+def test_a_replay_knows_which_request_each_arrival_replays(factor: float) -> None:
+    """``generate_indexed`` draws what ``generate`` draws, and each arrival's index names the log
+    request it replays: its time is that request's, shifted by one of its copy's offsets (mod the
+    period); at f = 1 it is the log itself, request by request (the warm-up replays the log's end)."""
+    rng = np.random.default_rng(4)
+    times = np.sort(rng.uniform(0.0, 600.0, 500))
+    spec = ArrivalSpec("replay", times_s=times[::-1].copy(), rate_factor=factor, warmup_s=30.0)
+    plain, warm = spec.generate(np.random.default_rng(11))
+    indexed, warm_indexed, index = spec.generate_indexed(np.random.default_rng(11))
+    assert np.array_equal(plain, indexed) and warm == warm_indexed and index.size == plain.size
+    own = spec.times_s[index] - times[0]
+    shift = np.mod(indexed - 30.0 - own, spec.period_s)  # (after 30 s of warm-up)
+    offsets = np.unique(np.round(np.minimum(shift, spec.period_s - shift), 9))
+    assert offsets.size <= max(1, math.ceil(factor))
+    if factor == 1.0:
+        assert np.array_equal(spec.times_s[index[warm:]], times)

@@ -70,20 +70,33 @@ def parse_prefix_caching(text: str | None) -> PrefixCaching:
 
 
 def cached_workload(
-    workload: Workload, total_tokens: np.ndarray, uncached: np.ndarray, output_tokens: np.ndarray, weights
+    workload: Workload,
+    total_tokens: np.ndarray,
+    uncached: np.ndarray,
+    output_tokens: np.ndarray,
+    weights,
+    *,
+    in_order: bool = False,
 ) -> Workload:
     """``workload`` with each request's prompt charged ``uncached`` tokens: atoms (total, uncached
     input, output) — the total (routing key, KV footprint) and the output as they were — with
-    equal atoms merged, by total ascending; arrivals and everything else kept."""
+    equal atoms merged, by total ascending; arrivals and everything else kept. ``in_order``: the rows
+    are the log's requests in arrival order (one each), and the workload keeps each one's atom
+    (``metadata["request_atoms"]``), so a replay serves every arrival its own request."""
     rows = np.stack([total_tokens, uncached, output_tokens], axis=1).astype(np.int64)
     atoms, inverse = np.unique(rows, axis=0, return_inverse=True)
     merged = np.bincount(inverse.reshape(-1), weights=np.asarray(weights, dtype=np.float64))
+    metadata = dict(workload.metadata)
+    metadata.pop("request_atoms", None)
+    if in_order:
+        metadata["request_atoms"] = inverse.reshape(-1)
     return dataclasses.replace(
         workload,
         total_tokens=atoms[:, 0].copy(),
         input_tokens=atoms[:, 1].copy(),
         output_tokens=atoms[:, 2].copy(),
         weights=merged,
+        metadata=metadata,
     )
 
 
@@ -522,6 +535,8 @@ def replayed_caching(workload: Workload, source: str, document: dict[str, Any], 
             seed=CACHE_SEED,
             load_bound=DEFAULT_LOAD_BOUND,
         ).hit_tokens
+    in_order = workload.arrival_times_s is not None and workload.arrival_times_s.size == totals.size
+    uncached = stream.input_tokens - hits
     return cached_workload(
-        workload, totals, stream.input_tokens - hits, log.output_tokens, np.ones(totals.size)
+        workload, totals, uncached, log.output_tokens, np.ones(totals.size), in_order=in_order
     )

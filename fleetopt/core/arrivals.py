@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -395,8 +395,13 @@ def pool_arrival_scv(
 
 
 def replay_at_rate(
-    times_s: np.ndarray, rate_factor: float, window_s: float, rng: np.random.Generator
-) -> np.ndarray:
+    times_s: np.ndarray,
+    rate_factor: float,
+    window_s: float,
+    rng: np.random.Generator,
+    *,
+    with_index: bool = False,
+) -> Any:
     """The log's arrivals at ``rate_factor`` × its mean rate on its own time axis (sorted, seconds
     from the first arrival, within one period P = span + one mean gap).
 
@@ -405,9 +410,12 @@ def replay_at_rate(
     wrapping around the period. So the windowed rate profile is kept (each window's expected count
     is f times the log's, smoothed by less than a window), every copy carries the log's bursts, and
     more traffic means more independent users shaped by the same profile, not one user sending f
-    times as much. f = 1 is the log itself; f < 1 thins it.
+    times as much. f = 1 is the log itself; f < 1 thins it. ``with_index``: also the position in
+    ``times_s`` of the request each arrival replays (the same draws either way).
     """
-    times = np.sort(np.asarray(times_s, dtype=np.float64))
+    given = np.asarray(times_s, dtype=np.float64)
+    order = np.argsort(given, kind="stable")
+    times = given[order]
     times = times - times[0]
     if not (rate_factor > 0 and math.isfinite(rate_factor)):
         raise ValidationError(f"replay: rate factor {excerpt(rate_factor)} must be a positive, finite number")
@@ -416,15 +424,20 @@ def replay_at_rate(
     copies = max(1, math.ceil(rate_factor - 1e-12))
     keep = rate_factor / copies
     if copies == 1:
-        return times if keep >= 1.0 else times[rng.random(times.size) < keep]
+        mask = np.ones(times.size, dtype=bool) if keep >= 1.0 else rng.random(times.size) < keep
+        return (times[mask], order[mask]) if with_index else times[mask]
     offsets = window_s * ((np.arange(copies) + rng.random(copies)) / copies - 0.5)
-    parts = []
+    parts, index = [], []
     for offset in offsets:
-        kept = times[rng.random(times.size) < keep] if keep < 1.0 else times
-        parts.append(np.mod(kept + offset, period))
+        mask = rng.random(times.size) < keep if keep < 1.0 else np.ones(times.size, dtype=bool)
+        parts.append(np.mod(times[mask] + offset, period))
+        index.append(order[mask])
     merged = np.concatenate(parts)
-    merged.sort()
-    return merged
+    if not with_index:
+        merged.sort()
+        return merged
+    by_time = np.argsort(merged, kind="stable")
+    return merged[by_time], np.concatenate(index)[by_time]
 
 
 def profile_arrivals(counts: WindowCounts, rate_factor: float, rng: np.random.Generator) -> np.ndarray:
@@ -438,20 +451,27 @@ def profile_arrivals(counts: WindowCounts, rate_factor: float, rng: np.random.Ge
     return times
 
 
-def with_periodic_warmup(times_s: np.ndarray, period_s: float, warmup_s: float) -> tuple[np.ndarray, int]:
+def with_periodic_warmup(
+    times_s: np.ndarray, period_s: float, warmup_s: float, index: np.ndarray | None = None
+) -> Any:
     """(times, count of warm-up arrivals): the last ``warmup_s`` of a periodic arrival pattern placed
     before it (repeating it as often as needed), all shifted to start at 0. The warm-up fills the
-    pools as the end of the previous period would have."""
+    pools as the end of the previous period would have. With ``index`` (what each arrival replays),
+    also the index of every arrival, warm-up included."""
     times = np.asarray(times_s, dtype=np.float64)
     if warmup_s <= 0 or times.size == 0:
-        return times, 0
+        return (times, 0) if index is None else (times, 0, index)
     laps = math.ceil(warmup_s / period_s)
-    before = []
+    before, before_index = [], []
     for lap in range(laps, 0, -1):
         shifted = times - lap * period_s
-        before.append(shifted[shifted >= -warmup_s])
+        inside = shifted >= -warmup_s
+        before.append(shifted[inside])
+        if index is not None:
+            before_index.append(index[inside])
     prefix = np.concatenate(before) if before else np.empty(0)
-    return np.concatenate((prefix, times)) + warmup_s, int(prefix.size)
+    out = np.concatenate((prefix, times)) + warmup_s, int(prefix.size)
+    return out if index is None else (*out, np.concatenate((*before_index, index)))
 
 
 #: How a simulation generates arrivals (``--arrivals``).
@@ -518,11 +538,20 @@ class ArrivalSpec:
 
     def generate(self, rng: np.random.Generator) -> tuple[np.ndarray, int]:
         """(sorted arrival times from 0, the number of warm-up arrivals at their start)."""
+        times, warmup, _ = self.generate_indexed(rng)
+        return times, warmup
+
+    def generate_indexed(self, rng: np.random.Generator) -> tuple[np.ndarray, int, np.ndarray | None]:
+        """:meth:`generate` and, for a replay, the position in ``times_s`` of the log request each
+        arrival replays (None for a profile): the same draws as :meth:`generate`."""
+        index = None
         if self.kind == "replay":
-            times = replay_at_rate(self.times_s, self.rate_factor, self.window_s, rng)
+            times, index = replay_at_rate(self.times_s, self.rate_factor, self.window_s, rng, with_index=True)
+            times, warmup, index = with_periodic_warmup(times, self.period_s, self.warmup_s, index)
         else:
             times = profile_arrivals(self.counts, self.rate_factor, rng)
-        times, warmup = with_periodic_warmup(times, self.period_s, self.warmup_s)
+            times, warmup = with_periodic_warmup(times, self.period_s, self.warmup_s)
         if self.max_requests is not None and times.size > warmup + self.max_requests:
             times = times[: warmup + self.max_requests]
-        return times, warmup
+            index = None if index is None else index[: times.size]
+        return times, warmup, index

@@ -796,14 +796,22 @@ def simulate_fleet(
     counts: list[int] = []
     rates: list[float] = []
     warm_shares: list[float] = []
+    # a replay of a log that keeps each request's atom (a cached plan's log: its prompts as charged,
+    # request by request) replays each arrival's own request, in the log's order
+    request_atoms = workload.metadata.get("request_atoms")
+    paired = (
+        arrivals is not None and arrivals.kind == "replay" and request_atoms is not None
+        and len(request_atoms) == np.asarray(arrivals.times_s).size
+    )  # fmt: skip
     for seed in seeds:
         rng = np.random.default_rng(seed)
+        replayed = None
         if arrivals is None:
             count = requests
             warmup = int(math.floor(warmup_fraction * requests))
             arrival = _arrival_times(rng, requests, arrival_rate_per_s, arrival_times_s)
         else:
-            arrival, warmup = arrivals.generate(rng)
+            arrival, warmup, replayed = arrivals.generate_indexed(rng)
             count = int(arrival.size)
             if count < warmup + 2:
                 raise ValidationError(
@@ -818,7 +826,7 @@ def simulate_fleet(
                 )
         counts.append(count)
         warm_shares.append(warmup / count)
-        atoms = _sample_atoms(workload, rng, count)
+        atoms = np.asarray(request_atoms)[replayed] if paired else _sample_atoms(workload, rng, count)
         coin = rng.random(count)
         total = workload.total_tokens[atoms]
         outputs = np.maximum(1, workload.output_tokens[atoms])
