@@ -133,8 +133,8 @@ def _pool(**changes):
     [
         ({}, "least-loaded", True),  # the README plan's long pool (docs/validation.md)
         ({}, "least-waiting", True),
-        ({}, "round-robin", False),  # never behind another prompt's prefill on a thin pool
-        ({}, "pooled", False),
+        ({}, "round-robin", True),  # a policy the model does not size for: every pool
+        ({}, "pooled", True),
         ({"ttft_headroom_fraction": 0.2}, "least-loaded", True),  # the README plan's long pool now: 18.6%
         ({"ttft_headroom_fraction": 0.3}, "least-loaded", False),  # more than the +27% simulation found
         ({"utilization": 0.6}, "least-loaded", False),  # not thin (the README plan's short pool)
@@ -155,6 +155,8 @@ def test_the_regime_warning_names_prefill_bound_thin_pools_behind_counting_route
     warnings = regime_warnings({"long": _pool(**changes)}, SimpleNamespace(ttft_slo_s=0.5), dispatch)
     assert [w.kind for w in warnings] == (["outside_validated_region"] if warned else [])
     assert not warned or "--refine" in warnings[0].message
+    unmodelled = dispatch not in ("least-loaded", "least-waiting")
+    assert not warned or (f"the plan states {dispatch} dispatch" in warnings[0].message) == unmodelled
 
 
 @pytest.mark.slow

@@ -168,24 +168,56 @@ def plan_notes(plan: FleetPlan) -> list[str]:
 PREFILL_BOUND_MISS = 0.27
 PREFILL_BOUND_SHARE = 0.5
 THIN_OCCUPANCY = 0.3
-#: Dispatch policies that never send a request behind another's prefill on a thin pool (round-robin
-#: spreads them; pooled waits for a free slot anywhere).
-PREFILL_SAFE_DISPATCH = ("round-robin", "pooled")
 #: The longest context of the validation sets (docs/validation.md): beyond it the regime grid
 #: (benchmarks/regime_grid.py) found 131K-token long pools 25–100% short of the simulated minimum, and
 #: issue 30 a replayed 131K pool at 5.40 s against 4.76 s predicted.
 VALIDATED_CONTEXT_TOKENS = 65_536
 
 
+#: The dispatch policies the engine model sizes for: its intake share and company factor are a
+#: least-loaded router's, and least-waiting, which also sees each instance's load, stayed within
+#: the model's warnings on the regime grid (docs/validation.md, "The regime grid").
+MODELLED_DISPATCH = ("least-loaded", "least-waiting")
+#: What the regime grid found under the other policies: the most GPUs one fleet needed in simulation
+#: beyond the model's count (None: not run on the grid).
+UNMODELLED_DISPATCH_MISS: dict[str, float | None] = {
+    "round-robin": 0.64,
+    "least-kv": 1.52,
+    "random": None,
+    "least-tokens": None,
+    "pooled": None,
+}
+
+
 def regime_warnings(pools: dict[str, PoolDocument], options, dispatch: str) -> list[HeadroomWarning]:
     """Pools of an unrefined plan outside the region where the analytic model was shown to hold
-    (docs/validation.md): contexts beyond the validation sets', and prefill-bound thin pools under a
-    dispatch policy that counts requests with less headroom to the SLO than simulation put such pools
-    above the model (:data:`PREFILL_BOUND_MISS`)."""
+    (docs/validation.md): every pool under a dispatch policy the model does not size for
+    (:data:`MODELLED_DISPATCH`), contexts beyond the validation sets', and prefill-bound thin pools
+    under a dispatch policy that counts requests with less headroom to the SLO than simulation put
+    such pools above the model (:data:`PREFILL_BOUND_MISS`)."""
     from fleetopt.io.documents.plan import HeadroomWarning
 
     warnings = []
     for name, pool in pools.items():
+        if dispatch not in MODELLED_DISPATCH and pool.instances > 0:
+            miss = UNMODELLED_DISPATCH_MISS.get(dispatch)
+            found = (
+                f"on the regime grid one fleet needed {miss:.0%} more GPUs in simulation under it"
+                if miss is not None
+                else "it was not checked on the regime grid"
+            )
+            warnings.append(HeadroomWarning(
+                pool=name,
+                kind="outside_validated_region",
+                message=(
+                    f"{name} pool: outside where the model was shown to hold — the plan states {dispatch} "
+                    "dispatch, and the model sizes pools for a least-loaded router (its intake and the "
+                    f"company a routed request finds); {found}. Re-plan with --refine K (sizes it by "
+                    f"simulation under {dispatch}) or check it with plan --validate --strict "
+                    '(docs/validation.md, "The regime grid")'
+                ),
+            ))  # fmt: skip
+            continue
         if pool.context_tokens > VALIDATED_CONTEXT_TOKENS and pool.instances > 0:
             warnings.append(HeadroomWarning(
                 pool=name,
@@ -201,7 +233,7 @@ def regime_warnings(pools: dict[str, PoolDocument], options, dispatch: str) -> l
             continue
         prefill, ttft, headroom = pool.p99_prefill_s, pool.p99_ttft_s, pool.ttft_headroom_fraction
         if (
-            dispatch not in PREFILL_SAFE_DISPATCH and prefill is not None and ttft and headroom is not None
+            prefill is not None and ttft and headroom is not None
             and pool.utilization is not None and pool.utilization <= THIN_OCCUPANCY
             and prefill >= PREFILL_BOUND_SHARE * ttft and headroom < PREFILL_BOUND_MISS
         ):  # fmt: skip
