@@ -175,14 +175,14 @@ VALIDATED_CONTEXT_TOKENS = 65_536
 
 
 #: The dispatch policies the engine model sizes for: its intake share and company factor are a
-#: least-loaded router's, and least-waiting, which also sees each instance's load, stayed within
-#: the model's warnings on the regime grid (docs/validation.md, "The regime grid").
-MODELLED_DISPATCH = ("least-loaded", "least-waiting")
-#: What the regime grid found under the other policies: the most GPUs one fleet needed in simulation
-#: beyond the model's count (None: not run on the grid).
+#: least-loaded router's (docs/math.md).
+MODELLED_DISPATCH = ("least-loaded",)
+#: What the regime grid found under the other policies (docs/validation.md, "The regime grid"): the
+#: most GPUs one fleet needed in simulation beyond the model's count (None: not run on the grid).
 UNMODELLED_DISPATCH_MISS: dict[str, float | None] = {
     "round-robin": 0.64,
-    "least-kv": 1.52,
+    "least-waiting": 0.75,
+    "least-kv": 1.60,
     "random": None,
     "least-tokens": None,
     "pooled": None,
