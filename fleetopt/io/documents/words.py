@@ -183,8 +183,8 @@ UNMODELLED_DISPATCH_MISS: dict[str, float | None] = {
     "round-robin": 0.64,
     "least-waiting": 0.75,
     "least-kv": 1.60,
-    "random": None,
-    "least-tokens": None,
+    "random": 1.00,
+    "least-tokens": 1.82,
     "pooled": None,
 }
 
