@@ -522,7 +522,7 @@ def draw_plan(console: Console, document: PlanDocument | Mapping[str, Any]) -> N
         )
     console.print(
         "GPUs = instances × GPUs per instance; $/year = GPUs × $/GPU-hour × 8,760. "
-        "TTFT = P99 slot wait + prefill + first decode under the service model. "
+        "TTFT = P99 slot wait + prefill up to the first token under the service model. "
         "(fleetopt audit prices the papers' estimates in their setting — the lockstep model, the A100 "
         "calibration, the mean rate — unless told otherwise, so its GPU counts differ from these.)"
     )
