@@ -161,16 +161,17 @@ class EngineModel(ServiceModel):
         array), behind a least-loaded router over n = ``instances`` (the intake share f and company
         factor φ of :attr:`assumptions`), with the slot wait (P(wait), mean wait given a wait) and T0
         (unless ``with_overhead`` is false). ``decode_and_prompt``: :meth:`decode_and_prompt_costs`
-        when the caller already has them. ``costs`` carry the pool's mean prompt price τ*
-        (:meth:`pool_costs`), ``price`` the request's own (from :attr:`assumptions` if not given)."""
+        when the caller already has them. ``costs`` and ``price``: :meth:`pool_costs` (the
+        iteration costs at the pool's mean prompt price τ*, and the prompt price); without
+        ``price`` both are worked out from ``hardware``."""
         if moments.prompt_levels is None:
             raise ValueError("the engine model needs the pool's prompt lengths by prefill level")
+        if price is None:  # (the pool's costs and prompt price, from the hardware)
+            costs, price = self.pool_costs(moments, hardware)
         decode_per_sequence_s, prompt_work_s = decode_and_prompt or self.decode_and_prompt_costs(
             moments, costs
         )
         router = router_arguments(moments, costs, rate_per_instance_per_s, instances, prompt_work_s)
-        if price is None:
-            price = self.assumptions.prompt_price(moments, costs)
         return ttft_cumulants(
             moments.prompt_levels,
             tau_s=costs.per_prefill_token_s,
