@@ -289,10 +289,16 @@ def test_a_pool_the_fleet_run_barely_measures_is_simulated_on_its_own_stream() -
     (it reported a P99 TTFT of 1.7 s, "meets"). Measured on fewer than MIN_POOL_REQUESTS per seed,
     it is simulated again alone at its rate: 60,000 requests per seed, and the breach shows (its
     P99 TTFT is about 5 s against the 3 s SLO; the model's 2.8 s is the known miss of small
-    slot-bound pools). The short pool, measured on ~300,000 per seed, keeps the fleet run's figures."""
+    slot-bound pools). The short pool, measured on ~300,000 per seed, keeps the fleet run's figures.
+    Planned by the engine model of then (without its prompt attention and with the first token one
+    iteration after the prompt: the model now plans 6 long instances there, which the fleet run sees
+    enough of)."""
     from fleetopt.core.crosscheck import MIN_POOL_REQUESTS, PoolVerdict
+    from fleetopt.core.engine.assumptions import DEFAULT_ASSUMPTIONS
+    from fleetopt.core.engine.model import EngineModel
 
-    run = plan_workload("lmsys", ttft_slo_s=3.0, mean_rate_per_s=250.0, rate_basis="mean")
+    then = EngineModel(DEFAULT_ASSUMPTIONS.without("prompt_price").without("first_token_iteration"))
+    run = plan_workload("lmsys", ttft_slo_s=3.0, mean_rate_per_s=250.0, rate_basis="mean", service_model=then)
     setup = setup_from_plan(run.plan)
     report = crosscheck_setup(setup, run.workload, service_model="physical", seeds=(1, 2, 3))
     short, long = report.pools

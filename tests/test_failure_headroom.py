@@ -32,7 +32,7 @@ def plans(tmp_path_factory) -> dict[str, dict]:
     # the same boundaries and γ without spares: the brute-force reference for each pool's size
     bounds = ",".join(str(b) for b in best["routing"]["boundaries_tokens"])
     pinned = _plan(folder, "pinned.yaml", "--b-short", bounds, "--gamma", f"{best['gamma']:g}")
-    tighter = _plan(folder, "tighter.yaml", "--ttft-headroom", "10%")
+    tighter = _plan(folder, "tighter.yaml", "--ttft-headroom", "20%")
     return {"spare": spare, "pinned": pinned, "tighter": tighter, "folder": folder}
 
 
@@ -52,7 +52,7 @@ def test_a_spare_is_one_instance_above_what_meets_the_slo_with_the_same_figures(
 
 
 def test_without_spare_no_pool_has_one(plans) -> None:
-    # (the default plan's own figures, 113 + 18 instances, are quoted and checked in docs/deploy.md)
+    # (the default plan's own figures, 112 + 19 instances, are quoted and checked in docs/deploy.md)
     pinned = plans["pinned"]
     assert pinned["inputs"]["spare_instances"] == 0 and pinned["inputs"]["ttft_headroom_fraction"] == 0
     assert all(p["spare_instances"] == 0 for p in pinned["best"]["pools"].values())
@@ -61,11 +61,12 @@ def test_without_spare_no_pool_has_one(plans) -> None:
 @pytest.mark.slow
 def test_a_ttft_headroom_sizes_to_the_tighter_slo(plans) -> None:
     tighter = plans["tighter"]
-    assert tighter["inputs"]["ttft_headroom_fraction"] == pytest.approx(0.1)
+    assert tighter["inputs"]["ttft_headroom_fraction"] == pytest.approx(0.2)
     assert tighter["inputs"]["ttft_slo_s"] == 0.5  # the SLO itself is kept; only the sizing target moves
     for pool in tighter["best"]["pools"].values():
-        assert pool["p99_ttft_s"] <= 0.45 and pool["ttft_headroom_fraction"] >= 0.1
-    assert tighter["best"]["total_gpus"] > 1048  # the default plan's 113 + 18 instances × 8 GPUs
+        assert pool["p99_ttft_s"] <= 0.4 and pool["ttft_headroom_fraction"] >= 0.2
+    # more than the default plan (its pools at 431 and 407 ms: 10% headroom they already have)
+    assert tighter["best"]["total_gpus"] > plans["pinned"]["best"]["total_gpus"]
     assert not [w for w in tighter["warnings"] if w["kind"] == "ttft_near_slo"]
 
 

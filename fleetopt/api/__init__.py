@@ -416,12 +416,20 @@ def _refined(
             f"--refine {count}: no fleet of the {len(refinement.fleets)} cheapest meets the "
             f"{plan.options.ttft_slo_s * 1e3:g} ms SLO in simulation ({dispatch} dispatch); the closest, "
             f"pool {pool.name!r} of the fleet at boundaries {bounds}, "
-            f"reached a P99 TTFT of {pool.p99_ttft_s * 1e3:.1f} ms with {bound} (up to "
+            f"reached a P99 TTFT of {pool.p99_ttft_s * 1e3:.1f} ms{_upper(pool)} with {bound} (up to "
             f"{refinement.settings.max_instance_factor:g}× its analytic {pool.analytic_instances} + "
             f"{refinement.settings.max_extra_instances} were tried); try more candidates, a looser --slo or "
             "another --dispatch"
         )
     return replace(plan, best=replace(refinement.best.fleet, label="best")), refinement
+
+
+def _upper(pool: Any) -> str:
+    """The upper end of a pool's P99 interval, where it is what failed the SLO."""
+    high = pool.p99_ttft_high_s
+    return (
+        f" (95% interval up to {high * 1e3:.1f} ms)" if math.isfinite(high) and high > pool.p99_ttft_s else ""
+    )
 
 
 def plan_from_options(
