@@ -335,7 +335,7 @@ def plan_workload(
         plan = planner.plan()
     refinement = None
     if refine is not None and plan.best is not None:
-        plan, refinement = _refined(planner, plan, refine, dispatch, dirs)
+        plan, refinement = _refined(planner, plan, refine, dispatch)
     interval, fits = None, None
     if catalog is None and plan.best is not None and gpu is None and gpu_long is None:
         from fleetopt.io.profiles import load_serving  # measured profiles' fit records
@@ -390,18 +390,14 @@ def _plan_dispatch(dispatch: str | None, refine: int | None) -> str:
 MAX_REFINE_CANDIDATES = 50
 
 
-def _refined(
-    planner: Any, plan: FleetPlan, count: int, dispatch: str, dirs: Sequence[Path]
-) -> tuple[Any, Any]:
+def _refined(planner: Any, plan: FleetPlan, count: int, dispatch: str) -> tuple[Any, Any]:
     """The plan with its best fleet re-sized by simulation (:func:`fleetopt.core.refine.refine_plan`),
     and the refinement; raises when no refined fleet meets the SLO."""
     from dataclasses import replace
 
-    from fleetopt.api.crosscheck import model_attention_flops
     from fleetopt.core.refine import RefineSettings, refine_plan
 
-    flops = model_attention_flops(list(plan.hardware), dirs)
-    refinement = refine_plan(planner, plan, RefineSettings(candidates=count, dispatch=dispatch), flops)
+    refinement = refine_plan(planner, plan, RefineSettings(candidates=count, dispatch=dispatch))
     if refinement.best is None:
         worst = [
             (fleet, pool)

@@ -52,11 +52,13 @@ class CrossCheck:
 
 def with_model_attention(setup: Any, dirs: Any = None) -> Any:
     """A cross-check setup whose pools charge prompt chunks their attention over the cached context:
-    each pool's model looked up by name among the profiles (``dirs``: the bundled ones by default;
-    a model not found keeps prompt tokens at τ, whatever the context)."""
+    from each pool's hardware, or, for hardware written without its model's attention geometry (plans
+    before it), the model looked up by name among the profiles (``dirs``: the bundled ones by
+    default; a model not found keeps prompt tokens at τ, whatever the context)."""
     from fleetopt.core.crosscheck import with_attention
 
-    return with_attention(setup, model_attention_flops([p.hardware for p in setup.pools], dirs))
+    missing = [p.hardware for p in setup.pools if p.hardware.attention_flops_per_token_pair is None]
+    return with_attention(setup, model_attention_flops(missing, dirs)) if missing else setup
 
 
 def model_attention_flops(hardware: Any, dirs: Any = None) -> dict[str, float | None]:

@@ -287,7 +287,8 @@ class CrossCheckReport:
 
 
 def simulated_pool(pool: DeployablePool) -> SimulatedPool:
-    """A deployable pool as the simulator takes it (its hardware's iteration costs and KV cache)."""
+    """A deployable pool as the simulator takes it (its hardware's iteration costs, prompt attention
+    and KV cache)."""
     hw = pool.hardware
     costs = iteration_costs(hw)
     return SimulatedPool(
@@ -302,6 +303,7 @@ def simulated_pool(pool: DeployablePool) -> SimulatedPool:
         prefill_per_token_s=costs.per_prefill_token_s,
         physical_iteration_base_s=costs.base_s,
         kv_read_s_per_token=costs.kv_read_floor_s_per_token,
+        attention_s_per_token_pair=costs.attention_s_per_token_pair,
         ttft_overhead_s=hw.ttft_overhead_s,
         kv_capacity_tokens=hw.kv_capacity_tokens,
         kv_block_tokens=hw.kv_block_tokens,
@@ -309,12 +311,17 @@ def simulated_pool(pool: DeployablePool) -> SimulatedPool:
 
 
 def with_attention(setup: CrossCheckSetup, flops_by_model: Mapping[str, float | None]) -> CrossCheckSetup:
-    """``setup`` with each pool's prompt attention cost (the ``vllm`` scheduler's τ_a,
-    :func:`fleetopt.core.simulate.attention_s_per_token_pair`) from its model's attention FLOPs per
-    token pair in ``flops_by_model`` (by model name; a model not in it keeps τ_a = 0)."""
+    """``setup`` with the prompt attention cost (the ``vllm`` scheduler's τ_a,
+    :func:`fleetopt.core.simulate.attention_s_per_token_pair`) of each pool whose hardware does not
+    carry its model's attention geometry (a plan written before it did), from the model's attention
+    FLOPs per token pair in ``flops_by_model`` (by model name; a model not in it keeps τ_a = 0).
+    Pools whose hardware carries it have their τ_a already (:func:`simulated_pool`)."""
     pools = []
     for prediction in setup.pools:
         hw = prediction.hardware
+        if hw.attention_flops_per_token_pair is not None:
+            pools.append(prediction)
+            continue
         tau_a = attention_s_per_token_pair(
             iteration_costs(hw).per_prefill_token_s, hw.parameters_active, flops_by_model.get(hw.model_name)
         )

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
 
@@ -44,12 +44,10 @@ from fleetopt.core.crosscheck import SLO_SLACK, p99_interval, simulated_pool
 from fleetopt.core.planner import FleetCandidate, FleetPlan, Planner, fleet_sort_key
 from fleetopt.core.pools import DeployablePool
 from fleetopt.core.poolsizing import PoolSizing, replace_pool
-from fleetopt.core.service import PoolHardware, iteration_costs
 from fleetopt.core.simulate import (
     DEFAULT_SCHEDULER,
     PHYSICAL,
     SimulatedPool,
-    attention_s_per_token_pair,
     pool_alone_requests,
     routed_pool_workload,
     simulate_pool_alone,
@@ -320,20 +318,12 @@ def _floor_instances(evaluate: Callable[[int], PoolSizing], analytic: int, max_u
     return hi
 
 
-def refine_plan(
-    planner: Planner,
-    plan: FleetPlan,
-    settings: RefineSettings,
-    attention_by_model: Mapping[str, float | None] | None = None,
-) -> Refinement:
+def refine_plan(planner: Planner, plan: FleetPlan, settings: RefineSettings) -> Refinement:
     """Refine the ``settings.candidates`` cheapest fleets of ``plan`` (module docstring): every pool
     searched on one seed, then the cheapest passing fleet's pools confirmed on the confirmation seeds,
-    again until the cheapest passing fleet is a confirmed one.
-
-    ``attention_by_model``: each model's attention FLOPs per token pair (by model name), for the
-    ``vllm`` scheduler's prompt attention cost; a model not in it prices prompt tokens at τ."""
+    again until the cheapest passing fleet is a confirmed one. Each pool's prompt attention is its
+    hardware's (:func:`fleetopt.core.crosscheck.simulated_pool`)."""
     options = plan.options
-    attention = attention_by_model or {}
     searches: dict[tuple, PoolSearch] = {}
     members: list[tuple[FleetCandidate, list[tuple[str, PoolSizing, PoolSearch | None, Callable]]]] = []
     for candidate in candidate_fleets(plan, settings.candidates):
@@ -369,7 +359,7 @@ def refine_plan(
                     )
                     searches[key] = PoolSearch(
                         stream,
-                        replace(simulated, attention_s_per_token_pair=_attention(hardware, attention)),
+                        simulated,
                         arrival_rate_per_s=rate,
                         residence_s=pool.mean_service_s if math.isfinite(pool.mean_service_s) else 0.0,
                         analytic_instances=pool.instances,
@@ -422,14 +412,6 @@ def refine_plan(
             return Refinement(settings, tuple(fleets), fleets[cheapest])
         for search in unconfirmed:
             search.confirm()
-
-
-def _attention(hardware: PoolHardware, attention: Mapping[str, float | None]) -> float:
-    return attention_s_per_token_pair(
-        iteration_costs(hardware).per_prefill_token_s,
-        hardware.parameters_active,
-        attention.get(hardware.model_name),
-    )
 
 
 def _at(pool: PoolSizing, sized: PoolSizing) -> PoolSizing:
