@@ -661,6 +661,12 @@ class _Window(NamedTuple):
     first_token_iteration: int
 
 
+def _window_iterations(p: Any, offset: int) -> Any:
+    """m = max(P + o, 1): the iterations of a request's window, its first token at the end of the
+    last (:func:`ttft_cumulants`' ``first_token_iteration`` o; an int, or an array of levels)."""
+    return p + offset + (p + offset < 1)
+
+
 def _level_law(
     p: Any, y1: Any, y2: Any, y3: Any, qp: tuple, qs: tuple, before: tuple, bg: tuple | None, window: _Window
 ) -> tuple:
@@ -674,10 +680,10 @@ def _level_law(
     ``y1``–``y3``: E[y^i | P] of the last chunk; ``qp``, ``qs``, ``before``: the clusters' raw
     moments Q_m, Σ_{i≤m} Q_i and Σ_{i≤m−1} Q_i (three each); ``bg``: the marks of the prompts
     still prefilling from before (None: there are none); ``window``: what every level shares."""
-    chunk, q_last, tau_s, t_d, lam, lam_time, tbar, per_boundary, b_, moments_t, in_progress, exp = window[
-        :12
-    ]
-    excess, offset = window[12:]
+    (
+        chunk, q_last, tau_s, t_d, lam, lam_time, tbar, per_boundary, b_, moments_t, in_progress, exp,
+        excess, offset,
+    ) = window  # fmt: skip
     e_t, e_t2, e_t3, var_t, k3_t = moments_t
     tc = tau_s * chunk
     prefilling = (p >= 1) * 1.0  # 1 where the request has a prompt to prefill (P ≥ 1)
@@ -686,7 +692,7 @@ def _level_law(
     full = prefilling * (p - 1.0) * chunk
     own_extra = excess[0] * (full * full + 2.0 * full * y1 + y2) + excess[1] * own_tokens
     tau_own = tau_s + own_extra / (own_tokens + (own_tokens <= 0.0))
-    m = p + offset + (p + offset < 1)  # window iterations, at least one
+    m = _window_iterations(p, offset)
     # other requests that touch the window, on average (ν): those with a chunk in the iteration in
     # progress (``in_progress``), the per-boundary intake at boundaries 1 … m and the time-driven
     # arrivals during Ť and iterations 1 … m − 1 (the request's own chunks there included)
@@ -754,7 +760,7 @@ def _level_sums_plain(levels: PromptLevels, memo: tuple, window: _Window, overhe
     offset = window.first_token_iteration
     for p, w, y1, y2, y3 in levels._chunk_rows:
         bg = None if background is None else background[p]
-        m = max(p + offset, 1)  # the window's iterations
+        m = _window_iterations(p, offset)
         c1, c2, c3, still, quiet_mean, quiet_var, quiet_third = _level_law(
             p, y1, y2, y3, q[m], q_sum[m], q_sum[m - 1], bg, window
         )
@@ -780,7 +786,7 @@ def _background_marks(levels: PromptLevels, tau_s: float, lam_time: float, q: li
     tc = tau_s * levels.chunk_tokens
     out = {}
     for p in levels.levels:
-        window = max(p + offset, 1)
+        window = _window_iterations(p, offset)
         t1 = t2 = t3 = 0.0
         for j in range(1, levels.max_level):
             for k, w, y1, y2, y3 in levels._chunk_rows:
@@ -917,7 +923,7 @@ def background_marks_array(
     the window)."""
     k_all, w, y1, y2, y3 = levels.level_arrays()
     level = k_all.astype(np.intp)
-    own = np.maximum(level + offset, 1) - 1  # p of a window of p + 1 iterations
+    own = _window_iterations(level, offset) - 1  # p of a window of p + 1 iterations
     top = levels.max_level
     out = np.zeros((3, own.size))
     if top < 2:
@@ -968,7 +974,7 @@ def _level_sums_array(levels: PromptLevels, memo: tuple, window: _Window, overhe
     def columns(moments: np.ndarray) -> tuple:
         return tuple(column(moments[:, j]) for j in range(3))
 
-    m = np.maximum(own + window.first_token_iteration, 1)  # the windows' iterations
+    m = _window_iterations(own, window.first_token_iteration)
     c1, c2, c3, still, quiet_mean, quiet_var, quiet_third = _level_law(
         column(k_all), column(y1), column(y2), column(y3), columns(q[m]), columns(q_sum[m]),
         columns(q_sum[m - 1]), columns(background), window,
