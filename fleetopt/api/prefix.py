@@ -118,6 +118,22 @@ def cache_tokens_per_instance(kv_capacity_tokens: int, pool: Any, mean_total_tok
     return max(0, int(kv_capacity_tokens - in_flight))
 
 
+def _pool_cache_hits(
+    stream: BlockStream, rows: np.ndarray, instances: int, cache_tokens: int, dispatch: str
+) -> CacheHits:
+    """The cache hits of one pool's requests (``rows`` of ``stream``) over ``instances`` LRU caches of
+    ``cache_tokens`` each under ``dispatch``, with the plan's seed and load bound: what a plan
+    simulates at its fleet and what ``simulate --plan`` replays it with."""
+    return simulate_prefix_cache(
+        stream.subset(rows),
+        instances=instances,
+        capacity_blocks=cache_tokens // stream.block_size_tokens,
+        dispatch=dispatch,
+        seed=CACHE_SEED,
+        load_bound=DEFAULT_LOAD_BOUND,
+    )
+
+
 def simulate_fleet_caches(
     stream: BlockStream, output_tokens: np.ndarray, fleet: Any, dispatch: str
 ) -> tuple[np.ndarray, dict[str, dict[str, Any]]]:
@@ -136,14 +152,7 @@ def simulate_fleet_caches(
         cache_tokens = cache_tokens_per_instance(
             hardware.kv_capacity_tokens, pool, float(totals[rows].mean())
         )
-        result: CacheHits = simulate_prefix_cache(
-            stream.subset(rows),
-            instances=max(1, pool.instances),
-            capacity_blocks=cache_tokens // stream.block_size_tokens,
-            dispatch=dispatch,
-            seed=CACHE_SEED,
-            load_bound=DEFAULT_LOAD_BOUND,
-        )
+        result = _pool_cache_hits(stream, rows, max(1, pool.instances), cache_tokens, dispatch)
         hits[rows] = result.hit_tokens
         found[name] = {
             "hit_rate": result.hit_rate,
@@ -523,17 +532,16 @@ def replayed_caching(workload: Workload, source: str, document: dict[str, Any], 
     where = pool_of_requests(fleet, totals)
     hits = np.zeros(stream.request_count, np.int64)
     for k, pool in enumerate(fleet.pools):
-        values = caching["pools"].get(pool.name)
+        values = pools.get(pool.name)
         rows = np.flatnonzero(where == k)
         if values is None or not rows.size or values.get("cache_tokens_per_instance") is None:
             continue
-        hits[rows] = simulate_prefix_cache(
-            stream.subset(rows),
-            instances=int(values["instances"]),
-            capacity_blocks=int(values["cache_tokens_per_instance"]) // stream.block_size_tokens,
-            dispatch=caching["dispatch"],
-            seed=CACHE_SEED,
-            load_bound=DEFAULT_LOAD_BOUND,
+        hits[rows] = _pool_cache_hits(
+            stream,
+            rows,
+            int(values["instances"]),
+            int(values["cache_tokens_per_instance"]),
+            caching["dispatch"],
         ).hit_tokens
     in_order = workload.arrival_times_s is not None and workload.arrival_times_s.size == totals.size
     uncached = stream.input_tokens - hits
